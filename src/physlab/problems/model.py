@@ -1,0 +1,62 @@
+"""The one Problem model every loader produces and every strategy consumes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ReferenceFormat = Literal["python", "number", "latex"]
+
+
+class Problem(BaseModel):
+    """A physics problem.
+
+    ``reference`` and ``solution`` are the answer key. They must never reach a model's prompt or
+    anything the sandbox can read while model-written code runs: strategies build prompts from
+    :meth:`public`, and only the grader looks at the reference.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(description="Stable identifier, unique within its suite.")
+    statement: str = Field(description="Markdown with LaTeX.")
+    answer_template: str | None = Field(
+        default=None,
+        description="Python source defining answer(...) with '...' placeholders to fill. "
+        "None for an open question (answered in ANSWER.md only).",
+    )
+    reference: str | None = Field(
+        default=None,
+        description="The reference answer: Python (an expression, or assignments in the "
+        "template's names), a number, or LaTeX. None when no reference is known.",
+    )
+    reference_format: ReferenceFormat | None = None
+    solution: str | None = Field(default=None, description="Reference solution text (answer key).")
+    rtol: float | None = Field(default=None, description="Relative tolerance for numeric comparison.")
+    images: list[Path] = Field(default_factory=list, description="Figure files (absolute paths).")
+    source: str | None = None
+    difficulty: int | None = None
+    suite: str | None = None
+    path: Path | None = Field(default=None, description="File the problem was loaded from.")
+    extra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Format-specific data (HiPhO answer types, units, points, marking scheme...).",
+    )
+
+    @property
+    def gradable(self) -> bool:
+        return self.reference is not None
+
+    @property
+    def has_template(self) -> bool:
+        return self.answer_template is not None
+
+    def public(self) -> "Problem":
+        """The problem without its answer key: what models and sandboxed code may see."""
+        hidden = {"reference", "reference_format", "solution"}
+        extra = {k: v for k, v in self.extra.items() if not k.startswith("answer_key")}
+        data = self.model_dump(exclude=hidden)
+        data["extra"] = extra
+        return Problem(**data)
