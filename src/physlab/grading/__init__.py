@@ -1,5 +1,29 @@
-"""Grading: extract the answer from model output, compare to the reference, return a Verdict."""
+"""Grading: extract the answer from model output, compare to the reference, return a Verdict.
+
+    from physlab.grading import Grader, bind, Equivalence
+    v = await Grader().grade(problem, candidate_text)      # Verdict: correct | incorrect | invalid
+    same = await Grader().equivalent(problem, code_a, code_b)  # reference-free
+
+Untrusted code runs only in the sandbox (stage 1); the reference is evaluated and compared in a
+separate sandbox run holding trusted code only (stage 2). See ``grader.py`` and ``rt/``.
+"""
 
 from physlab.grading.verdict import Verdict, VerdictKind
+from physlab.grading.extract import extract_code, extract_final_answer, fill_template
+from physlab.grading.grader import BoundGrader, CandidateAnswer, Equivalence, Grader, bind
+from physlab.grading.template import TemplateSpec, template_spec
 
-__all__ = ["Verdict", "VerdictKind"]
+__all__ = [
+    "BoundGrader",
+    "CandidateAnswer",
+    "Equivalence",
+    "Grader",
+    "TemplateSpec",
+    "Verdict",
+    "VerdictKind",
+    "bind",
+    "extract_code",
+    "extract_final_answer",
+    "fill_template",
+    "template_spec",
+]

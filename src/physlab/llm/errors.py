@@ -14,3 +14,8 @@ class BudgetExceeded(Exception):
 
 class ModelFailure(Exception):
     """A model request failed for good after bounded retries (recorded in calls.jsonl)."""
+
+
+class ReplayError(ModelFailure):
+    """A ``replay:`` model ran out of recorded responses for a role, or the run asked for something
+    other than what was recorded (the replay diverged)."""

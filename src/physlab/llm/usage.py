@@ -55,6 +55,7 @@ class CallRecord(BaseModel):
     seq: int = 0
     request: Any = Field(default=None, description="The request messages (for audit and replay).")
     response: Any = Field(default=None, description="The full response (for replay).")
+    note: str | None = Field(default=None, description="What the model seam did (e.g. truncation retry).")
 
     def usage(self) -> Usage:
         return Usage(

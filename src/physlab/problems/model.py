@@ -59,4 +59,11 @@ class Problem(BaseModel):
         extra = {k: v for k, v in self.extra.items() if not k.startswith("answer_key")}
         data = self.model_dump(exclude=hidden)
         data["extra"] = extra
+        # The source file holds the answer key: a public view does not point at it.
+        data["path"] = None
         return Problem(**data)
+
+    @property
+    def qualified_id(self) -> str:
+        """``suite/id`` when the problem came from a suite, else ``id``."""
+        return f"{self.suite}/{self.id}" if self.suite else self.id

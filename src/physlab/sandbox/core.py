@@ -1,26 +1,94 @@
-"""Sandbox front door.
+"""Sandbox front door: run untrusted Python, isolated, limited, fast.
 
-PLACEHOLDER IMPLEMENTATION (to be replaced by the sandbox work in issue 2): a plain subprocess in
-a temporary directory with a scrubbed environment and rlimits. The public API below is the seam and
-must be kept: ``Sandbox.run`` (async), ``Sandbox.run_sync``, ``default_sandbox()``.
+``Sandbox(backend="auto"|"bwrap"|"rlimit")``. Every run goes to a warm worker (a "zygote" that
+has imported sympy/numpy/scipy/mpmath/matplotlib) which forks a fresh child per run:
+
+* bwrap backend — the zygote lives inside bubblewrap (no network, own PID/IPC/UTS namespaces,
+  read-only /usr and Python installation, a private tmpfs, scrubbed environment, no $HOME, no
+  caller cwd, no /work, dies with us); each run additionally gets its own user + mount + PID
+  namespace with a fresh size-limited tmpfs work dir, so runs cannot see each other and nothing a
+  run starts outlives it.
+* rlimit backend — the weaker fallback (announced once): rlimits, scrubbed environment, private
+  temporary work dir, process group kill + child-subreaper sweep. No filesystem/network isolation.
+
+See ``_zygote.py`` for the per-run process tree and ``launch.py`` for the bwrap command line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import base64
 import os
-import resource
-import sys
-import tempfile
-import time
-from pathlib import Path
+import threading
+import weakref
 
+from physlab.errors import UserError
+from physlab.sandbox import launch
+from physlab.sandbox.pool import Pool, _close_all
 from physlab.sandbox.types import SandboxLimits, SandboxResult
+
+atexit.register(_close_all)
+
+
+def _check_name(name: str, what: str) -> None:
+    parts = name.replace("\\", "/").split("/")
+    if not name or name.startswith("/") or ".." in parts:
+        raise UserError(f"sandbox {what} {name!r}: expected a relative path inside the work dir")
 
 
 class Sandbox:
-    def __init__(self, backend: str = "auto") -> None:
-        self.backend = "rlimit" if backend == "auto" else backend
+    def __init__(self, backend: str = "auto", *, workers: int | None = None) -> None:
+        self.requested = backend
+        self.backend = launch.resolve_backend(backend)
+        self.workers = workers or os.cpu_count() or 2
+        self._pool = Pool(self.backend, self.workers)
+        # a Sandbox dropped without close() must not leave its warm workers running
+        weakref.finalize(self, self._pool.close)
+
+    def _request(self, code: str, limits: SandboxLimits, files, collect, stdin) -> dict:
+        for name in files or {}:
+            _check_name(name, "input file")
+        return {
+            "code": code,
+            "limits": limits.model_dump(),
+            "files": {k: base64.b64encode(v).decode() for k, v in (files or {}).items()},
+            "collect": list(collect or []),
+            "stdin": base64.b64encode(stdin).decode() if stdin else None,
+        }
+
+    def _result(self, resp: dict, limits: SandboxLimits) -> SandboxResult:
+        dec = lambda s: base64.b64decode(s).decode("utf-8", errors="replace") if s else ""  # noqa: E731
+        return SandboxResult(
+            exit_code=resp.get("exit_code"),
+            stdout=dec(resp.get("stdout")),
+            stderr=dec(resp.get("stderr")) or resp.get("error", ""),
+            timed_out=bool(resp.get("timed_out")),
+            duration_s=float(resp.get("duration_s") or 0.0),
+            truncated=bool(resp.get("truncated")),
+            files={k: base64.b64decode(v) for k, v in (resp.get("files") or {}).items()},
+            backend=self.backend,
+            files_truncated=bool(resp.get("files_truncated")),
+            limit_hit=resp.get("limit_hit") or ("timeout" if resp.get("timed_out") else None),
+            signal=resp.get("signal"),
+            error=resp.get("error", ""),
+            isolated_run=bool(resp.get("namespaced")),
+        )
+
+    def run_sync(
+        self,
+        code: str,
+        *,
+        limits: SandboxLimits | None = None,
+        files: dict[str, bytes] | None = None,
+        collect: list[str] | None = None,
+        stdin: bytes | None = None,
+    ) -> SandboxResult:
+        """Blocking run. Safe from any thread, and from code inside a running event loop (it
+        blocks that loop for the run's duration; prefer ``await run`` there)."""
+        limits = limits or SandboxLimits()
+        req = self._request(code, limits, files, collect, stdin)
+        return self._result(self._pool.run(req, limits.timeout_s), limits)
 
     async def run(
         self,
@@ -31,60 +99,53 @@ class Sandbox:
         collect: list[str] | None = None,
         stdin: bytes | None = None,
     ) -> SandboxResult:
-        limits = limits or SandboxLimits()
-        with tempfile.TemporaryDirectory(prefix="physlab-sb-") as tmp:
-            work = Path(tmp)
-            for name, data in (files or {}).items():
-                (work / name).parent.mkdir(parents=True, exist_ok=True)
-                (work / name).write_bytes(data)
-            (work / "main.py").write_text(code)
+        # A dedicated thread per run (not the loop's default executor, which a busy caller may
+        # have filled); the run itself is bounded by its timeout, even if this task is cancelled.
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[SandboxResult] = loop.create_future()
 
-            def _limit() -> None:
-                mem = limits.memory_mb * 1024 * 1024
-                resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-                cpu = int(limits.cpu_s or limits.timeout_s + 1)
-                resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-                os.setsid()
-
-            start = time.monotonic()
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "main.py", cwd=work, env={"PATH": "/usr/bin:/bin"},
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, preexec_fn=_limit,
-            )
-            timed_out = False
+        def work() -> None:
+            res, err = None, None
             try:
-                out, err = await asyncio.wait_for(proc.communicate(stdin), limits.timeout_s)
-            except asyncio.TimeoutError:
-                timed_out = True
-                proc.kill()
-                out, err = await proc.communicate()
-            cap = limits.max_output_bytes
-            truncated = len(out) > cap or len(err) > cap
-            returned: dict[str, bytes] = {}
-            for pattern in collect or []:
-                for p in work.glob(pattern):
-                    if p.is_file():
-                        returned[str(p.relative_to(work))] = p.read_bytes()
-            return SandboxResult(
-                exit_code=None if timed_out else proc.returncode,
-                stdout=out[:cap].decode(errors="replace"), stderr=err[:cap].decode(errors="replace"),
-                timed_out=timed_out, duration_s=time.monotonic() - start, truncated=truncated,
-                files=returned, backend=self.backend,
-            )
+                res = self.run_sync(code, limits=limits, files=files, collect=collect, stdin=stdin)
+            except BaseException as exc:  # noqa: BLE001 - hand it to the awaiting task
+                err = exc
+            try:
+                loop.call_soon_threadsafe(_set, fut, res, err)
+            except RuntimeError:  # the caller's loop is gone (cancelled and closed): drop it
+                pass
 
-    def run_sync(self, code: str, **kwargs) -> SandboxResult:
-        return asyncio.run(self.run(code, **kwargs))
+        threading.Thread(target=work, name="physlab-sandbox-run", daemon=True).start()
+        return await fut
+
+    def warm(self, n: int | None = None) -> None:
+        """Start ``n`` (default: all) workers now instead of on first use."""
+        self._pool.warm(n)
 
     async def aclose(self) -> None:
-        return None
+        await asyncio.to_thread(self._pool.close)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _set(fut: asyncio.Future, res, exc) -> None:
+    if fut.done():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(res)
 
 
 _default: Sandbox | None = None
+_default_lock = threading.Lock()
 
 
 def default_sandbox() -> Sandbox:
+    """The process-wide sandbox (backend from $PHYSLAB_SANDBOX_BACKEND or auto)."""
     global _default
-    if _default is None:
-        _default = Sandbox()
-    return _default
+    with _default_lock:
+        if _default is None:
+            _default = Sandbox()
+        return _default

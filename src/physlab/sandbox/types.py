@@ -13,6 +13,7 @@ class SandboxLimits(BaseModel):
     max_file_mb: int = Field(default=64, gt=0, description="Largest file the code may write.")
     max_output_bytes: int = Field(default=1_000_000, gt=0, description="Captured stdout/stderr cap, each.")
     max_return_file_bytes: int = Field(default=20_000_000, gt=0, description="Total size of returned files.")
+    max_disk_mb: int = Field(default=256, gt=0, description="Size of the run's private work dir (bwrap backend).")
 
 
 class SandboxResult(BaseModel):
@@ -24,6 +25,12 @@ class SandboxResult(BaseModel):
     truncated: bool
     files: dict[str, bytes] = Field(default_factory=dict, description="Files returned from the run.")
     backend: str = ""
+    files_truncated: bool = Field(default=False, description="Some collected files were left out (size cap).")
+    limit_hit: str | None = Field(
+        default=None, description="timeout | memory | cpu | processes | output | file_size, when one was hit.")
+    signal: int | None = Field(default=None, description="Signal that ended the code, if any.")
+    error: str = Field(default="", description="Sandbox-side problem (not the code's own error).")
+    isolated_run: bool = Field(default=False, description="The run had its own PID/mount namespace.")
 
     @property
     def ok(self) -> bool:
@@ -38,4 +45,6 @@ class SandboxResult(BaseModel):
             "timed_out": self.timed_out,
             "duration_s": self.duration_s,
             "truncated": self.truncated,
+            "backend": self.backend,
+            "limit_hit": self.limit_hit,
         }

@@ -71,3 +71,7 @@ class RunContext:
     resume: bool = False
     params: dict[str, Any] = field(default_factory=dict)
     events: EventSink = lambda *a, **k: None  # noqa: E731 - progress/console events (kind, **data)
+    # The reference solution for SCALAR's reference-conditioned Critic: the one prompt that may hold
+    # the answer key, and only when the run asks for it (--param critic_reference=true). The runner
+    # fills it explicitly; everywhere else it stays None.
+    critic_reference: str | None = None

@@ -1,0 +1,98 @@
+"""Client-side overhead per model call (target < 5 ms/call).
+
+Runs N sequential requests through the real `openai:` path (pydantic-ai OpenAIChatModel + openai
+SDK + httpx) against the zero-latency stand-in server on 127.0.0.1, twice: bare, and through the
+RecordingModel (budget check, in-flight slot, calls.jsonl record with full request/response).
+Prints:
+- client overhead per call = client wall per call - server handling time per call
+  (everything PhysLab + pydantic-ai + the SDK + HTTP add on the client side),
+- the RecordingModel's own overhead = wrapped - bare (what the model seam adds).
+
+    python benchmarks/llm_overhead.py [--calls 300] [--history 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models import ModelRequestParameters
+
+from physlab.llm.meter import RunMeter
+from physlab.llm.models import RunModels, build_provider_model
+from physlab.llm.standin import ScriptedResponder, StandinServer
+from physlab.llm.usage import Budget
+
+
+def conversation(turns: int) -> list:
+    msgs: list = []
+    for i in range(turns):
+        msgs.append(ModelRequest(parts=[UserPromptPart(f"question {i}: " + "physics " * 150)]))
+        msgs.append(ModelResponse(parts=[TextPart("answer " * 150)]))
+    msgs.append(ModelRequest(parts=[UserPromptPart("final question")]))
+    return msgs
+
+
+CPU: list[float] = []  # process CPU seconds per call (client + in-process server), contention-proof
+
+
+async def time_calls(model, messages, n: int) -> list[float]:
+    params = ModelRequestParameters()
+    out = []
+    CPU.clear()
+    for _ in range(n):
+        t, c = time.perf_counter(), time.process_time()
+        await model.request(messages, {"max_retries": 0}, params)
+        out.append(time.perf_counter() - t)
+        CPU.append(time.process_time() - c)
+    return out
+
+
+async def main(calls: int, history: int) -> None:
+    messages = conversation(history)
+    reply = "the answer is " + "x " * 100
+    with StandinServer(ScriptedResponder([reply], repeat_last=True), latency_s=0.0) as srv, \
+            tempfile.TemporaryDirectory() as tmp:
+        bare = build_provider_model("openai:standin", api_base=srv.base_url)
+        await time_calls(bare, messages, 20)  # warm up (imports, connection pool)
+        before = (srv.stats.answered, srv.stats.handling_s)
+        bare_t = await time_calls(bare, messages, calls)
+        bare_cpu = statistics.median(CPU)
+        bare_server = (srv.stats.handling_s - before[1]) / (srv.stats.answered - before[0])
+
+        meter = RunMeter(Budget(max_calls=10 * calls), Path(tmp) / "calls.jsonl")
+        wrapped = RunModels("openai:standin", meter=meter, api_base=srv.base_url).for_role("solver")
+        await time_calls(wrapped, messages, 20)
+        before = (srv.stats.answered, srv.stats.handling_s)
+        wrapped_t = await time_calls(wrapped, messages, calls)
+        wrapped_cpu = statistics.median(CPU)
+        wrapped_server = (srv.stats.handling_s - before[1]) / (srv.stats.answered - before[0])
+        meter.close()
+        jsonl_kb = (Path(tmp) / "calls.jsonl").stat().st_size / 1024 / (calls + 20)
+
+    med_bare, med_wrapped = statistics.median(bare_t), statistics.median(wrapped_t)
+    print(f"calls: {calls} sequential, {2 * history + 1} messages per request, zero-latency stand-in")
+    print(f"bare openai path     : median {med_bare * 1e3:.2f} ms/call "
+          f"(server handling {bare_server * 1e3:.2f} ms)")
+    print(f"through RecordingModel: median {med_wrapped * 1e3:.2f} ms/call "
+          f"(server handling {wrapped_server * 1e3:.2f} ms, {jsonl_kb:.1f} KiB of calls.jsonl per call)")
+    print(f"client overhead per call (PhysLab+pydantic-ai+SDK+HTTP): {(med_wrapped - wrapped_server) * 1e3:.2f} ms")
+    print(f"model-seam overhead per call (RecordingModel vs bare): {(med_wrapped - med_bare) * 1e3:.2f} ms "
+          f"(target < 5 ms)")
+    print(f"CPU per call (client + in-process server; robust to a busy machine): bare {bare_cpu * 1e3:.2f} ms, "
+          f"wrapped {wrapped_cpu * 1e3:.2f} ms -> model-seam CPU overhead {(wrapped_cpu - bare_cpu) * 1e3:.2f} ms")
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall figures inflate under load)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--history", type=int, default=6, help="earlier turns in each request")
+    args = ap.parse_args()
+    asyncio.run(main(args.calls, args.history))

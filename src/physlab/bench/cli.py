@@ -1,0 +1,227 @@
+"""`physlab bench run | report | grade | export-critpt`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from physlab.errors import UserError
+
+bench_app = typer.Typer(help="Sweeps over problems x strategies x models, and their reports.",
+                        no_args_is_help=True)
+
+
+def _csv_list(value: str, flag: str) -> list[str]:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise UserError("expected a comma-separated list", field=flag)
+    return items
+
+
+def _params(values: list[str] | None) -> dict:
+    out = {}
+    for v in values or []:
+        if "=" not in v:
+            raise UserError(f"expected KEY=VALUE, got {v!r}", field="--param")
+        k, raw = v.split("=", 1)
+        try:
+            out[k.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[k.strip()] = raw
+    return out
+
+
+@bench_app.command("run")
+def run_cmd(
+    suite: str = typer.Argument(..., help="A built-in suite, a directory of problem files, or a problem file."),
+    strategies: str = typer.Option("oneshot", "--strategies", help="Comma-separated strategy names."),
+    models: str = typer.Option(..., "--models", help="Comma-separated models (provider:model)."),
+    repeats: int = typer.Option(1, "--repeats", min=1),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Cells running at once."),
+    max_inflight: Optional[int] = typer.Option(None, "--max-inflight", min=1,
+                                               help="Model requests in flight at once (default: --concurrency)."),
+    budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=1),
+    budget_cost: Optional[float] = typer.Option(None, "--budget-cost", min=0.0),
+    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=1),
+    budget_wall: Optional[float] = typer.Option(None, "--budget-wall", min=0.0),
+    db: Path = typer.Option(Path("results.sqlite"), "--db"),
+    api_base: Optional[str] = typer.Option(None, "--api-base"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
+    workspace_root: Optional[Path] = typer.Option(None, "--workspace-root",
+                                                  help="Where cell workspaces go (default: <db>_runs/)."),
+    seed: int = typer.Option(0, "--seed"),
+    name: str = typer.Option("", "--name", help="A label for this sweep in the database."),
+    param: Optional[list[str]] = typer.Option(None, "--param", help="Strategy parameter KEY=VALUE (repeatable)."),
+    sandbox_workers: Optional[int] = typer.Option(None, "--sandbox-workers", min=1),
+    retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+    workers: int = typer.Option(1, "--workers", min=1,
+                                help="Worker processes on this machine (each with its own --concurrency), "
+                                     "sharing the database; use one per core for CPU-heavy sweeps."),
+) -> None:
+    """Run every (problem, strategy, model, repeat) cell; re-run the same command to resume."""
+    from physlab.bench.sweep import SweepConfig, run_sweep
+    from physlab.llm.usage import Budget
+
+    if budget_cost is not None and budget_cost <= 0:
+        raise UserError("expected a positive amount in USD", field="--budget-cost")
+    if budget_wall is not None and budget_wall <= 0:
+        raise UserError("expected a positive number of seconds", field="--budget-wall")
+    config = SweepConfig(
+        suite=suite, strategies=_csv_list(strategies, "--strategies"), models=_csv_list(models, "--models"),
+        repeats=repeats, concurrency=concurrency, max_inflight=max_inflight,
+        budget=Budget(max_tokens=budget_tokens, max_cost_usd=budget_cost, max_calls=budget_calls,
+                      max_wall_s=budget_wall),
+        db=db, workspace_root=workspace_root, api_base=api_base, api_key_env=api_key_env, seed=seed,
+        name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
+    )
+    _check_names(config)
+    helpers = _spawn_workers(config, workers - 1)
+    try:
+        summary = asyncio.run(run_sweep(config, progress=progress))
+    finally:
+        codes = [h.wait() for h in helpers]
+    if any(c != 0 for c in codes):
+        typer.echo(f"warning: worker exit codes {codes}", err=True)
+    typer.echo(
+        f"{summary.cells} cells: {summary.grid_done} done ({summary.ran} ran in this process, "
+        f"{summary.skipped_done} already done), {summary.grid_failed} failed; "
+        f"{summary.tokens:,} tokens, ${summary.cost_usd:.4f}, {summary.wall_s:.1f} s -> {db}")
+    if summary.grid_done != summary.cells:
+        raise typer.Exit(1)
+
+
+def worker_argv(config) -> list[str]:
+    """The `physlab bench run` arguments that reproduce ``config`` (for extra worker processes)."""
+    b = config.budget
+    args = [config.suite, "--strategies", ",".join(config.strategies), "--models", ",".join(config.models),
+            "--repeats", str(config.repeats), "--concurrency", str(config.concurrency), "--db", str(config.db),
+            "--seed", str(config.seed), "--no-progress"]
+    for flag, value in (("--max-inflight", config.max_inflight), ("--budget-tokens", b.max_tokens),
+                        ("--budget-cost", b.max_cost_usd), ("--budget-calls", b.max_calls),
+                        ("--budget-wall", b.max_wall_s), ("--api-base", config.api_base),
+                        ("--api-key-env", config.api_key_env), ("--workspace-root", config.workspace_root),
+                        ("--sandbox-workers", config.sandbox_workers)):
+        if value is not None:
+            args += [flag, str(value)]
+    if config.name:
+        args += ["--name", config.name]
+    for k, v in config.params.items():
+        args += ["--param", f"{k}={json.dumps(v)}"]
+    if not config.retry_failed:
+        args.append("--no-retry-failed")
+    return args
+
+
+def _spawn_workers(config, n: int) -> list:
+    """Extra worker processes running the same sweep; the database's claim protocol splits the
+    cells between them (the same path as workers on other machines)."""
+    import subprocess
+    import sys
+
+    return [subprocess.Popen([sys.executable, "-m", "physlab", "bench", "run", *worker_argv(config)],
+                             stdout=subprocess.DEVNULL) for _ in range(n)]
+
+
+def _check_names(config) -> None:
+    """Unknown strategies fail fast (exit 2), not as N failed cells."""
+    try:
+        from physlab.strategies import registry  # owned by the strategies developer
+    except ImportError:
+        return
+    known = None
+    for attr in ("names", "available", "list_strategies"):
+        fn = getattr(registry, attr, None)
+        if callable(fn):
+            known = set(fn())
+            break
+    if known:
+        bad = [s for s in config.strategies if s not in known]
+        if bad:
+            raise UserError(f"unknown strategy {bad[0]!r}; expected one of {', '.join(sorted(known))}",
+                            field="--strategies")
+
+
+@bench_app.command("report")
+def report_cmd(
+    db: Path = typer.Option(Path("results.sqlite"), "--db"),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report."),
+    csv: Optional[Path] = typer.Option(None, "--csv", help="Write the summary table as CSV."),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for the PNG plots."),
+    equal_tokens: Optional[float] = typer.Option(None, "--equal-tokens", min=1,
+                                                 help="Token cap per problem of the equal-budget view."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Accuracy (Wilson 95%), pass@k, tokens/cost/wall, role shares, equal-budget view."""
+    from physlab.bench import plots as plots_mod
+    from physlab.bench.report import build_report, print_report, write_csv, write_html
+    from physlab.bench.store import ResultsStore
+
+    store = ResultsStore(db, create=False)
+    try:
+        report = build_report(store, equal_tokens=equal_tokens)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        print_report(report)
+    if csv:
+        write_csv(report, csv)
+        typer.echo(f"wrote {csv}", err=as_json)
+    if plots:
+        made = plots_mod.write_all(report, plots)
+        typer.echo(f"wrote {len(made)} plots to {plots}", err=as_json)
+    if html:
+        write_html(report, html, plots_dir=plots)
+        typer.echo(f"wrote {html}", err=as_json)
+
+
+@bench_app.command("grade")
+def grade_cmd(
+    answers: Path = typer.Option(..., "--answers", help="YAML/JSON: problem id -> reference."),
+    db: Path = typer.Option(Path("results.sqlite"), "--db"),
+    regrade: bool = typer.Option(False, "--regrade", help="Grade cells that already have a verdict too."),
+) -> None:
+    """Grade recorded answers now that references are known."""
+    from physlab.bench.answers import grade_db
+    from physlab.bench.store import ResultsStore
+
+    store = ResultsStore(db, create=False)
+    try:
+        counts = asyncio.run(grade_db(store, answers, regrade=regrade))
+    finally:
+        store.close()
+    total = sum(counts.values())
+    typer.echo(f"graded {total} cells: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+
+@bench_app.command("export-critpt")
+def export_critpt_cmd(
+    out: Path = typer.Option(..., "--out", help="Where to write the submission JSON."),
+    db: Path = typer.Option(Path("results.sqlite"), "--db"),
+    strategy: Optional[str] = typer.Option(None, "--strategy"),
+    model: Optional[str] = typer.Option(None, "--model"),
+    repeat: Optional[int] = typer.Option(None, "--repeat", min=0),
+) -> None:
+    """Write the CritPt submission payload: problem id + generated code per challenge."""
+    from physlab.bench.answers import critpt_payload
+    from physlab.bench.store import ResultsStore
+
+    store = ResultsStore(db, create=False)
+    try:
+        payload = critpt_payload(store, strategy=strategy, model=model, repeat=repeat)
+    finally:
+        store.close()
+    out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    n = len(payload["submissions"])
+    empty = sum(not s["generated_code"] for s in payload["submissions"])
+    typer.echo(f"wrote {n} submissions ({empty} without code) to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bench_app, name="bench")

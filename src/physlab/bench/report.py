@@ -1,0 +1,227 @@
+"""Sweep reports, computed from the results database only.
+
+Per strategy x model: accuracy over graded cells with a Wilson 95% interval, mean pass@k for every
+k the repeats allow (unbiased estimator per problem, then averaged over problems), tokens / cost /
+wall per problem (median, p90), the share of tokens per role, and the equal-budget view: each
+group's accuracy when every cell is capped at the same number of tokens per problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from physlab.bench import stats
+from physlab.bench.store import ResultsStore
+
+
+class GroupSummary(BaseModel):
+    strategy: str
+    model: str
+    cells: int = Field(description="Finished cells.")
+    failed: int = 0
+    pending: int = 0
+    graded: int = 0
+    correct: int = 0
+    accuracy: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    answered: int = 0
+    pass_at_k: dict[int, float] = Field(default_factory=dict)
+    tokens_median: float | None = None
+    tokens_p90: float | None = None
+    cost_median: float | None = None
+    cost_p90: float | None = None
+    wall_median: float | None = None
+    wall_p90: float | None = None
+    total_tokens: int = 0
+    total_cost: float = 0.0
+    role_share: dict[str, float] = Field(default_factory=dict, description="Share of tokens per role.")
+    equal_budget_correct: int | None = None
+    equal_budget_accuracy: float | None = None
+
+
+class Report(BaseModel):
+    db: str
+    groups: list[GroupSummary]
+    equal_budget_tokens: float | None = Field(
+        default=None, description="The common per-problem token cap of the equal-budget view.")
+    budget_curves: dict[str, list[tuple[float, float]]] = Field(
+        default_factory=dict, description="'strategy|model' -> [(token cap, accuracy)].")
+    cells_total: int = 0
+
+
+def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> Report:
+    rows = store.cells()
+    by_group = stats.group_by(rows, "strategy", "model")
+    role_rows = stats.group_by(store.roles(), "strategy", "model")
+    groups: list[GroupSummary] = []
+    graded_cells: dict[tuple, list[tuple[bool, float]]] = {}
+    for (strategy, model), cells in sorted(by_group.items()):
+        done = [c for c in cells if c["state"] == "done"]
+        graded = [c for c in done if c["verdict"] is not None]
+        correct = sum(c["verdict"] == "correct" for c in graded)
+        g = GroupSummary(
+            strategy=strategy, model=model, cells=len(done),
+            failed=sum(c["state"] == "failed" for c in cells),
+            pending=sum(c["state"] in ("pending", "running") for c in cells),
+            graded=len(graded), correct=correct,
+            answered=sum(bool(c["answer_code"] or c["answer_text"]) for c in done),
+        )
+        if graded:
+            g.accuracy = correct / len(graded)
+            g.ci_low, g.ci_high = stats.wilson_interval(correct, len(graded))
+            per_problem = stats.group_by(graded, "problem_id")
+            counts = [(len(cs), sum(c["verdict"] == "correct" for c in cs)) for cs in per_problem.values()]
+            kmax = min(n for n, _ in counts)
+            for k in range(1, kmax + 1):
+                v = stats.mean_pass_at_k(counts, k)
+                if v is not None:
+                    g.pass_at_k[k] = v
+            graded_cells[(strategy, model)] = [
+                (c["verdict"] == "correct", c["input_tokens"] + c["output_tokens"]) for c in graded]
+        tokens = [c["input_tokens"] + c["output_tokens"] for c in done]
+        costs = [c["cost_usd"] for c in done]
+        walls = [c["wall_s"] for c in done]
+        g.tokens_median, g.tokens_p90 = stats.quantile(tokens, 0.5), stats.quantile(tokens, 0.9)
+        g.cost_median, g.cost_p90 = stats.quantile(costs, 0.5), stats.quantile(costs, 0.9)
+        g.wall_median, g.wall_p90 = stats.quantile(walls, 0.5), stats.quantile(walls, 0.9)
+        g.total_tokens, g.total_cost = sum(tokens), sum(costs)
+        role_tokens: dict[str, int] = {}
+        for r in role_rows.get((strategy, model), []):
+            role_tokens[r["role"]] = role_tokens.get(r["role"], 0) + r["input_tokens"] + r["output_tokens"]
+        total_role = sum(role_tokens.values())
+        if total_role:
+            g.role_share = {k: v / total_role for k, v in sorted(role_tokens.items())}
+        groups.append(g)
+
+    report = Report(db=str(store.path), groups=groups, cells_total=len(rows))
+    if graded_cells:
+        if equal_tokens is None:
+            # Default common cap: the cheapest group's p90 tokens per problem, so that the cheapest
+            # scaffold is (nearly) uncapped and every other one is held to the same spend.
+            p90s = [stats.quantile([t for _, t in v], 0.9) for v in graded_cells.values()]
+            equal_tokens = min(p for p in p90s if p is not None)
+        report.equal_budget_tokens = equal_tokens
+        all_caps = sorted({t for v in graded_cells.values() for _, t in v} | {0.0})
+        for g in groups:
+            cs = graded_cells.get((g.strategy, g.model))
+            if not cs:
+                continue
+            k, n = stats.accuracy_at_cap(cs, equal_tokens)
+            g.equal_budget_correct, g.equal_budget_accuracy = k, k / n
+            report.budget_curves[f"{g.strategy}|{g.model}"] = [
+                (float(cap), stats.accuracy_at_cap(cs, cap)[0] / n) for cap in all_caps]
+    return report
+
+
+def _fmt(x: float | None, spec: str = ".3g") -> str:
+    return "" if x is None else format(x, spec)
+
+
+def summary_rows(report: Report) -> list[dict[str, str]]:
+    kmax = max((max(g.pass_at_k) for g in report.groups if g.pass_at_k), default=0)
+    out = []
+    for g in report.groups:
+        row = {
+            "strategy": g.strategy, "model": g.model, "cells": str(g.cells),
+            "failed": str(g.failed), "pending": str(g.pending),
+            "graded": str(g.graded), "correct": str(g.correct),
+            "accuracy": _fmt(g.accuracy, ".3f"), "ci95_low": _fmt(g.ci_low, ".3f"),
+            "ci95_high": _fmt(g.ci_high, ".3f"),
+        }
+        for k in range(1, kmax + 1):
+            row[f"pass@{k}"] = _fmt(g.pass_at_k.get(k), ".3f")
+        row.update({
+            "tokens_median": _fmt(g.tokens_median, ".0f"), "tokens_p90": _fmt(g.tokens_p90, ".0f"),
+            "cost_median_usd": _fmt(g.cost_median, ".4g"), "cost_p90_usd": _fmt(g.cost_p90, ".4g"),
+            "wall_median_s": _fmt(g.wall_median, ".3g"), "wall_p90_s": _fmt(g.wall_p90, ".3g"),
+            "equal_budget_accuracy": _fmt(g.equal_budget_accuracy, ".3f"),
+            "role_token_share": "; ".join(f"{r}={s:.0%}" for r, s in g.role_share.items()),
+        })
+        out.append(row)
+    return out
+
+
+def write_csv(report: Report, path: str | Path) -> Path:
+    path = Path(path)
+    rows = summary_rows(report)
+    fields = list(rows[0]) if rows else ["strategy", "model"]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def print_report(report: Report, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(width=None if Console().is_terminal else 160)
+    if not report.groups:
+        console.print(f"no cells in {report.db}")
+        return
+    table = Table(title=f"PhysLab sweep report ({report.db})")
+    for col in ("strategy", "model", "done/failed", "accuracy [95% CI]", "pass@k",
+                "tokens med/p90", "cost med $", "wall med s", "equal-budget acc"):
+        table.add_column(col, justify="left" if col in ("strategy", "model") else "right")
+    for g in report.groups:
+        acc = (f"{g.accuracy:.3f} [{g.ci_low:.3f}, {g.ci_high:.3f}] ({g.correct}/{g.graded})"
+               if g.accuracy is not None else "ungraded")
+        table.add_row(
+            g.strategy, g.model, f"{g.cells}/{g.failed}", acc,
+            " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items()),
+            f"{_fmt(g.tokens_median, '.0f')}/{_fmt(g.tokens_p90, '.0f')}",
+            _fmt(g.cost_median, ".3g"), _fmt(g.wall_median, ".3g"),
+            _fmt(g.equal_budget_accuracy, ".3f"),
+        )
+    console.print(table)
+    if report.equal_budget_tokens is not None:
+        console.print(f"equal-budget view: every cell capped at {report.equal_budget_tokens:.0f} tokens per problem")
+    for g in report.groups:
+        if g.role_share:
+            console.print(f"{g.strategy} × {g.model} token share: "
+                          + ", ".join(f"{r} {s:.0%}" for r, s in g.role_share.items()))
+
+
+def write_html(report: Report, path: str | Path, *, plots_dir: str | Path | None = None) -> Path:
+    """A self-contained HTML report: tables plus the plots embedded as data URIs (no external
+    assets). PNG files are also written to ``plots_dir`` (default: beside the HTML)."""
+    from physlab.bench import plots
+
+    path = Path(path)
+    plots_dir = Path(plots_dir) if plots_dir else path.with_suffix("").parent / (path.stem + "_plots")
+    pngs = plots.write_all(report, plots_dir)
+    rows = summary_rows(report)
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>PhysLab sweep report</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+        "td:first-child,td:nth-child(2){text-align:left}img{max-width:48%;margin:1%}</style>",
+        "</head><body>",
+        f"<h1>PhysLab sweep report</h1><p>Database: <code>{html.escape(report.db)}</code>; "
+        f"{report.cells_total} cells.</p>",
+        "<p>Accuracy is over graded cells, with Wilson 95% intervals; pass@k uses the unbiased "
+        "estimator per problem averaged over problems; tokens, cost and wall are per problem "
+        "attempt (median and 90th percentile).</p>",
+    ]
+    if rows:
+        parts.append("<table><tr>" + "".join(f"<th>{html.escape(k)}</th>" for k in rows[0]) + "</tr>")
+        for r in rows:
+            parts.append("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r.values()) + "</tr>")
+        parts.append("</table>")
+    if report.equal_budget_tokens is not None:
+        parts.append(f"<h2>Equal budget</h2><p>Each strategy's accuracy when every problem attempt is "
+                     f"capped at {report.equal_budget_tokens:.0f} tokens (an attempt that spent more "
+                     f"counts as not solved): column <code>equal_budget_accuracy</code>.</p>")
+    parts.append("<h2>Plots</h2>")
+    for name, png in pngs.items():
+        parts.append(f"<figure><img alt='{html.escape(name)}' src='{plots.data_uri(png)}'>"
+                     f"<figcaption>{html.escape(name)}</figcaption></figure>")
+    parts.append("</body></html>")
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path

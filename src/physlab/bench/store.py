@@ -1,0 +1,362 @@
+"""The SQLite results store of sweeps.
+
+One row per cell (problem, strategy, model, repeat, budget) in ``cells``, its usage per role in
+``cell_roles``, every model request in ``calls`` (from the cell's calls.jsonl), and the public
+view of every problem a sweep saw in ``problems`` (for later grading and the CritPt export; the
+reference answer is never stored here).
+
+Several processes may share one file: WAL journal, a busy timeout, short transactions, and a
+claim protocol on the cell's unique key. A worker claims a cell with one conditional UPDATE
+(pending -> running, stamped with its worker id and a lease); it keeps the lease alive while the
+cell runs; it writes the result only while it still holds the claim. A claim whose lease expired,
+or whose worker process is gone (same host), goes back to pending, so an interrupted sweep
+restarts exactly the cells that had not finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from physlab.errors import UserError
+from physlab.llm.usage import Budget, CallRecord, Usage
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS problems (
+    problem_id TEXT PRIMARY KEY,
+    suite TEXT,
+    gradable INTEGER NOT NULL DEFAULT 0,
+    public_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cells (
+    key TEXT PRIMARY KEY,
+    sweep TEXT NOT NULL DEFAULT '',
+    suite TEXT NOT NULL DEFAULT '',
+    problem_id TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    model TEXT NOT NULL,
+    repeat INTEGER NOT NULL,
+    budget_json TEXT NOT NULL DEFAULT '{}',
+    gradable INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT 'pending'
+        CHECK (state IN ('pending', 'running', 'done', 'failed')),
+    worker TEXT,
+    lease_until REAL,
+    runs INTEGER NOT NULL DEFAULT 0,
+    status TEXT,
+    stop_reason TEXT,
+    verdict TEXT,
+    verdict_reason TEXT,
+    answer_code TEXT,
+    answer_text TEXT,
+    calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    wall_s REAL NOT NULL DEFAULT 0,
+    workspace TEXT,
+    error TEXT,
+    created_at REAL,
+    started_at REAL,
+    finished_at REAL
+);
+CREATE INDEX IF NOT EXISTS cells_state ON cells(state);
+CREATE INDEX IF NOT EXISTS cells_group ON cells(strategy, model);
+CREATE TABLE IF NOT EXISTS cell_roles (
+    cell_key TEXT NOT NULL,
+    role TEXT NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    wall_s REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (cell_key, role)
+);
+CREATE TABLE IF NOT EXISTS calls (
+    cell_key TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    role TEXT,
+    model TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    latency_s REAL NOT NULL DEFAULT 0,
+    finish_reason TEXT,
+    error TEXT,
+    retries INTEGER NOT NULL DEFAULT 0,
+    ts REAL,
+    PRIMARY KEY (cell_key, idx)
+);
+"""
+
+
+def budget_tag(budget: Budget) -> str:
+    """A short, stable text for a budget (part of a cell's key): '-' when unlimited."""
+    items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+             for k, v in sorted(budget.model_dump(exclude_none=True).items())]
+    return ",".join(items) or "-"
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One cell of a sweep: which problem, strategy, model, repeat and budget."""
+
+    problem_id: str
+    strategy: str
+    model: str
+    repeat: int
+    budget: Budget = field(default_factory=Budget)
+    suite: str = ""
+    sweep: str = ""
+    gradable: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}/{self.problem_id}|{self.strategy}|{self.model}|r{self.repeat}|{budget_tag(self.budget)}"
+
+
+@dataclass
+class CellResult:
+    """What a finished cell writes back."""
+
+    status: str
+    stop_reason: str = ""
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    answer_code: str | None = None
+    answer_text: str | None = None
+    usage_by_role: dict[str, Usage] | None = None
+    wall_s: float = 0.0
+    workspace: str | None = None
+    calls: list[CallRecord] | None = None
+    error: str | None = None
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ResultsStore:
+    """A results database. Safe to share between threads of one process (one connection, used
+    under SQLite's serialized mode from one executor thread by the async sweep) and between
+    processes (WAL + busy timeout + claim protocol)."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 60.0, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise UserError("results database not found (run `physlab bench run` first)",
+                            path=self.path)
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self._init_schema()
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"not a PhysLab results database ({exc})", path=self.path) from None
+
+    def _init_schema(self) -> None:
+        # executescript commits on its own; every statement is idempotent (IF NOT EXISTS).
+        self.conn.executescript(_SCHEMA)
+        with self.tx():
+            self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                              (str(SCHEMA_VERSION),))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- transactions -------------------------------------------------------------------------
+
+    class _Tx:
+        def __init__(self, conn: sqlite3.Connection):
+            self.conn = conn
+
+        def __enter__(self):
+            self.conn.execute("BEGIN IMMEDIATE")
+            return self.conn
+
+        def __exit__(self, exc_type, exc, tb):
+            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+            return False
+
+    def tx(self) -> "_Tx":
+        """A short write transaction (BEGIN IMMEDIATE takes the write lock up front, so two
+        writers queue on the busy timeout instead of deadlocking on a lock upgrade)."""
+        return self._Tx(self.conn)
+
+    # -- sweep setup --------------------------------------------------------------------------
+
+    def add_problems(self, problems: Iterable[Any], suite: str = "") -> None:
+        """Record the public view of each problem (never the reference)."""
+        rows = []
+        for p in problems:
+            pub = p.public()
+            rows.append((p.id, suite or (p.suite or ""), int(p.gradable), pub.model_dump_json()))
+        with self.tx() as c:
+            c.executemany(
+                "INSERT INTO problems(problem_id, suite, gradable, public_json) VALUES (?,?,?,?) "
+                "ON CONFLICT(problem_id) DO UPDATE SET suite=excluded.suite, "
+                "gradable=MAX(problems.gradable, excluded.gradable), public_json=excluded.public_json",
+                rows)
+
+    def add_cells(self, cells: Iterable[CellSpec]) -> int:
+        """Insert cells not yet known (a cell's key is unique; re-adding is a no-op)."""
+        now = time.time()
+        rows = [(c.key, c.sweep, c.suite, c.problem_id, c.strategy, c.model, c.repeat,
+                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now) for c in cells]
+        with self.tx() as conn:
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO cells(key, sweep, suite, problem_id, strategy, model, repeat,"
+                " budget_json, gradable, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+            return conn.total_changes - before
+
+    # -- claim protocol -----------------------------------------------------------------------
+
+    def reap(self, *, now: float | None = None) -> int:
+        """Put back to pending the cells whose claim is dead: the lease expired, or the worker
+        ran on this host and its process no longer exists. Returns how many."""
+        now = time.time() if now is None else now
+        host = socket.gethostname()
+        dead: list[tuple[str, str]] = []
+        for row in self.conn.execute("SELECT key, worker, lease_until FROM cells WHERE state='running'"):
+            worker = row["worker"] or ""
+            parts = worker.split(":")
+            expired = row["lease_until"] is None or row["lease_until"] < now
+            gone = len(parts) >= 2 and parts[0] == host and parts[1].isdigit() and not _pid_alive(int(parts[1]))
+            if expired or gone:
+                dead.append((row["key"], worker))
+        n = 0
+        for key, worker in dead:
+            with self.tx() as c:
+                cur = c.execute("UPDATE cells SET state='pending', worker=NULL, lease_until=NULL "
+                                "WHERE key=? AND state='running' AND worker IS ?", (key, worker))
+                n += cur.rowcount
+        return n
+
+    def claim(self, key: str, worker: str, *, lease_s: float = 120.0, retry_failed: bool = True) -> bool:
+        """Atomically take a pending (or failed, when ``retry_failed``) cell. True when this
+        worker now owns it."""
+        states = ("pending", "failed") if retry_failed else ("pending",)
+        now = time.time()
+        with self.tx() as c:
+            cur = c.execute(
+                f"UPDATE cells SET state='running', worker=?, lease_until=?, runs=runs+1, "
+                f"started_at=?, error=NULL WHERE key=? AND state IN ({','.join('?' * len(states))})",
+                (worker, now + lease_s, now, key, *states))
+            return cur.rowcount == 1
+
+    def renew(self, keys: Iterable[str], worker: str, *, lease_s: float = 120.0) -> None:
+        keys = list(keys)
+        if not keys:
+            return
+        until = time.time() + lease_s
+        with self.tx() as c:
+            c.executemany("UPDATE cells SET lease_until=? WHERE key=? AND worker=? AND state='running'",
+                          [(until, k, worker) for k in keys])
+
+    def release(self, key: str, worker: str) -> None:
+        """Give a claimed cell back unfinished (the sweep was interrupted)."""
+        with self.tx() as c:
+            c.execute("UPDATE cells SET state='pending', worker=NULL, lease_until=NULL "
+                      "WHERE key=? AND worker=? AND state='running'", (key, worker))
+
+    def finish(self, key: str, worker: str, result: CellResult) -> bool:
+        """Write a finished cell, its roles and its calls in one transaction, only while this
+        worker still holds the claim (False otherwise: someone else took it over)."""
+        roles = result.usage_by_role or {}
+        total = Usage()
+        for u in roles.values():
+            total = total.add(u)
+        with self.tx() as c:
+            cur = c.execute(
+                "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
+                " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
+                " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL"
+                " WHERE key=? AND worker=? AND state='running'",
+                (result.status, result.stop_reason, result.verdict, result.verdict_reason,
+                 result.answer_code, result.answer_text, total.calls, total.input_tokens,
+                 total.output_tokens, total.cost_usd, result.wall_s, result.workspace, result.error,
+                 time.time(), key, worker))
+            if cur.rowcount != 1:
+                return False
+            c.execute("DELETE FROM cell_roles WHERE cell_key=?", (key,))
+            c.executemany(
+                "INSERT INTO cell_roles(cell_key, role, calls, input_tokens, output_tokens, cost_usd,"
+                " wall_s) VALUES (?,?,?,?,?,?,?)",
+                [(key, r, u.calls, u.input_tokens, u.output_tokens, u.cost_usd, u.wall_s)
+                 for r, u in roles.items()])
+            c.execute("DELETE FROM calls WHERE cell_key=?", (key,))
+            c.executemany(
+                "INSERT INTO calls(cell_key, idx, role, model, input_tokens, output_tokens, cost_usd,"
+                " latency_s, finish_reason, error, retries, ts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(key, i, r.role, r.model, r.input_tokens, r.output_tokens, r.cost_usd, r.latency_s,
+                  r.finish_reason, r.error, r.retries, r.ts) for i, r in enumerate(result.calls or [])])
+            return True
+
+    def fail(self, key: str, worker: str, error: str, workspace: str | None = None) -> bool:
+        """Record that the cell's run crashed (not a model failure: those are results). Failed
+        cells are retried by the next sweep unless it says otherwise."""
+        with self.tx() as c:
+            cur = c.execute(
+                "UPDATE cells SET state='failed', error=?, workspace=?, finished_at=?, lease_until=NULL"
+                " WHERE key=? AND worker=? AND state='running'",
+                (error[-4000:], workspace, time.time(), key, worker))
+            return cur.rowcount == 1
+
+    # -- grading later ------------------------------------------------------------------------
+
+    def set_verdict(self, key: str, verdict: str, reason: str) -> None:
+        with self.tx() as c:
+            c.execute("UPDATE cells SET verdict=?, verdict_reason=?, gradable=1 WHERE key=?",
+                      (verdict, reason, key))
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def cell_states(self, keys: Iterable[str] | None = None) -> dict[str, str]:
+        rows = self.conn.execute("SELECT key, state FROM cells").fetchall()
+        out = {r["key"]: r["state"] for r in rows}
+        if keys is not None:
+            wanted = set(keys)
+            out = {k: v for k, v in out.items() if k in wanted}
+        return out
+
+    def cells(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(f"SELECT * FROM cells WHERE {where} ORDER BY key", params)]
+
+    def roles(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(
+            "SELECT r.*, c.strategy, c.model FROM cell_roles r JOIN cells c ON c.key = r.cell_key "
+            "WHERE c.state='done'")]
+
+    def problem_public(self, problem_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT public_json FROM problems WHERE problem_id=?", (problem_id,)).fetchone()
+        return json.loads(row["public_json"]) if row else None
+
+    def iter_calls(self, key: str) -> Iterator[dict[str, Any]]:
+        for r in self.conn.execute("SELECT * FROM calls WHERE cell_key=? ORDER BY idx", (key,)):
+            yield dict(r)

@@ -1,0 +1,409 @@
+"""The sweep executor: every (problem, strategy, model, repeat) cell, concurrently, resumable.
+
+One process runs up to ``concurrency`` cells at a time on one event loop. Everything on the model
+path is async; model requests from all cells go through one shared in-flight limiter; sandbox work
+(model-written code, grading) goes through one bounded pool so CPU-heavy scripts queue instead of
+starving the model I/O. Cells are claimed in the results database before they run (see
+``physlab.bench.store``), so an interrupted sweep resumes where it stopped and several worker
+processes (on one machine or many, sharing one database file) each run a disjoint set of cells.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+import shutil
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from pydantic import BaseModel, Field
+
+from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+from physlab.errors import UserError
+from physlab.llm.usage import Budget, CallRecord, Usage
+
+
+class SweepConfig(BaseModel):
+    suite: str
+    strategies: list[str]
+    models: list[str]
+    repeats: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=8, ge=1, description="Cells running at once in this process.")
+    max_inflight: int | None = Field(default=None, ge=1,
+                                     description="Model requests in flight at once (default: concurrency).")
+    sandbox_workers: int | None = Field(default=None, ge=1,
+                                        description="Sandbox runs at once (default: CPU count).")
+    budget: Budget = Field(default_factory=Budget)
+    db: Path = Path("results.sqlite")
+    workspace_root: Path | None = Field(default=None, description="Default: <db stem>_runs beside the db.")
+    api_base: str | None = None
+    api_key_env: str | None = None
+    seed: int = 0
+    params: dict[str, Any] = Field(default_factory=dict)
+    name: str = ""
+    retry_failed: bool = True
+    lease_s: float = Field(default=120.0, gt=0)
+
+    def runs_dir(self) -> Path:
+        if self.workspace_root is not None:
+            return self.workspace_root
+        return self.db.resolve().parent / f"{self.db.stem}_runs"
+
+
+class SweepSummary(BaseModel):
+    cells: int = 0
+    ran: int = 0
+    skipped_done: int = 0
+    skipped_other_worker: int = 0
+    failed: int = 0
+    grid_done: int = 0
+    grid_failed: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+
+
+def suite_label(spec: str) -> str:
+    """The suite part of a cell key: a built-in suite's name, or a directory/file's name (so
+    workers that mount the same data at different paths agree on keys)."""
+    p = Path(spec)
+    if p.exists():
+        return p.resolve().name
+    return spec
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_")[:180]
+
+
+def read_calls(workspace: Path) -> list[CallRecord]:
+    """The cell's calls.jsonl (the contract fields; request/response bodies are left in the
+    workspace, not copied into the database)."""
+    path = workspace / "calls.jsonl"
+    out: list[CallRecord] = []
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill; the run's totals come from the Attempt
+        data.pop("request", None)
+        data.pop("response", None)
+        try:
+            out.append(CallRecord(**data))
+        except Exception:  # noqa: BLE001 - tolerate records from newer writers
+            out.append(CallRecord(role=str(data.get("role", "?")), model=str(data.get("model", "?"))))
+    return out
+
+
+class BoundedSandbox:
+    """The shared sandbox behind a semaphore: at most ``workers`` sandbox runs at once across all
+    cells of this process. Other attributes pass through to the wrapped sandbox."""
+
+    def __init__(self, inner: Any, workers: int):
+        self._inner = inner
+        self._sem = asyncio.Semaphore(workers)
+        self.workers = workers
+
+    async def run(self, *args, **kwargs):
+        async with self._sem:
+            return await self._inner.run(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def make_limiter(max_inflight: int) -> Any:
+    """The llm package's in-flight limiter, shared by every cell of the sweep (each run takes a
+    child of it, so the cap is global to this process)."""
+    from physlab.llm.limiter import InFlightLimiter
+
+    return InFlightLimiter(max_inflight)
+
+
+SolveFn = Callable[..., Awaitable[Any]]
+
+
+@dataclass
+class _Live:
+    done: int = 0
+    failed: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    active: set[str] = field(default_factory=set)
+
+
+class Sweep:
+    def __init__(self, config: SweepConfig, *, store: ResultsStore | None = None,
+                 solve: SolveFn | None = None, progress: bool = True, problems: list | None = None,
+                 wait_for_others: bool = True, poll_s: float = 1.0):
+        self.config = config
+        self.store = store or ResultsStore(config.db)
+        self._own_store = store is None
+        self.worker = worker_id()
+        self._solve = solve
+        self.show_progress = progress
+        self._problems = problems
+        self.live = _Live()
+        self.summary = SweepSummary()
+        self._grader = None
+        self.wait_for_others = wait_for_others
+        self.poll_s = poll_s
+
+    # -- setup ----------------------------------------------------------------------------------
+
+    def _load(self) -> list:
+        if self._problems is not None:
+            return self._problems
+        from physlab.problems import load_suite
+
+        problems = load_suite(self.config.suite)
+        if not problems:
+            raise UserError("suite has no problems", path=self.config.suite)
+        return problems
+
+    def plan(self) -> tuple[dict[str, Any], list[CellSpec]]:
+        problems = self._load()
+        label = suite_label(self.config.suite)
+        ids = [p.id for p in problems]
+        dup = {i for i in ids if ids.count(i) > 1}
+        if dup:
+            raise UserError(f"problem ids are not unique: {sorted(dup)[:3]}", path=self.config.suite)
+        by_id = {p.id: p for p in problems}
+        specs = [
+            CellSpec(problem_id=p.id, strategy=s, model=m, repeat=r, budget=self.config.budget,
+                     suite=label, sweep=self.config.name or label, gradable=p.gradable)
+            for p in problems for s in self.config.strategies for m in self.config.models
+            for r in range(self.config.repeats)
+        ]
+        self.store.add_problems(problems, suite=label)
+        self.store.add_cells(specs)
+        return by_id, specs
+
+    # -- one cell -------------------------------------------------------------------------------
+
+    async def _db(self, fn, *args, **kwargs):
+        # SQLite calls may wait on another process's write lock (busy timeout): keep them off the
+        # event loop so model I/O of the other cells is never stalled by a lock wait.
+        return await asyncio.get_running_loop().run_in_executor(self._db_pool, lambda: fn(*args, **kwargs))
+
+    async def _run_cell(self, spec: CellSpec, problem: Any) -> None:
+        cfg = self.config
+        workspace = cfg.runs_dir() / _safe(spec.suite) / _safe(
+            f"{spec.problem_id}__{spec.strategy}__{spec.model}__r{spec.repeat}__{_safe(spec.key.rsplit('|', 1)[1])}")
+        if workspace.exists():  # an unfinished earlier try: restart the cell from scratch
+            shutil.rmtree(workspace, ignore_errors=True)
+        workspace.parent.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
+        try:
+            attempt = await self._solve(
+                problem, spec.strategy, spec.model, workspace=workspace, budget=cfg.budget,
+                api_base=cfg.api_base, api_key_env=cfg.api_key_env, seed=cfg.seed + spec.repeat,
+                params=dict(cfg.params), resume=False, limiter=self.limiter, sandbox=self.sandbox,
+                **({"grader": self._bound_grader(problem)} if problem.gradable else {}),
+            )
+        except (asyncio.CancelledError, UserError):
+            # interrupted, or bad input (an unknown model, a missing key...): the cell goes back
+            # to pending and bad input stops the whole sweep (exit 2) instead of failing every cell
+            await asyncio.shield(self._db(self.store.release, spec.key, self.worker))
+            raise
+        except Exception as exc:  # noqa: BLE001 - a crashed cell is recorded, the sweep goes on
+            tb = "".join(traceback.format_exception(exc))
+            await self._db(self.store.fail, spec.key, self.worker, tb, str(workspace))
+            self.live.failed += 1
+            self.summary.failed += 1
+            return
+        verdict = attempt.verdict
+        vkind = verdict.verdict if verdict is not None else None
+        vreason = verdict.reason if verdict is not None else None
+        # No verdict on a gradable problem with an answer means the grader was unavailable: left
+        # ungraded (NULL) for `physlab bench grade`, never counted as wrong.
+        calls = read_calls(workspace)
+        usage_by_role = dict(attempt.usage_by_role)
+        if not usage_by_role and calls:
+            for c in calls:
+                usage_by_role[c.role] = usage_by_role.get(c.role, Usage()).add(c.usage())
+        result = CellResult(
+            status=attempt.status, stop_reason=attempt.stop_reason, verdict=vkind,
+            verdict_reason=vreason, answer_code=attempt.answer_code, answer_text=attempt.answer_text,
+            usage_by_role=usage_by_role, wall_s=attempt.wall_s or (time.monotonic() - start),
+            workspace=str(workspace), calls=calls,
+        )
+        if await self._db(self.store.finish, spec.key, self.worker, result):
+            total = Usage()
+            for u in usage_by_role.values():
+                total = total.add(u)
+            self.live.done += 1
+            self.live.tokens += total.total_tokens
+            self.live.cost += total.cost_usd
+            self.summary.ran += 1
+            self.summary.tokens += total.total_tokens
+            self.summary.cost_usd += total.cost_usd
+
+    def _bound_grader(self, problem: Any) -> Any:
+        """One grader for the whole sweep, on the bounded sandbox, bound to each cell's problem
+        (so grading work queues with the other sandbox work instead of oversubscribing cores)."""
+        if self._grader is None:
+            try:
+                from physlab.grading import Grader
+            except ImportError:
+                return None
+            self._grader = Grader(sandbox=self.sandbox)
+        from physlab.grading import bind
+
+        return bind(problem, self._grader)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.lease_s / 3)
+            await self._db(self.store.renew, list(self.live.active), self.worker, lease_s=self.config.lease_s)
+
+    # -- the sweep ------------------------------------------------------------------------------
+
+    async def run(self) -> SweepSummary:
+        from concurrent.futures import ThreadPoolExecutor
+
+        cfg = self.config
+        t0 = time.monotonic()
+        self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="physlab-db")
+        try:
+            by_id, specs = self.plan()
+            if self._solve is None:
+                from physlab.strategies.runner import run_solve
+
+                self._solve = run_solve
+            self.limiter = make_limiter(cfg.max_inflight or cfg.concurrency)
+            from physlab.sandbox import default_sandbox
+
+            self.sandbox = BoundedSandbox(default_sandbox(), cfg.sandbox_workers or os.cpu_count() or 2)
+            self.summary.cells = len(specs)
+            await self._db(self.store.reap)
+            states = await self._db(self.store.cell_states, [s.key for s in specs])
+            self.summary.skipped_done = sum(states.get(s.key) == "done" for s in specs)
+            with self._progress(len(specs), self.summary.skipped_done) as prog:
+                hb = asyncio.create_task(self._heartbeat())
+                try:
+                    await self._drive(specs, by_id, prog)
+                finally:
+                    hb.cancel()
+            states = await self._db(self.store.cell_states, [s.key for s in specs])
+            self.summary.grid_done = sum(v == "done" for v in states.values())
+            self.summary.grid_failed = sum(v == "failed" for v in states.values())
+            self.summary.wall_s = time.monotonic() - t0
+            return self.summary
+        finally:
+            self._db_pool.shutdown(wait=True)
+            if self._own_store:
+                self.store.close()
+
+    async def _drive(self, specs: list[CellSpec], by_id: dict[str, Any], prog: "_Progress") -> None:
+        """Run every claimable cell; then, while other workers still hold cells of this grid, wait
+        for them (picking up any cell given back when a worker dies or its lease expires), so a
+        worker returns only when the whole grid is finished."""
+        cfg = self.config
+        sem = asyncio.Semaphore(cfg.concurrency)
+        keys = [s.key for s in specs]
+        first = True
+        while True:
+            retry_failed = cfg.retry_failed and first  # a cell that crashes now is retried next sweep
+            first = False
+            states = await self._db(self.store.cell_states, keys)
+            todo = [s for s in specs if states.get(s.key) == "pending"
+                    or (retry_failed and states.get(s.key) == "failed")]
+            if todo:
+                # Each worker walks the grid in its own order, so concurrent workers rarely race
+                # for the same cell (a lost race costs one failed UPDATE, nothing more).
+                random.Random(self.worker).shuffle(todo)
+
+                async def one(spec: CellSpec) -> None:
+                    async with sem:
+                        ok = await self._db(self.store.claim, spec.key, self.worker,
+                                            lease_s=cfg.lease_s, retry_failed=retry_failed)
+                        if not ok:
+                            return
+                        self.live.active.add(spec.key)
+                        try:
+                            await self._run_cell(spec, by_id[spec.problem_id])
+                        finally:
+                            self.live.active.discard(spec.key)
+                            prog.update(self.live)
+
+                try:
+                    # TaskGroup: if one cell raises (bad input), the others are cancelled and give
+                    # their cells back before the error leaves the sweep.
+                    async with asyncio.TaskGroup() as tg:
+                        for spec in todo:
+                            tg.create_task(one(spec))
+                except* UserError as eg:
+                    raise eg.exceptions[0] from None
+                continue
+            elsewhere = sum(v == "running" for v in states.values())
+            if not elsewhere or not self.wait_for_others:
+                self.summary.skipped_other_worker = elsewhere
+                return
+            prog.waiting(elsewhere)
+            await asyncio.sleep(self.poll_s)
+            await self._db(self.store.reap)
+
+    def _progress(self, total: int, already: int) -> "_Progress":
+        return _Progress(total, already, enabled=self.show_progress)
+
+
+def _si(n: float) -> str:
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.1f}{unit}"
+    return str(int(n))
+
+
+class _Progress:
+    """Rich progress bar: cells done/failed, tokens, cost, ETA."""
+
+    def __init__(self, total: int, already: int, enabled: bool):
+        self.enabled = enabled
+        self.total = total
+        self.already = already
+        self._p = None
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeRemainingColumn)
+
+            self._p = Progress(TextColumn("[bold]cells"), BarColumn(bar_width=20), MofNCompleteColumn(),
+                               TextColumn("{task.fields[info]}"), TextColumn("ETA"),
+                               TimeRemainingColumn())
+            self._p.__enter__()
+            self._task = self._p.add_task("sweep", total=self.total, completed=self.already,
+                                          info=f"{self.already} done earlier")
+        return self
+
+    def update(self, live: _Live) -> None:
+        if self._p is None:
+            return
+        info = (f"ok {live.done} fail {live.failed} run {len(live.active)} "
+                f"{_si(live.tokens)} tok ${live.cost:.2f}")
+        self._p.update(self._task, completed=self.already + live.done + live.failed, info=info)
+
+    def waiting(self, n: int) -> None:
+        if self._p is not None:
+            self._p.update(self._task, info=f"waiting for {n} cells of other workers")
+
+    def __exit__(self, *exc) -> None:
+        if self._p is not None:
+            self._p.__exit__(*exc)
+
+
+async def run_sweep(config: SweepConfig, **kwargs) -> SweepSummary:
+    """Run (or resume) a sweep; see :class:`Sweep`."""
+    return await Sweep(config, **kwargs).run()

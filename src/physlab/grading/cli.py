@@ -1,0 +1,54 @@
+"""`physlab grade PROBLEM CANDIDATE [--json]`: exit 0 correct, 1 incorrect/invalid, 2 bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from physlab.errors import UserError
+
+
+def _resolve(spec: str):
+    try:
+        from physlab.problems import resolve_problem
+    except ImportError as exc:  # the problem loaders are not installed/built
+        raise UserError(f"cannot load problems ({exc})") from None
+    return resolve_problem(spec)
+
+
+def grade_command(
+    problem: str = typer.Argument(..., help="Problem file, FILE#ID or SUITE/ID."),
+    candidate: Path = typer.Argument(..., help="Python file defining the template's function, or a "
+                                              "Markdown/text file whose last fenced python block does."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help="Seconds the candidate code may run."),
+) -> None:
+    """Grade CANDIDATE against PROBLEM's reference answer."""
+    from physlab.grading.grader import Grader
+
+    prob = _resolve(problem)
+    if prob.reference is None:
+        where = prob.path or problem
+        raise UserError(f"problem '{prob.id}' has no reference answer: nothing to grade against", path=where)
+    try:
+        text = candidate.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UserError(f"cannot read the candidate ({exc.strerror or exc})", path=candidate) from None
+    from physlab.sandbox import default_sandbox
+
+    sandbox = default_sandbox()
+    warm = getattr(sandbox, "warm", None)
+    if warm is not None:  # start the worker from this long-lived thread (both stages reuse it)
+        warm(1)
+    verdict = Grader(sandbox, timeout_s=timeout).grade_sync(prob, text)
+    if as_json:
+        typer.echo(json.dumps({**verdict.contract_json(), "problem": prob.id}))
+    else:
+        typer.echo(f"{verdict.verdict}: {verdict.reason}")
+    raise typer.Exit(0 if verdict.correct else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("grade")(grade_command)

@@ -1,0 +1,304 @@
+"""The grader: candidate code runs only in the sandbox; the reference never shares a process with it.
+
+Stage 1 (sandbox, candidate only): run the candidate, call ``answer(...)`` with the template's
+parameters as SymPy symbols, return the answer as a safe JSON tree (``rt/tree.py``).
+Stage 2 (a separate sandbox run, trusted code only): evaluate the reference, rebuild the answer
+from the tree and compare (``rt/compare.py``), every step in a killable child with a timeout.
+
+Both stages run the modules of ``physlab.grading.rt`` shipped as files into the sandbox.
+Everything here is per call / per instance: a Grader is safe to use concurrently from asyncio
+tasks or threads (no globals, no signals).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from physlab.errors import ProblemFileError, UserError
+from physlab.grading import rt as _rt_pkg
+from physlab.grading.extract import extract_code, extract_final_answer
+from physlab.grading.rt import tree as T
+from physlab.grading.rt.stages import RESULT_FILE, RESULT_MARK
+from physlab.grading.template import TemplateSpec, template_spec
+from physlab.grading.verdict import Verdict
+from physlab.problems.model import Problem
+from physlab.sandbox import Sandbox, SandboxLimits, default_sandbox
+
+RT_PACKAGE = "physlab_grading_rt"
+_MAIN = (
+    "import os, sys\n"
+    "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
+    "sys.path.insert(0, os.getcwd())\n"
+    f"from {RT_PACKAGE}.stages import main\n"
+    "main()\n"
+)
+MAX_RESULT_BYTES = 20_000_000
+
+
+def _runtime_files() -> dict[str, bytes]:
+    base = Path(_rt_pkg.__file__).parent
+    return {f"{RT_PACKAGE}/{p.name}": p.read_bytes() for p in sorted(base.glob("*.py"))}
+
+
+class CandidateAnswer:
+    """Stage-1 outcome: the answer tree, or why there is none."""
+
+    def __init__(self, tree: dict | None, reason: str = "", duration_s: float = 0.0):
+        self.tree, self.reason, self.duration_s = tree, reason, duration_s
+
+    @property
+    def ok(self) -> bool:
+        return self.tree is not None
+
+
+class Grader:
+    """Grades candidates against a problem's reference; compares candidates with each other.
+
+    ``timeout_s``: wall limit for running a candidate (stage 1). ``compare_timeout_s``: wall limit
+    for the trusted comparison (stage 2). ``step_timeout_s``: limit for each symbolic/numeric step
+    inside stage 2 (numeric and simplify get twice that). ``memory_mb``: per stage."""
+
+    def __init__(self, sandbox: Sandbox | None = None, *, timeout_s: float = 30.0,
+                 compare_timeout_s: float = 120.0, step_timeout_s: float = 5.0,
+                 memory_mb: int = 2048, max_concurrency: int = 4) -> None:
+        self.sandbox = sandbox or default_sandbox()
+        self.timeout_s = timeout_s
+        self.compare_timeout_s = compare_timeout_s
+        self.step_timeout_s = step_timeout_s
+        self.memory_mb = memory_mb
+        self._files = _runtime_files()
+        self._max_concurrency = max_concurrency
+        self._sems: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # one per event loop
+        self._cache: dict[str, CandidateAnswer] = {}  # stage-1 results by (code, template spec)
+        self._verdicts: dict[str, Verdict] = {}  # stage-2 verdicts by (answer key, answer tree)
+
+    # ------------------------------------------------------------------------ public API
+
+    async def grade(self, problem: Problem, candidate: str) -> Verdict:
+        """Verdict for ``candidate`` (Python source, or model text with fenced blocks / a final
+        answer). Raises UserError when the problem has no reference or its reference fails."""
+        start = time.monotonic()
+        if problem.reference is None:
+            raise ProblemFileError(f"problem '{problem.id}' has no reference answer: nothing to grade against",
+                                   path=problem.path)
+        spec = template_spec(problem.answer_template)
+        answer = await self.run_candidate(problem, candidate, spec=spec)
+        if not answer.ok:
+            return Verdict(verdict="invalid", reason=answer.reason,
+                           details={"stage": "candidate", "duration_s": round(time.monotonic() - start, 3)})
+        key = hashlib.sha256(json.dumps([problem.reference, problem.reference_format, problem.answer_template,
+                                          problem.rtol, answer.tree], sort_keys=True).encode()).hexdigest()
+        if key in self._verdicts:  # same answer, same key: the comparison is deterministic
+            return self._verdicts[key].model_copy(deep=True)
+        job = self._trusted_job("grade", [answer.tree], spec, problem)
+        job.update(reference=problem.reference, format=problem.reference_format,
+                   template=problem.answer_template, function=spec.function,
+                   params=spec.params_json() or [], reference_timeout=max(self.step_timeout_s * 4, 10.0))
+        out = await self._trusted(job)
+        details: dict[str, Any] = {"stage": "compare", "candidate_s": round(answer.duration_s, 3),
+                                   "duration_s": round(time.monotonic() - start, 3)}
+        if out is None:
+            return Verdict(verdict="incorrect", details=details,
+                           reason=f"could not be shown equivalent: the comparison did not finish in "
+                                  f"{self.compare_timeout_s:g} s")
+        if "error" in out:
+            raise ProblemFileError(f"problem '{problem.id}': {out['error']}", path=problem.path,
+                                   field="reference")
+        details["method"] = out.get("method", "")
+        verdict = Verdict(verdict=out["verdict"], reason=out["reason"], details=details)
+        if len(self._verdicts) > 2048:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
+        return verdict.model_copy(deep=True)
+
+    def grade_sync(self, problem: Problem, candidate: str) -> Verdict:
+        """``grade`` from synchronous code (also works when an event loop is already running)."""
+        return _run_sync(self.grade(problem, candidate))
+
+    async def equivalent(self, problem: Problem, code_a: str, code_b: str) -> bool:
+        """Reference-free: do two candidates give equivalent answers? (False if either has none.)"""
+        classes = await self.equivalence_classes(problem, [code_a, code_b])
+        return [0, 1] in classes
+
+    async def equivalence_classes(self, problem: Problem, codes: list[str]) -> list[list[int]]:
+        """Group candidates by equivalent answers (reference-free). Candidates without a valid
+        answer are left out of every class. Classes are in order of their first member."""
+        spec = template_spec(problem.answer_template)
+        answers = await asyncio.gather(*(self.run_candidate(problem, c, spec=spec) for c in codes))
+        valid = [i for i, a in enumerate(answers) if a.ok]
+        if len(valid) <= 1:
+            return [[i] for i in valid]
+        out = await self._trusted(self._trusted_job("classes", [answers[i].tree for i in valid], spec, problem))
+        if out is None or "classes" not in out:  # could not compare: nothing is shown equivalent
+            return [[i] for i in valid]
+        return [[valid[j] for j in cls] for cls in out["classes"]]
+
+    async def evaluate_at_points(self, problem: Problem, code: str, n_points: int = 5,
+                                 seed: int = 0) -> list[complex | None] | None:
+        """Numeric fingerprint: the candidate's answer at ``n_points`` random points of the
+        template's parameters (the same points for every candidate of a problem and seed). A
+        container answer gives, per point, the values of its scalar leaves in order. None when the
+        candidate has no valid answer; a None entry is a point where it is not a finite number."""
+        spec = template_spec(problem.answer_template)
+        answer = await self.run_candidate(problem, code, spec=spec)
+        if not answer.ok:
+            return None
+        job = self._trusted_job("points", [answer.tree], spec, problem)
+        job.update(n_points=n_points, seed=seed, params_names=[d for _, d, _ in spec.params or []])
+        out = await self._trusted(job)
+        if out is None or "values" not in out:
+            return [None] * n_points
+        return [None if v is None else complex(v[0], v[1]) for v in out["values"][0]]
+
+    # ------------------------------------------------------------------------- stages
+
+    async def run_candidate(self, problem: Problem, candidate: str, *,
+                            spec: TemplateSpec | None = None) -> CandidateAnswer:
+        """Stage 1: run the candidate in the sandbox and read back its answer tree."""
+        spec = spec or template_spec(problem.answer_template)
+        code = extract_code(candidate, spec.function)
+        text_answer = None
+        if code is None:
+            if problem.answer_template is None:
+                text_answer = extract_final_answer(candidate)
+            if text_answer is None:
+                return CandidateAnswer(None, f"no Python code defining {spec.function}() found "
+                                             "(expected a fenced python block or a Python file)")
+        job = {"mode": "candidate", "code": code, "text_answer": text_answer,
+               "function": spec.function, "params": spec.params_json()}
+        key = hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()
+        if key in self._cache:
+            return self._cache[key]
+        limits = SandboxLimits(timeout_s=self.timeout_s, memory_mb=self.memory_mb, max_output_bytes=65_536,
+                               max_return_file_bytes=MAX_RESULT_BYTES)
+        start = time.monotonic()
+        res = await self._run(_MAIN, limits, job, collect=[RESULT_FILE])
+        took = time.monotonic() - start
+        answer = self._read_candidate(res, took)
+        if len(self._cache) > 512:
+            self._cache.clear()
+        self._cache[key] = answer
+        return answer
+
+    def _read_candidate(self, res, took: float) -> CandidateAnswer:
+        if res.timed_out:
+            return CandidateAnswer(None, f"timed out: the candidate code ran longer than {self.timeout_s:g} s", took)
+        data = res.files.get(RESULT_FILE)
+        if data is None:
+            tail = (res.stderr or "").strip().splitlines()[-1:] or [""]
+            hint = " (memory limit?)" if res.exit_code is not None and res.exit_code < 0 else ""
+            return CandidateAnswer(None, f"the candidate code ended without an answer (exit code "
+                                         f"{res.exit_code}{hint}) {tail[0][:200]}".strip(), took)
+        if len(data) > MAX_RESULT_BYTES:
+            return CandidateAnswer(None, "the answer is too large", took)
+        try:
+            msg = json.loads(data)
+        except (ValueError, RecursionError):
+            return CandidateAnswer(None, "the candidate's answer could not be read (malformed result)", took)
+        if not isinstance(msg, dict) or not isinstance(msg.get("ok"), bool):
+            return CandidateAnswer(None, "the candidate's answer could not be read (malformed result)", took)
+        if not msg["ok"]:
+            return CandidateAnswer(None, str(msg.get("reason") or "no answer")[:500], took)
+        problem = T.validate(msg.get("tree"))
+        if problem:
+            return CandidateAnswer(None, problem, took)
+        return CandidateAnswer(msg["tree"], "", took)
+
+    def _trusted_job(self, mode: str, trees: list[dict], spec: TemplateSpec, problem: Problem) -> dict:
+        return {"mode": mode, "trees": trees, "symbols": spec.symbols_json(), "rtol": problem.rtol,
+                "step_timeout": self.step_timeout_s}
+
+    async def _trusted(self, job: dict) -> dict | None:
+        """Stage 2: trusted comparison in its own sandbox run. None when it did not finish."""
+        limits = SandboxLimits(timeout_s=self.compare_timeout_s, memory_mb=self.memory_mb,
+                               max_output_bytes=4_000_000)
+        res = await self._run(_MAIN, limits, job)
+        for line in reversed((res.stdout or "").splitlines()):
+            if line.startswith(RESULT_MARK):
+                try:
+                    return json.loads(line[len(RESULT_MARK):])
+                except ValueError:
+                    return None
+        if res.timed_out:
+            return None
+        err = (res.stderr or "").strip().splitlines()[-1:] or [f"exit code {res.exit_code}"]
+        if getattr(res, "error", "") and res.exit_code is None:
+            raise RuntimeError(f"the sandbox failed while grading: {res.error}")
+        return {"error": f"the grading process failed: {err[0][:300]}"}
+
+    async def _run(self, code: str, limits: SandboxLimits, job: dict, collect: list[str] | None = None):
+        files = dict(self._files)
+        files["job.json"] = json.dumps(job).encode()
+        for attempt in range(3):
+            res = await self._run_once(code, limits, files, collect)
+            # a sandbox-side failure (worker lost, not the code's doing): try again on a fresh one
+            if not (getattr(res, "error", "") and res.exit_code is None and not res.timed_out):
+                break
+        return res
+
+    async def _run_once(self, code: str, limits: SandboxLimits, files: dict, collect: list[str] | None):
+        if not self._max_concurrency:
+            return await self.sandbox.run(code, limits=limits, files=files, collect=collect)
+        loop = asyncio.get_running_loop()
+        sem = self._sems.get(loop)
+        if sem is None:
+            sem = self._sems[loop] = asyncio.Semaphore(self._max_concurrency)
+        async with sem:
+            return await self.sandbox.run(code, limits=limits, files=files, collect=collect)
+
+
+def _run_sync(coro):
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+# ---------------------------------------------------------------------- run-context adapters
+
+
+class BoundGrader:
+    """The grader bound to one problem (implements strategies.context.BoundGrader): strategies
+    get verdicts, never the reference."""
+
+    def __init__(self, problem: Problem, grader: Grader) -> None:
+        if problem.reference is None:
+            raise UserError(f"problem '{problem.id}' has no reference answer: it cannot be graded")
+        self._problem = problem
+        self._grader = grader
+
+    async def grade(self, candidate_code: str) -> Verdict:
+        return await self._grader.grade(self._problem, candidate_code)
+
+
+class Equivalence:
+    """Reference-free comparison bound to one problem (implements strategies.context.Equivalence).
+    Keeps only the public view of the problem."""
+
+    def __init__(self, problem: Problem, grader: Grader | None = None) -> None:
+        self.problem = problem.public()
+        self._grader = grader or Grader()
+
+    async def equivalent(self, code_a: str, code_b: str) -> bool:
+        return await self._grader.equivalent(self.problem, code_a, code_b)
+
+    async def equivalence_classes(self, codes: list[str]) -> list[list[int]]:
+        return await self._grader.equivalence_classes(self.problem, codes)
+
+    async def evaluate_at_points(self, code: str, n_points: int = 5, seed: int = 0) -> list[complex | None] | None:
+        return await self._grader.evaluate_at_points(self.problem, code, n_points=n_points, seed=seed)
+
+
+def bind(problem: Problem, grader: Grader | None = None) -> BoundGrader:
+    """The grader for a run of ``problem`` (its full view, with the reference)."""
+    return BoundGrader(problem, grader or Grader())

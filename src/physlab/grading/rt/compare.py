@@ -1,0 +1,486 @@
+"""Equivalence of two answer trees (runs in the trusted stage-2 sandbox process).
+
+Containers are compared element-wise (sequences by position, dicts by key, sets by matching,
+matrices by shape). Each pair of scalar leaves goes through steps, each in a forked child with a
+hard timeout (``guard``):
+
+1. ``exact``   -- rebuild both, ``a - b == 0`` after ``expand`` (exact numbers decide here);
+2. ``cancel``  -- ``cancel(together(a - b)) == 0`` (rational functions);
+3. ``numeric`` -- evaluate both with mpmath at several random points drawn from the domain the
+   symbols' assumptions allow; equal within a relative tolerance at every point -> equal, clearly
+   different at a point -> not equal, nothing evaluable -> unknown;
+4. ``simplify`` -- only when numeric could not decide (``simplify(a - b) == 0``).
+
+Symbols are matched BY NAME (after dropping braces/backslashes: ``k_{12}`` == ``k_12``), so a
+candidate that builds its own ``Symbol('p')`` without assumptions still compares with the
+template's ``p``; the canonical symbol carries the template's assumptions.
+
+Tolerances (relative, never absolute -- 2**-99 and 2**-98 differ):
+* ``rtol`` given by the problem: used everywhere;
+* otherwise, when either side holds a float: ``DEFAULT_RTOL`` (1e-8: a float answer written to
+  12 significant digits, as CritPt asks, passes with margin for cancellation);
+* otherwise (both exact): ``EXACT_RTOL`` at ``DPS`` digits -- equivalent exact expressions agree;
+* a reference that is a short decimal literal (``0.785``) is matched to its stated precision
+  (half a unit in its last digit), unless the problem gives ``rtol``.
+"""
+
+import json
+import math
+import random
+
+from . import tree as T
+from .guard import StepFailed, StepTimeout, run_guarded, run_steps
+
+DEFAULT_RTOL = 1e-8
+EXACT_RTOL = 1e-20
+DPS = 40
+N_POINTS = 6
+MAX_TRIES = 40
+
+RELATIONS = {"Equality", "Unequality", "StrictLessThan", "LessThan", "StrictGreaterThan", "GreaterThan"}
+FLIP = {"StrictLessThan": "StrictGreaterThan", "LessThan": "GreaterThan",
+        "StrictGreaterThan": "StrictLessThan", "GreaterThan": "LessThan"}
+
+
+def norm_name(name):
+    return str(name).replace("{", "").replace("}", "").replace("\\", "").replace(" ", "")
+
+
+class Options:
+    """What a comparison needs besides the two trees (all JSON-able, built by the host)."""
+
+    def __init__(self, symbols=None, rtol=None, step_timeout=5.0, literals=None, seed=0,
+                 n_points=N_POINTS):
+        # normalized name -> [declared name, assumptions]
+        self.symbols = symbols or {}
+        self.rtol = rtol
+        self.step_timeout = step_timeout
+        self.literals = literals or {}  # float value (repr) -> significant digits
+        self.seed = seed
+        self.n_points = n_points
+
+
+# ------------------------------------------------------------------------------ containers
+
+
+def _kind(n):
+    t = n.get("t")
+    if t in ("tuple", "list") or (t == "fn" and n.get("f") == "Tuple"):
+        return "seq"
+    if t == "set" or (t == "fn" and n.get("f") == "FiniteSet"):
+        return "set"
+    if t in ("dict", "matrix"):
+        return t
+    return "leaf"
+
+
+def _matrix_rows(n):
+    r, c, a = n["rows"], n["cols"], n["a"]
+    return [a[i * c:(i + 1) * c] for i in range(r)]
+
+
+def _key_label(k):
+    t = k.get("t")
+    if t == "str":
+        return k["v"].strip()
+    if t == "sym":
+        return norm_name(k["name"])
+    if t == "int":
+        return k["v"]
+    return json.dumps(k, sort_keys=True)
+
+
+class Result:
+    def __init__(self, equal, reason="", method=""):
+        self.equal, self.reason, self.method = equal, reason, method
+
+
+def compare(cand, ref, opts, path="answer"):
+    """Result(equal: bool | None, reason, method). None = could not be decided."""
+    kc, kr = _kind(cand), _kind(ref)
+    if kr == "seq" and kc == "matrix" and 1 in (cand["rows"], cand["cols"]):
+        cand, kc = {"t": "list", "a": cand["a"]}, "seq"
+    if kc == "seq" and kr == "matrix" and 1 in (ref["rows"], ref["cols"]):
+        ref, kr = {"t": "list", "a": ref["a"]}, "seq"
+    if kc == "matrix" and kr == "seq":
+        cand, kc = {"t": "list", "a": [{"t": "list", "a": row} for row in _matrix_rows(cand)]}, "seq"
+    if kr == "matrix" and kc == "seq":
+        ref, kr = {"t": "list", "a": [{"t": "list", "a": row} for row in _matrix_rows(ref)]}, "seq"
+    # a one-element container against a scalar: compare the element
+    if kr == "leaf" and kc in ("seq", "set") and len(cand["a"]) == 1:
+        return compare(cand["a"][0], ref, opts, path)
+    if kc == "leaf" and kr in ("seq", "set") and len(ref["a"]) == 1:
+        return compare(cand, ref["a"][0], opts, path)
+    if kr == "set" and kc == "seq":
+        kc = "set"
+    if kr == "seq" and kc == "set":
+        kr = "set"
+    if kc != kr:
+        return Result(False, f"{path}: expected {_describe(ref)}, got {_describe(cand)}", "structure")
+    if kr == "seq":
+        if len(cand["a"]) != len(ref["a"]):
+            return Result(False, f"{path}: expected {len(ref['a'])} values, got {len(cand['a'])}", "structure")
+        return _all(zip(cand["a"], ref["a"]), opts, [f"{path}[{i}]" for i in range(len(ref["a"]))])
+    if kr == "matrix":
+        if (cand["rows"], cand["cols"]) != (ref["rows"], ref["cols"]):
+            return Result(False, f"{path}: expected a {ref['rows']}x{ref['cols']} matrix, got "
+                                 f"{cand['rows']}x{cand['cols']}", "structure")
+        n = len(ref["a"])
+        return _all(zip(cand["a"], ref["a"]), opts, [f"{path}[{i // ref['cols']},{i % ref['cols']}]" for i in range(n)])
+    if kr == "dict":
+        cmap = {_key_label(k): v for k, v in cand["items"]}
+        rmap = {_key_label(k): v for k, v in ref["items"]}
+        if set(cmap) != set(rmap):
+            missing = sorted(set(rmap) - set(cmap))
+            extra = sorted(set(cmap) - set(rmap))
+            bits = ([f"missing keys {missing}"] if missing else []) + ([f"unexpected keys {extra}"] if extra else [])
+            return Result(False, f"{path}: " + "; ".join(bits), "structure")
+        keys = sorted(rmap)
+        return _all(((cmap[k], rmap[k]) for k in keys), opts, [f"{path}[{k!r}]" for k in keys])
+    if kr == "set":
+        return _sets(cand["a"], ref["a"], opts, path)
+    return compare_leaf(cand, ref, opts, path)
+
+
+def _describe(n):
+    k = _kind(n)
+    if k == "seq":
+        return f"{len(n['a'])} values"
+    if k == "set":
+        return f"a set of {len(n['a'])}"
+    if k == "matrix":
+        return f"a {n['rows']}x{n['cols']} matrix"
+    return T.node_label(n)
+
+
+def _all(pairs, opts, paths):
+    undecided = None
+    for (c, r), p in zip(pairs, paths):
+        res = compare(c, r, opts, p)
+        if res.equal is False:
+            return res
+        if res.equal is None and undecided is None:
+            undecided = res
+    return undecided or Result(True, "all elements equivalent", "element-wise")
+
+
+def _sets(cs, rs, opts, path):
+    if len(cs) != len(rs):
+        return Result(False, f"{path}: expected a set of {len(rs)} values, got {len(cs)}", "structure")
+    used = set()
+    for i, r in enumerate(rs):
+        for j, c in enumerate(cs):
+            if j in used:
+                continue
+            if compare(c, r, opts, f"{path}{{{i}}}").equal:
+                used.add(j)
+                break
+        else:
+            return Result(False, f"{path}: an element of the set has no equivalent", "set")
+    return Result(True, "sets equivalent", "set")
+
+
+# ---------------------------------------------------------------------------------- leaves
+
+
+def _has_float(n):
+    stack = [n]
+    while stack:
+        x = stack.pop()
+        if x.get("t") in ("float", "complex"):
+            return True
+        stack.extend(x.get("a") or [])
+    return False
+
+
+def _exact_number(n):
+    t = n.get("t")
+    if t == "int":
+        return int(n["v"]), 1
+    if t == "rat":
+        return int(n["p"]), int(n["q"])
+    return None
+
+
+def _diff_tree(a, b):
+    return {"t": "fn", "f": "Add", "a": [a, {"t": "fn", "f": "Mul", "a": [{"t": "int", "v": "-1"}, b]}]}
+
+
+def compare_leaf(c, r, opts, path):
+    tc, tr = c.get("t"), r.get("t")
+    if tr in ("bool", "str", "none") or tc in ("bool", "str", "none"):
+        if tr != tc:
+            return Result(False, f"{path}: expected {T.node_label(r)}, got {T.node_label(c)}", "type")
+        if tr == "str":
+            same = " ".join(c["v"].split()).lower() == " ".join(r["v"].split()).lower()
+        else:
+            same = c.get("v") == r.get("v")
+        return Result(same, f"{path}: " + ("equal" if same else "differs"), "literal")
+    if tr == "ellipsis" or tc == "ellipsis":
+        return Result(False, f"{path}: unfilled placeholder (...)", "type")
+    if tr == "fn" and r.get("f") in RELATIONS:
+        if tc != "fn" or c.get("f") not in RELATIONS:
+            return Result(False, f"{path}: expected a relation, got {T.node_label(c)}", "type")
+        (cl, cr), (rl, rr) = c["a"], r["a"]
+        if c["f"] == r["f"]:
+            dc = _diff_tree(cl, cr)
+        elif FLIP.get(c["f"]) == r["f"]:
+            dc = _diff_tree(cr, cl)
+        else:
+            return Result(False, f"{path}: a different kind of relation", "type")
+        dr = _diff_tree(rl, rr)
+        res = compare_leaf(dc, dr, opts, path)
+        if res.equal or r["f"] not in ("Equality", "Unequality"):
+            return res
+        neg = compare_leaf(dc, _diff_tree({"t": "int", "v": "0"}, dr), opts, path)
+        return neg if neg.equal else res
+    # exact numbers decide without SymPy
+    ec, er = _exact_number(c), _exact_number(r)
+    if ec and er:
+        same = ec[0] * er[1] == er[0] * ec[1]
+        return Result(same, f"{path}: exact numbers " + ("equal" if same else "differ"), "exact")
+    has_float = _has_float(c) or _has_float(r)
+    if opts.rtol is not None:
+        rtol = float(opts.rtol)
+    else:
+        rtol = DEFAULT_RTOL if has_float else EXACT_RTOL
+    half_ulp = None
+    if opts.rtol is None and tr == "float":
+        key = repr(float(r["v"]))
+        if key in opts.literals:
+            half_ulp = _half_ulp(key, opts.literals[key])
+    job = {"c": c, "r": r, "symbols": opts.symbols, "rtol": rtol, "half_ulp": half_ulp,
+           "seed": opts.seed, "n_points": opts.n_points, "path": path}
+    t = opts.step_timeout
+    steps, timeouts = [step_rebuild], [t]
+    if not has_float:
+        steps += [step_exact, step_cancel]
+        timeouts += [t, t]
+    steps += [step_numeric, step_simplify]
+    timeouts += [2 * t, 2 * t]
+    ran = run_steps(steps, job, timeouts)
+    notes = [note for _, _, note in ran if note]
+    name, status, note = ran[-1] if ran else ("", None, "")
+    if name == "step_rebuild" and (status is False or "timed out" in note):
+        return Result(False, f"{path}: {note}", "rebuild")
+    if status is True:
+        return Result(True, f"{path}: {note}", name[5:])
+    if status is False:
+        return Result(False, f"{path}: {note}", name[5:])
+    return Result(None, f"{path}: could not establish equivalence ({'; '.join(notes)})", "undecided")
+
+
+def _run(step, job, timeout):
+    try:
+        out = run_guarded(step, timeout, job)
+    except StepTimeout as exc:
+        return None, f"{step.__name__[5:]} step timed out ({exc})"
+    except StepFailed as exc:
+        return None, f"{step.__name__[5:]} step failed ({exc})"
+    return out[0], out[1]
+
+
+def _half_ulp(literal, digits):
+    x = abs(float(literal))
+    if x == 0 or not math.isfinite(x):
+        return None
+    exponent = math.floor(math.log10(x))
+    return 0.5 * 10.0 ** (exponent - digits + 1)
+
+
+# ------------------------------------------------------------------ steps (run in a child)
+
+
+_REBUILT = {}
+
+
+def _rebuild(job):
+    key = id(job)
+    if key not in _REBUILT:  # once per forked child (the cache dies with it)
+        _REBUILT.clear()
+        _REBUILT[key] = _rebuild_now(job)
+    return _REBUILT[key]
+
+
+def _rebuild_now(job):
+    import sympy as sp
+    table = job["symbols"]
+    cache = {}
+
+    def make(name, assumptions):
+        key = norm_name(name)
+        if key not in cache:
+            if key in table:
+                declared, ass = table[key]
+                cache[key] = sp.Symbol(declared, **ass)
+            else:
+                cache[key] = sp.Symbol(key)
+        return cache[key]
+
+    c = T.from_tree(job["c"], sp, symbol=make, sympy_containers=True)
+    r = T.from_tree(job["r"], sp, symbol=make, sympy_containers=True)
+    return sp, sp.sympify(c), sp.sympify(r)
+
+
+def step_rebuild(job):
+    sp, c, r = _rebuild(job)
+    if not isinstance(c, sp.Basic):
+        return False, f"expected an expression, got {type(c).__name__}"
+    return None, ""
+
+
+def step_exact(job):
+    sp, c, r = _rebuild(job)
+    d = c - r
+    if d == 0:
+        return True, "identical"
+    if c.is_Rational and r.is_Rational:
+        return False, "exact numbers differ"
+    if sp.expand(d) == 0:
+        return True, "equal after expand"
+    return None, ""
+
+
+def step_cancel(job):
+    sp, c, r = _rebuild(job)
+    if sp.cancel(sp.together(c - r)) == 0:
+        return True, "equal after cancel"
+    return None, ""
+
+
+def step_simplify(job):
+    sp, c, r = _rebuild(job)
+    if sp.simplify(c - r) == 0:
+        return True, "equal after simplify"
+    return None, "simplify did not reduce the difference to 0"
+
+
+def draw_value(rng, symbol):
+    """A random value for ``symbol`` inside the domain its assumptions allow (exact Rational/
+    Integer). Positive -> (0.1, 2.5); real -> +-(0.1, 2.5); integer -> small integers; no
+    assumptions -> (0.1, 0.9) (most template symbols are positive physical quantities or
+    probabilities; values may still turn expressions complex, which is compared as complex)."""
+    import sympy as sp
+    a = symbol.assumptions0
+    if a.get("integer") or a.get("even") or a.get("odd"):
+        if a.get("positive"):
+            lo, hi = 1, 9
+        elif a.get("nonnegative"):
+            lo, hi = 0, 9
+        elif a.get("negative"):
+            lo, hi = -9, -1
+        elif a.get("nonpositive"):
+            lo, hi = -9, 0
+        else:
+            lo, hi = -9, 9
+        v = rng.randint(lo, hi)
+        if a.get("even") and v % 2:
+            v = v + 1 if v + 1 <= hi else v - 1
+        if a.get("odd") and not v % 2:
+            v = v + 1 if v + 1 <= hi else v - 1
+        if a.get("nonzero") and v == 0:
+            v = 1
+        return sp.Integer(v)
+    mag = sp.Rational(rng.randint(100_000, 2_500_000), 1_000_000)
+    if a.get("positive") or a.get("nonnegative"):
+        return mag
+    if a.get("negative") or a.get("nonpositive"):
+        return -mag
+    if a.get("real") or a.get("extended_real"):
+        return mag if rng.random() < 0.5 else -mag
+    if a.get("imaginary"):
+        return sp.I * mag
+    return sp.Rational(rng.randint(100_000, 900_000), 1_000_000)
+
+
+def points_for(symbols, n, seed):
+    """``n`` points (lists of exact values, in the order of ``symbols``) -- the same for every
+    candidate of a problem given the seed and the symbols."""
+    rng = random.Random(f"physlab-grading:{seed}:" + ",".join(s.name for s in symbols))
+    return [[draw_value(rng, s) for s in symbols] for _ in range(n)]
+
+
+def evaluate(sp, expr, symbols, point):
+    """mpmath complex value of ``expr`` at ``point`` (high precision), or None if not finite."""
+    import mpmath
+    subs = {}
+    exact = {}
+    for s, v in zip(symbols, point):
+        if v.is_Integer:
+            exact[s] = v
+        else:
+            subs[s] = sp.Float(v, DPS + 10)
+    e = expr.xreplace(exact) if exact else expr
+    v = e.evalf(DPS, subs=subs) if subs else e.evalf(DPS)
+    if not getattr(v, "is_number", False) or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        return None
+    re_, im_ = v.as_real_imag()
+    vals = []
+    for part in (re_, im_):
+        part = part.evalf(DPS)
+        if not part.is_Number:
+            return None
+        vals.append(mpmath.mpf(part._mpf_) if part.is_Float else mpmath.mpf(int(part.p)) / int(part.q))
+    z = mpmath.mpc(vals[0], vals[1])
+    if not (mpmath.isfinite(z.real) and mpmath.isfinite(z.imag)):
+        return None
+    return z
+
+
+def step_numeric(job):
+    import mpmath
+    mpmath.mp.dps = DPS + 10
+    sp, c, r = _rebuild(job)
+    symbols = sorted(c.free_symbols | r.free_symbols, key=lambda s: s.name)
+    need = 1 if not symbols else job["n_points"]
+    rtol = job["rtol"]
+    half_ulp = job.get("half_ulp")
+    good, tries, worst, cand_bad = 0, 0, 0.0, 0
+    rng_points = points_for(symbols, MAX_TRIES, job["seed"]) if symbols else [[]]
+    for point in rng_points:
+        tries += 1
+        vc = evaluate(sp, c, symbols, point)
+        vr = evaluate(sp, r, symbols, point)
+        if vr is None:
+            continue  # a singular point of the reference: try another
+        if vc is None:
+            cand_bad += 1
+            if symbols and cand_bad < need:
+                continue
+            return False, "the answer does not evaluate to a finite number where the reference does"
+        diff = abs(vc - vr)
+        scale = max(abs(vc), abs(vr))
+        ok = diff == 0 or diff <= rtol * scale or (half_ulp is not None and diff <= half_ulp * (1 + 1e-9))
+        if not ok:
+            rel = float(diff / scale) if scale else float("inf")
+            where = ", ".join(f"{s.name}={float(v):.4g}" for s, v in zip(symbols, point))
+            return False, f"differs numerically{' at ' + where if where else ''} (relative difference {rel:.2g})"
+        worst = max(worst, float(diff / scale) if scale else 0.0)
+        good += 1
+        if good >= need:
+            return True, f"numerically equal at {good} point{'s' if good > 1 else ''} (max relative difference {worst:.1g})"
+    if good >= 2:
+        return True, f"numerically equal at the {good} evaluable points of {tries}"
+    return None, "could not be evaluated numerically"
+
+
+def step_points(job):
+    """Values of tree ``c`` at ``n_points`` points of the template's parameters (a fingerprint:
+    the same points for every candidate of a problem given the seed): [re, im] | None each."""
+    import mpmath
+    mpmath.mp.dps = DPS + 10
+    job = dict(job, r={"t": "int", "v": "0"})
+    sp, c, _ = _rebuild(job)
+    table = job["symbols"]
+    symbols = []
+    for name in job["params"]:
+        declared, ass = table.get(norm_name(name), [name, {}])
+        symbols.append(sp.Symbol(declared, **ass))
+    out = []
+    for point in points_for(symbols, job["n_points"], job["seed"]):
+        try:
+            v = evaluate(sp, c, symbols, point)
+        except Exception:  # noqa: BLE001 - an unevaluable point is None
+            v = None
+        out.append(None if v is None else [float(v.real), float(v.imag)])
+    return out

@@ -1,0 +1,228 @@
+"""The two sandbox entry points. ``main()`` reads ``job.json`` from the working directory.
+
+Stage 1 (``mode: candidate``) runs UNTRUSTED code and nothing else: exec the candidate, call its
+answer function with the template's parameters as SymPy symbols, serialize the result to a safe
+tree and write ``result.json``. It never sees the reference.
+
+Stage 2 (``mode: grade | classes | points``) runs trusted code only: evaluate the reference,
+rebuild answers from their trees and compare. It prints one line ``RESULT_MARK <json>``.
+"""
+
+import io
+import json
+import os
+import sys
+
+RESULT_MARK = "@@physlab-grading-result@@"
+RESULT_FILE = "result.json"
+
+
+def _write(result, path=RESULT_FILE):
+    with open(path, "w") as f:
+        json.dump(result, f)
+
+
+def _invalid(reason):
+    return {"ok": False, "reason": reason[:500]}
+
+
+def _err_text(exc):
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+class _Sink(io.TextIOBase):
+    """Swallows the candidate's prints (bounded work, nothing kept)."""
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        return len(s)
+
+
+def run_candidate(job):
+    """Stage 1: the candidate's answer as a tree, or the reason it has none."""
+    import inspect
+    from . import tree as T
+
+    code = job.get("code")
+    text = job.get("text_answer")
+    real_stdout, real_stderr = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = _Sink()
+    try:
+        import sympy as sp
+        if code is None:
+            return _text_answer(sp, T, text or "")
+        try:
+            compiled = compile(code, "answer.py", "exec")
+        except SyntaxError as exc:
+            return _invalid(f"syntax error in the candidate code (line {exc.lineno}: {exc.msg})")
+        except (ValueError, MemoryError, RecursionError) as exc:
+            return _invalid(f"the candidate code does not compile ({_err_text(exc)})")
+        ns = {"__name__": "__candidate__", "__builtins__": __builtins__}
+        try:
+            exec(compiled, ns)
+        except BaseException as exc:  # noqa: BLE001 - incl. SystemExit, KeyboardInterrupt
+            return _invalid(f"the candidate code raised {_err_text(exc)} when run")
+        name = job.get("function") or "answer"
+        fn = ns.get(name)
+        if not callable(fn):
+            return _invalid(f"the candidate code does not define a function {name}()")
+        params = job.get("params")
+        if params is None:  # no template: the candidate's own parameters, as plain symbols
+            try:
+                names = [p.name for p in inspect.signature(fn).parameters.values()
+                         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            except (TypeError, ValueError):
+                names = []
+            params = [[n, n, {}] for n in names]
+        args = [sp.Symbol(declared, **ass) for _, declared, ass in params]
+        try:
+            inspect.signature(fn).bind(*args)
+        except TypeError:
+            want = ", ".join(p for p, _, _ in params)
+            return _invalid(f"wrong arity: {name}() must take {len(params)} argument(s) ({want})")
+        except ValueError:
+            pass
+        try:
+            value = fn(*args)
+        except BaseException as exc:  # noqa: BLE001
+            return _invalid(f"{name}() raised {_err_text(exc)}")
+        return _serialize(T, sp, value, name)
+    finally:
+        sys.stdout, sys.stderr = real_stdout, real_stderr
+
+
+def _serialize(T, sp, value, name):
+    if value is None:
+        return _invalid(f"{name}() returned None (missing return?)")
+    if value is Ellipsis:
+        return _invalid("the template is not filled in (the answer is still ...)")
+    if type(value) is str:
+        return _invalid(f"{name}() returned a string, not a SymPy expression or number")
+    try:
+        tree = T.to_tree(value, sp)
+    except T.TreeError as exc:
+        return _invalid(str(exc))
+    except BaseException as exc:  # noqa: BLE001 - hostile objects
+        return _invalid(f"the answer could not be read ({_err_text(exc)})")
+    if T.contains_ellipsis(tree):
+        return _invalid("the template is not filled in (the answer still contains ...)")
+    return {"ok": True, "tree": tree}
+
+
+def _text_answer(sp, T, text):
+    """A final-answer string (no code): LaTeX or SymPy syntax, parsed here in the sandbox."""
+    from .reference import latex_reference
+    s = text.strip()
+    if not s:
+        return _invalid("no answer found (no python block and no final answer)")
+    try:
+        if "\\" in s or "$" in s or "{" in s:
+            value = latex_reference(sp, s)
+        else:
+            from sympy.parsing.sympy_parser import (implicit_multiplication_application, parse_expr,
+                                                    standard_transformations, convert_xor)
+            value = parse_expr(s, transformations=standard_transformations
+                               + (implicit_multiplication_application, convert_xor))
+    except BaseException as exc:  # noqa: BLE001
+        return _invalid(f"the final answer could not be parsed ({_err_text(exc)})")
+    return _serialize(T, sp, value, "the final answer")
+
+
+def warm_up(job=None):
+    """Load SymPy's lazily imported machinery once in the stage-2 parent, so the forked step
+    children inherit it instead of each paying ~0.4 s (a no-op when the worker already did)."""
+    import sympy as sp
+    x = sp.Symbol("x")
+    e = (x + 1) ** 2 / (x - sp.Rational(1, 3)) - sp.sqrt(x) * sp.exp(x) * sp.sin(x) + sp.Float("0.5")
+    sp.expand(e)
+    sp.cancel(sp.together(e))
+    e.evalf(30, subs={x: sp.Float("0.3", 40)})
+    ref = (job or {}).get("reference") or ""
+    if (job or {}).get("format") == "latex" or "\\" in ref or "$" in ref:
+        try:
+            from .reference import latex_reference
+            latex_reference(sp, r"\frac{1}{2} m_e c^2")
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def run_trusted(job):
+    """Stage 2: compare / classify / fingerprint. Returns a JSON-able dict."""
+    warm_up(job)
+    from . import compare as C
+    from .guard import StepFailed, StepTimeout, run_guarded
+    from .reference import build_reference
+
+    opts = C.Options(symbols=job.get("symbols"), rtol=job.get("rtol"),
+                     step_timeout=job.get("step_timeout", 5.0), seed=job.get("seed", 0),
+                     n_points=job.get("n_points", C.N_POINTS))
+    mode = job["mode"]
+    if mode == "grade":
+        try:
+            ref = run_guarded(build_reference, job.get("reference_timeout", 30.0), job)
+        except (StepTimeout, StepFailed) as exc:
+            return {"error": f"the reference answer could not be evaluated: {exc}"}
+        opts.literals = ref["literals"]
+        res = C.compare(job["trees"][0], ref["tree"], opts)
+        if res.equal:
+            return {"verdict": "correct", "reason": res.reason, "method": res.method}
+        reason = res.reason if res.equal is False else f"not shown equivalent: {res.reason}"
+        return {"verdict": "incorrect", "reason": reason, "method": res.method}
+    if mode == "classes":
+        classes = []
+        for i, t in enumerate(job["trees"]):
+            for cls in classes:
+                if C.compare(t, job["trees"][cls[0]], opts).equal:
+                    cls.append(i)
+                    break
+            else:
+                classes.append([i])
+        return {"classes": classes}
+    if mode == "points":
+        out = []
+        for t in job["trees"]:
+            leaves = _leaves(t)
+            values = []
+            for leaf in leaves:
+                try:
+                    values.append(run_guarded(C.step_points, opts.step_timeout * 2,
+                                              {"c": leaf, "symbols": opts.symbols, "params": job["params_names"],
+                                               "seed": opts.seed, "n_points": opts.n_points}))
+                except (StepTimeout, StepFailed):
+                    values.append([None] * opts.n_points)
+            # point-major: for each point, the values of every leaf
+            out.append([values[j][i] for i in range(opts.n_points) for j in range(len(leaves))])
+        return {"values": out}
+    return {"error": f"unknown mode {mode!r}"}
+
+
+def _leaves(t):
+    """Scalar leaves of a tree in a stable order (dicts by key label)."""
+    from .compare import _key_label, _kind
+    k = _kind(t)
+    if k in ("seq", "set", "matrix"):
+        return [x for e in t["a"] for x in _leaves(e)]
+    if k == "dict":
+        return [x for _, v in sorted(t["items"], key=lambda kv: _key_label(kv[0])) for x in _leaves(v)]
+    return [t]
+
+
+def main():
+    sys.setrecursionlimit(10_000)
+    with open("job.json") as f:
+        job = json.load(f)
+    if job["mode"] == "candidate":
+        out_path = os.path.abspath(RESULT_FILE)  # before the candidate can chdir
+        try:
+            result = run_candidate(job)
+        except BaseException as exc:  # noqa: BLE001
+            result = _invalid(f"the candidate could not be run ({_err_text(exc)})")
+        _write(result, out_path)
+        sys.stdout.flush()
+        os._exit(0)  # skip interpreter teardown (candidate atexit hooks, __del__)
+    result = run_trusted(job)
+    sys.stdout.write(RESULT_MARK + json.dumps(result) + "\n")
+    sys.stdout.flush()

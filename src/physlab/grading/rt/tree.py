@@ -1,0 +1,368 @@
+"""The safe answer tree: a JSON description of a SymPy/number/container value.
+
+An answer produced by untrusted code crosses into trusted code ONLY as this tree. Serialization
+accepts exact built-in types and whitelisted SymPy classes (checked by ``type(x) is cls``, never
+``isinstance``, so a subclass with a hostile ``__eq__``/``__repr__`` is refused); deserialization
+rebuilds objects from the whitelist by name and never evaluates strings.
+
+Nodes (``t`` = tag):
+  int {v: "123"} | rat {p, q} | float {v: "1.25", prec} | complex {re, im} | bool {v} | str {v}
+  | none | ellipsis | const {v: "pi"} | sym {name, assumptions} | fn {f: "Add", a: [...]}
+  | ufn {name, a} | tuple/list/set {a} | dict {items: [[k, v], ...]} | matrix {rows, cols, a}
+"""
+
+import math
+import sys
+
+MAX_NODES = 200_000
+MAX_DEPTH = 300
+MAX_STR = 10_000
+MAX_INT_DIGITS = 4_000
+
+# SymPy classes an answer may be built from (rebuilt by name from the sympy namespace).
+FUNCTIONS = frozenset("""
+Add Mul Pow exp log sin cos tan cot sec csc asin acos atan atan2 acot asec acsc sinh cosh tanh coth
+sech csch asinh acosh atanh acoth asech acsch Abs sign re im arg conjugate floor ceiling frac Mod
+factorial factorial2 binomial gamma loggamma lowergamma uppergamma polygamma digamma trigamma beta
+zeta dirichlet_eta polylog lerchphi erf erfc erfi erfinv erfcinv expint Ei E1 Si Ci Shi Chi li Li
+fresnels fresnelc besselj bessely besseli besselk hankel1 hankel2 jn yn airyai airybi airyaiprime
+airybiprime elliptic_k elliptic_e elliptic_f elliptic_pi hyper LambertW Heaviside DiracDelta
+KroneckerDelta LeviCivita Max Min Piecewise ExprCondPair Equality Unequality StrictLessThan
+LessThan StrictGreaterThan GreaterThan And Or Not Xor Implies Derivative Integral Sum Product Limit
+Tuple Interval Union Intersection Complement FiniteSet legendre assoc_legendre hermite laguerre
+assoc_laguerre chebyshevt chebyshevu gegenbauer jacobi Ynm Znm RisingFactorial FallingFactorial
+catalan fibonacci harmonic bernoulli euler cbrt root sqrt Order Subs
+""".split())
+CONSTANTS = {
+    "Pi": "pi", "Exp1": "E", "ImaginaryUnit": "I", "Infinity": "oo", "NegativeInfinity": "-oo",
+    "ComplexInfinity": "zoo", "NaN": "nan", "EulerGamma": "EulerGamma", "Catalan": "Catalan",
+    "GoldenRatio": "GoldenRatio", "TribonacciConstant": "TribonacciConstant",
+    "EmptySet": "EmptySet", "Reals": "Reals", "Complexes": "Complexes", "Integers": "Integers",
+    "Naturals": "Naturals", "Naturals0": "Naturals0",
+}
+_CONST_BUILD = {v: k for k, v in CONSTANTS.items()}
+NUMPY_SCALARS = frozenset("""float16 float32 float64 float128 longdouble int8 int16 int32 int64 uint8
+uint16 uint32 uint64 intc intp complex64 complex128 complex256 clongdouble bool_ bool""".split())
+
+
+def resolve(sp, name):
+    """The SymPy class/function for a whitelisted name (None if this SymPy lacks it)."""
+    if name == "ExprCondPair":
+        from sympy.functions.elementary.piecewise import ExprCondPair
+        return ExprCondPair
+    return getattr(sp, name, None)
+
+
+class TreeError(Exception):
+    """The value cannot be turned into (or rebuilt from) a safe tree. The message says why."""
+
+
+# ---------------------------------------------------------------------------------- serialize
+
+
+def to_tree(value, sympy_module=None):
+    """Serialize ``value`` (candidate output) to a JSON-able tree. Raises TreeError."""
+    sp = sympy_module or _sympy()
+    count = [0]
+    whitelist = {name: resolve(sp, name) for name in FUNCTIONS}
+    by_class = {cls: name for name, cls in whitelist.items() if isinstance(cls, type)}
+    consts = {getattr(sp.S, name).__class__: tag for name, tag in CONSTANTS.items()
+              if hasattr(sp.S, name)}
+    from sympy.core.function import AppliedUndef
+
+    def walk(x, depth):
+        count[0] += 1
+        if count[0] > MAX_NODES:
+            raise TreeError(f"answer is too large (more than {MAX_NODES} nodes)")
+        if depth > MAX_DEPTH:
+            raise TreeError(f"answer is nested too deeply (more than {MAX_DEPTH} levels)")
+        t = type(x)
+        if x is None:
+            return {"t": "none"}
+        if x is Ellipsis:
+            return {"t": "ellipsis"}
+        if t is bool:
+            return {"t": "bool", "v": x}
+        if t is int:
+            return {"t": "int", "v": _int_str(x)}
+        if t is float:
+            return {"t": "float", "v": repr(x), "prec": 53}
+        if t is complex:
+            return {"t": "complex", "re": repr(x.real), "im": repr(x.imag)}
+        if t is str:
+            if len(x) > MAX_STR:
+                raise TreeError("answer contains a string longer than %d characters" % MAX_STR)
+            return {"t": "str", "v": x}
+        if t in (tuple, list):
+            return {"t": t.__name__, "a": [walk(e, depth + 1) for e in x]}
+        if t in (set, frozenset):
+            return {"t": "set", "a": [walk(e, depth + 1) for e in x]}
+        if t is dict:
+            return {"t": "dict", "items": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in x.items()]}
+        mod = getattr(t, "__module__", "") or ""
+        if mod == "numpy" or mod.startswith("numpy."):
+            return walk(_from_numpy(x, t), depth)
+        if mod.startswith("mpmath"):
+            if t.__name__ == "mpf":
+                return {"t": "float", "v": _mpf_str(x._mpf_, sp), "prec": int(x.context.prec)}
+            if t.__name__ == "mpc":
+                return {"t": "complex", "re": _mpf_str(x.real._mpf_, sp), "im": _mpf_str(x.imag._mpf_, sp)}
+        if isinstance(x, AppliedUndef) and type(t).__name__ == "UndefinedFunction":
+            name = str(t.__name__)[:200]
+            return {"t": "ufn", "name": name, "a": [walk(e, depth + 1) for e in x.args]}
+        if not mod.startswith("sympy"):
+            raise TreeError(f"answer contains an object of type {t.__name__!r}, which is not a SymPy, "
+                            "number or container value")
+        # SymPy objects, by exact class
+        if t is sp.Integer or t in (sp.core.numbers.Zero, sp.core.numbers.One,
+                                    sp.core.numbers.NegativeOne):
+            return {"t": "int", "v": _int_str(int(x.p))}
+        if t is sp.Rational or t is sp.core.numbers.Half:
+            return {"t": "rat", "p": _int_str(int(x.p)), "q": _int_str(int(x.q))}
+        if t is sp.Float:
+            return {"t": "float", "v": _mpf_str(x._mpf_, sp), "prec": int(x._prec)}
+        if t in (sp.logic.boolalg.BooleanTrue, sp.logic.boolalg.BooleanFalse):
+            return {"t": "bool", "v": bool(x)}
+        if t in consts:
+            return {"t": "const", "v": consts[t]}
+        if t is sp.Symbol or t is sp.Dummy:
+            name = str(x.name)
+            if len(name) > 200:
+                raise TreeError("answer contains a symbol name longer than 200 characters")
+            return {"t": "sym", "name": name, "assumptions": _assumptions(x)}
+        if t in (sp.ImmutableMatrix, sp.MutableDenseMatrix, sp.ImmutableDenseMatrix,
+                 sp.MutableSparseMatrix, sp.ImmutableSparseMatrix):
+            rows, cols = x.shape
+            return {"t": "matrix", "rows": int(rows), "cols": int(cols),
+                    "a": [walk(e, depth + 1) for e in list(x)]}
+        if t is sp.FiniteSet:
+            return {"t": "set", "a": [walk(e, depth + 1) for e in x.args]}
+        if t is sp.Tuple and depth == 0:
+            return {"t": "tuple", "a": [walk(e, depth + 1) for e in x.args]}
+        name = by_class.get(t)
+        if name is None:
+            raise TreeError(f"answer contains the SymPy object {t.__name__!r}, which the grader "
+                            "does not accept")
+        return {"t": "fn", "f": name, "a": [walk(e, depth + 1) for e in x.args]}
+
+    return walk(value, 0)
+
+
+def _int_str(n):
+    s = str(n)  # raises ValueError past sys.int_info.default_max_str_digits
+    if len(s) > MAX_INT_DIGITS:
+        raise TreeError(f"answer contains an integer with more than {MAX_INT_DIGITS} digits")
+    return s
+
+
+def _mpf_str(mpf, sp):
+    import mpmath.libmp as libmp
+    return libmp.to_str(mpf, 40)
+
+
+def _assumptions(sym):
+    try:
+        a = sym.assumptions0
+    except Exception:  # noqa: BLE001
+        return {}
+    return {str(k): bool(v) for k, v in a.items() if isinstance(v, bool) and k in _ASSUMPTION_KEYS}
+
+
+_ASSUMPTION_KEYS = frozenset("""commutative complex real rational integer positive negative
+nonnegative nonpositive nonzero zero even odd prime finite infinite imaginary extended_real
+""".split())
+
+
+def _from_numpy(x, t):
+    name = t.__name__
+    if name == "ndarray":
+        if x.dtype.kind not in "biufc":
+            raise TreeError(f"answer contains a numpy array of dtype {x.dtype}")
+        return x.tolist()
+    if name in NUMPY_SCALARS:
+        kind = getattr(getattr(x, "dtype", None), "kind", "")
+        if kind == "b":
+            return bool(x)
+        if kind in "iu":
+            return int(x)
+        if kind == "f":
+            return float(x)
+        if kind == "c":
+            return complex(x)
+    raise TreeError(f"answer contains a numpy object of type {name!r}")
+
+
+def contains_ellipsis(tree):
+    """True when an unfilled template placeholder (``...``) is anywhere in the tree."""
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, dict):
+            continue
+        if n.get("t") == "ellipsis":
+            return True
+        stack.extend(n.get("a") or [])
+        for kv in n.get("items") or []:
+            stack.extend(kv)
+    return False
+
+
+def validate(tree):
+    """Check an untrusted tree's shape without SymPy (iterative: no recursion on hostile input).
+    Returns None when fine, else a one-line reason."""
+    seen = 0
+    stack = [(tree, 0)]
+    while stack:
+        n, depth = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            return f"answer is too large (more than {MAX_NODES} nodes)"
+        if depth > MAX_DEPTH + 2:
+            return "answer is nested too deeply"
+        if not isinstance(n, dict) or not isinstance(n.get("t"), str):
+            return "malformed answer tree"
+        t = n["t"]
+        if t in ("tuple", "list", "set", "fn", "ufn", "matrix"):
+            a = n.get("a")
+            if not isinstance(a, list):
+                return "malformed answer tree"
+            if t == "fn" and n.get("f") not in FUNCTIONS:
+                return f"answer uses {str(n.get('f'))[:40]!r}, which the grader does not accept"
+            stack.extend((e, depth + 1) for e in a)
+        elif t == "dict":
+            items = n.get("items")
+            if not isinstance(items, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in items):
+                return "malformed answer tree"
+            for k, v in items:
+                stack.append((k, depth + 1))
+                stack.append((v, depth + 1))
+        elif t not in ("int", "rat", "float", "complex", "bool", "str", "none", "ellipsis", "const", "sym"):
+            return f"malformed answer tree (unknown node {t[:20]!r})"
+    return None
+
+
+# -------------------------------------------------------------------------------- deserialize
+
+
+def from_tree(tree, sympy_module=None, *, symbol=None, sympy_containers=False):
+    """Rebuild a value from a tree. ``symbol(name, assumptions)`` makes symbols (default: plain
+    ``Symbol(name, **assumptions)``). Containers come back as Python tuple/list/dict/set and
+    matrices as ``ImmutableMatrix``. Raises TreeError on anything outside the whitelist."""
+    sp = sympy_module or _sympy()
+    make_symbol = symbol or (lambda name, assumptions: sp.Symbol(name, **assumptions))
+
+    def num(s):
+        if not isinstance(s, str) or len(s) > MAX_INT_DIGITS + 2:
+            raise TreeError("malformed number in answer tree")
+        return s
+
+    def build(n, depth):
+        if depth > MAX_DEPTH + 2:
+            raise TreeError("answer is nested too deeply")
+        t = n.get("t") if isinstance(n, dict) else None
+        if t == "int":
+            return sp.Integer(int(num(n["v"])))
+        if t == "rat":
+            return sp.Rational(int(num(n["p"])), int(num(n["q"])))
+        if t == "float":
+            prec = n.get("prec", 53)
+            prec = prec if isinstance(prec, int) and 2 <= prec <= 4000 else 53
+            return sp.Float(_float_literal(n["v"]), precision=prec)
+        if t == "complex":
+            return sp.Float(_float_literal(n["re"])) + sp.I * sp.Float(_float_literal(n["im"]))
+        if t == "bool":
+            return sp.true if n["v"] else sp.false
+        if t == "str":
+            return str(n["v"])[:MAX_STR]
+        if t == "none":
+            return None
+        if t == "ellipsis":
+            return Ellipsis
+        if t == "const":
+            name = _CONST_BUILD.get(n.get("v"))
+            if name is None:
+                raise TreeError("unknown constant in answer tree")
+            return getattr(sp.S, name)
+        if t == "sym":
+            name = n.get("name")
+            assumptions = n.get("assumptions") or {}
+            if not isinstance(name, str) or not isinstance(assumptions, dict):
+                raise TreeError("malformed symbol in answer tree")
+            clean = {k: bool(v) for k, v in assumptions.items() if k in _ASSUMPTION_KEYS and isinstance(v, bool)}
+            return make_symbol(name[:200], clean)
+        if t == "fn":
+            f = n.get("f")
+            if f not in FUNCTIONS:
+                raise TreeError(f"answer uses {str(f)[:40]!r}, which the grader does not accept")
+            args = [build(e, depth + 1) for e in n["a"]]
+            cls = resolve(sp, f)
+            if cls is None:
+                raise TreeError(f"answer uses {f!r}, which this SymPy does not have")
+            return cls(*args)
+        if t == "ufn":
+            return sp.Function(str(n["name"])[:200])(*[build(e, depth + 1) for e in n["a"]])
+        if t in ("tuple", "list", "set"):
+            items = [build(e, depth + 1) for e in n["a"]]
+            if t == "set":
+                return sp.FiniteSet(*items) if sympy_containers else frozenset_or_list(items)
+            return tuple(items) if t == "tuple" else items
+        if t == "dict":
+            return {_hashable(build(k, depth + 1)): build(v, depth + 1) for k, v in n["items"]}
+        if t == "matrix":
+            rows, cols = n.get("rows"), n.get("cols")
+            a = [build(e, depth + 1) for e in n["a"]]
+            if not (isinstance(rows, int) and isinstance(cols, int) and rows * cols == len(a)):
+                raise TreeError("malformed matrix in answer tree")
+            return sp.ImmutableMatrix(rows, cols, a)
+        raise TreeError("malformed answer tree")
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20 * MAX_DEPTH))
+    try:
+        return build(tree, 0)
+    except TreeError:
+        raise
+    except RecursionError:
+        raise TreeError("answer is nested too deeply") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TreeError(f"malformed answer tree ({type(exc).__name__})") from None
+    finally:
+        sys.setrecursionlimit(old)
+
+
+class frozenset_or_list(list):
+    """A set from a tree, kept as a list (elements may be unhashable) but marked unordered."""
+
+
+def _hashable(x):
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        return str(x)
+
+
+def _float_literal(s):
+    if not isinstance(s, str) or len(s) > 200:
+        raise TreeError("malformed float in answer tree")
+    low = s.strip().lower()
+    if low in ("nan", "inf", "-inf", "+inf"):
+        return {"nan": "nan", "inf": "inf", "+inf": "inf", "-inf": "-inf"}[low]
+    float(s)  # validates the literal (raises ValueError)
+    return s
+
+
+def _sympy():
+    import sympy
+    return sympy
+
+
+def node_label(tree):
+    """A short human description of a tree's top-level kind (for reasons)."""
+    t = tree.get("t") if isinstance(tree, dict) else None
+    return {"tuple": "a tuple", "list": "a list", "set": "a set", "dict": "a dict",
+            "matrix": "a matrix", "str": "a string", "none": "None", "bool": "a boolean"}.get(t, "an expression")
+
+
+def is_finite_number(x):
+    return isinstance(x, float) and math.isfinite(x)

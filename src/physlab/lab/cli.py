@@ -1,0 +1,94 @@
+"""`physlab runs ...`: inspect a lab run and talk to it while it goes or between resumes.
+
+    physlab runs show DIR [--json] [--last N]
+    physlab runs comment DIR --on WH-3 "text"      (shown to the orchestrator)
+    physlab runs hint DIR "text"                   (orchestrator and workers)
+    physlab runs challenge DIR --on ER-2 "text"    (to the adjudicator, like a critique)
+    physlab runs redirect DIR "text"               (to the planner)
+    physlab runs pause DIR / physlab runs stop DIR (at the next iteration boundary)
+    physlab runs rewind DIR --to N                 (make iteration N current; then --resume DIR)
+
+Messages are appended to DIR/inbox.jsonl and taken in at the next iteration boundary (or at the
+next `--resume`). Resuming from an earlier iteration: `physlab runs rewind DIR --to 3` then
+`physlab solve PROBLEM --strategy lab --resume DIR` (or pass `--param resume_iteration=3`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from physlab.lab import inbox
+from physlab.lab.show import open_run, render, summary
+
+runs_app = typer.Typer(help="Inspect lab runs and send them messages (comment, hint, challenge, redirect, pause, stop).",
+                       no_args_is_help=True)
+
+
+@runs_app.command("show")
+def show(run_dir: Path = typer.Argument(..., help="The run directory."),
+         as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+         last: int = typer.Option(5, "--last", min=1, help="How many recent iterations to list.")) -> None:
+    """Print the research state, the last iterations and the usage per role."""
+    data = summary(run_dir, last)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        render(data)
+
+
+def _post(run_dir: Path, kind: str, text: str = "", on: str | None = None) -> None:
+    open_run(run_dir)
+    mid = inbox.post(run_dir, kind, text, on)
+    typer.echo(f"{kind} queued ({mid}); the run takes it in at its next iteration boundary")
+
+
+@runs_app.command("comment")
+def comment(run_dir: Path, text: str, on: str = typer.Option(..., "--on", help="The claim: WH-n, ER-n, RQ-n...")) -> None:
+    """Comment on a claim (shown to the orchestrator)."""
+    _post(run_dir, "comment", text, on)
+
+
+@runs_app.command("hint")
+def hint(run_dir: Path, text: str, on: Optional[str] = typer.Option(None, "--on")) -> None:
+    """Hint at an approach (orchestrator and workers see it)."""
+    _post(run_dir, "hint", text, on)
+
+
+@runs_app.command("challenge")
+def challenge(run_dir: Path, text: str, on: str = typer.Option(..., "--on", help="The ER-n challenged.")) -> None:
+    """Challenge an established result (ruled on by the adjudicator)."""
+    _post(run_dir, "challenge", text, on)
+
+
+@runs_app.command("redirect")
+def redirect(run_dir: Path, text: str) -> None:
+    """Redirect the strategy (the planner answers)."""
+    _post(run_dir, "redirect", text)
+
+
+@runs_app.command("pause")
+def pause(run_dir: Path) -> None:
+    """Pause at the next iteration boundary (continue with --resume)."""
+    _post(run_dir, "pause")
+
+
+@runs_app.command("stop")
+def stop(run_dir: Path) -> None:
+    """Stop at the next iteration boundary; the formatter writes the best supported answer."""
+    _post(run_dir, "stop")
+
+
+@runs_app.command("rewind")
+def rewind(run_dir: Path, to: int = typer.Option(..., "--to", min=0, help="Iteration to continue from.")) -> None:
+    """Make the state at the end of iteration N current (later iterations stay in git history)."""
+    ws, _ = open_run(run_dir)
+    st = ws.rewind(to)
+    typer.echo(f"rewound to iteration {st.iteration}; continue with: physlab solve ... --strategy lab --resume {run_dir}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(runs_app, name="runs")

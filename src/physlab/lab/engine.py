@@ -1,0 +1,425 @@
+"""The research loop.
+
+Before the loop: surveyor, then planner. Each iteration: take in human messages (inbox), route
+open critiques (ER -> adjudicator, others -> planner), one orchestrator turn, automatic review of
+every proposed hypothesis (promotion is automatic), then either the formatter (completion) or the
+dispatched workers (concurrently, bounded, merged in dispatch order), the critic when due, and
+one git commit. Budgets end the loop with a forced formatter (status ``partially_complete``).
+
+Every call gets a fresh context built from the state for that role only. Model output is not
+trusted: refused transitions go back to the model as corrections (bounded by pydantic-ai's retry
+count); a role call that still fails is recorded as a system event and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from physlab.lab import context as C
+from physlab.lab import inbox, routing
+from physlab.lab.roles import adjudicator, computer, critic, formatter, orchestrator, planner, researcher, reviewer, surveyor
+from physlab.lab.roles._base import LabEnv
+from physlab.lab.state import transitions as T
+from physlab.lab.state.models import Critique, ResearchState
+from physlab.lab.workspace import RunWorkspace
+from physlab.llm.errors import BudgetExceeded, ModelFailure
+
+
+class LabSettings(BaseModel):
+    max_iterations: int = Field(default=12, ge=1)
+    critic_every: int = Field(default=2, ge=0, description="Critic audit every N iterations (0 = never scheduled).")
+    parallel_workers: int = Field(default=3, ge=1, description="Concurrent worker calls (1 = sequential).")
+    max_dispatches: int = Field(default=4, ge=1, description="Tasks one orchestrator turn may dispatch.")
+    max_critiques: int = Field(default=4, ge=1, description="Critiques kept from one audit.")
+    code_timeout_s: float = Field(default=120.0, gt=0)
+    code_memory_mb: int = Field(default=4096, gt=0)
+    tool_retries: int = Field(default=3, ge=0)
+    request_limit: int = Field(default=24, ge=2, description="Model requests allowed in one role call.")
+    max_consecutive_failures: int = Field(default=3, ge=1)
+    windows: dict[str, int] = Field(default_factory=dict, description="Overrides of context.Windows.")
+
+
+@dataclass
+class LabOutcome:
+    state: ResearchState
+    status: str
+    stop_reason: str
+    answer_code: str | None
+    answer_text: str | None
+
+
+def budget_error(exc: BaseException) -> BudgetExceeded | None:
+    if isinstance(exc, BudgetExceeded):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for e in exc.exceptions:
+            if (b := budget_error(e)) is not None:
+                return b
+    cause = exc.__cause__ or exc.__context__
+    return budget_error(cause) if isinstance(cause, BaseException) and cause is not exc else None
+
+
+def fatal(exc: BaseException) -> bool:
+    """Errors that end the run instead of being recorded as one failed role call."""
+    return budget_error(exc) is not None or isinstance(exc, ModelFailure)
+
+
+def _short(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+class LabEngine:
+    def __init__(self, ctx: Any, settings: LabSettings | None = None) -> None:
+        self.ctx = ctx
+        self.cfg = settings or LabSettings()
+        self.ws = RunWorkspace(ctx.workspace)
+        self.windows = C.Windows(**self.cfg.windows)
+        self.env = LabEnv(ctx, code_timeout_s=self.cfg.code_timeout_s, code_memory_mb=self.cfg.code_memory_mb,
+                          tool_retries=self.cfg.tool_retries, request_limit=self.cfg.request_limit,
+                          notify=self.emit)
+        self.state = ResearchState(problem_id=ctx.problem.id)
+        self.failures = 0
+        self.summary: list[str] = []
+        self.timings: list[dict[str, float]] = []     # engine overhead per iteration (benchmarks)
+
+    # ------------------------------------------------------------------ helpers
+    def emit(self, kind: str, /, **data: Any) -> None:
+        try:
+            self.ctx.events(kind, **data)
+        except Exception:  # noqa: BLE001 - a broken console must not stop research
+            pass
+
+    def note(self, kind: str, text: str) -> None:
+        self.state = T.system_event(self.state, kind, text)
+        self.emit("system", what=kind, text=text)
+
+    def _usage_data(self) -> dict[str, Any]:
+        try:
+            t = self.ctx.usage.total()
+            return {"calls": t.calls, "tokens": t.total_tokens, "cost_usd": t.cost_usd}
+        except Exception:  # noqa: BLE001
+            return {}
+
+    def commit(self, message: str) -> None:
+        t0 = time.perf_counter()
+        self.ws.commit(self.state, message)
+        self._commit_s = time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ public entry
+    async def run(self, *, resume: bool = False, from_iteration: int | None = None) -> LabOutcome:
+        p = self.ctx.problem
+        self.ws.init(problem_md=f"# {p.id}\n\n{p.statement}\n" + (
+            f"\n## Answer template\n\n```python\n{p.answer_template}\n```\n" if p.answer_template else ""))
+        loaded = self.ws.load() if resume else None
+        if from_iteration is not None:
+            loaded = self.ws.rewind(from_iteration)
+        if loaded is not None:
+            self.state = loaded
+            if self.state.status in ("complete",) and self.state.final_answer_code is not None:
+                return self._outcome()
+            if self.state.status != "running":
+                self.state = T.set_status(self.state, "running")
+            self.note("resume", f"resumed at iteration {self.state.iteration}")
+        try:
+            if self.state.survey is None:
+                self.state = T.set_survey(self.state, await surveyor.run(self.env))
+            if not self.state.strategy:
+                await self._plan([])
+            if self.state.iteration == 0:
+                self.commit(f"iteration 0: survey and plan (strategy v{self.state.strategy_version}, "
+                            f"{len(self.state.sanity_checks)} sanity checks)")
+            while True:
+                self.ctx.usage.check()
+                if self.state.iteration >= self.cfg.max_iterations:
+                    return await self._forced("max_iterations")
+                if self.failures >= self.cfg.max_consecutive_failures:
+                    return await self._forced("model_failures")
+                done = await self._iteration()
+                if done is not None:
+                    return done
+        except BaseException as exc:
+            b = budget_error(exc)
+            if b is None:
+                if isinstance(exc, ModelFailure):       # provider down / replay diverged: keep the work
+                    self.note("model_failure", _short(exc))
+                    self.commit(f"iteration {self.state.iteration}: interrupted (model failure)")
+                raise
+            self.note("budget", str(b))
+            self.commit(f"iteration {self.state.iteration}: interrupted ({b.limit})")
+            return await self._forced(f"budget:{b.limit}", graced=True)
+
+    # ------------------------------------------------------------------ one iteration
+    async def _iteration(self) -> LabOutcome | None:
+        t_start = time.perf_counter()
+        self.state = T.begin_iteration(self.state)
+        it = self.state.iteration
+        self.summary = []
+        self.emit("iteration", iteration=it, **self._usage_data())
+        control = self._intake()
+        if control == "pause":
+            self.state = T.set_status(self.state, "paused", "paused by the physicist")
+            self.commit(f"iteration {it}: paused by the physicist")
+            return self._outcome()
+        if control == "stop":
+            self.commit(f"iteration {it}: stopped by the physicist")
+            return await self._forced("stopped by the physicist")
+        await self._route_critiques()
+        decision = await self._orchestrate()
+        await self._reviews()
+        if decision is not None and decision.complete:
+            self.state = T.request_completion(self.state)
+            if await self._format(forced=False):
+                self.commit(f"iteration {it}: complete — " + "; ".join(self.summary))
+                return self._outcome()
+        elif decision is not None and decision.dispatches:
+            await self._dispatch(decision.dispatches)
+        if routing.critic_due(it, self.cfg.critic_every, on_demand=bool(decision and decision.request_audit)):
+            await self._critic()
+            await self._route_critiques()
+        self.commit(f"iteration {it}: " + ("; ".join(self.summary) or "no progress"))
+        total = time.perf_counter() - t_start
+        self.emit("iteration_end", iteration=it, summary="; ".join(self.summary), **self._usage_data())
+        self.emit("step", strategy="lab", step=f"iteration {it}: " + ("; ".join(self.summary) or "no progress"))
+        self.timings.append({"iteration": it, "total_s": total, "commit_s": getattr(self, "_commit_s", 0.0)})
+        return None
+
+    def _intake(self) -> str | None:
+        control = None
+        for msg in inbox.pending(self.ws.root, self.state.inbox_consumed):
+            try:
+                self.state, hid = T.receive_human(self.state, kind=msg["kind"], text=str(msg.get("text", "")),
+                                                  on=msg.get("on"), inbox_id=msg["id"])
+            except T.TransitionError as exc:
+                self.note("human_ignored", f"inbox message {msg.get('id')}: {exc}")
+                continue
+            self.summary.append(f"{hid} {msg['kind']} from the physicist")
+            if msg["kind"] in ("pause", "stop"):
+                control = control or msg["kind"]
+        return control
+
+    async def _plan(self, critiques: list[Critique]) -> None:
+        try:
+            plan = await planner.run(self.env, self.state, critiques, self.windows)
+        except Exception as exc:
+            if fatal(exc):
+                raise
+            self.note("role_failed", f"planner: {_short(exc)}")
+            if not self.state.strategy:   # the loop needs a strategy; fall back to the problem itself
+                self.state, _ = T.set_strategy(self.state, "Answer the problem as stated, step by step, checking each step.")
+            return
+        try:
+            self.state, _ = T.set_strategy(self.state, plan.strategy, add_checks=plan.add_sanity_checks,
+                                           retire_checks=plan.retire_sanity_checks,
+                                           conventions=plan.conventions or None)
+        except T.TransitionError as exc:
+            self.note("planner_ignored", f"planner output partly refused: {exc}")
+            self.state, _ = T.set_strategy(self.state, plan.strategy or self.state.strategy or "(no strategy)",
+                                           add_checks=plan.add_sanity_checks)
+        answers = {r.critique_id: r for r in plan.critique_responses}
+        for c in critiques:
+            r = answers.get(c.id)
+            accept, text = (r.accept, r.response) if r else (True, f"not answered explicitly; strategy revised to v{self.state.strategy_version}")
+            self.state = T.respond_to_critique(self.state, c.id, accept, text)
+            self.emit("critique_resolved", id=c.id, status="accepted" if accept else "rejected", by="planner")
+        if critiques:
+            self.summary.append(f"planner answered {', '.join(c.id for c in critiques)} (strategy v{self.state.strategy_version})")
+
+    async def _route_critiques(self) -> None:
+        for_adj, for_plan = routing.split_open_critiques(self.state)
+        for c in for_adj:
+            er = self.state.er(c.target)
+            if er is None or er.status != "active":
+                self.state = T.dismiss_stale_critique(self.state, c.id, f"{c.target} was already demoted")
+                continue
+            try:
+                ruling = await adjudicator.run(self.env, C.for_adjudicator(self.ctx.problem, self.state, self.windows, c))
+            except Exception as exc:
+                if fatal(exc):
+                    raise
+                self.note("role_failed", f"adjudicator on {c.id}: {_short(exc)} (will retry next iteration)")
+                continue
+            self.state = T.rule_on_critique(self.state, c.id, ruling.decision == "uphold", ruling.reasoning)
+            self.summary.append(f"{c.id} on {c.target} {'upheld: ' + c.target + ' demoted' if ruling.decision == 'uphold' else 'dismissed'}")
+            self.emit("critique_resolved", id=c.id, status=self.state.critique(c.id).status, by="adjudicator", target=c.target)
+        if for_plan:
+            await self._plan(for_plan)
+
+    async def _orchestrate(self) -> orchestrator.Decision | None:
+        s = self.state
+        prompt = orchestrator.prompt_for(
+            self.env, s, self.windows, new_evidence=s.evidence[s.seen_evidence:],
+            new_reviews=[f"{r.wh}: {r.verdict} — {C.clip(r.reasoning, 800)}" for r in s.reviews[s.seen_reviews:]],
+            events=[f"[{e.kind}] {e.text}" for e in s.events[s.seen_events:]
+                    if e.kind not in ("review",)],
+            human=routing.human_lines_for_orchestrator(s, s.seen_humans), max_workers=self.cfg.max_dispatches)
+        desk = orchestrator.Desk(state=s, max_dispatches=self.cfg.max_dispatches)
+        decision, failure = None, None
+        try:
+            decision = await orchestrator.run(self.env, desk, prompt)
+            self.failures = 0
+        except Exception as exc:
+            if fatal(exc):
+                self.state = desk.state
+                raise
+            self.failures += 1
+            failure = exc
+        self.state = desk.state          # transitions the model made before any failure are kept
+        seen_events = len(self.state.events)   # failures/refusals noted below are shown next turn
+        if failure is not None:
+            self.note("role_failed", f"orchestrator: {_short(failure)}")
+        for r in desk.refused:
+            self.note("refused", f"orchestrator: {r}")
+        self.state = self.state.model_copy(update={
+            "seen_evidence": len(s.evidence), "seen_reviews": len(s.reviews),
+            "seen_events": seen_events, "seen_humans": len(s.human_messages)})
+        if desk.actions:
+            self.summary.append("orchestrator " + ", ".join(desk.actions))
+        return decision
+
+    async def _reviews(self) -> None:
+        for wid in T.pending_reviews(self.state):
+            try:
+                rep = await reviewer.run(self.env, C.for_reviewer(self.ctx.problem, self.state, self.windows, wid))
+            except Exception as exc:
+                if fatal(exc):
+                    raise
+                self.note("role_failed", f"reviewer on {wid}: {_short(exc)} (review stays pending)")
+                continue
+            n_er = len(self.state.ers)
+            self.state, _ = T.record_review(self.state, wid, rep.verdict, rep.reasoning
+                                            + (f"\nFailed checks: {'; '.join(rep.failed_checks)}" if rep.failed_checks else ""))
+            promoted = [e.id for e in self.state.ers[n_er:]]
+            self.summary.append(f"{wid} {rep.verdict}" + (f" -> {', '.join(promoted)}" if promoted else ""))
+            self.emit("verdict", wh=wid, verdict=rep.verdict, promoted=promoted)
+
+    async def _dispatch(self, orders: list[orchestrator.DispatchOrder]) -> None:
+        planned = []
+        for o in orders:
+            try:
+                self.state, did = T.record_dispatch(self.state, o.worker, o.target, o.instructions)
+            except T.TransitionError as exc:
+                self.note("refused", f"dispatch: {exc}")
+                continue
+            planned.append((did, o))
+        snapshot = self.state
+        gate = asyncio.Semaphore(self.cfg.parallel_workers)
+
+        async def work(o: orchestrator.DispatchOrder) -> dict[str, Any]:
+            async with gate:
+                hints = "\n".join(x for x in (o.method_hints, routing.hints_for_workers(snapshot)) if x)
+                prompt = C.for_worker(self.ctx.problem, snapshot, self.windows, target=o.target,
+                                      instructions=o.instructions, method_hints=hints, relevant=o.relevant_results)
+                if o.worker == "computer":
+                    bench = computer.Bench(self.env)
+                    try:
+                        res = await computer.run(self.env, bench, prompt)
+                    except Exception as exc:
+                        exc.bench = bench  # type: ignore[attr-defined]  # keep what ran for the record
+                        raise
+                    code = "\n\n# ---- next script ----\n\n".join(c for c, _ in bench.runs[-2:])
+                    out = "\n\n---- next run ----\n\n".join(r for _, r in bench.runs[-2:])
+                    return dict(findings=res.findings, method=res.method, confidence=res.confidence,
+                                approach=bench.approach, code=code, output=out)
+                res = await researcher.run(self.env, prompt)
+                return dict(findings=res.findings, method=res.derivation, confidence=res.confidence)
+
+        results = await asyncio.gather(*(work(o) for _, o in planned), return_exceptions=True)
+        budget = None
+        for (did, o), res in zip(planned, results):          # deterministic merge: dispatch order
+            if isinstance(res, BaseException):
+                if fatal(res):
+                    budget = budget or budget_error(res) or res
+                self.state = T.dispatch_failed(self.state, did, _short(res))
+                continue
+            self.state, eid = T.add_evidence(self.state, target=o.target, role=o.worker, dispatch=did, **res)
+            self.summary.append(f"{o.worker} on {o.target} -> {eid}")
+            self.emit("evidence", id=eid, role=o.worker, target=o.target)
+        if budget is not None:
+            raise budget
+
+    async def _critic(self) -> None:
+        try:
+            audit = await critic.run(self.env, C.for_critic(self.ctx.problem, self.state, self.windows))
+        except Exception as exc:
+            if fatal(exc):
+                raise
+            self.note("role_failed", f"critic: {_short(exc)}")
+            return
+        filed = []
+        for d in audit.critiques[: self.cfg.max_critiques]:
+            try:
+                self.state, cid = T.file_critique(self.state, target_type=d.target_type, target=d.target,
+                                                  text=d.text, kind=d.kind)
+            except T.TransitionError as exc:
+                self.note("refused", f"critic: {exc}")
+                continue
+            filed.append(cid)
+            self.emit("critique", id=cid, target=d.target or d.target_type, text=d.text[:200])
+        if len(audit.critiques) > self.cfg.max_critiques:
+            self.note("refused", f"critic filed {len(audit.critiques)} critiques; only {self.cfg.max_critiques} kept")
+        self.summary.append(f"critic filed {', '.join(filed)}" if filed else "critic: no critiques")
+
+    async def _format(self, *, forced: bool) -> bool:
+        prompt = C.for_formatter(self.ctx.problem, self.state, self.windows, forced=forced)
+        try:
+            ans = await formatter.run(self.env, prompt)
+        except Exception as exc:
+            if fatal(exc) and not forced:
+                raise
+            self.note("role_failed", f"formatter: {_short(exc)}")
+            if not forced:
+                self.state = T.bounce_completion(self.state, "the formatter failed")
+            return False
+        has_code = bool(ans.answer_code.strip()) and formatter.check_answer_code(
+            ans.answer_code, self.ctx.problem.answer_template) is None
+        code = ans.answer_code if (has_code and self.ctx.problem.answer_template) else None
+        text = ans.answer_markdown.strip() or None
+        if not forced and (not ans.ready or (self.ctx.problem.answer_template and code is None)):
+            self.state = T.bounce_completion(self.state, ans.missing or "the template could not be filled")
+            self.summary.append("formatter bounced back to the orchestrator")
+            self.emit("formatter_bounce", reason=ans.missing)
+            return False
+        if forced and code is None and text is None:
+            return False
+        status = "complete" if not forced else "partially_complete"
+        self.state = T.finish(self.state, status, answer_code=code, answer_text=text, reason=self.state.stop_reason)
+        self._write_answer(code, text)
+        self.summary.append(f"formatter wrote the answer ({status})")
+        return True
+
+    def _write_answer(self, code: str | None, text: str | None) -> None:
+        if code is not None:
+            (self.ws.root / "answer.py").write_text(code, encoding="utf-8")
+        body = text or ""
+        if code is not None and "```" not in body:
+            body += "\n\n```python\n" + code.strip() + "\n```\n"
+        (self.ws.root / "ANSWER.md").write_text(body.strip() + "\n", encoding="utf-8")
+
+    async def _forced(self, reason: str, graced: bool = False) -> LabOutcome:
+        """End of budget (or stop): one formatter call, allowed past the budget, writes the best
+        answer the established results support."""
+        self.state = T.set_status(self.state, self.state.status, reason)
+        self.emit("forced_formatter", reason=reason)
+        ok = False
+        try:
+            with self.ctx.usage.grace(2):
+                ok = await self._format(forced=True)
+        except BaseException as exc:  # noqa: BLE001 - whatever happens, record and end cleanly
+            if not isinstance(exc, Exception) and not budget_error(exc):
+                raise
+            self.note("role_failed", f"forced formatter: {_short(exc)}")
+        if not ok:
+            self.state = T.finish(self.state, "no_answer", answer_code=None, answer_text=None, reason=reason)
+        self.state = T.set_status(self.state, self.state.status, reason)
+        self.commit(f"iteration {self.state.iteration}: run ended ({reason}) — {self.state.status}")
+        return self._outcome()
+
+    def _outcome(self) -> LabOutcome:
+        s = self.state
+        return LabOutcome(state=s, status=s.status, stop_reason=s.stop_reason,
+                          answer_code=s.final_answer_code, answer_text=s.final_answer_text)

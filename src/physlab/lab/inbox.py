@@ -1,0 +1,61 @@
+"""Human input: an append-only ``inbox.jsonl`` in the run directory.
+
+Writers (``physlab runs comment|hint|challenge|redirect|pause|stop``) append one JSON line with a
+single ``write`` on an ``O_APPEND`` descriptor, so concurrent writers and a running engine never
+interleave partial lines. The engine reads the file at each iteration boundary and takes in every
+message whose id the state has not consumed yet; a torn last line (writer killed mid-write) is
+skipped until it is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+
+from physlab.errors import UserError
+
+INBOX = "inbox.jsonl"
+KINDS = ("comment", "hint", "challenge", "redirect", "pause", "stop")
+
+
+def post(run_dir: str | Path, kind: str, text: str = "", on: str | None = None) -> str:
+    run_dir = Path(run_dir)
+    if not (run_dir / "state.json").is_file():
+        raise UserError("not a lab run directory (no state.json)", path=run_dir)
+    if kind not in KINDS:
+        raise UserError(f"message kind must be one of {', '.join(KINDS)}", field="kind")
+    if kind in ("comment", "challenge") and not on:
+        raise UserError(f"a {kind} needs --on ID (e.g. WH-3 or ER-2)", field="--on")
+    if kind == "challenge" and on and not on.startswith("ER-"):
+        raise UserError("a challenge targets an established result (ER-n)", field="--on")
+    mid = uuid.uuid4().hex[:12]
+    line = json.dumps({"id": mid, "kind": kind, "text": text, "on": on, "ts": time.time()}) + "\n"
+    fd = os.open(run_dir / INBOX, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+    return mid
+
+
+def read(run_dir: str | Path) -> list[dict]:
+    path = Path(run_dir) / INBOX
+    if not path.is_file():
+        return []
+    out = []
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            msg = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(msg, dict) and msg.get("id") and msg.get("kind") in KINDS:
+            out.append(msg)
+    return out
+
+
+def pending(run_dir: str | Path, consumed: list[str]) -> list[dict]:
+    done = set(consumed)
+    return [m for m in read(run_dir) if m["id"] not in done]

@@ -1,0 +1,63 @@
+"""Shared plumbing for the roles: prompt files, the per-call agent, and the sandbox tool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Callable, Sequence
+
+from pydantic_ai import Agent, ToolOutput
+from pydantic_ai.usage import UsageLimits
+
+from physlab.sandbox.types import SandboxLimits
+
+
+@dataclass
+class LabEnv:
+    """What a role call needs from the run: the RunContext pieces, settings and an event hook."""
+
+    ctx: Any                                  # physlab.strategies.context.RunContext
+    code_timeout_s: float = 120.0
+    code_memory_mb: int = 4096
+    tool_retries: int = 3
+    request_limit: int = 24                   # model requests per role call (bounded tool loops)
+    model_settings: dict[str, Any] | None = None
+    notify: Callable[..., None] = field(default=lambda *a, **k: None)
+
+    def model(self, role: str):
+        return self.ctx.models.for_role(role)
+
+
+def prompt(role: str) -> str:
+    return resources.files("physlab.lab.roles").joinpath(f"{role}.md").read_text(encoding="utf-8")
+
+
+async def run_role(env: LabEnv, role: str, user_prompt: str, output_type: type, *, tools: Sequence[Any] = (),
+                   deps: Any = None, output_name: str = "submit", output_validator: Callable | None = None) -> Any:
+    """One fresh agent call for ``role``. Validation errors and ModelRetry from tools are sent back
+    to the model as corrective messages (bounded by ``env.tool_retries``); after that pydantic-ai
+    raises UnexpectedModelBehavior, which the engine records."""
+    agent = Agent(env.model(role), instructions=prompt(role), deps_type=type(deps) if deps is not None else None,
+                  output_type=ToolOutput(output_type, name=output_name), tools=list(tools),
+                  retries=env.tool_retries)
+    if output_validator is not None:
+        agent.output_validator(output_validator)
+    env.notify("role_start", role=role)
+    try:
+        result = await agent.run(user_prompt, deps=deps, model_settings=env.model_settings,
+                                 usage_limits=UsageLimits(request_limit=env.request_limit))
+    finally:
+        env.notify("role_end", role=role)
+    return result.output
+
+
+async def run_python(env: LabEnv, code: str) -> tuple[str, str]:
+    """Run a self-contained script in the run's sandbox; returns (display text, raw output)."""
+    res = await env.ctx.sandbox.run(code, limits=SandboxLimits(timeout_s=env.code_timeout_s,
+                                                               memory_mb=env.code_memory_mb))
+    status = "timed out" if res.timed_out else f"exit code {res.exit_code}"
+    # No timings in what the model sees: the same script must give the same tool return, so a
+    # recorded run replays exactly (replay compares requests).
+    raw = f"[{status}{', output truncated' if res.truncated else ''}]\nSTDOUT:\n{res.stdout}\nSTDERR:\n{res.stderr}"
+    from physlab.lab.context import clip
+    return clip(raw, 8000), raw

@@ -1,0 +1,124 @@
+"""Orchestrator: reads the state, manages questions/hypotheses/notes/dead ends, dispatches
+workers and declares completion. Its tools apply pure transitions to a working copy of the state;
+a refused transition (unknown id, wrong status, ...) goes back to the model as a correction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from pydantic_ai import ModelRetry, RunContext
+
+from physlab.lab import context as C
+from physlab.lab.roles._base import LabEnv, run_role
+from physlab.lab.state import transitions as T
+from physlab.lab.state.models import ResearchState
+
+ROLE = "orchestrator"
+
+
+class DispatchOrder(BaseModel):
+    worker: Literal["researcher", "computer"]
+    target: str = Field(description="The RQ-n or WH-n the worker investigates.")
+    instructions: str = Field(description="A clear, focused task: what to produce.")
+    method_hints: str = ""
+    relevant_results: list[str] = Field(default_factory=list, description="ER-n ids the worker should build on.")
+
+
+class Decision(BaseModel):
+    dispatches: list[DispatchOrder] = Field(default_factory=list,
+                                            description="Independent tasks to run now (may run in parallel).")
+    complete: bool = Field(default=False, description="True when the established results determine the answer.")
+    request_audit: bool = Field(default=False, description="Ask the senior critic to audit the state now.")
+    summary: str = Field(default="", description="One or two sentences: what you did and why.")
+
+
+@dataclass
+class Desk:
+    """The orchestrator's working copy of the state during one call."""
+
+    state: ResearchState
+    max_dispatches: int
+    actions: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def apply(self, fn, *args, **kwargs):
+        try:
+            out = fn(self.state, *args, **kwargs)
+        except T.TransitionError as exc:
+            self.refused.append(str(exc))
+            raise ModelRetry(f"Refused: {exc}. Use ids that appear in the research state.") from None
+        if isinstance(out, tuple):
+            self.state, new_id = out
+            return new_id
+        self.state = out
+        return None
+
+
+def create_research_question(ctx: RunContext[Desk], question: str, rationale: str = "") -> str:
+    """Create an atomic research question, answerable by one researcher or computer call."""
+    rid = ctx.deps.apply(T.create_rq, question, rationale)
+    ctx.deps.actions.append(f"created {rid}")
+    return f"Created {rid}."
+
+
+def propose_hypothesis(ctx: RunContext[Desk], claim: str, evidence_ids: list[str], value: str = "",
+                       depends_on: list[str] | None = None) -> str:
+    """Formulate a concrete, falsifiable working hypothesis (with its value) resting on evidence
+    ids (EV-n) and, optionally, on other hypotheses (WH-n). It is sent to review automatically."""
+    wid = ctx.deps.apply(T.propose_wh, claim=claim, value=value, evidence=evidence_ids, depends_on=depends_on or [])
+    ctx.deps.actions.append(f"proposed {wid}")
+    return f"Proposed {wid}; it will be reviewed automatically."
+
+
+def revise_hypothesis(ctx: RunContext[Desk], hypothesis_id: str, add_evidence_ids: list[str],
+                      claim: str = "", value: str = "") -> str:
+    """Attach new evidence (and optionally restate) a hypothesis that is not established; it goes back to review."""
+    ctx.deps.apply(T.revise_wh, hypothesis_id, claim=claim or None, value=value or None, add_evidence=add_evidence_ids)
+    ctx.deps.actions.append(f"revised {hypothesis_id}")
+    return f"Revised {hypothesis_id}; it will be reviewed again."
+
+
+def close_question(ctx: RunContext[Desk], question_id: str, status: Literal["answered", "dropped"] = "answered") -> str:
+    """Mark a research question answered or dropped."""
+    ctx.deps.apply(T.close_rq, question_id, status)
+    ctx.deps.actions.append(f"closed {question_id} ({status})")
+    return f"{question_id} is {status}."
+
+
+def add_research_note(ctx: RunContext[Desk], text: str) -> str:
+    """Keep a short research note (plans, caveats, partial insights)."""
+    nid = ctx.deps.apply(T.add_note, text)
+    ctx.deps.actions.append(f"note {nid}")
+    return f"Noted as {nid}."
+
+
+def record_dead_end(ctx: RunContext[Desk], description: str, related_ids: list[str] | None = None) -> str:
+    """Record an approach that failed, so nobody repeats it."""
+    did = ctx.deps.apply(T.add_dead_end, description, related_ids or [])
+    ctx.deps.actions.append(f"dead end {did}")
+    return f"Recorded {did}."
+
+
+TOOLS = [create_research_question, propose_hypothesis, revise_hypothesis, close_question,
+         add_research_note, record_dead_end]
+
+
+def _validate(ctx: RunContext[Desk], d: Decision) -> Decision:
+    bad = [o.target for o in d.dispatches if not (o.target.split("-")[0] in ("RQ", "WH") and ctx.deps.state.find(o.target))]
+    if bad:
+        raise ModelRetry(f"Unknown dispatch target(s) {bad}: create the research question first, then dispatch it.")
+    if len(d.dispatches) > ctx.deps.max_dispatches:
+        ctx.deps.refused.append(f"{len(d.dispatches)} dispatches requested; only the first {ctx.deps.max_dispatches} run")
+        d = d.model_copy(update={"dispatches": d.dispatches[: ctx.deps.max_dispatches]})
+    return d
+
+
+async def run(env: LabEnv, desk: Desk, user_prompt: str) -> Decision:
+    return await run_role(env, ROLE, user_prompt, Decision, tools=TOOLS, deps=desk,
+                          output_name="submit_decision", output_validator=_validate)
+
+
+def prompt_for(env: LabEnv, state: ResearchState, windows: C.Windows, **kw) -> str:
+    return C.for_orchestrator(env.ctx.problem, state, windows, **kw)

@@ -1,0 +1,245 @@
+"""``scripted:lab-qec`` — the no-key demo: the lab solves the CritPt [[4,2,2]] error-detection
+example through all nine roles, with a dismissed critique and a demoted-then-re-established
+result. The Computer really runs its enumeration script in the sandbox; the value it printed is
+what the orchestrator proposes, the reviewer and adjudicator check (by running code), and the
+formatter writes into the template."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo
+
+from physlab.lab.scenarios import _parse as P
+from physlab.llm.scripted import final_answer, register_scenario, tool_call
+
+NAME = "lab-qec"
+
+
+def script(name: str) -> str:
+    return resources.files("physlab.lab.scenarios").joinpath("code", name).read_text(encoding="utf-8")
+
+
+def calls(*pairs: tuple[str, dict[str, Any]]) -> ModelResponse:
+    return ModelResponse(parts=[ToolCallPart(n, a) for n, a in pairs])
+
+
+def _value_check_script(expr: str, *, at: str | None = None) -> str:
+    """A reviewer/adjudicator check: evaluate a claimed F(p) at limits, bounds and to O(p)."""
+    return f'''import sympy as sp
+p = sp.symbols("p")
+F = sp.sympify({expr!r}, locals={{"p": p}})
+F0 = sp.simplify(F.subs(p, 0))
+lin = sp.simplify(sp.diff(F, p).subs(p, 0))
+pts = [sp.Rational(k, 20) for k in range(0, 16)]
+vals = [F.subs(p, x) for x in pts]
+inside = all(0 <= v <= 1 for v in vals)
+print("F(0) =", F0, "PASS" if F0 == 1 else "FAIL")
+print("dF/dp(0) =", lin, "PASS" if lin == 0 else "FAIL")
+print("0 <= F <= 1 on [0, 3/4]:", "PASS" if inside else "FAIL")
+{"print('F(" + at + ") =', sp.nsimplify(F.subs(p, sp.Rational(" + repr(at) + "))), float(F.subs(p, sp.Rational(" + repr(at) + "))))" if at else ""}
+'''
+
+
+def _all_pass(output: str) -> bool:
+    return "PASS" in output and "FAIL" not in output and "Traceback" not in output
+
+
+class QECScenario:
+    """One instance per run; decisions come from the prompts and tool returns it receives."""
+
+    def __call__(self, role: str, messages: list[ModelMessage], info: AgentInfo):
+        return getattr(self, role)(messages, info, P.prompt(messages))
+
+    # ---------------------------------------------------------------- before the loop
+    def surveyor(self, messages, info, prompt):
+        return final_answer(info, {
+            "background": "A [[4,2,2]] detection code (stabilizers XXXX, ZZZZ) prepared with a flag ancilla; every "
+                          "CNOT is followed by two-qubit depolarizing noise (15 Paulis, p/15 each). Post-selection "
+                          "on trivial syndrome and ancilla 0; the logical fidelity is the conditional probability "
+                          "that the post-selected state is the ideal |00>_AB.",
+            "key_insights": ["Pauli errors propagate through CNOTs deterministically (Clifford), so every fault "
+                             "pattern maps to one final Pauli: the problem is finite bookkeeping.",
+                             "The fidelity is a ratio of two polynomials in p (accepted-and-correct over accepted).",
+                             "A fault-tolerant preparation has no O(p) infidelity after post-selection."],
+            "known_methods": ["Exhaustive enumeration of the 16^5 fault patterns with symplectic propagation.",
+                              "Dense state-vector simulation (32 amplitudes) as an independent check."],
+            "known_pitfalls": ["Concluding F = 1 because single faults are detected (two-fault events slip through).",
+                               "Forgetting the normalisation by the acceptance probability.",
+                               "Treating logical Z errors as harmful on |00> (they act trivially)."],
+        })
+
+    def planner(self, messages, info, prompt):
+        crits = P.ids(P.block(prompt, "critiques-to-answer"), "CR")
+        responses = [{"critique_id": c, "accept": True,
+                      "response": "Agreed: the established results determine the answer; finish with the formatter."}
+                     for c in crits]
+        return final_answer(info, {
+            "strategy": "1. Establish that the noiseless circuit prepares |00>_AB with the ancilla in |0>. "
+                        "2. Enumerate all fault patterns exactly (symplectic propagation), classify accepted/"
+                        "correct, and assemble F(p) as an exact rational function; cross-check against a "
+                        "state-vector simulation. 3. Check F against the sanity checks, then format.",
+            "conventions": ["Qubits 0-3 data, 4 ancilla; gates act right-to-left in the problem's product.",
+                            "Each faulty CNOT applies one of the 15 non-identity two-qubit Paulis with prob. p/15."],
+            "add_sanity_checks": [] if crits else ["F(0) = 1", "dF/dp at p = 0 vanishes (fault tolerance: no O(p) term)",
+                                                   "0 <= F(p) <= 1 for 0 <= p <= 3/4"],
+            "critique_responses": responses,
+        })
+
+    # ---------------------------------------------------------------- the loop
+    def orchestrator(self, messages, info, prompt):
+        done = P.tool_returns(messages)
+        whs = P.hypotheses(prompt)
+        ers = P.established(prompt)
+        rqs = P.block(prompt, "research-questions")
+        evidence = P.blocks(prompt.split(">>> EVIDENCE RESULTS <<<")[-1], "evidence") if ">>> EVIDENCE RESULTS <<<" in prompt else []
+        out = info.output_tools[0].name
+        if "RQ-" not in rqs:                                                   # start: two questions
+            if not done:
+                return calls(("create_research_question", {"question": "Does the noiseless circuit prepare |00>_AB "
+                              "in the [[4,2,2]] code with the ancilla in |0>?"}),
+                             ("create_research_question", {"question": "What is the exact post-selected logical "
+                              "fidelity F(p) of the circuit under two-qubit depolarizing noise after every CNOT?"}))
+            rq = re.findall(r"Created (RQ-\d+)", " ".join(done))
+            return tool_call(out, {"dispatches": [
+                {"worker": "researcher", "target": rq[0], "instructions": "Track the stabilizers of the noiseless "
+                 "circuit and show which code state and ancilla state it prepares."},
+                {"worker": "computer", "target": rq[1], "instructions": "Enumerate every fault pattern exactly, "
+                 "post-select, and give F(p) as an exact rational function; cross-check independently."}],
+                "summary": "Two independent questions dispatched in parallel."})
+        if not whs and evidence:                                               # evidence -> hypotheses
+            if done:
+                return tool_call(out, {"summary": "Hypotheses proposed; awaiting review."})
+            ideal = next(e for e in evidence if "by the researcher" in e)
+            fid = next(e for e in evidence if "by the computer" in e)
+            ev_ideal, ev_fid = P.ids(ideal, "EV")[0], P.ids(fid, "EV")[0]
+            m = re.search(r"F_logical = (.+)", P.block(fid, "findings"))
+            value = m.group(1).strip()
+            rqs_open = re.findall(r"^(RQ-\d+) \[open\]", rqs, flags=re.M)
+            return calls(*[("close_question", {"question_id": r}) for r in rqs_open],
+                         ("propose_hypothesis", {"claim": "The noiseless circuit prepares |00>_AB (stabilizers XXXX, "
+                          "ZZZZ, Z_A, Z_B all +1) with the ancilla in |0>.", "evidence_ids": [ev_ideal]}),
+                         ("propose_hypothesis", {"claim": "The post-selected logical fidelity is F_logical(p) = "
+                          + value, "value": value, "evidence_ids": [ev_fid], "depends_on": ["WH-1"]}))
+        demoted = [w for w, st in whs.items() if st == "demoted"]
+        if demoted:
+            wid = demoted[0]
+            new_ev = [P.ids(e, "EV")[0] for e in evidence if f" on {wid} " in e]
+            if new_ev and not done:                                           # new evidence -> back to review
+                return calls(("revise_hypothesis", {"hypothesis_id": wid, "add_evidence_ids": new_ev}))
+            if done:
+                return tool_call(out, {"summary": f"{wid} revised with new evidence; awaiting review."})
+            return tool_call(out, {"dispatches": [{"worker": "computer", "target": wid, "instructions":
+                             "Verify the noiseless circuit by explicit state-vector simulation and an independent "
+                             "stabilizer propagation."}], "summary": f"{wid} was demoted; re-verifying it."})
+        if ers and not any(f for _, _, f, _, _ in ers) and not any(st == "proposed" for st in whs.values()):
+            return tool_call(out, {"complete": True, "summary": "All results are established; the answer is determined."})
+        return tool_call(out, {"summary": "Waiting for reviews."})
+
+    def researcher(self, messages, info, prompt):
+        return final_answer(info, {
+            "findings": "The noiseless circuit prepares (|0000> + |1111>)/sqrt2 on the data qubits, the +1 eigenstate "
+                        "of XXXX, ZZZZ, Z_A = ZZII and Z_B = ZIZI, i.e. |00>_AB; the ancilla ends in |0>.",
+            "derivation": "H_1 gives |+> on qubit 1; CNOT_12 and CNOT_10 spread it to a 3-qubit GHZ state on 0,1,2; "
+                          "CNOT_23 extends it to 0-3. CNOT_34 then CNOT_04 write the parity q3 xor q0 = 0 onto the ancilla.",
+            "confidence": "exact"})
+
+    def computer(self, messages, info, prompt):
+        target = P.block(prompt, "target")
+        code = script("qec_fidelity.py") if "fidelity" in target.lower() else script("ideal_state.py")
+        t = P.turn(messages)
+        if t == 0:
+            return calls(("document_approach", {"approach": "Symplectic (x|z) propagation of every fault through the "
+                          "remaining CNOTs, exhaustive enumeration with numpy, exact assembly with sympy; independent "
+                          "dense state-vector cross-check." if "fidelity" in target.lower() else
+                          "Dense state-vector simulation of the noiseless circuit, plus symplectic propagation of "
+                          "the initial stabilizers as an independent route."}))
+        runs = P.tool_returns(messages, "execute_python")
+        if not runs:
+            return calls(("execute_python", {"code": code}))
+        output = runs[-1]
+        out = info.output_tools[0].name
+        m = re.search(r"RESULT_JSON (\{.*\})", output)
+        if m:
+            data = json.loads(m.group(1))
+            return tool_call(out, {"findings": f"F_logical = {data['F_text']}\naccepted counts by number of faults "
+                                   f"{data['n_acc']}, correct {data['n_good']}",
+                                   "method": "exhaustive symplectic enumeration (16^5 patterns) + sympy; dense "
+                                   "state-vector cross-check on sampled patterns agreed",
+                                   "confidence": "exact"})
+        ok = "ideal-state check: PASS" in output
+        return tool_call(out, {"findings": ("Noiseless output verified: all five stabilizers have expectation +1; "
+                                            "symplectic route agrees.") if ok else "The check failed:\n" + output[-800:],
+                               "method": "state-vector simulation + stabilizer propagation",
+                               "confidence": "exact" if ok else "partial"})
+
+    def reviewer(self, messages, info, prompt):
+        claim = P.block(prompt, "claim")
+        m = re.search(r"^value: (.+)$", claim, flags=re.M)
+        out = info.output_tools[0].name
+        if m:                                                        # a formula: test it by running code
+            runs = P.tool_returns(messages, "execute_python")
+            if not runs:
+                return calls(("execute_python", {"code": _value_check_script(m.group(1))}))
+            ok = _all_pass(runs[-1])
+            return tool_call(out, {"verdict": "VERIFIED" if ok else "REFUTED",
+                                   "reasoning": "Re-evaluated the claimed F: " + runs[-1].split("STDOUT:")[-1][:600]})
+        return tool_call(out, {"verdict": "VERIFIED", "reasoning": "The stabilizer bookkeeping in the evidence is "
+                               "consistent with the circuit; the claim follows."})
+
+    def critic(self, messages, info, prompt):
+        ers = P.established(prompt)
+        prev = P.block(prompt, "previous-critiques")
+        if "CR-" not in prev and ers:
+            formula = next((e for e in ers if e[4]), None)
+            ideal = next((e for e in ers if not e[4]), None)
+            crits = []
+            if formula:
+                crits.append({"target_type": "ER", "target": formula[0], "kind": "sanity_check",
+                              "text": "At p = 3/4 the fidelity formula evaluates above 1, exceeding the maximum "
+                                      "fidelity; the result violates physical bounds."})
+            if ideal:
+                crits.append({"target_type": "ER", "target": ideal[0], "kind": "missing_validation",
+                              "text": "This result rests on a hand derivation only; the ancilla parity and the "
+                                      "logical operators were never checked by an independent computation."})
+            return final_answer(info, {"critiques": crits, "assessment": "Two results need scrutiny."})
+        if ers and not any(f for _, _, f, _, _ in ers):
+            return final_answer(info, {"critiques": [{"target_type": "coordination", "kind": "termination",
+                                        "text": "The established results determine the answer required by the "
+                                                "template; recommend completion."}],
+                                       "assessment": "Ready to terminate."})
+        return final_answer(info, {"critiques": [], "assessment": "Nothing to add."})
+
+    def adjudicator(self, messages, info, prompt):
+        er = P.block(prompt, "established-result")
+        out = info.output_tools[0].name
+        m = re.search(r"^  value: (.+)$", er, flags=re.M)
+        if m:
+            runs = P.tool_returns(messages, "execute_python")
+            if not runs:
+                return calls(("execute_python", {"code": _value_check_script(m.group(1), at="3/4")}))
+            ok = _all_pass(runs[-1])
+            return tool_call(out, {"decision": "dismiss" if ok else "uphold",
+                                   "reasoning": "Evaluated the formula myself: " + runs[-1].split("STDOUT:")[-1][:600]})
+        has_code = "<code>" in prompt
+        return tool_call(out, {"decision": "dismiss" if has_code else "uphold",
+                               "reasoning": "The evidence has a computational check." if has_code else
+                               "The evidence is a hand derivation with no independent computation: the critique "
+                               "stands until it is verified."})
+
+    def formatter(self, messages, info, prompt):
+        ers = P.established(prompt)
+        formula = next((e for e in ers if e[4] and not e[2]), None)
+        template = P.block(prompt, "answer-template").strip().removeprefix("```python").removesuffix("```").strip()
+        if formula is None or "F_logical = ..." not in template:
+            return final_answer(info, {"ready": False, "missing": "no established value for F_logical"})
+        code = template.replace("F_logical = ...", f"F_logical = {formula[4]}", 1)
+        return final_answer(info, {"ready": True, "answer_code": code,
+                                   "answer_markdown": f"F_logical(p) = {formula[4]}\n\nFrom {formula[0]}."})
+
+
+register_scenario(NAME, QECScenario, description="the lab solves the CritPt [[4,2,2]] example (all nine roles)")

@@ -1,0 +1,95 @@
+"""`physlab runs show`: the state, the last iterations and the usage per role of a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from physlab.errors import UserError
+from physlab.lab.state.models import ResearchState
+from physlab.lab.workspace import RunWorkspace, read_json
+
+
+def open_run(run_dir: str | Path) -> tuple[RunWorkspace, ResearchState]:
+    ws = RunWorkspace(run_dir)
+    if not ws.root.is_dir():
+        raise UserError("no such run directory", path=ws.root)
+    try:
+        state = ws.load()
+    except Exception as exc:  # noqa: BLE001 - a damaged state.json is bad input, not a crash
+        raise UserError(f"state.json cannot be read ({type(exc).__name__})", path=ws.root / "state.json") from None
+    if state is None:
+        raise UserError("not a lab run directory (no state.json)", path=ws.root)
+    return ws, state
+
+
+def usage_by_role(run_dir: Path) -> dict[str, dict[str, Any]]:
+    per: dict[str, dict[str, Any]] = {}
+    path = run_dir / "calls.jsonl"
+    if not path.is_file():
+        return per
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        r = per.setdefault(rec.get("role", "?"), {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
+        r["calls"] += 1
+        r["input_tokens"] += int(rec.get("input_tokens") or 0)
+        r["output_tokens"] += int(rec.get("output_tokens") or 0)
+        r["cost_usd"] += float(rec.get("cost_usd") or 0.0)
+    return per
+
+
+def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
+    ws, s = open_run(run_dir)
+    metrics = read_json(ws.root / "metrics.json")
+    return {
+        "run": str(ws.root), "problem_id": s.problem_id, "iteration": s.iteration, "status": s.status,
+        "stop_reason": s.stop_reason, "verdict": (metrics.get("verdict") or {}).get("verdict"),
+        "strategy_version": s.strategy_version,
+        "established_results": [{"id": e.id, "wh": e.wh, "claim": e.claim, "value": e.value, "flagged": e.flagged}
+                                for e in s.active_ers()],
+        "hypotheses": [{"id": w.id, "status": w.status, "claim": w.claim} for w in s.whs if w.status != "established"],
+        "open_questions": [{"id": r.id, "question": r.question} for r in s.rqs if r.status == "open"],
+        "critiques": [{"id": c.id, "target": c.target or c.target_type, "status": c.status} for c in s.critiques],
+        "human_messages": [{"id": h.id, "kind": h.kind, "on": h.on, "routed_to": h.routed_to} for h in s.human_messages],
+        "last_iterations": [subject for _, subject in ws.history()[:last]],
+        "usage_by_role": usage_by_role(ws.root),
+    }
+
+
+def render(data: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    con.print(f"[bold]{data['problem_id']}[/] — iteration {data['iteration']}, status [bold]{data['status']}[/]"
+              + (f" ({data['stop_reason']})" if data["stop_reason"] else "")
+              + (f", verdict [bold]{data['verdict']}[/]" if data["verdict"] else ""))
+    con.print(f"run: {data['run']}")
+    con.print("\n[bold]Established results[/]")
+    for e in data["established_results"]:
+        con.print(f"  {e['id']} ({e['wh']}){' [FLAGGED]' if e['flagged'] else ''}: {e['claim'][:160]}")
+    if not data["established_results"]:
+        con.print("  (none)")
+    if data["hypotheses"]:
+        con.print("[bold]Working hypotheses[/]")
+        for w in data["hypotheses"]:
+            con.print(f"  {w['id']} [{w['status']}]: {w['claim'][:160]}")
+    if data["open_questions"]:
+        con.print("[bold]Open questions[/]")
+        for r in data["open_questions"]:
+            con.print(f"  {r['id']}: {r['question'][:160]}")
+    if data["critiques"]:
+        con.print("[bold]Critiques[/]  " + ", ".join(f"{c['id']}→{c['target']} {c['status']}" for c in data["critiques"]))
+    con.print("\n[bold]Last iterations[/]")
+    for subject in data["last_iterations"]:
+        con.print(f"  {subject[:200]}")
+    table = Table(title="Usage per role")
+    for col in ("role", "calls", "input tokens", "output tokens", "cost USD"):
+        table.add_column(col, justify="left" if col == "role" else "right")
+    for role, u in sorted(data["usage_by_role"].items()):
+        table.add_row(role, str(u["calls"]), f"{u['input_tokens']:,}", f"{u['output_tokens']:,}", f"{u['cost_usd']:.4f}")
+    con.print(table)

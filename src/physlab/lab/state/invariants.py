@@ -1,0 +1,89 @@
+"""Invariants of a ResearchState. ``check`` returns the list of violations (empty when sound)."""
+
+from __future__ import annotations
+
+import re
+
+from physlab.lab.state.models import ResearchState
+
+_ID = re.compile(r"^([A-Z]{2})-(\d+)$")
+
+
+def check(s: ResearchState) -> list[str]:
+    bad: list[str] = []
+    seen: set[str] = set()
+    colls = {"RQ": s.rqs, "EV": s.evidence, "WH": s.whs, "RV": s.reviews, "ER": s.ers, "DE": s.dead_ends,
+             "NT": s.notes, "CR": s.critiques, "SC": s.sanity_checks, "HM": s.human_messages, "DS": s.dispatches}
+    for prefix, coll in colls.items():
+        for item in coll:
+            m = _ID.match(item.id)
+            if not m or m.group(1) != prefix:
+                bad.append(f"malformed id {item.id!r} in {prefix}")
+                continue
+            if item.id in seen:
+                bad.append(f"duplicate id {item.id}")
+            seen.add(item.id)
+            if int(m.group(2)) > s.counters.get(prefix, 0):
+                bad.append(f"{item.id} beyond counter {s.counters.get(prefix, 0)} (ids could be reused)")
+
+    def exists(i: str | None) -> bool:
+        return i is None or i in seen
+
+    for e in s.evidence:
+        if not exists(e.target):
+            bad.append(f"{e.id} targets missing {e.target}")
+    for w in s.whs:
+        for ref in [*w.evidence, *w.depends_on, *w.reviews, w.er]:
+            if not exists(ref):
+                bad.append(f"{w.id} references missing {ref}")
+        if w.status == "established":
+            er = s.er(w.er) if w.er else None
+            if er is None or er.status != "active" or er.wh != w.id:
+                bad.append(f"{w.id} established without an active ER of its own")
+        elif w.er is not None:
+            bad.append(f"{w.id} is {w.status} but points at {w.er}")
+    active_by_wh: dict[str, str] = {}
+    for e in s.ers:
+        for ref in [e.wh, e.review, *e.evidence, *e.depends_on]:
+            if not exists(ref):
+                bad.append(f"{e.id} references missing {ref}")
+        rv = next((r for r in s.reviews if r.id == e.review), None)
+        if rv is None or rv.verdict != "VERIFIED" or rv.wh != e.wh:
+            bad.append(f"{e.id} did not pass review")
+        if e.status == "active":
+            if e.wh in active_by_wh:
+                bad.append(f"{e.wh} has two active ERs ({active_by_wh[e.wh]}, {e.id})")
+            active_by_wh[e.wh] = e.id
+            w = s.wh(e.wh)
+            if w is None or w.er != e.id or w.status != "established":
+                bad.append(f"{e.id} active but {e.wh} does not point at it")
+            unmet = [d for d in e.depends_on if not s.is_established(d)]
+            if bool(unmet) != e.flagged:
+                bad.append(f"{e.id} flagged={e.flagged} but unmet dependencies {unmet}")
+        elif not e.demotion_reason:
+            bad.append(f"{e.id} demoted without a reason")
+    for r in s.reviews:
+        if not exists(r.wh):
+            bad.append(f"{r.id} reviews missing {r.wh}")
+    for c in s.critiques:
+        if c.target_type == "ER" and (c.target is None or s.er(c.target) is None):
+            bad.append(f"{c.id} targets missing ER {c.target}")
+        elif not exists(c.target):
+            bad.append(f"{c.id} targets missing {c.target}")
+    for d in s.dead_ends:
+        for ref in d.related:
+            if not exists(ref):
+                bad.append(f"{d.id} references missing {ref}")
+    for d in s.dispatches:
+        if not exists(d.target) or not exists(d.evidence):
+            bad.append(f"{d.id} references a missing id")
+    for h in s.human_messages:
+        if not exists(h.on) or not exists(h.critique):
+            bad.append(f"{h.id} references a missing id")
+    return bad
+
+
+def assert_sound(s: ResearchState) -> None:
+    problems = check(s)
+    if problems:
+        raise AssertionError("ResearchState invariants violated: " + "; ".join(problems))

@@ -1,0 +1,213 @@
+"""ResearchState: everything the lab knows, persisted as state.json after every iteration.
+
+Ids are ``PREFIX-N`` with a per-prefix counter that only grows, so an id is never reused (a
+demoted result keeps its id; re-establishing the claim creates a new ER id).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Confidence = Literal["exact", "approximate", "partial"]
+ReviewVerdict = Literal["VERIFIED", "REFUTED", "INCONCLUSIVE"]
+CritiqueTarget = Literal["ER", "strategy", "coordination", "sanity_check"]
+WorkerRole = Literal["researcher", "computer"]
+HumanKind = Literal["comment", "hint", "challenge", "redirect", "pause", "stop"]
+
+PREFIXES = {"RQ", "EV", "WH", "RV", "ER", "DE", "NT", "CR", "SC", "HM", "DS"}
+
+
+class Survey(BaseModel):
+    background: str = ""
+    key_insights: list[str] = Field(default_factory=list)
+    known_methods: list[str] = Field(default_factory=list)
+    known_pitfalls: list[str] = Field(default_factory=list)
+
+
+class SanityCheck(BaseModel):
+    id: str
+    predicate: str = Field(description="A testable pass/fail statement about the final answer.")
+    status: Literal["active", "retired"] = "active"
+
+
+class ResearchQuestion(BaseModel):
+    id: str
+    question: str
+    rationale: str = ""
+    status: Literal["open", "answered", "dropped"] = "open"
+    iteration: int = 0
+
+
+class Evidence(BaseModel):
+    id: str
+    target: str = Field(description="The RQ or WH this evidence answers.")
+    role: WorkerRole
+    findings: str
+    method: str = ""
+    confidence: Confidence = "partial"
+    approach: str = ""
+    code: str = ""
+    output: str = ""
+    iteration: int = 0
+
+
+class Review(BaseModel):
+    id: str
+    wh: str
+    verdict: ReviewVerdict
+    reasoning: str = ""
+    iteration: int = 0
+
+
+WHStatus = Literal["proposed", "verified", "refuted", "inconclusive", "established", "demoted"]
+# "demoted": was established, lost it to an upheld critique; needs new evidence (revise) to be reviewed again.
+
+
+class WorkingHypothesis(BaseModel):
+    id: str
+    claim: str
+    value: str = Field(default="", description="The concrete value/expression claimed.")
+    evidence: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list, description="WH ids this claim builds on.")
+    status: WHStatus = "proposed"
+    reviews: list[str] = Field(default_factory=list)
+    er: str | None = Field(default=None, description="The active ER holding this claim, if any.")
+    iteration: int = 0
+
+
+class EstablishedResult(BaseModel):
+    id: str
+    wh: str
+    claim: str
+    value: str = ""
+    evidence: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list, description="WH ids (all established at promotion).")
+    review: str
+    status: Literal["active", "demoted"] = "active"
+    flagged: bool = Field(default=False, description="A dependency is currently not established.")
+    demotion_reason: str = ""
+    iteration: int = 0
+
+
+class DeadEnd(BaseModel):
+    id: str
+    description: str
+    related: list[str] = Field(default_factory=list)
+    iteration: int = 0
+
+
+class Note(BaseModel):
+    id: str
+    text: str
+    iteration: int = 0
+
+
+CritiqueStatus = Literal["open", "upheld", "dismissed", "accepted", "rejected"]
+
+
+class Critique(BaseModel):
+    id: str
+    target_type: CritiqueTarget
+    target: str | None = Field(default=None, description="ER id when target_type is ER.")
+    kind: str = Field(default="general", description="e.g. coherence, staleness, missing_validation, termination.")
+    text: str
+    source: Literal["critic", "human"] = "critic"
+    status: CritiqueStatus = "open"
+    ruling: str = ""
+    iteration: int = 0
+
+
+class Dispatch(BaseModel):
+    id: str
+    iteration: int
+    role: WorkerRole
+    target: str
+    task: str
+    evidence: str | None = None
+    outcome: str = ""
+
+
+class HumanMessage(BaseModel):
+    id: str
+    kind: HumanKind
+    text: str = ""
+    on: str | None = None
+    received_iteration: int = 0
+    routed_to: str = ""
+    critique: str | None = None
+
+
+class SystemEvent(BaseModel):
+    iteration: int
+    kind: str
+    text: str
+
+
+RunStatus = Literal["running", "paused", "stopped", "complete", "partially_complete", "no_answer"]
+
+
+class ResearchState(BaseModel):
+    schema_version: int = 1
+    problem_id: str = ""
+    iteration: int = 0
+    status: RunStatus = "running"
+    counters: dict[str, int] = Field(default_factory=dict)
+    survey: Survey | None = None
+    strategy: str = ""
+    strategy_version: int = 0
+    conventions: list[str] = Field(default_factory=list)
+    sanity_checks: list[SanityCheck] = Field(default_factory=list)
+    rqs: list[ResearchQuestion] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    whs: list[WorkingHypothesis] = Field(default_factory=list)
+    reviews: list[Review] = Field(default_factory=list)
+    ers: list[EstablishedResult] = Field(default_factory=list)
+    dead_ends: list[DeadEnd] = Field(default_factory=list)
+    notes: list[Note] = Field(default_factory=list)
+    critiques: list[Critique] = Field(default_factory=list)
+    dispatches: list[Dispatch] = Field(default_factory=list)
+    human_messages: list[HumanMessage] = Field(default_factory=list)
+    events: list[SystemEvent] = Field(default_factory=list)
+    inbox_consumed: list[str] = Field(default_factory=list, description="Inbox message ids already taken in.")
+    completion_requested: bool = False
+    seen_evidence: int = Field(default=0, description="Evidence already shown to the orchestrator.")
+    seen_reviews: int = Field(default=0, description="Reviews already shown to the orchestrator.")
+    seen_events: int = Field(default=0, description="Events already shown to the orchestrator.")
+    seen_humans: int = Field(default=0, description="Human messages already shown to the orchestrator.")
+    final_answer_code: str | None = None
+    final_answer_text: str | None = None
+    stop_reason: str = ""
+
+    # ---- lookups (read-only helpers) ----
+    def find(self, id_: str):
+        for coll in (self.rqs, self.evidence, self.whs, self.reviews, self.ers, self.dead_ends,
+                     self.notes, self.critiques, self.sanity_checks, self.human_messages,
+                     self.dispatches):
+            for item in coll:
+                if item.id == id_:
+                    return item
+        return None
+
+    def wh(self, id_: str) -> WorkingHypothesis | None:
+        return next((w for w in self.whs if w.id == id_), None)
+
+    def er(self, id_: str) -> EstablishedResult | None:
+        return next((e for e in self.ers if e.id == id_), None)
+
+    def rq(self, id_: str) -> ResearchQuestion | None:
+        return next((r for r in self.rqs if r.id == id_), None)
+
+    def critique(self, id_: str) -> Critique | None:
+        return next((c for c in self.critiques if c.id == id_), None)
+
+    def active_ers(self) -> list[EstablishedResult]:
+        return [e for e in self.ers if e.status == "active"]
+
+    def is_established(self, wh_id: str) -> bool:
+        w = self.wh(wh_id)
+        return bool(w and w.status == "established" and w.er and (e := self.er(w.er)) and e.status == "active")
+
+    def open_critiques(self) -> list[Critique]:
+        return [c for c in self.critiques if c.status == "open"]

@@ -1,0 +1,73 @@
+"""Readable Markdown renderings of a ResearchState (committed beside state.json every iteration)."""
+
+from __future__ import annotations
+
+from physlab.lab.state.models import ResearchState
+
+
+def _clip(text: str, n: int = 600) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def render_state(s: ResearchState) -> str:
+    out = [f"# Research state — {s.problem_id or 'run'}", "",
+           f"Iteration {s.iteration} · status **{s.status}**" + (f" ({s.stop_reason})" if s.stop_reason else ""), ""]
+    if s.survey:
+        out += ["## Background survey", "", _clip(s.survey.background, 1500), ""]
+        for title, items in (("Key insights", s.survey.key_insights), ("Known methods", s.survey.known_methods),
+                             ("Known pitfalls", s.survey.known_pitfalls)):
+            if items:
+                out += [f"**{title}**", ""] + [f"- {_clip(i, 400)}" for i in items] + [""]
+    out += [f"## Strategy (v{s.strategy_version})", "", s.strategy or "_none yet_", ""]
+    if s.conventions:
+        out += ["## Conventions", ""] + [f"- {c}" for c in s.conventions] + [""]
+    if s.sanity_checks:
+        out += ["## Sanity checks", ""] + [f"- **{c.id}** [{c.status}] {c.predicate}" for c in s.sanity_checks] + [""]
+    out += ["## Established results", ""]
+    for e in s.ers:
+        tag = "demoted" if e.status == "demoted" else ("flagged" if e.flagged else "active")
+        out.append(f"- **{e.id}** [{tag}] from {e.wh}: {_clip(e.claim, 400)}")
+        if e.value:
+            out.append(f"  - value: `{_clip(e.value, 800)}`")
+        out.append(f"  - evidence: {', '.join(e.evidence)}; review {e.review}"
+                   + (f"; depends on {', '.join(e.depends_on)}" if e.depends_on else ""))
+        if e.demotion_reason:
+            out.append(f"  - demoted: {_clip(e.demotion_reason, 400)}")
+    if not s.ers:
+        out.append("_none yet_")
+    out += ["", "## Working hypotheses", ""]
+    for w in s.whs:
+        out.append(f"- **{w.id}** [{w.status}] {_clip(w.claim, 400)}"
+                   + (f" — value `{_clip(w.value, 300)}`" if w.value else "")
+                   + f" (evidence {', '.join(w.evidence)}"
+                   + (f"; depends on {', '.join(w.depends_on)}" if w.depends_on else "") + ")")
+    out += ["", "## Research questions", ""]
+    out += [f"- **{r.id}** [{r.status}] {_clip(r.question, 400)}" for r in s.rqs] or ["_none_"]
+    out += ["", "## Evidence", ""]
+    for ev in s.evidence:
+        out.append(f"- **{ev.id}** ({ev.role}, {ev.confidence}, on {ev.target}, it. {ev.iteration}): "
+                   f"{_clip(ev.findings, 500)}")
+    out += ["", "## Reviews", ""]
+    out += [f"- **{r.id}** {r.wh}: {r.verdict} — {_clip(r.reasoning, 300)}" for r in s.reviews] or ["_none_"]
+    out += ["", "## Critiques", ""]
+    out += [f"- **{c.id}** ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}) "
+            f"[{c.status}] {_clip(c.text, 400)}" + (f" — ruling: {_clip(c.ruling, 300)}" if c.ruling else "")
+            for c in s.critiques] or ["_none_"]
+    if s.dead_ends:
+        out += ["", "## Dead ends", ""] + [f"- **{d.id}** {_clip(d.description, 400)}" for d in s.dead_ends]
+    if s.notes:
+        out += ["", "## Research notes", ""] + [f"- **{n.id}** {_clip(n.text, 400)}" for n in s.notes]
+    if s.human_messages:
+        out += ["", "## Messages from the physicist", ""]
+        out += [f"- **{h.id}** {h.kind}{' on ' + h.on if h.on else ''} (it. {h.received_iteration}, "
+                f"→ {h.routed_to}): {_clip(h.text, 400)}" for h in s.human_messages]
+    out += ["", "## Dispatch history", ""]
+    out += [f"- it. {d.iteration} {d.id}: {d.role} on {d.target} → {d.evidence or d.outcome or 'pending'}"
+            for d in s.dispatches] or ["_none_"]
+    return "\n".join(out) + "\n"
+
+
+def render_log(s: ResearchState, last: int | None = None) -> str:
+    events = s.events[-last:] if last else s.events
+    return "# Event log\n\n" + "\n".join(f"- it. {e.iteration} [{e.kind}] {e.text}" for e in events) + "\n"

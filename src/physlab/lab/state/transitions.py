@@ -1,0 +1,374 @@
+"""Pure transitions on ResearchState: each takes a state and returns a NEW state (the input is
+never mutated), or raises TransitionError and leaves nothing changed. The engine turns a
+TransitionError from model-supplied arguments into a corrective message; tests check that the
+invariants (``invariants.check``) hold after every transition.
+
+Lifecycle: RQ -> evidence -> WH -> review -> ER (VERIFIED and every dependency established).
+Backwards: an upheld critique demotes an ER; its WH returns to ``proposed`` (it must be reviewed
+again) and every ER or WH that depends on it is flagged/blocked until the claim is re-established.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from physlab.lab.state.models import (
+    Confidence, Critique, CritiqueTarget, DeadEnd, Dispatch, EstablishedResult, Evidence,
+    HumanMessage, Note, ResearchQuestion, ResearchState, Review, ReviewVerdict, SanityCheck,
+    Survey, SystemEvent, WorkerRole, WorkingHypothesis,
+)
+
+
+class TransitionError(ValueError):
+    """A transition was asked for something impossible (unknown id, wrong status, ...)."""
+
+
+def _copy(state: ResearchState) -> ResearchState:
+    # A JSON round trip through pydantic-core is ~3x faster than copy.deepcopy of the models.
+    return ResearchState.model_validate_json(state.model_dump_json())
+
+
+def _new_id(s: ResearchState, prefix: str) -> str:
+    n = s.counters.get(prefix, 0) + 1
+    s.counters[prefix] = n
+    return f"{prefix}-{n}"
+
+
+def _event(s: ResearchState, kind: str, text: str) -> None:
+    s.events.append(SystemEvent(iteration=s.iteration, kind=kind, text=text))
+
+
+def _need(cond: bool, msg: str) -> None:
+    if not cond:
+        raise TransitionError(msg)
+
+
+def _known(s: ResearchState, ids: Iterable[str], kinds: tuple[str, ...], what: str) -> None:
+    for i in ids:
+        _need(isinstance(i, str) and i.split("-")[0] in kinds and s.find(i) is not None,
+              f"unknown {what} id {i!r}")
+
+
+# ---------------------------------------------------------------- setup
+def begin_iteration(state: ResearchState) -> ResearchState:
+    s = _copy(state)
+    s.iteration += 1
+    return s
+
+
+def set_survey(state: ResearchState, survey: Survey) -> ResearchState:
+    s = _copy(state)
+    s.survey = survey.model_copy(deep=True)
+    return s
+
+
+def set_strategy(state: ResearchState, strategy: str, *, add_checks: Iterable[str] = (),
+                 retire_checks: Iterable[str] = (), conventions: Iterable[str] | None = None
+                 ) -> tuple[ResearchState, list[str]]:
+    s = _copy(state)
+    _need(bool(strategy.strip()), "the strategy is empty")
+    retire = list(retire_checks)
+    for cid in retire:
+        sc = next((c for c in s.sanity_checks if c.id == cid), None)
+        _need(sc is not None, f"unknown sanity check id {cid!r}")
+        sc.status = "retired"
+    new_ids = []
+    for pred in add_checks:
+        if pred.strip():
+            sid = _new_id(s, "SC")
+            s.sanity_checks.append(SanityCheck(id=sid, predicate=pred.strip()))
+            new_ids.append(sid)
+    if conventions is not None:
+        s.conventions = [c for c in conventions if c.strip()]
+    s.strategy = strategy.strip()
+    s.strategy_version += 1
+    _event(s, "strategy", f"strategy v{s.strategy_version} set" +
+           (f"; checks added {', '.join(new_ids)}" if new_ids else "") +
+           (f"; retired {', '.join(retire)}" if retire else ""))
+    return s, new_ids
+
+
+# ---------------------------------------------------------------- questions and evidence
+def create_rq(state: ResearchState, question: str, rationale: str = "") -> tuple[ResearchState, str]:
+    _need(bool(question.strip()), "the research question is empty")
+    s = _copy(state)
+    rid = _new_id(s, "RQ")
+    s.rqs.append(ResearchQuestion(id=rid, question=question.strip(), rationale=rationale,
+                                  iteration=s.iteration))
+    return s, rid
+
+
+def close_rq(state: ResearchState, rq_id: str, status: str = "answered") -> ResearchState:
+    s = _copy(state)
+    rq = s.rq(rq_id)
+    _need(rq is not None, f"unknown research question id {rq_id!r}")
+    _need(status in ("answered", "dropped"), f"status must be answered or dropped, not {status!r}")
+    rq.status = status  # type: ignore[assignment]
+    return s
+
+
+def record_dispatch(state: ResearchState, role: WorkerRole, target: str, task: str
+                    ) -> tuple[ResearchState, str]:
+    s = _copy(state)
+    _known(s, [target], ("RQ", "WH"), "dispatch target")
+    did = _new_id(s, "DS")
+    s.dispatches.append(Dispatch(id=did, iteration=s.iteration, role=role, target=target, task=task))
+    return s, did
+
+
+def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, findings: str,
+                 method: str = "", confidence: Confidence = "partial", approach: str = "",
+                 code: str = "", output: str = "", dispatch: str | None = None
+                 ) -> tuple[ResearchState, str]:
+    s = _copy(state)
+    _known(s, [target], ("RQ", "WH"), "evidence target")
+    eid = _new_id(s, "EV")
+    s.evidence.append(Evidence(id=eid, target=target, role=role, findings=findings, method=method,
+                               confidence=confidence, approach=approach, code=code, output=output,
+                               iteration=s.iteration))
+    if dispatch is not None:
+        d = next((d for d in s.dispatches if d.id == dispatch), None)
+        _need(d is not None, f"unknown dispatch id {dispatch!r}")
+        d.evidence = eid
+        d.outcome = "evidence"
+    return s, eid
+
+
+def dispatch_failed(state: ResearchState, dispatch: str, reason: str) -> ResearchState:
+    s = _copy(state)
+    d = next((d for d in s.dispatches if d.id == dispatch), None)
+    _need(d is not None, f"unknown dispatch id {dispatch!r}")
+    d.outcome = f"failed: {reason}"[:500]
+    _event(s, "worker_failed", f"{d.role} on {d.target} produced no evidence: {reason}"[:500])
+    return s
+
+
+# ---------------------------------------------------------------- hypotheses, review, promotion
+def propose_wh(state: ResearchState, *, claim: str, value: str = "", evidence: Iterable[str] = (),
+               depends_on: Iterable[str] = ()) -> tuple[ResearchState, str]:
+    s = _copy(state)
+    ev, deps = list(dict.fromkeys(evidence)), list(dict.fromkeys(depends_on))
+    _need(bool(claim.strip()), "the hypothesis claim is empty")
+    _need(bool(ev), "a working hypothesis must rest on at least one evidence id (EV-n)")
+    _known(s, ev, ("EV",), "evidence")
+    _known(s, deps, ("WH",), "dependency (WH)")
+    wid = _new_id(s, "WH")
+    s.whs.append(WorkingHypothesis(id=wid, claim=claim.strip(), value=value, evidence=ev,
+                                   depends_on=deps, iteration=s.iteration))
+    _event(s, "wh", f"{wid} proposed (review pending)")
+    return s, wid
+
+
+def revise_wh(state: ResearchState, wh_id: str, *, claim: str | None = None, value: str | None = None,
+              add_evidence: Iterable[str] = ()) -> ResearchState:
+    """Update a hypothesis that is not currently established; it goes back to review."""
+    s = _copy(state)
+    w = s.wh(wh_id)
+    _need(w is not None, f"unknown working hypothesis id {wh_id!r}")
+    _need(w.status != "established", f"{wh_id} is established ({w.er}); it can only be challenged")
+    ev = list(add_evidence)
+    _known(s, ev, ("EV",), "evidence")
+    if claim:
+        w.claim = claim
+    if value is not None and value != "":
+        w.value = value
+    w.evidence = list(dict.fromkeys(w.evidence + ev))
+    w.status = "proposed"
+    _event(s, "wh", f"{wh_id} revised (review pending)")
+    return s
+
+
+def pending_reviews(state: ResearchState) -> list[str]:
+    return [w.id for w in state.whs if w.status == "proposed"]
+
+
+def record_review(state: ResearchState, wh_id: str, verdict: ReviewVerdict, reasoning: str = ""
+                  ) -> tuple[ResearchState, str]:
+    s = _copy(state)
+    w = s.wh(wh_id)
+    _need(w is not None, f"unknown working hypothesis id {wh_id!r}")
+    _need(w.status == "proposed", f"{wh_id} is {w.status}, not awaiting review")
+    _need(verdict in ("VERIFIED", "REFUTED", "INCONCLUSIVE"), f"bad verdict {verdict!r}")
+    rid = _new_id(s, "RV")
+    s.reviews.append(Review(id=rid, wh=wh_id, verdict=verdict, reasoning=reasoning, iteration=s.iteration))
+    w.reviews.append(rid)
+    w.status = {"VERIFIED": "verified", "REFUTED": "refuted", "INCONCLUSIVE": "inconclusive"}[verdict]  # type: ignore[assignment]
+    _event(s, "review", f"{wh_id}: {verdict}")
+    return promote_ready(s), rid
+
+
+def promote_ready(state: ResearchState) -> ResearchState:
+    """Promote every VERIFIED hypothesis whose dependencies are all established (to a fixpoint),
+    and refresh the flags of established results."""
+    s = _copy(state)
+    changed = True
+    while changed:
+        changed = False
+        for w in s.whs:
+            if w.status == "verified" and all(s.is_established(d) for d in w.depends_on):
+                eid = _new_id(s, "ER")
+                s.ers.append(EstablishedResult(id=eid, wh=w.id, claim=w.claim, value=w.value,
+                                               evidence=list(w.evidence), depends_on=list(w.depends_on),
+                                               review=w.reviews[-1], iteration=s.iteration))
+                w.status, w.er = "established", eid
+                _event(s, "promotion", f"{w.id} promoted to {eid}")
+                changed = True
+    for e in s.ers:
+        if e.status == "active":
+            flagged = not all(s.is_established(d) for d in e.depends_on)
+            if e.flagged and not flagged:
+                _event(s, "unflag", f"{e.id}: its dependencies are established again")
+            e.flagged = flagged
+    return s
+
+
+def demote_er(state: ResearchState, er_id: str, reason: str) -> ResearchState:
+    s = _copy(state)
+    e = s.er(er_id)
+    _need(e is not None, f"unknown established result id {er_id!r}")
+    _need(e.status == "active", f"{er_id} is already demoted")
+    e.status, e.demotion_reason = "demoted", reason
+    w = s.wh(e.wh)
+    w.status, w.er = "demoted", None
+    _event(s, "demotion", f"{er_id} demoted; {w.id} is a working hypothesis again and needs new evidence: {reason}"[:600])
+    s = promote_ready(s)  # refreshes flags
+    for other in s.ers:
+        if other.status == "active" and other.flagged and w.id in other.depends_on:
+            _event(s, "flag", f"{other.id} flagged: it depends on {w.id} (was {er_id})")
+    return s
+
+
+# ---------------------------------------------------------------- critiques
+def file_critique(state: ResearchState, *, target_type: CritiqueTarget, text: str, target: str | None = None,
+                  kind: str = "general", source: str = "critic") -> tuple[ResearchState, str]:
+    s = _copy(state)
+    _need(target_type in ("ER", "strategy", "coordination", "sanity_check"), f"bad target_type {target_type!r}")
+    _need(bool(text.strip()), "the critique text is empty")
+    if target_type == "ER":
+        _need(target is not None and s.er(target) is not None, f"unknown established result id {target!r}")
+        _need(s.er(target).status == "active", f"{target} is not an active established result")
+    elif target is not None:
+        target = target if s.find(target) is not None else None
+    cid = _new_id(s, "CR")
+    s.critiques.append(Critique(id=cid, target_type=target_type, target=target, kind=kind, text=text.strip(),
+                                source=source, iteration=s.iteration))  # type: ignore[arg-type]
+    _event(s, "critique", f"{cid} ({source}) on {target or target_type}: {text.strip()}"[:600])
+    return s, cid
+
+
+def rule_on_critique(state: ResearchState, cr_id: str, uphold: bool, ruling: str) -> ResearchState:
+    """The adjudicator's ruling on a critique of an ER: uphold demotes the ER, dismiss keeps it."""
+    s = _copy(state)
+    c = s.critique(cr_id)
+    _need(c is not None, f"unknown critique id {cr_id!r}")
+    _need(c.target_type == "ER" and c.status == "open", f"{cr_id} is not an open critique of an ER")
+    c.status, c.ruling = ("upheld" if uphold else "dismissed"), ruling
+    _event(s, "ruling", f"{cr_id} {c.status} by the adjudicator: {ruling}"[:600])
+    if uphold:
+        if s.er(c.target).status == "active":
+            s = demote_er(s, c.target, f"{cr_id} upheld: {ruling}")
+    return s
+
+
+def respond_to_critique(state: ResearchState, cr_id: str, accept: bool, response: str) -> ResearchState:
+    """The planner's answer to a strategy/coordination/sanity-check critique (free to reject)."""
+    s = _copy(state)
+    c = s.critique(cr_id)
+    _need(c is not None, f"unknown critique id {cr_id!r}")
+    _need(c.target_type != "ER" and c.status == "open", f"{cr_id} is not an open planner critique")
+    c.status, c.ruling = ("accepted" if accept else "rejected"), response
+    _event(s, "planner", f"{cr_id} {c.status} by the planner: {response}"[:600])
+    return s
+
+
+def dismiss_stale_critique(state: ResearchState, cr_id: str, reason: str) -> ResearchState:
+    """Close an ER critique whose target was demoted meanwhile (nothing left to rule on)."""
+    s = _copy(state)
+    c = s.critique(cr_id)
+    _need(c is not None and c.status == "open", f"{cr_id} is not open")
+    c.status, c.ruling = "dismissed", reason
+    return s
+
+
+# ---------------------------------------------------------------- notes, dead ends, humans, end
+def add_note(state: ResearchState, text: str) -> tuple[ResearchState, str]:
+    _need(bool(text.strip()), "the note is empty")
+    s = _copy(state)
+    nid = _new_id(s, "NT")
+    s.notes.append(Note(id=nid, text=text.strip(), iteration=s.iteration))
+    return s, nid
+
+
+def add_dead_end(state: ResearchState, description: str, related: Iterable[str] = ()) -> tuple[ResearchState, str]:
+    _need(bool(description.strip()), "the dead end description is empty")
+    s = _copy(state)
+    rel = list(dict.fromkeys(related))
+    _known(s, rel, tuple(["RQ", "WH", "EV", "ER", "CR"]), "related")
+    did = _new_id(s, "DE")
+    s.dead_ends.append(DeadEnd(id=did, description=description.strip(), related=rel, iteration=s.iteration))
+    return s, did
+
+
+def receive_human(state: ResearchState, *, kind: str, text: str, on: str | None, inbox_id: str
+                  ) -> tuple[ResearchState, str]:
+    """Take in one human message (idempotent on the inbox id). Challenges of an ER and redirects
+    become critiques (routed like the critic's); the rest are shown to the orchestrator."""
+    s = _copy(state)
+    _need(kind in ("comment", "hint", "challenge", "redirect", "pause", "stop"), f"bad message kind {kind!r}")
+    _need(inbox_id not in s.inbox_consumed, f"inbox message {inbox_id} already received")
+    s.inbox_consumed.append(inbox_id)
+    hid = _new_id(s, "HM")
+    if on is not None and s.find(on) is None:
+        _event(s, "human", f"{hid}: unknown target {on!r}; shown to the orchestrator as a comment")
+        on = None
+    msg = HumanMessage(id=hid, kind=kind, text=text, on=on, received_iteration=s.iteration)  # type: ignore[arg-type]
+    s.human_messages.append(msg)
+    if kind == "challenge" and on and on.startswith("ER-") and s.er(on).status == "active":
+        s, cid = file_critique(s, target_type="ER", target=on, text=text, kind="human_challenge", source="human")
+        m = s.human_messages[-1]
+        m.routed_to, m.critique = "adjudicator", cid
+    elif kind in ("redirect", "challenge"):
+        s, cid = file_critique(s, target_type="strategy", target=on, text=text, kind="human_redirect", source="human")
+        m = s.human_messages[-1]
+        m.routed_to, m.critique = "planner", cid
+    elif kind in ("pause", "stop"):
+        s.human_messages[-1].routed_to = "engine"
+    else:
+        s.human_messages[-1].routed_to = "orchestrator"
+    _event(s, "human", f"{hid} {kind}{' on ' + on if on else ''}: {text}"[:600])
+    return s, hid
+
+
+def request_completion(state: ResearchState) -> ResearchState:
+    s = _copy(state)
+    s.completion_requested = True
+    _event(s, "completion", "the orchestrator declared the research complete")
+    return s
+
+
+def bounce_completion(state: ResearchState, reason: str) -> ResearchState:
+    s = _copy(state)
+    s.completion_requested = False
+    _event(s, "formatter_bounce", f"the formatter cannot fill the template from the ERs: {reason}"[:600])
+    return s
+
+
+def finish(state: ResearchState, status: str, *, answer_code: str | None, answer_text: str | None,
+           reason: str = "") -> ResearchState:
+    s = _copy(state)
+    s.status = status  # type: ignore[assignment]
+    s.final_answer_code, s.final_answer_text, s.stop_reason = answer_code, answer_text, reason
+    _event(s, "finish", f"run {status}{': ' + reason if reason else ''}")
+    return s
+
+
+def set_status(state: ResearchState, status: str, reason: str = "") -> ResearchState:
+    s = _copy(state)
+    s.status, s.stop_reason = status, reason  # type: ignore[assignment]
+    return s
+
+
+def system_event(state: ResearchState, kind: str, text: str) -> ResearchState:
+    s = _copy(state)
+    _event(s, kind, text)
+    return s

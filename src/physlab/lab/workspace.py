@@ -1,0 +1,122 @@
+"""The run directory as a git repository: one commit per iteration, state.json plus readable
+Markdown, and resume from the last commit (or from any earlier iteration).
+
+Crash safety: state.json is written to a temporary file and renamed, then committed. After a
+``kill -9`` the last commit is the truth: ``load`` reads state.json from HEAD, so a half-finished
+iteration is simply redone. Other files (calls.jsonl, inbox.jsonl) are append-only and never
+rolled back, so nothing already spent or said is lost; the next commit picks them up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from physlab.errors import UserError
+from physlab.lab.state.models import ResearchState
+from physlab.lab.state.render import render_log, render_state
+
+STATE = "state.json"
+_GIT_ID = ["-c", "user.name=PhysLab lab", "-c", "user.email=lab@physlab.invalid", "-c", "commit.gpgsign=false"]
+_ITER = re.compile(r"^iteration (\d+)\b")
+
+
+class RunWorkspace:
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    # ------------------------------------------------------------------ git plumbing
+    def git(self, *args: str, check: bool = True) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        proc = subprocess.run(["git", *_GIT_ID, *args], cwd=self.root, capture_output=True, text=True, env=env)
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"git {' '.join(args)} failed in {self.root}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    @property
+    def is_repo(self) -> bool:
+        return (self.root / ".git").exists()
+
+    def init(self, problem_md: str | None = None) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.is_repo:
+            self.git("init", "-q", "-b", "main")
+            (self.root / ".gitignore").write_text("*.tmp\n", encoding="utf-8")
+        lock = self.root / ".git" / "index.lock"
+        if lock.exists():      # left by a process killed during a commit; we own this repository
+            lock.unlink()
+        if problem_md is not None and not (self.root / "PROBLEM.md").exists():
+            (self.root / "PROBLEM.md").write_text(problem_md, encoding="utf-8")
+
+    # ------------------------------------------------------------------ saving
+    def write_state(self, state: ResearchState) -> None:
+        tmp = self.root / (STATE + ".tmp")
+        tmp.write_text(state.model_dump_json(indent=1), encoding="utf-8")
+        os.replace(tmp, self.root / STATE)
+        (self.root / "RESEARCH_STATE.md").write_text(render_state(state), encoding="utf-8")
+        (self.root / "LOG.md").write_text(render_log(state), encoding="utf-8")
+
+    def commit(self, state: ResearchState, message: str) -> str:
+        self.write_state(state)
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "--no-verify", "-m", message)
+        return self.git("rev-parse", "HEAD").strip()
+
+    # ------------------------------------------------------------------ loading
+    def history(self) -> list[tuple[str, str]]:
+        if not self.is_repo:
+            return []
+        out = self.git("log", "--format=%H%x09%s", check=False)
+        return [tuple(line.split("\t", 1)) for line in out.splitlines() if "\t" in line]  # type: ignore[misc]
+
+    def _state_at(self, rev: str) -> ResearchState:
+        raw = self.git("show", f"{rev}:{STATE}")
+        return ResearchState.model_validate_json(raw)
+
+    def load(self) -> ResearchState | None:
+        """The state of the last commit (None when the run has none)."""
+        if not self.is_repo or not self.history():
+            if (self.root / STATE).is_file():
+                return ResearchState.model_validate_json((self.root / STATE).read_text())
+            return None
+        return self._state_at("HEAD")
+
+    def load_iteration(self, n: int) -> ResearchState:
+        """The state as committed at the end of iteration ``n`` (0 = after survey and plan)."""
+        for sha, subject in self.history():        # newest first
+            m = _ITER.match(subject)
+            if m and int(m.group(1)) == n:
+                return self._state_at(sha)
+        raise UserError(f"no commit for iteration {n} (see `physlab runs show`)", path=self.root, field="iteration")
+
+    def rewind(self, n: int) -> ResearchState:
+        """Make iteration ``n``'s state current (a new commit; later history stays in git)."""
+        state = self.load_iteration(n).model_copy(update={"status": "running", "stop_reason": "",
+                                                          "completion_requested": False})
+        current = self.load()
+        # Keep the inbox bookkeeping of the newer state: messages already taken in stay taken in.
+        if current is not None:
+            state = state.model_copy(update={"inbox_consumed": list(current.inbox_consumed)})
+        for name in ("ANSWER.md", "answer.py"):
+            (self.root / name).unlink(missing_ok=True)
+        self.commit(state, f"rewind to iteration {n} (later iterations stay in the git history)")
+        return state
+
+
+def split_resume_target(target: str | Path) -> tuple[Path, int | None]:
+    """``DIR@3`` -> (DIR, 3); ``DIR`` -> (DIR, None)."""
+    text = str(target)
+    m = re.match(r"^(.*)@(\d+)$", text)
+    if m and not Path(text).exists():
+        return Path(m.group(1)), int(m.group(2))
+    return Path(text), None
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}

@@ -1,0 +1,157 @@
+"""The per-run usage meter: appends one CallRecord per model request to calls.jsonl, keeps totals
+per role and overall, and enforces the run's Budget *before* each request is sent.
+
+Counting rules (documented because sweeps compare on them):
+- ``calls`` counts requests that returned a response (including truncated ones); requests that
+  failed (429, 5xx, connection, empty choices) are recorded with ``error`` set and zero tokens and
+  are counted separately as ``failed_requests``.
+- tokens are exactly what the server reported in each response's usage block.
+- the wall budget is measured from the meter's creation (the start of the run).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from physlab.llm.errors import BudgetExceeded
+from physlab.llm.usage import Budget, CallRecord, Usage
+
+
+def read_calls(path: str | Path) -> list[CallRecord]:
+    """Read a calls.jsonl file (blank lines ignored)."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            out.append(CallRecord.model_validate_json(line))
+    return out
+
+
+class RunMeter:
+    """Implements the ``UsageMeter`` protocol of :mod:`physlab.strategies.context`."""
+
+    def __init__(self, budget: Budget | None = None, calls_path: str | Path | None = None, *,
+                 previous: list[CallRecord] | None = None) -> None:
+        self.budget = budget or Budget()
+        self.calls_path = Path(calls_path) if calls_path else None
+        self.records: list[CallRecord] = list(previous or [])
+        self._lock = threading.Lock()
+        self._start = time.monotonic()
+        self._pending = 0
+        self._grace = 0
+        self.graced_calls = 0
+        self._by_role: dict[str, Usage] = {}
+        self._total = Usage()
+        self.failed_requests = 0
+        self.retries = 0
+        self.truncated_replies = 0
+        for rec in self.records:
+            self._account(rec)
+        self._fh = None
+        if self.calls_path is not None:
+            self.calls_path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.calls_path.open("a", encoding="utf-8")
+
+    # ---- UsageMeter protocol -------------------------------------------------------------
+    def by_role(self) -> dict[str, Usage]:
+        return dict(self._by_role)
+
+    def total(self) -> Usage:
+        return self._total
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self._start
+
+    def check(self) -> None:
+        """Raise BudgetExceeded if a limit is already reached (in-flight requests count as calls)."""
+        b, t = self.budget, self._total
+        if b.max_calls is not None and t.calls + self._pending >= b.max_calls:
+            raise BudgetExceeded("max_calls", f"{t.calls} of {b.max_calls} calls used")
+        if b.max_tokens is not None and t.total_tokens >= b.max_tokens:
+            raise BudgetExceeded("max_tokens", f"{t.total_tokens} of {b.max_tokens} tokens used")
+        if b.max_input_tokens is not None and t.input_tokens >= b.max_input_tokens:
+            raise BudgetExceeded("max_input_tokens", f"{t.input_tokens} of {b.max_input_tokens}")
+        if b.max_output_tokens is not None and t.output_tokens >= b.max_output_tokens:
+            raise BudgetExceeded("max_output_tokens", f"{t.output_tokens} of {b.max_output_tokens}")
+        if b.max_cost_usd is not None and t.cost_usd >= b.max_cost_usd:
+            raise BudgetExceeded("max_cost", f"${t.cost_usd:.4f} of ${b.max_cost_usd:.4f} spent")
+        if b.max_wall_s is not None and self.elapsed_s >= b.max_wall_s:
+            raise BudgetExceeded("max_wall", f"{self.elapsed_s:.1f}s of {b.max_wall_s:.1f}s elapsed")
+
+    @contextmanager
+    def grace(self, calls: int = 1) -> Iterator[None]:
+        """Allow up to ``calls`` requests past the budget inside this block (the lab's forced
+        formatter); unused grace does not outlive the block."""
+        before = self._grace
+        self._grace += calls
+        try:
+            yield
+        finally:
+            self._grace = min(self._grace, before)
+
+    # ---- used by the recording model -----------------------------------------------------
+    def admit(self) -> None:
+        """Reserve a slot for one request, or raise BudgetExceeded (before anything is sent)."""
+        with self._lock:
+            try:
+                self.check()
+            except BudgetExceeded:
+                if self._grace <= 0:
+                    raise
+                self._grace -= 1
+                self.graced_calls += 1
+            self._pending += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._pending = max(0, self._pending - 1)
+
+    def record(self, rec: CallRecord) -> CallRecord:
+        with self._lock:
+            rec.seq = len(self.records)
+            rec.ts = rec.ts or time.time()
+            self.records.append(rec)
+            self._account(rec)
+            if self._fh is not None:
+                self._fh.write(rec.model_dump_json() + "\n")
+                self._fh.flush()
+        return rec
+
+    def _account(self, rec: CallRecord) -> None:
+        if rec.response is None:
+            self.failed_requests += 1
+            return
+        if rec.finish_reason == "length":
+            self.truncated_replies += 1
+        self.retries += 1 if rec.retries else 0
+        u = rec.usage()
+        self._by_role[rec.role] = self._by_role.get(rec.role, Usage()).add(u)
+        self._total = self._total.add(u)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def summary(self) -> dict[str, Any]:
+        """The usage part of metrics.json."""
+
+        def u(x: Usage) -> dict[str, Any]:
+            return {"calls": x.calls, "input_tokens": x.input_tokens, "output_tokens": x.output_tokens,
+                    "total_tokens": x.total_tokens, "cost_usd": round(x.cost_usd, 10),
+                    "latency_s": round(x.wall_s, 6)}
+
+        return {
+            "totals": u(self._total),
+            "per_role": {r: u(x) for r, x in sorted(self._by_role.items())},
+            "failed_requests": self.failed_requests,
+            "retried_requests": self.retries,
+            "truncated_replies": self.truncated_replies,
+            "graced_calls": self.graced_calls,
+            "budget": json.loads(self.budget.model_dump_json(exclude_none=True)),
+        }

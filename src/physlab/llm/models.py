@@ -1,0 +1,171 @@
+"""Model names -> pydantic-ai models, and the per-run ModelSource strategies draw from.
+
+    provider:model      any pydantic-ai provider (openai:, anthropic:, google-gla:, ...)
+    openai:NAME + api_base   any OpenAI-compatible server (vLLM, Ollama, LiteLLM proxy, the stand-in)
+    scripted:NAME       a registered deterministic scenario (physlab.llm.scripted)
+    replay:PATH         a recorded run's calls.jsonl (physlab.llm.replay)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models import Model
+
+from physlab.errors import UserError
+from physlab.llm.defaults import ModelDefaults, ModelRegistry
+from physlab.llm.limiter import InFlightLimiter
+from physlab.llm.meter import RunMeter
+from physlab.llm.recording import RecordingModel, RetryPolicy
+from physlab.llm.replay import ReplayBook
+from physlab.llm.scripted import get_scenario, scripted_model
+
+_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google-gla": "GEMINI_API_KEY"}
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    provider, sep, name = spec.partition(":")
+    if not sep or not provider or not name:
+        raise UserError(f"model '{spec}' should be written provider:model (e.g. openai:gpt-4o, "
+                        "scripted:echo, replay:runs/x/calls.jsonl)", field="--model")
+    return provider, name
+
+
+def _api_key(provider: str, api_key_env: str | None, required: bool) -> str | None:
+    env = api_key_env or _KEY_ENV.get(provider)
+    key = os.environ.get(env) if env else None
+    if api_key_env and not key:
+        raise UserError(f"environment variable {api_key_env} is not set", field="--api-key-env")
+    if required and not key:
+        raise UserError(f"no API key for {provider}: set {env} (or name another variable with --api-key-env)",
+                        field="--model")
+    return key
+
+
+_SSL_CONTEXT: Any = None
+
+
+def _http_client(timeout_s: float) -> Any:
+    """A fresh HTTP client per run that reuses one default SSL context: building the context loads
+    the CA bundle (~0.15 s of CPU on the event loop), which stalled every other cell of a sweep
+    each time a run started (added by the bench developer; the verify settings are the SDK's
+    defaults, the context is read-only once built)."""
+    global _SSL_CONTEXT
+    from openai import DefaultAsyncHttpxClient
+
+    if _SSL_CONTEXT is None:
+        import httpx2
+
+        _SSL_CONTEXT = httpx2.create_ssl_context()
+    return DefaultAsyncHttpxClient(verify=_SSL_CONTEXT, timeout=timeout_s)
+
+
+def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env: str | None = None,
+                         defaults: ModelDefaults | None = None) -> Model:
+    """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels)."""
+    defaults = defaults or ModelDefaults()
+    provider, name = parse_spec(spec)
+    if provider == "openai":
+        from openai import AsyncOpenAI
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        key = _api_key("openai", api_key_env, required=api_base is None)
+        # Our RecordingModel does the retrying (and records each attempt), so the SDK's is off.
+        client = AsyncOpenAI(base_url=api_base, api_key=key or "api-key-not-set", max_retries=0,
+                             timeout=defaults.timeout_s, http_client=_http_client(defaults.timeout_s))
+        return OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
+    if api_base is not None:
+        raise UserError(f"--api-base only applies to openai: models (got '{spec}'); an OpenAI-compatible "
+                        f"server is addressed as openai:<served-model-name>", field="--api-base")
+    key = _api_key(provider, api_key_env, required=False)
+    try:
+        if provider == "anthropic" and key:
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
+            return AnthropicModel(name, provider=AnthropicProvider(api_key=key))
+        if provider == "google-gla" and key:
+            from pydantic_ai.models.google import GoogleModel
+            from pydantic_ai.providers.google import GoogleProvider
+
+            return GoogleModel(name, provider=GoogleProvider(api_key=key))
+        from pydantic_ai.models import infer_model
+
+        return infer_model(spec)
+    except UserError:
+        raise
+    except Exception as exc:  # pydantic-ai's UserError for unknown providers / missing keys
+        raise UserError(f"cannot use model '{spec}': {str(exc).splitlines()[0]}", field="--model") from None
+
+
+def _price_fn(spec: str, defaults: ModelDefaults, local: bool):
+    def cost(resp: ModelResponse) -> float:
+        if defaults.has_price:
+            return defaults.price(resp.usage.input_tokens, resp.usage.output_tokens)
+        if local:
+            return 0.0  # a model served by the user (vLLM, Ollama...): free unless priced in the registry
+        try:
+            return float(resp.cost().total_price)
+        except Exception:  # genai-prices does not know it: 0, the registry can set a price
+            return 0.0
+
+    return cost
+
+
+class RunModels:
+    """The ModelSource of one run: ``for_role(role)`` gives a RecordingModel bound to the run's
+    meter (calls.jsonl, budget) and in-flight limiter. Models for one role are cached."""
+
+    def __init__(self, spec: str, *, meter: RunMeter, limiter: InFlightLimiter | None = None,
+                 api_base: str | None = None, api_key_env: str | None = None,
+                 registry: ModelRegistry | None = None, retry: RetryPolicy | None = None) -> None:
+        self.name = spec
+        self.meter = meter
+        self.limiter = limiter or InFlightLimiter(None)
+        self.retry = retry or RetryPolicy()
+        self.registry = registry or ModelRegistry()
+        self.defaults = self.registry.defaults_for(spec)
+        provider, rest = parse_spec(spec)
+        self.kind = provider if provider in ("scripted", "replay") else "provider"
+        self._roles: dict[str, RecordingModel] = {}
+        self._scenario: Any = None
+        self._book: ReplayBook | None = None
+        self._base: Model | None = None
+        if api_base is not None and provider in ("scripted", "replay"):
+            raise UserError(f"--api-base does not apply to {provider}: models", field="--api-base")
+        if provider == "scripted":
+            self._scenario = get_scenario(rest)()
+            self._scenario_name = rest
+        elif provider == "replay":
+            self._book = ReplayBook(rest)
+        else:
+            self._base = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env,
+                                              defaults=self.defaults)
+        self._cost = (self._book.cost_of if self._book else
+                      _price_fn(spec, self.defaults, local=api_base is not None or self.kind == "scripted"))
+
+    def for_role(self, role: str) -> RecordingModel:
+        if role not in self._roles:
+            if self._scenario is not None:
+                base: Model = scripted_model(self._scenario, role, self._scenario_name)
+            elif self._book is not None:
+                base = self._book.model_for(role)
+            else:
+                assert self._base is not None
+                base = self._base
+            self._roles[role] = RecordingModel(
+                base, role=role, spec=self.name, meter=self.meter, limiter=self.limiter,
+                defaults=self.defaults, retry=self.retry, cost=self._cost,
+                model_label=self._book.model_of if self._book else None)
+        return self._roles[role]
+
+    async def aclose(self) -> None:
+        client = getattr(getattr(self._base, "_provider", None), "client", None)
+        if client is not None and hasattr(client, "close"):
+            try:
+                await client.close()
+            except Exception:
+                pass

@@ -1,0 +1,189 @@
+"""`physlab problems ...`: list suites and problems, show a problem, import benchmark data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from physlab.problems.model import Problem
+from physlab.problems.suites import import_suite, list_suites, load_suite, resolve_problem
+
+problems_app = typer.Typer(help="Problems and suites: list, show, import.", no_args_is_help=True)
+import_app = typer.Typer(help="Validate benchmark data and store it as a named suite.", no_args_is_help=True)
+problems_app.add_typer(import_app, name="import")
+
+
+def _console() -> Console:
+    # Wide enough for problem ids when stdout is not a terminal (pipes, CI logs).
+    return Console(width=None if Console().is_terminal else 160)
+
+
+def _row(p: Problem) -> dict:
+    return {
+        "id": p.id,
+        "suite": p.suite,
+        "source": p.source,
+        "difficulty": p.difficulty,
+        "format": p.extra.get("format"),
+        "template": p.has_template,
+        "reference": p.gradable,
+        "images": len(p.images),
+    }
+
+
+@problems_app.command("list")
+def list_cmd(
+    suite: Optional[str] = typer.Argument(None, help="Suite name or directory; omit to list the suites."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List the suites, or the problems in SUITE."""
+    if suite is None:
+        rows = []
+        for info in list_suites():
+            try:
+                count: int | str = len(load_suite(info.name))
+            except Exception as exc:  # a broken imported suite must not hide the others
+                count = f"error: {exc}"
+            rows.append({"name": info.name, "kind": info.kind, "problems": count, "path": str(info.path)})
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        table = Table(title="Suites")
+        for col in ("name", "kind", "problems", "path"):
+            table.add_column(col)
+        for r in rows:
+            table.add_row(r["name"], r["kind"], str(r["problems"]), r["path"])
+        _console().print(table)
+        return
+    problems = load_suite(suite)
+    rows = [_row(p) for p in problems]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"{suite}: {len(rows)} problems")
+    table.add_column("id", no_wrap=True, overflow="fold")
+    table.add_column("source", overflow="fold")
+    for col in ("difficulty", "template?", "reference?"):
+        table.add_column(col, no_wrap=True)
+    for r in rows:
+        table.add_row(r["id"], r["source"] or "", "" if r["difficulty"] is None else str(r["difficulty"]),
+                      "yes" if r["template"] else "no", "yes" if r["reference"] else "no")
+    _console().print(table)
+
+
+@problems_app.command("show")
+def show_cmd(
+    problem: str = typer.Argument(..., help="FILE, FILE#ID, SUITE/ID or DIR/ID."),
+    with_answer: bool = typer.Option(False, "--with-answer", help="Also print the reference answer and solution."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Show a problem's statement and answer template (never the answer unless --with-answer)."""
+    full = resolve_problem(problem)
+    shown = full if with_answer else full.public()
+    if as_json:
+        typer.echo(shown.model_dump_json(indent=2))
+        return
+    out = [f"# {full.qualified_id}", ""]
+    meta = ", ".join(f"{k}: {v}" for k, v in (("source", full.source), ("difficulty", full.difficulty),
+                                              ("format", full.extra.get("format"))) if v is not None)
+    if meta:
+        out += [meta, ""]
+    out += ["## Statement", "", shown.statement, ""]
+    if shown.images:
+        out += ["## Figures", "", *[f"- {p}" for p in shown.images], ""]
+    if shown.answer_template:
+        out += ["## Answer template", "", "```python", shown.answer_template.rstrip(), "```", ""]
+    elif full.gradable:
+        out += ["(no template: answer in ANSWER.md; graded against the reference text)", ""]
+    else:
+        out += ["(open question: no template, no reference; answer in ANSWER.md)", ""]
+    if with_answer:
+        if full.reference is not None:
+            out += [f"## Reference ({full.reference_format})", "", full.reference, ""]
+            if full.rtol is not None:
+                out += [f"rtol: {full.rtol}", ""]
+        else:
+            out += ["(no reference answer)", ""]
+        if full.solution:
+            out += ["## Solution", "", full.solution, ""]
+        marking = full.extra.get("answer_key_marking")
+        if marking:
+            out += ["## Marking scheme", "", json.dumps(marking, indent=2, ensure_ascii=False), ""]
+    typer.echo("\n".join(out))
+
+
+@problems_app.command("check")
+def check_cmd(
+    target: str = typer.Argument(..., help="Suite name, directory, file, or SUITE/ID."),
+) -> None:
+    """Validate problems and evaluate their Python references with SymPy (trusted files only:
+    the problem file's own template and reference run in this process). Exit 1 if any fails."""
+    from physlab.problems.refcheck import evaluate_reference
+
+    path = Path(target).expanduser()
+    if "#" in target or ("/" in target and not path.exists()):
+        problems = [resolve_problem(target)]  # FILE#ID, SUITE/ID, DIR/ID
+    else:
+        problems = load_suite(target)
+    bad = 0
+    for p in problems:
+        if p.reference_format != "python":
+            status = f"ok ({p.reference_format or 'no reference'})"
+        else:
+            try:
+                issues = evaluate_reference(p).issues
+            except ValueError as exc:
+                issues = [str(exc)]
+            status = "ok (python)" if not issues else "FAIL: " + "; ".join(issues)
+            bad += bool(issues)
+        typer.echo(f"{p.qualified_id}: {status}")
+    typer.echo(f"{len(problems)} problems, {bad} with a broken reference")
+    if bad:
+        raise typer.Exit(1)
+
+
+def _import(kind: str, source: Path, name: Optional[str], force: bool) -> None:
+    suite, dest, problems = import_suite(kind, source, name=name, force=force)
+    graded = sum(p.gradable for p in problems)
+    typer.echo(f"imported {len(problems)} {kind} problems ({graded} with a reference) as suite '{suite}' -> {dest}")
+
+
+_NAME = typer.Option(None, "--name", help="Suite name (default: the directory or file name).")
+_FORCE = typer.Option(False, "--force", help="Replace an existing suite of that name.")
+
+
+@import_app.command("critpt")
+def import_critpt(source: Path = typer.Argument(..., help="Directory (or one file) of CritPt challenge JSON."),
+                  name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
+    """Import CritPt challenges (e.g. CritPt's data/public_test_challenges)."""
+    _import("critpt", source, name, force)
+
+
+@import_app.command("hipho")
+def import_hipho(source: Path = typer.Argument(..., help="A HiPhO JSON file (figures beside it)."),
+                 name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
+    """Import a HiPhO competition file (e.g. IPhO_2025.json) with its figures."""
+    _import("hipho", source, name, force)
+
+
+@import_app.command("tpbench")
+def import_tpbench(source: Path = typer.Argument(..., help="TPBench-style JSON/JSONL file or directory."),
+                   name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
+    """Import TPBench-style records (problem/answer/solution)."""
+    _import("tpbench", source, name, force)
+
+
+@import_app.command("yaml")
+def import_yaml(source: Path = typer.Argument(..., help="Directory (or file) of YAML problems."),
+                name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
+    """Import a directory of YAML problems as a named suite."""
+    _import("yaml", source, name, force)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(problems_app, name="problems")

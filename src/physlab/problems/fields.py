@@ -1,0 +1,140 @@
+"""Small typed readers shared by the loaders: each failure is one ProblemFileError line saying
+which file, which field and what was expected."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from physlab.errors import ProblemFileError
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+def type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "nothing (null)"}.get(type(value), type(value).__name__)
+
+
+def slug(name: str) -> str:
+    """A file name made into a valid problem id."""
+    s = re.sub(r"[^A-Za-z0-9_.\-]+", "_", name).strip("_.-")
+    return s or "problem"
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProblemFileError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise ProblemFileError("expected a file, got a directory", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise ProblemFileError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    except OSError as exc:
+        raise ProblemFileError(f"cannot read file ({exc.strerror})", path=path) from None
+
+
+def read_yaml(path: Path) -> Any:
+    text = read_text(path)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ProblemFileError(f"invalid YAML ({where}{problem})", path=path) from None
+
+
+def read_json(path: Path) -> Any:
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProblemFileError(f"invalid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path=path) from None
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    records = []
+    for n, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ProblemFileError(f"invalid JSON on line {n} (column {exc.colno}: {exc.msg})", path=path) from None
+    return records
+
+
+def get_str(data: dict, key: str, *, path: Path, required: bool = False, where: str = "") -> str | None:
+    field = f"{where}{key}"
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise ProblemFileError("missing; expected a non-empty string", path=path, field=field)
+        return None
+    if not isinstance(value, str):
+        raise ProblemFileError(f"expected a string, got {type_name(value)}", path=path, field=field)
+    if required and not value.strip():
+        raise ProblemFileError("is empty; expected a non-empty string", path=path, field=field)
+    return value
+
+
+def get_float(data: dict, key: str, *, path: Path, where: str = "", positive: bool = True) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ProblemFileError(f"expected a number, got {value!r}", path=path, field=f"{where}{key}") from None
+        else:
+            raise ProblemFileError(f"expected a number, got {type_name(value)}", path=path, field=f"{where}{key}")
+    if positive and not value > 0:
+        raise ProblemFileError(f"expected a positive number, got {value}", path=path, field=f"{where}{key}")
+    return float(value)
+
+
+def get_int(data: dict, key: str, *, path: Path, where: str = "") -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        raise ProblemFileError(f"expected an integer, got {type_name(value)}", path=path, field=f"{where}{key}")
+    return value
+
+
+def check_id(value: Any, *, path: Path, field: str = "id") -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        raise ProblemFileError(
+            f"expected an id made of letters, digits, '_', '.', '-' (no spaces or '/'), got {value!r}",
+            path=path, field=field)
+    return value
+
+
+def resolve_images(names: Any, *, base: Path, path: Path, field: str = "images") -> list[Path]:
+    """Image names relative to ``base`` → absolute paths that exist."""
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ProblemFileError(f"expected a list of file paths, got {type_name(names)}", path=path, field=field)
+    out = []
+    for name in names:
+        p = Path(name)
+        p = (p if p.is_absolute() else base / p).resolve()
+        if not p.is_file():
+            raise ProblemFileError(f"image not found: {name} (looked for {p})", path=path, field=field)
+        out.append(p)
+    return out

@@ -1,0 +1,223 @@
+"""Suites (built-in, imported, or any directory) and resolving a problem spec to a Problem.
+
+* Built-in suites: ``src/physlab/problems/data/<suite>/``.
+* Imported suites: ``<user data dir>/suites/<name>/`` where the user data dir is ``$PHYSLAB_HOME``
+  if set, else ``$XDG_DATA_HOME/physlab`` or ``~/.local/share/physlab``. ``physlab problems
+  import`` copies the validated source files there (with a ``.physlab-suite.json`` manifest).
+* Problem specs: ``path/to/file.yaml``, ``file.json#problem_id``, ``SUITE/ID``, ``DIR/ID``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from physlab.errors import ProblemFileError, UserError
+from physlab.problems.files import load_directory, load_file
+from physlab.problems.model import Problem
+
+BUILTIN_DIR = Path(__file__).resolve().parent / "data"
+MANIFEST = ".physlab-suite.json"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+def user_data_dir() -> Path:
+    """Where PhysLab keeps user data (imported suites...)."""
+    if os.environ.get("PHYSLAB_HOME"):
+        return Path(os.environ["PHYSLAB_HOME"]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "physlab"
+
+
+def user_suites_dir() -> Path:
+    return user_data_dir() / "suites"
+
+
+@dataclass(frozen=True)
+class SuiteInfo:
+    name: str
+    kind: str  # "builtin" | "imported"
+    path: Path
+    description: str = ""
+
+
+def builtin_suites() -> dict[str, Path]:
+    if not BUILTIN_DIR.is_dir():
+        return {}
+    return {p.name: p for p in sorted(BUILTIN_DIR.iterdir()) if p.is_dir() and not p.name.startswith(("_", "."))}
+
+
+def imported_suites() -> dict[str, Path]:
+    root = user_suites_dir()
+    if not root.is_dir():
+        return {}
+    return {p.name: p for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith((".", "_"))}
+
+
+def list_suites() -> list[SuiteInfo]:
+    out = [SuiteInfo(n, "builtin", p) for n, p in builtin_suites().items()]
+    for name, p in imported_suites().items():
+        if name in builtin_suites():
+            continue
+        desc = ""
+        try:
+            desc = json.loads((p / MANIFEST).read_text()).get("description", "")
+        except (OSError, ValueError):
+            pass
+        out.append(SuiteInfo(name, "imported", p, desc))
+    return out
+
+
+def _suite_dir(name: str) -> Path | None:
+    return builtin_suites().get(name) or imported_suites().get(name)
+
+
+def _known_suite_names() -> list[str]:
+    return [s.name for s in list_suites()]
+
+
+def load_suite(spec: str | Path) -> list[Problem]:
+    """A built-in suite name, an imported suite name, a directory, or a multi-problem file."""
+    text = str(spec)
+    directory = _suite_dir(text) if _NAME_RE.match(text) else None
+    if directory is not None:
+        return load_directory(directory, suite=text)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return load_directory(path, suite=path.resolve().name)
+    if path.is_file():
+        return load_file(path)
+    names = _known_suite_names()
+    close = difflib.get_close_matches(text, names, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known suites: {', '.join(names) or '(none)'}"
+    raise UserError(f"unknown suite '{text}': not a built-in or imported suite, nor a directory; {hint}")
+
+
+def _pick(problems: list[Problem], pid: str, where: str) -> Problem:
+    for p in problems:
+        if p.id == pid:
+            return p
+    ids = [p.id for p in problems]
+    close = difflib.get_close_matches(pid, ids, n=5, cutoff=0.4)
+    hint = f"close matches: {', '.join(close)}" if close else f"{len(ids)} problems there, e.g. {', '.join(ids[:5])}"
+    raise UserError(f"unknown problem id '{pid}' in {where}; {hint}")
+
+
+def resolve_problem(spec: str | Path) -> Problem:
+    """A file path (``path#id`` for multi-problem files), ``SUITE/ID`` or ``DIR/ID``."""
+    text = str(spec).strip()
+    if not text:
+        raise UserError("empty problem spec; expected a file, FILE#ID or SUITE/ID")
+    path = Path(text).expanduser()
+    if path.is_file():
+        problems = load_file(path)
+        if len(problems) == 1:
+            return problems[0]
+        ids = ", ".join(p.id for p in problems[:6]) + (", ..." if len(problems) > 6 else "")
+        raise UserError(f"{path} holds {len(problems)} problems; pick one with {path}#ID (ids: {ids})")
+    if "#" in text:
+        file_part, pid = text.rsplit("#", 1)
+        fpath = Path(file_part).expanduser()
+        if fpath.is_dir():
+            return _pick(load_directory(fpath, suite=fpath.resolve().name), pid, str(fpath))
+        if not fpath.is_file():
+            raise ProblemFileError("file not found", path=fpath)
+        return _pick(load_file(fpath), pid, str(fpath))
+    if "/" in text:
+        head, pid = text.split("/", 1)
+        if "/" not in pid and _NAME_RE.match(head) and _suite_dir(head) is not None:
+            problems = load_suite(head)
+            if not any(p.id == pid for p in problems) and Path(head).is_dir():
+                # A local directory with the same name as the suite: use it only if it has that id.
+                try:
+                    local = load_directory(Path(head), suite=head)
+                except UserError:
+                    local = []
+                if any(p.id == pid for p in local):
+                    return _pick(local, pid, f"directory {head}")
+            return _pick(problems, pid, f"suite '{head}'")
+        parent, pid = text.rsplit("/", 1)
+        if Path(parent).expanduser().is_dir():
+            d = Path(parent).expanduser()
+            return _pick(load_directory(d, suite=d.resolve().name), pid, f"directory {parent}")
+        raise UserError(f"cannot resolve '{text}': not a file, and '{head}' is not a known suite "
+                        f"({', '.join(_known_suite_names()) or 'none'}) or directory")
+    if path.suffix.lower() in (".yaml", ".yml", ".json", ".jsonl", ".md"):
+        raise ProblemFileError("file not found", path=path)
+    # A bare id: search the built-in suites (convenient for `physlab problems show ID`).
+    found = [p for name in builtin_suites() for p in load_suite(name) if p.id == text]
+    if len(found) == 1:
+        return found[0]
+    all_ids = [f"{p.suite}/{p.id}" for name in builtin_suites() for p in load_suite(name)]
+    close = difflib.get_close_matches(text, all_ids, n=5, cutoff=0.4) or difflib.get_close_matches(
+        text, [i.split("/", 1)[1] for i in all_ids], n=5, cutoff=0.4)
+    hint = f"close matches: {', '.join(close)}" if close else "expected a file, FILE#ID or SUITE/ID"
+    raise UserError(f"unknown problem '{text}'; {hint}")
+
+
+def import_suite(kind: str, source: str | Path, *, name: str | None = None, force: bool = False) -> tuple[str, Path, list[Problem]]:
+    """Load and validate everything in ``source``, then store it as an imported suite.
+
+    Returns (name, stored directory, problems). Nothing is written if validation fails.
+    """
+    if kind not in ("critpt", "hipho", "tpbench", "yaml"):
+        raise UserError(f"unknown import kind '{kind}'; expected critpt, hipho, tpbench or yaml")
+    src = Path(source).expanduser()
+    if not src.exists():
+        raise ProblemFileError("not found", path=src)
+    problems = load_directory(src) if src.is_dir() else load_file(src)
+    if not problems:
+        raise ProblemFileError(f"no {kind} problems found", path=src)
+    expected = {"critpt": "critpt", "hipho": "hipho", "tpbench": "tpbench", "yaml": "yaml"}[kind]
+    wrong = [p for p in problems if p.extra.get("format") != expected]
+    if wrong:
+        raise ProblemFileError(f"expected {kind} problems only, but {wrong[0].id} is {wrong[0].extra.get('format')}",
+                               path=wrong[0].path)
+    name = name or (src.name if src.is_dir() else src.stem)
+    if not _NAME_RE.match(name):
+        raise UserError(f"--name: expected letters, digits, '_', '.', '-', got {name!r}")
+    if name in builtin_suites():
+        raise UserError(f"--name: '{name}' is a built-in suite; choose another name")
+    root = user_suites_dir()
+    dest = root / name
+    if dest.exists() and not force:
+        raise UserError(f"suite '{name}' already exists at {dest}; pass --force to replace it or --name to pick another")
+    base = src if src.is_dir() else src.parent
+    files: set[Path] = set()
+    for p in problems:
+        assert p.path is not None
+        files.add(p.path)
+        files.update(p.images)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        for f in sorted(files):
+            try:
+                rel = f.resolve().relative_to(base.resolve())
+            except ValueError:
+                raise ProblemFileError(f"file outside the imported location: {f}", path=src) from None
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, tmp / rel)
+        for lic in base.glob("LICENSE*"):
+            shutil.copy2(lic, tmp / lic.name)
+        manifest = {"name": name, "kind": kind, "imported_from": str(src.resolve()), "problems": len(problems),
+                    "imported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "description": f"{kind} import of {src.name} ({len(problems)} problems)"}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        stored = load_directory(tmp, suite=name)  # what later runs will see must load too
+        if len(stored) != len(problems):
+            raise ProblemFileError(f"stored copy loads {len(stored)} problems, expected {len(problems)}", path=src)
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return name, dest, load_directory(dest, suite=name)

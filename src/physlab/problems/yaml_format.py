@@ -1,0 +1,97 @@
+"""The YAML problem format (as used by physics-intern), also accepted as a JSON object.
+
+Keys: ``problem`` (statement, required), ``answer`` (reference: Python expression or assignments
+in the template's names, a number, or LaTeX), ``answer_template`` (Python defining
+``answer(...)``), optional ``solution``, ``rtol``, ``images`` (paths relative to the file),
+``id`` (default: the file name), ``source``, ``difficulty``, ``reference_format`` (overrides
+detection). A file with only ``problem`` is an open question. A file may also hold a list of
+such mappings (each then needs an ``id``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from physlab.errors import ProblemFileError
+from physlab.problems.fields import check_id, get_float, get_int, get_str, resolve_images, slug, type_name
+from physlab.problems.model import Problem
+from physlab.problems.templates import check_reference, detect_reference_format, parse_template
+
+KNOWN_KEYS = {"problem", "answer", "answer_template", "solution", "rtol", "images", "id", "source",
+              "difficulty", "reference_format", "answer_format", "title"}
+
+
+def _reference(data: dict, template_info, *, path: Path, where: str) -> tuple[str | None, str | None]:
+    value = data.get("answer")
+    fmt_field = "reference_format" if "reference_format" in data else "answer_format"
+    explicit = data.get(fmt_field)
+    if explicit is not None and not isinstance(explicit, str):
+        raise ProblemFileError(f"expected python, number or latex, got {type_name(explicit)}", path=path,
+                               field=f"{where}{fmt_field}")
+    if value is None:
+        return None, None
+    if isinstance(value, bool):
+        raise ProblemFileError("expected a Python expression, a number or LaTeX, got a boolean", path=path,
+                               field=f"{where}answer")
+    if isinstance(value, (int, float)):
+        text, fmt = repr(value), explicit or "number"
+    elif isinstance(value, list) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        text, fmt = repr(value), explicit or "python"
+    elif isinstance(value, str):
+        text, fmt = value.strip(), explicit or detect_reference_format(value)
+    else:
+        raise ProblemFileError(f"expected a Python expression, a number or LaTeX, got {type_name(value)}",
+                               path=path, field=f"{where}answer")
+    check_reference(text, fmt, template=template_info, path=path, field=f"{where}answer")
+    return text, fmt
+
+
+def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str = "") -> Problem:
+    if not isinstance(data, dict):
+        raise ProblemFileError(f"expected a mapping with at least a 'problem' key, got {type_name(data)}",
+                               path=path, field=where.rstrip(".") or None)
+    statement = get_str(data, "problem", path=path, required=True, where=where)
+    template = get_str(data, "answer_template", path=path, where=where)
+    info = parse_template(template, path=path, field=f"{where}answer_template") if template is not None else None
+    reference, fmt = _reference(data, info, path=path, where=where)
+    pid = check_id(data["id"], path=path, field=f"{where}id") if data.get("id") is not None else default_id
+    extra: dict[str, Any] = {"format": "yaml"}
+    if data.get("title") is not None:
+        extra["title"] = str(data["title"])
+    for key, value in data.items():
+        if key in KNOWN_KEYS:
+            continue
+        # Unknown keys are kept; anything that looks like part of the answer key stays hidden.
+        hidden = "answer" in key.lower() or "solution" in key.lower()
+        extra[f"answer_key_{key}" if hidden else key] = value
+    return Problem(
+        id=pid,
+        statement=statement.strip(),
+        answer_template=template,
+        reference=reference,
+        reference_format=fmt,
+        solution=get_str(data, "solution", path=path, where=where),
+        rtol=get_float(data, "rtol", path=path, where=where),
+        images=resolve_images(data.get("images"), base=path.parent, path=path, field=f"{where}images"),
+        source=get_str(data, "source", path=path, where=where),
+        difficulty=get_int(data, "difficulty", path=path, where=where),
+        path=path.resolve(),
+        extra=extra,
+    )
+
+
+def load_yaml_data(data: Any, path: Path) -> list[Problem]:
+    """Problems from already-parsed YAML/JSON data (one mapping, or a list of mappings)."""
+    if data is None:
+        raise ProblemFileError("file is empty; expected a mapping with at least a 'problem' key", path=path)
+    if isinstance(data, list):
+        if not data:
+            raise ProblemFileError("expected a non-empty list of problems", path=path)
+        problems = []
+        for i, item in enumerate(data):
+            if not isinstance(item, dict) or item.get("id") is None:
+                raise ProblemFileError("each problem in a list needs an 'id'", path=path, field=f"[{i}].id")
+            problems.append(problem_from_mapping(item, path=path, default_id="", where=f"[{i}]."))
+        return problems
+    return [problem_from_mapping(data, path=path, default_id=slug(path.stem))]

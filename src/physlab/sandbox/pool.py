@@ -1,0 +1,188 @@
+"""A bounded pool of warm workers (zygotes).
+
+The pool is deliberately thread-based with blocking pipe I/O rather than tied to one asyncio loop:
+the same pool serves ``await Sandbox.run`` (through a worker thread), ``run_sync`` from plain
+code, from other threads, and from code already inside an event loop, and it survives the loop
+that first used it. A run takes an idle worker or starts one (up to ``size``), else queues.
+A worker that dies or stops answering is killed and replaced transparently.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import threading
+import time
+import weakref
+
+from physlab.sandbox import launch
+
+_HDR = struct.Struct(">Q")
+GRACE_S = 10.0  # beyond the run's own timeout before a worker counts as wedged
+MAX_RESPONSE = 1 << 30
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class Worker:
+    def __init__(self, backend: str):
+        self.backend = backend
+        self.proc, self.private = launch.start_zygote(backend)
+        self.runs = 0
+        self.hello = self._read(time.monotonic() + 120)  # imports sympy/numpy/scipy: ~1 s
+        if not self.hello.get("ready"):
+            self.kill()
+            raise WorkerDied(f"sandbox worker failed to start: {self.hello}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def request(self, req: dict, deadline: float) -> dict:
+        data = json.dumps(req).encode()
+        try:
+            self.proc.stdin.write(_HDR.pack(len(data)) + data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise WorkerDied(f"sandbox worker is gone: {exc}") from exc
+        self.runs += 1
+        return self._read(deadline)
+
+    def _read_exact(self, n: int, deadline: float) -> bytes:
+        fd = self.proc.stdout.fileno()
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("sandbox worker did not answer in time")
+            r, _, _ = select.select([fd], [], [], left)
+            if not r:
+                continue
+            chunk = os.read(fd, min(n - len(buf), 1 << 20))
+            if not chunk:
+                raise WorkerDied("sandbox worker exited")
+            buf += chunk
+        return bytes(buf)
+
+    def _read(self, deadline: float) -> dict:
+        (n,) = _HDR.unpack(self._read_exact(_HDR.size, deadline))
+        if n > MAX_RESPONSE:
+            raise WorkerDied("sandbox worker sent an oversized reply")
+        return json.loads(self._read_exact(n, deadline))
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        if self.private:
+            shutil.rmtree(self.private, ignore_errors=True)
+
+
+_pools: "weakref.WeakSet[Pool]" = weakref.WeakSet()
+
+
+class Pool:
+    def __init__(self, backend: str, size: int):
+        self.backend = backend
+        self.size = max(1, size)
+        self._idle: list[Worker] = []
+        self._count = 0  # workers alive or being started
+        self._cond = threading.Condition()
+        self._closed = False
+        _pools.add(self)
+
+    def _acquire(self) -> Worker:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise RuntimeError("the sandbox was closed")
+                while self._idle:
+                    w = self._idle.pop()
+                    if w.alive():
+                        return w
+                    self._count -= 1
+                    w.kill()
+                if self._count < self.size:
+                    self._count += 1
+                    break
+                self._cond.wait()
+        try:
+            return Worker(self.backend)
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def _release(self, w: Worker, healthy: bool) -> None:
+        with self._cond:
+            if healthy and not self._closed and w.alive():
+                self._idle.append(w)
+            else:
+                self._count -= 1
+                w.kill()
+            self._cond.notify()
+
+    def warm(self, n: int | None = None) -> None:
+        """Start workers ahead of time (each takes about a second)."""
+        got = []
+        try:
+            for _ in range(min(n or self.size, self.size)):
+                got.append(self._acquire())
+        finally:
+            for w in got:
+                self._release(w, True)
+
+    def run(self, req: dict, timeout_s: float) -> dict:
+        """One run on a warm worker. Never raises for what the code does; the reply says."""
+        w = self._acquire()
+        healthy = False
+        try:
+            resp = w.request(req, time.monotonic() + timeout_s + GRACE_S)
+            healthy = True
+            return resp
+        except TimeoutError:
+            return {"timed_out": True, "error": "the sandbox worker stopped answering; replaced"}
+        except WorkerDied as exc:  # e.g. the code managed to kill its worker
+            return {"error": f"the sandbox worker died during the run ({exc}); replaced"}
+        finally:
+            self._release(w, healthy)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            self._cond.notify_all()
+        for w in idle:
+            w.kill()
+
+
+def _close_all() -> None:
+    for p in list(_pools):
+        p.close()
+
+
+def b64d(s: str | None) -> bytes:
+    return base64.b64decode(s) if s else b""

@@ -1,0 +1,139 @@
+"""`physlab solve`: run one strategy on one problem (see DESIGN.md for the contract)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+import yaml
+
+from physlab.errors import UserError
+
+STRATEGY_HELP = ("lab|oneshot|two-step|rsa|manager|tpbench-vote|tpbench-bon|tpbench-weak|tpbench-sympy|"
+                 "multi-round|minions|scalar")
+
+
+def _parse_value(text: str) -> Any:
+    """`--param k=v` values: YAML scalars (numbers, booleans, lists) or plain strings."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def parse_params(items: list[str], config: Path | None) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if config is not None:
+        try:
+            raw = yaml.safe_load(config.read_text())
+        except OSError as exc:
+            raise UserError(f"cannot read ({exc.strerror})", path=config, field="--config") from None
+        except yaml.YAMLError as exc:
+            raise UserError(f"not valid YAML ({str(exc).splitlines()[0]})", path=config) from None
+        if raw is not None and not isinstance(raw, dict):
+            raise UserError("expected a mapping of strategy parameters", path=config)
+        params.update(raw or {})
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"'{item}' should be key=value", field="--param")
+        params[key.strip()] = _parse_value(value)
+    return params
+
+
+def load_problem(spec: str):
+    from physlab.problems import resolve_problem
+
+    return resolve_problem(spec)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("solve")
+    def solve(
+        problem: str = typer.Argument(..., help="Problem file, FILE#ID, SUITE/ID, or a Markdown question."),
+        strategy: str = typer.Option("lab", "--strategy", "-s", help=STRATEGY_HELP),
+        model: Optional[str] = typer.Option(None, "--model", "-m", envvar="PHYSLAB_MODEL",
+                                            help="provider:model, scripted:NAME or replay:PATH."),
+        api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+        api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
+                                                  help="Environment variable holding the API key."),
+        workspace: Optional[Path] = typer.Option(None, "--workspace", help="Run directory."),
+        resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run directory."),
+        max_iterations: Optional[int] = typer.Option(None, "--max-iterations", min=1),
+        max_calls: Optional[int] = typer.Option(None, "--max-calls", min=1),
+        max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1),
+        max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0.0),
+        max_wall: Optional[float] = typer.Option(None, "--max-wall", min=0.0, help="Seconds."),
+        max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1,
+                                                    help="Concurrent model requests of this run."),
+        seed: int = typer.Option(0, "--seed"),
+        param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
+        config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
+        models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
+                                                     help="Model registry YAML (defaults, prices)."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the workspace path."),
+        as_json: bool = typer.Option(False, "--json", help="Print metrics.json."),
+    ) -> None:
+        """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
+        from physlab.llm.usage import Budget
+        from physlab.strategies.runner import answered, run_solve
+
+        if not model:
+            raise UserError("no model given: pass --model provider:model (or scripted:NAME, replay:PATH)",
+                            field="--model")
+        if max_cost == 0 or max_wall == 0:
+            raise UserError("must be > 0", field="--max-cost" if max_cost == 0 else "--max-wall")
+        params = parse_params(param, config)
+        if max_iterations is not None:
+            params["max_iterations"] = max_iterations
+        budget = Budget(max_calls=max_calls, max_tokens=max_tokens, max_cost_usd=max_cost, max_wall_s=max_wall)
+        prob = load_problem(problem)
+        events = None if (quiet or as_json) else _console_events()
+        attempt = asyncio.run(run_solve(
+            prob, strategy, model, workspace=workspace, budget=budget, api_base=api_base,
+            api_key_env=api_key_env, seed=seed, params=params, resume=resume, events=events,
+            max_in_flight=max_in_flight, models_config=models_config))
+        ws_path = Path(attempt.details["workspace"])
+        if as_json:
+            typer.echo((ws_path / "metrics.json").read_text())
+        elif quiet:
+            typer.echo(str(ws_path))
+        else:
+            _print_summary(attempt, ws_path)
+        raise typer.Exit(0 if answered(attempt) else 1)
+
+
+def _console_events():
+    from rich.console import Console
+
+    console = Console(stderr=True)
+
+    def emit(kind: str, **data: Any) -> None:
+        if kind == "run_started":
+            console.print(f"[bold]{data['strategy']}[/] on [bold]{data['problem_id']}[/] with {data['model']} "
+                          f"-> {data['workspace']}")
+        elif kind == "step":
+            console.print(f"  [dim]{data.get('strategy', '')}: {data.get('step', '')}[/]")
+
+    return emit
+
+
+def _print_summary(attempt: Any, ws: Path) -> None:
+    from rich.console import Console
+
+    console = Console()
+    u = attempt.usage
+    verdict = attempt.verdict.verdict if attempt.verdict else "not graded"
+    console.print(f"status: [bold]{attempt.status}[/] ({attempt.stop_reason})   verdict: [bold]{verdict}[/]")
+    if attempt.verdict:
+        console.print(f"  {attempt.verdict.reason}")
+    console.print(f"calls {u.calls}, tokens {u.input_tokens:,} in / {u.output_tokens:,} out, "
+                  f"${u.cost_usd:.4f}, {attempt.wall_s:.1f}s")
+    console.print(f"workspace: {ws}")
+    if attempt.status not in ("complete", "partially_complete"):
+        err = attempt.details.get("error") if isinstance(attempt.details, dict) else None
+        if err:
+            console.print(f"[red]{err}[/]")

@@ -1,0 +1,161 @@
+"""Visual Studio: figure -> validated JSON description (Inspector, Introspector, Verifier).
+
+For each figure: the Inspector writes a JSON description; the Introspector refines it; then the
+Verifier checks it against the figure. A description that is not valid JSON of the expected shape
+fails without spending a Verifier call (the schema error is the bug report). A failed check resets
+the consecutive-pass count and sends the issues back to the Introspector. The figure is accepted
+after ``cv`` consecutive passes, or the loop stops after ``max_rounds`` checks and keeps the last
+valid description, marked unverified.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_ai import BinaryContent
+
+from physlab.strategies.minions.common import ask, json_object, parse_review, render
+
+ROLE_INSPECTOR = "visual_inspector"
+ROLE_INTROSPECTOR = "visual_introspector"
+ROLE_VERIFIER = "visual_verifier"
+
+
+class Axis(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    quantity: str | None = None
+    unit: str | None = None
+    scale: str | None = None
+    range: list[Any] | None = None
+
+
+class Curve(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    label: str
+    description: str | None = None
+    points: list[Any] = Field(default_factory=list)
+
+
+class Quantity(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    symbol: str
+    meaning: str | None = None
+    value: Any = None
+    unit: str | None = None
+
+
+class FigureDescription(BaseModel):
+    """The structured description the Logic Studio receives instead of the raw pixels."""
+
+    model_config = ConfigDict(extra="allow")
+    figure_type: str
+    summary: str
+    axes: list[Axis] = Field(default_factory=list)
+    curves: list[Curve] = Field(default_factory=list)
+    labelled_quantities: list[Quantity] = Field(default_factory=list)
+    geometry: list[str] = Field(default_factory=list)
+    notes: str = ""
+
+
+SCHEMA_HINT = """{
+  "figure_type": "plot | diagram | circuit | table | photo | other",
+  "summary": "what the figure shows, one or two sentences",
+  "axes": [{"name": "x", "quantity": "...", "unit": "...", "scale": "linear|log", "range": [min, max]}],
+  "curves": [{"label": "...", "description": "...", "points": [[x, y], ...]}],
+  "labelled_quantities": [{"symbol": "...", "meaning": "...", "value": null, "unit": null}],
+  "geometry": ["one fact per entry"],
+  "notes": "reading precision, anything ambiguous"
+}"""
+
+
+def validate_description(text: str) -> tuple[FigureDescription | None, str | None]:
+    """(description, None) when ``text`` is a JSON object of the expected shape, else (None, why)."""
+    try:
+        data = json_object(text)
+    except ValueError as exc:
+        return None, f"The reply is not a JSON object ({exc})."
+    try:
+        return FigureDescription.model_validate(data), None
+    except ValidationError as exc:
+        errs = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:8])
+        return None, f"The JSON does not have the required shape: {errs}."
+
+
+def image_content(path: Path) -> BinaryContent:
+    media = mimetypes.guess_type(path.name)[0] or "image/png"
+    return BinaryContent(data=Path(path).read_bytes(), media_type=media)
+
+
+class FigureResult(BaseModel):
+    image: str
+    description: dict[str, Any] | None = None
+    verified: bool = False
+    rounds: list[dict[str, Any]] = Field(default_factory=list)
+
+
+async def describe_figure(ctx: Any, image: Path, *, cv: int, max_rounds: int, self_improve: bool,
+                          settings: dict[str, Any] | None, context: str) -> FigureResult:
+    """Run the Inspector/Introspector/Verifier loop on one figure."""
+    picture = image_content(image)
+    result = FigureResult(image=Path(image).name)
+    head = f"Problem context (for orientation only):\n{context}\n\n"
+    text, _ = await ask(ctx, ROLE_INSPECTOR, [head + render("inspector", schema=SCHEMA_HINT), picture],
+                        settings=settings)
+    desc, problem_ = validate_description(text)
+    if desc is not None and self_improve:
+        refined, _ = await ask(ctx, ROLE_INTROSPECTOR, [render(
+            "visual_introspector", feedback="Improve it on your own reading of the figure.",
+            description=desc.model_dump_json(indent=1), schema=SCHEMA_HINT), picture], settings=settings)
+        new, problem_ = validate_description(refined)
+        desc = new if new is not None else desc
+        problem_ = None if new is not None else problem_
+    last_valid = desc
+    passes = 0
+    for round_no in range(1, max_rounds + 1):
+        if desc is None:
+            review_issues, passed, parsed = [problem_ or "invalid description"], False, True
+            stage = "schema"
+        else:
+            reply, _ = await ask(ctx, ROLE_VERIFIER, [render(
+                "visual_verifier", description=desc.model_dump_json(indent=1)), picture], settings=settings)
+            review = parse_review(reply)
+            review_issues, passed, parsed, stage = review.issues, review.passed, review.parsed, "verifier"
+        passes = passes + 1 if passed else 0
+        result.rounds.append({"round": round_no, "stage": stage, "passed": passed, "parsed": parsed,
+                              "issues": review_issues, "consecutive_passes": passes})
+        ctx.events("step", strategy="minions", step="visual_verify", image=result.image, passed=passed)
+        if passed and passes >= cv:
+            result.verified = True
+            break
+        if passed or round_no == max_rounds:
+            continue
+        feedback = "A check of your description found these problems; fix them:\n" + "\n".join(
+            f"- {i}" for i in review_issues)
+        base = desc.model_dump_json(indent=1) if desc is not None else (last_valid.model_dump_json(indent=1)
+                                                                         if last_valid else "{}")
+        refined, _ = await ask(ctx, ROLE_INTROSPECTOR, [render(
+            "visual_introspector", feedback=feedback, description=base, schema=SCHEMA_HINT), picture],
+            settings=settings)
+        desc, problem_ = validate_description(refined)
+        if desc is not None:
+            last_valid = desc
+    final = desc or last_valid
+    result.description = final.model_dump() if final is not None else None
+    return result
+
+
+def figures_block(figures: list[FigureResult]) -> str:
+    """The Visual Studio's output as the Logic Studio sees it."""
+    if not figures:
+        return ""
+    parts = ["\n# Figures (structured descriptions from the visual studio)"]
+    for i, f in enumerate(figures, 1):
+        status = "verified" if f.verified else "NOT fully verified - use with care"
+        body = json.dumps(f.description, indent=1, ensure_ascii=False) if f.description else "(no usable description)"
+        parts.append(f"## Figure {i} ({f.image}; {status})\n```json\n{body}\n```")
+    return "\n".join(parts)

@@ -1,0 +1,136 @@
+"""`oneshot`: one request (role ``solver``): the public problem and its template in, a reply out.
+The filled template (last fenced Python block defining the template's function) goes to answer.py,
+the whole reply to ANSWER.md.
+
+Also registers the built-in scripted scenarios used by tests and demos:
+``scripted:oneshot-qec-correct``, ``scripted:oneshot-wrong``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from pydantic_ai import Agent
+
+from physlab.errors import UserError
+from physlab.llm.errors import BudgetExceeded, ModelFailure
+from physlab.llm.prompt import problem_prompt_parts
+from physlab.llm.scripted import register_scenario
+from physlab.strategies.base import Attempt
+
+NAME = "oneshot"
+
+SYSTEM = (
+    "You are a careful theoretical physicist. Solve the problem you are given. Reason step by step, "
+    "check limiting cases and units, and be explicit about every assumption."
+)
+WITH_TEMPLATE = (
+    "When you are done, give your final answer by filling in the answer template: reply with the "
+    "complete template as one fenced ```python block, every `...` placeholder replaced, nothing "
+    "else changed in the function's signature."
+)
+OPEN_QUESTION = "End your reply with a line that starts with 'Final Answer:'."
+
+
+def extract_code(text: str | None) -> str | None:
+    """The grader's extractor (physlab.grading.extract) when it is installed; otherwise a local
+    fallback: the last fenced python block (preferring one that defines a function)."""
+    if not text:
+        return None
+    try:
+        from physlab.grading.extract import extract_code as grading_extract
+    except ImportError:
+        grading_extract = None
+    if grading_extract is not None:
+        return grading_extract(text)
+    blocks = re.findall(r"```(?:python|py)?[ \t]*\n(.*?)```", text, flags=re.DOTALL)
+    if not blocks:
+        return None
+    with_def = [b for b in blocks if re.search(r"^\s*def \w+\(", b, flags=re.MULTILINE)]
+    return (with_def or blocks)[-1].strip() + "\n"
+
+
+class OneShot:
+    name = NAME
+
+    async def run(self, ctx: Any) -> Attempt:
+        unknown = sorted(set(ctx.params) - {"temperature", "max_iterations"})  # one call: no iterations
+        if unknown:
+            raise UserError(f"oneshot takes no parameter '{unknown[0]}' (known: temperature)", field="--param")
+        settings = {"temperature": float(ctx.params["temperature"])} if "temperature" in ctx.params else None
+        started = time.monotonic()
+        problem = ctx.problem
+        after = WITH_TEMPLATE if problem.has_template else OPEN_QUESTION
+        agent: Agent[None, str] = Agent(ctx.models.for_role("solver"), instructions=SYSTEM)
+        ctx.events("step", strategy=NAME, step="solve")
+        status, reason, reply, details = "complete", "answered", None, {}
+        try:
+            result = await agent.run(problem_prompt_parts(problem, after=after), model_settings=settings)
+            reply = result.output
+        except BudgetExceeded as exc:
+            status, reason = "no_answer", f"budget:{exc.limit}"
+            details["error"] = str(exc)
+        except ModelFailure as exc:
+            status, reason = "error", "model_failure"
+            details["error"] = str(exc)
+        code = extract_code(reply) if problem.has_template else None
+        if reply is not None and problem.has_template and code is None:
+            status, reason = "no_answer", "no_code_in_reply"
+        return Attempt(strategy=NAME, model=ctx.models.name, problem_id=problem.id, status=status,
+                       stop_reason=reason, answer_text=reply, answer_code=code,
+                       usage_by_role=ctx.usage.by_role(), wall_s=time.monotonic() - started,
+                       details=details)
+
+
+# ---- scripted scenarios (tests and demos) -------------------------------------------------
+
+_QEC_CORRECT = '''I enumerate every Pauli fault after each CNOT (15 two-qubit Paulis per gate), propagate it
+through the rest of the circuit, and sort the configurations into: flagged by the ancilla, detected
+by the XXXX/ZZZZ stabilizers, harmless (a stabilizer), or an undetected logical error. Summing the
+probabilities of the accepted configurations and normalising gives the post-selected fidelity.
+
+```python
+import sympy as sp
+
+p = sp.symbols('p')
+
+def answer(p):
+    F_logical = 1 - (sp.Rational(16, 25)*p**2 - sp.Rational(128, 125)*p**3 + sp.Rational(2048, 3375)*p**4
+                     - sp.Rational(32768, 253125)*p**5) / (1 - sp.Rational(68, 15)*p + sp.Rational(704, 75)*p**2
+                     - sp.Rational(32768, 3375)*p**3 + sp.Rational(253952, 50625)*p**4
+                     - sp.Rational(262144, 253125)*p**5)
+    return F_logical
+```
+'''
+
+_QEC_WRONG = '''Every single CNOT fault either trips the ancilla or anticommutes with a stabilizer, so
+every error is detected and the post-selected state is perfect.
+
+```python
+import sympy as sp
+
+p = sp.symbols('p')
+
+def answer(p):
+    F_logical = sp.Integer(1)
+    return F_logical
+```
+'''
+
+
+def _fixed(reply: str):
+    def factory():
+        def respond(role, messages, info):
+            return reply
+
+        return respond
+
+    return factory
+
+
+register_scenario("oneshot-qec-correct", _fixed(_QEC_CORRECT),
+                  description="replies to any role with the correct [[4,2,2]] QEC fidelity code")
+register_scenario("oneshot-wrong", _fixed(_QEC_WRONG),
+                  description="replies with the classic wrong QEC answer F = 1")

@@ -1,0 +1,279 @@
+"""Run one strategy on one problem: the reusable core of `physlab solve` (and of the sweep).
+
+``run_solve`` builds the RunContext (public problem, models recording into calls.jsonl, budget,
+in-flight limiter, sandbox, grader bound to the full problem), runs the strategy, writes
+PROBLEM.md / ANSWER.md / answer.py / metrics.json and grades. A budget, a failing model or a
+strategy bug ends the run with a status in metrics.json, never with a traceback (a bug's traceback
+goes to the workspace's error.log). Bad input raises UserError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from physlab.errors import UserError
+from physlab.grading.verdict import Verdict
+from physlab.llm.defaults import ModelRegistry
+from physlab.llm.errors import BudgetExceeded, ModelFailure, ReplayError
+from physlab.llm.limiter import InFlightLimiter
+from physlab.llm.meter import RunMeter, read_calls
+from physlab.llm.models import RunModels
+from physlab.llm.prompt import problem_text
+from physlab.llm.recording import RetryPolicy
+from physlab.llm.usage import Budget
+from physlab.problems.model import Problem
+from physlab.strategies import registry
+from physlab.strategies.base import Attempt
+from physlab.strategies.context import RunContext
+
+# A strategy that ignores the wall budget is cancelled this long after it (the budget check before
+# each request normally ends it first; the slack lets a forced formatter finish).
+HARD_WALL_FACTOR = 1.5
+HARD_WALL_SLACK_S = 30.0
+
+
+def default_workspace(problem: Problem, strategy: str, root: Path | str = "runs") -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{problem.id}-{strategy}")
+    return Path(root) / f"{stamp}-{safe}"
+
+
+def write_problem_md(problem: Problem, path: Path) -> None:
+    """PROBLEM.md: the public problem only (never the reference or the solution)."""
+    pub = problem.public()
+    lines = [f"# {pub.id}", ""]
+    if pub.source or pub.suite:
+        lines += [f"_Source: {pub.source or pub.suite}_", ""]
+    lines.append(problem_text(pub))
+    if pub.images:
+        lines += ["## Figures", ""] + [f"- {p}" for p in pub.images] + [""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+class _TextEquivalence:
+    """Fallback when physlab.grading has no Equivalence yet: equal after whitespace normalisation."""
+
+    async def equivalent(self, code_a: str, code_b: str) -> bool:
+        def norm(s: str) -> str:
+            return re.sub(r"\s+", " ", s or "").strip()
+
+        return norm(code_a) == norm(code_b)
+
+
+def _graders(problem: Problem, grader: Any, sandbox: Any) -> tuple[Any, Any]:
+    """(grader bound to the full problem or None, reference-free Equivalence) from physlab.grading
+    (imported lazily). ``grader`` may be a physlab.grading.Grader, an already bound grader
+    (``async grade(code)``), or None (a Grader on this run's sandbox)."""
+    try:
+        from physlab.grading import Equivalence, Grader, bind
+    except ImportError:  # grading package not installed: ungraded runs, textual equivalence
+        bound = grader if (grader is not None and problem.gradable) else None
+        return bound, _TextEquivalence()
+    if grader is not None and not isinstance(grader, Grader):
+        return (grader if problem.gradable else None), Equivalence(problem, Grader(sandbox))
+    g = grader or Grader(sandbox)
+    return (bind(problem, g) if problem.gradable else None), Equivalence(problem, g)
+
+
+def _critic_reference(problem: Problem, strategy: str, params: dict[str, Any]) -> str | None:
+    """SCALAR's reference-conditioned Critic (--param critic_reference=true) is the one place a
+    prompt may hold the answer key: hand it the reference solution explicitly, only then."""
+    if strategy != "scalar" or str(params.get("critic_reference", "")).strip().lower() not in ("true", "1", "yes", "on"):
+        return None
+    return problem.solution or problem.reference
+
+
+def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | None,
+                       resume: Path | str | bool | None) -> tuple[Path, bool]:
+    if resume not in (None, False):
+        ws = Path(workspace) if resume is True else Path(resume)  # type: ignore[arg-type]
+        if resume is True and workspace is None:
+            raise UserError("resume needs the run directory", field="--resume")
+        if not ws.is_dir():
+            raise UserError("no such run directory to resume", path=ws, field="--resume")
+        return ws, True
+    ws = Path(workspace) if workspace is not None else default_workspace(problem, strategy)
+    if ws.exists() and any(ws.iterdir()):
+        raise UserError("workspace already exists and is not empty (use --resume to continue it)",
+                        path=ws, field="--workspace")
+    ws.mkdir(parents=True, exist_ok=True)
+    return ws, False
+
+
+async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: Path | str | None = None,
+                    budget: Budget | None = None, api_base: str | None = None,
+                    api_key_env: str | None = None, seed: int = 0, params: dict[str, Any] | None = None,
+                    resume: Path | str | bool | None = None, limiter: InFlightLimiter | None = None,
+                    sandbox: Any = None, grader: Any = None, events: Any = None,
+                    max_in_flight: int | None = None, models_config: Path | str | None = None,
+                    model_registry: ModelRegistry | None = None, retry: RetryPolicy | None = None) -> Attempt:
+    """Run ``strategy`` with ``model`` on ``problem``; returns the Attempt (also in metrics.json).
+
+    ``limiter`` is the shared (global) in-flight limiter; this run takes a child of it capped at
+    ``max_in_flight``. ``grader`` is a physlab.grading grader (bound here to the full problem) or
+    an already bound one (``async grade(code) -> Verdict``)."""
+    budget = budget or Budget()
+    params = dict(params or {})
+    emit = events or (lambda *a, **k: None)
+    factory = registry.get_factory(strategy)  # unknown / unavailable: UserError before any file
+    reg = model_registry or ModelRegistry.load(models_config)
+    ws, resuming = _resolve_workspace(problem, strategy, workspace, resume)
+    calls_path = ws / "calls.jsonl"
+    previous = read_calls(calls_path) if resuming and calls_path.is_file() else None
+    meter = RunMeter(budget, calls_path, previous=previous)
+    run_limiter = limiter.child(max_in_flight) if limiter is not None else InFlightLimiter(max_in_flight)
+    models = None
+    started_at = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    try:
+        models = RunModels(model, meter=meter, limiter=run_limiter, api_base=api_base,
+                           api_key_env=api_key_env, registry=reg, retry=retry)
+        if sandbox is None:
+            from physlab.sandbox import default_sandbox
+
+            sandbox = default_sandbox()
+        write_problem_md(problem, ws / "PROBLEM.md")
+        bound, equivalence = _graders(problem, grader, sandbox)
+        ctx = RunContext(problem=problem.public(), workspace=ws, models=models, usage=meter, budget=budget,
+                         sandbox=sandbox, grader=bound, equivalence=equivalence, seed=seed,
+                         resume=resuming, params=params, events=emit,
+                         critic_reference=_critic_reference(problem, strategy, params))
+        emit("run_started", strategy=strategy, model=model, problem_id=problem.id, workspace=str(ws))
+        attempt = await _run_strategy(factory, ctx, strategy, model, problem, budget, ws)
+        attempt.wall_s = time.monotonic() - t0
+        attempt.usage_by_role = meter.by_role()
+        attempt.strategy, attempt.model, attempt.problem_id = strategy, model, problem.id
+        if attempt.status in ("complete", "partially_complete") and not attempt.has_answer:
+            attempt.status = "no_answer"
+        attempt.details = {**attempt.details, "workspace": str(ws)}
+        _write_answer(attempt, problem, ws)
+        attempt.verdict = await _grade(attempt, problem, bound)
+        _write_metrics(attempt, meter, run_limiter, ws, seed=seed, api_base=api_base, started_at=started_at)
+        emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
+             verdict=attempt.verdict.verdict if attempt.verdict else None)
+        return attempt
+    except UserError:
+        meter.close()
+        if not resuming:
+            _discard_if_untouched(ws)  # bad input: leave no half-made workspace behind
+        raise
+    finally:
+        meter.close()
+        if models is not None:
+            await models.aclose()
+
+
+async def _run_strategy(factory: Any, ctx: RunContext, strategy: str, model: str, problem: Problem,
+                        budget: Budget, ws: Path) -> Attempt:
+    def ended(status: str, reason: str, **details: Any) -> Attempt:
+        return Attempt(strategy=strategy, model=model, problem_id=problem.id, status=status,  # type: ignore[arg-type]
+                       stop_reason=reason, details=details)
+
+    hard = budget.max_wall_s * HARD_WALL_FACTOR + HARD_WALL_SLACK_S if budget.max_wall_s else None
+    try:
+        strat = factory()
+        return await asyncio.wait_for(strat.run(ctx), hard)
+    except UserError:
+        raise
+    except BudgetExceeded as exc:
+        return ended("no_answer", f"budget:{exc.limit}", error=str(exc))
+    except asyncio.TimeoutError:
+        return ended("no_answer", "budget:max_wall", error=f"strategy cancelled {hard:.0f}s after start")
+    except ReplayError as exc:
+        return ended("error", "replay_error", error=str(exc))
+    except ModelFailure as exc:
+        return ended("error", "model_failure", error=str(exc))
+    except Exception as exc:
+        # pydantic-ai / task groups may wrap ours (ExceptionGroup, __cause__): unwrap first
+        inner = _find(exc, (BudgetExceeded, ReplayError, ModelFailure))
+        if isinstance(inner, BudgetExceeded):
+            return ended("no_answer", f"budget:{inner.limit}", error=str(inner))
+        if isinstance(inner, ReplayError):
+            return ended("error", "replay_error", error=str(inner))
+        if isinstance(inner, ModelFailure):
+            return ended("error", "model_failure", error=str(inner))
+        # a strategy bug: recorded in error.log, not shown as a traceback
+        (ws / "error.log").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        return ended("error", f"exception:{type(exc).__name__}", error=str(exc)[:2000])
+
+
+def answered(attempt: Attempt) -> bool:
+    """A final answer was produced (exit 0): a finishing status and an answer."""
+    return attempt.status in ("complete", "partially_complete") and attempt.has_answer
+
+
+def _discard_if_untouched(ws: Path) -> None:
+    names = {p.name for p in ws.iterdir()}
+    calls = ws / "calls.jsonl"
+    if names <= {"PROBLEM.md", "calls.jsonl"} and (not calls.exists() or calls.stat().st_size == 0):
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def _find(exc: BaseException | None, types: tuple[type, ...], depth: int = 0) -> BaseException | None:
+    if exc is None or depth > 8:
+        return None
+    if isinstance(exc, types):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            if (found := _find(sub, types, depth + 1)) is not None:
+                return found
+    return _find(exc.__cause__ or exc.__context__, types, depth + 1)
+
+
+def _write_answer(attempt: Attempt, problem: Problem, ws: Path) -> None:
+    """ANSWER.md / answer.py for a final answer; what a failed run left behind goes to
+    DRAFT_ANSWER.md / draft_answer.py instead (kept, never graded)."""
+    md, py = ("ANSWER.md", "answer.py") if answered(attempt) else ("DRAFT_ANSWER.md", "draft_answer.py")
+    if attempt.answer_code:
+        if not attempt.answer_code.endswith("\n"):
+            attempt.answer_code += "\n"
+        (ws / py).write_text(attempt.answer_code, encoding="utf-8")
+    if attempt.answer_text:
+        (ws / md).write_text(attempt.answer_text.rstrip() + "\n", encoding="utf-8")
+    elif attempt.answer_code:
+        (ws / md).write_text(f"```python\n{attempt.answer_code}```\n", encoding="utf-8")
+
+
+async def _grade(attempt: Attempt, problem: Problem, bound: Any) -> Verdict | None:
+    if not problem.gradable:
+        return None
+    if not answered(attempt):
+        return Verdict(verdict="invalid", reason=f"no answer ({attempt.status}: {attempt.stop_reason})")
+    if bound is None:
+        return attempt.verdict  # grading package not available: leave ungraded
+    candidate = attempt.answer_code or attempt.answer_text or ""
+    try:
+        return await bound.grade(candidate)
+    except Exception as exc:  # the grader must not lose the run's work
+        return Verdict(verdict="invalid", reason=f"grader failed: {type(exc).__name__}: {exc}"[:500])
+
+
+def _write_metrics(attempt: Attempt, meter: RunMeter, limiter: InFlightLimiter, ws: Path, *, seed: int,
+                   api_base: str | None, started_at: datetime) -> None:
+    data: dict[str, Any] = {
+        "problem_id": attempt.problem_id,
+        "strategy": attempt.strategy,
+        "model": attempt.model,
+        "status": attempt.status,
+        "stop_reason": attempt.stop_reason,
+        "has_answer": answered(attempt),
+        "verdict": attempt.verdict.contract_json() if attempt.verdict else None,
+        "wall_s": round(attempt.wall_s, 4),
+        **meter.summary(),
+        "max_in_flight_seen": limiter.max_seen,
+        "seed": seed,
+        "api_base": api_base,
+        "started_at": started_at.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "details": attempt.details,
+    }
+    (ws / "metrics.json").write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")

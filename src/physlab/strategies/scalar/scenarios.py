@@ -1,0 +1,61 @@
+"""Scripted scenario ``scripted:scalar-demo``: plays Actor, Critic and Judge offline.
+
+Turn 0 scores 62 (not equivalent), turn 1 scores 85 with an equivalent answer, so a reference-free
+run passes at turn 1 (for a gradable problem the grader's verdict decides equivalence instead, so
+the placeholder answer usually runs to the iteration cap). The answer is a placeholder (template
+filled with zeros, or ``\\boxed{0}``); the demo shows the mechanics, it solves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from physlab.llm.scripted import Scenario, last_user_text, register_scenario
+from physlab.strategies.minions.scenarios import _placeholder_answer
+
+
+def _judge(total_high: bool) -> str:
+    scores = ({"correctness": 45, "rigor": 8, "logical_flow": 8, "justification": 8, "completeness": 8,
+               "physical_consistency": 8} if total_high else
+              {"correctness": 30, "rigor": 6, "logical_flow": 7, "justification": 6, "completeness": 6,
+               "physical_consistency": 7})
+    return json.dumps({"final_answer": "0", "final_answer_equivalent": total_high, "scores": scores,
+                       "error_categories": [] if total_high else ["COMPUTATIONAL_ERROR"],
+                       "flags": {"SIGN_ERROR": not total_high}, "missing": [],
+                       "critic_scores": {"accuracy": 15, "clarity": 8}, "summary": "scripted judgement"})
+
+
+def scalar_demo() -> Scenario:
+    state = {"actor": 0, "judge": 0}
+
+    def respond(role: str, messages: list[Any], info: Any) -> str:
+        prompt = last_user_text(messages)
+        if role == "actor":
+            state["actor"] += 1
+            return (f"Attempt {state['actor']} (scripted). Derivation: step 1, step 2.\n\n"
+                    + _placeholder_answer(prompt if state["actor"] == 1 else _first_prompt(messages)))
+        if role == "critic":
+            return "Check the sign in step 2 and the units of the result (scripted feedback)."
+        if role == "judge":
+            state["judge"] += 1
+            return _judge(state["judge"] >= 2)
+        return f"[{role}] scripted scalar-demo has no reply for this role"
+
+    return respond
+
+
+def _first_prompt(messages: list[Any]) -> str:
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    for msg in messages:
+        if isinstance(msg, ModelRequest):
+            for part in msg.parts:
+                if isinstance(part, UserPromptPart):
+                    c = part.content
+                    return c if isinstance(c, str) else "\n".join(x for x in c if isinstance(x, str))
+    return ""
+
+
+register_scenario("scalar-demo", scalar_demo,
+                  description="SCALAR roles: judge 62 then 85 (equivalent), critic asks for checks")

@@ -1,0 +1,101 @@
+"""Per-role context (what each sees, bounded windows), routing, the console view."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from physlab.lab import context as C
+from physlab.lab import routing
+from physlab.lab.console import LabView, make_console
+from physlab.lab.state import transitions as T
+from physlab.lab.state.invariants import check
+from physlab.lab.state.models import ResearchState
+
+from tests.lab.mini import mini_problem
+
+
+def grown_state(n: int) -> ResearchState:
+    """A long run's state, built directly (fast) rather than through n*8 transitions."""
+    from physlab.lab.state.models import DeadEnd, Dispatch, Evidence, Note, ResearchQuestion, Review, WorkingHypothesis
+    s = ResearchState(problem_id="mini")
+    s, _ = T.set_strategy(s, "plan", add_checks=["c1"])
+    for i in range(1, n + 1):
+        s.rqs.append(ResearchQuestion(id=f"RQ-{i}", question=f"question {i} " + "x" * 80, status="dropped"))
+        s.dispatches.append(Dispatch(id=f"DS-{i}", iteration=i, role="computer", target=f"RQ-{i}", task="t", evidence=f"EV-{i}"))
+        s.evidence.append(Evidence(id=f"EV-{i}", target=f"RQ-{i}", role="computer", findings=f"f{i}"))
+        s.whs.append(WorkingHypothesis(id=f"WH-{i}", claim=f"claim {i}", evidence=[f"EV-{i}"], status="refuted", reviews=[f"RV-{i}"]))
+        s.reviews.append(Review(id=f"RV-{i}", wh=f"WH-{i}", verdict="REFUTED"))
+        s.notes.append(Note(id=f"NT-{i}", text=f"note {i} " + "y" * 80))
+        s.dead_ends.append(DeadEnd(id=f"DE-{i}", description=f"dead end {i}", related=[f"RQ-{i}"]))
+    s.counters.update({k: n for k in ("RQ", "DS", "EV", "WH", "RV", "NT", "DE")})
+    assert check(s) == []
+    return s
+
+
+def orch_prompt(s):
+    return C.for_orchestrator(mini_problem(), s, C.Windows(), new_evidence=[], new_reviews=[],
+                              events=[f"[e] {e.text}" for e in s.events], human=[], max_workers=3)
+
+
+def test_orchestrator_prompt_stays_bounded_as_the_run_grows():
+    small, big = len(orch_prompt(grown_state(20))), len(orch_prompt(grown_state(300)))
+    assert big < small * 1.1
+    assert "older refuted hypotheses not shown" in orch_prompt(grown_state(300))
+
+
+def test_each_role_sees_only_its_context():
+    s = grown_state(2)
+    s, rq = T.create_rq(s, "live question")
+    s, ev = T.add_evidence(s, target=rq, role="computer", findings="F = 1", method="m",
+                           code="SECRET_CODE = 1", output="printed 1")
+    s, wh = T.propose_wh(s, claim="F is one", value="1", evidence=[ev])
+    s, _ = T.record_review(s, wh, "VERIFIED", "REVIEWER_REASONING")
+    er = s.wh(wh).er
+    # the reviewer sees claim, evidence, code and output
+    s2, ev2 = T.add_evidence(s, target=rq, role="computer", findings="G = 2", code="print(2)", output="2")
+    s2, wh2 = T.propose_wh(s2, claim="G is two", value="2", evidence=[ev2], depends_on=[wh])
+    rv = C.for_reviewer(mini_problem(), s2, C.Windows(), wh2)
+    assert "print(2)" in rv and "G is two" in rv and "F is one" in rv
+    assert "SECRET_CODE" not in rv and "REVIEWER_REASONING" not in rv    # not how earlier results were reached
+    # the planner never sees raw computations
+    pl = C.for_planner(mini_problem(), s, [], C.Windows())
+    assert "SECRET_CODE" not in pl and "printed 1" not in pl
+    # workers see conventions, established results and their task
+    wk = C.for_worker(mini_problem(), s, C.Windows(), target=rq, instructions="do it", method_hints="hint",
+                      relevant=[er])
+    assert "live question" in wk and "F is one" in wk and "SECRET_CODE" not in wk
+    # the formatter sees only established results (no flagged ones)
+    fm = C.for_formatter(mini_problem(), s, C.Windows(), forced=False)
+    assert er in fm and "claim 0" not in fm
+
+
+def test_routing():
+    s = ResearchState()
+    s, rq = T.create_rq(s, "q")
+    s, ev = T.add_evidence(s, target=rq, role="researcher", findings="f")
+    s, wh = T.propose_wh(s, claim="c", evidence=[ev])
+    s, _ = T.record_review(s, wh, "VERIFIED")
+    s, c1 = T.file_critique(s, target_type="ER", target=s.wh(wh).er, text="t")
+    s, c2 = T.file_critique(s, target_type="strategy", text="t")
+    s, c3 = T.file_critique(s, target_type="coordination", text="t")
+    s, c4 = T.file_critique(s, target_type="sanity_check", text="t")
+    adj, plan = routing.split_open_critiques(s)
+    assert [c.id for c in adj] == [c1] and [c.id for c in plan] == [c2, c3, c4]
+    assert [routing.critic_due(i, 3) for i in range(1, 7)] == [False, False, True, False, False, True]
+    assert routing.critic_due(1, 0, on_demand=True) and not routing.critic_due(3, 0)
+
+
+def test_console_view_and_json_mode():
+    v = LabView()
+    v.feed("iteration", {"iteration": 2, "calls": 5, "tokens": 900, "cost_usd": 0.25})
+    v.feed("role_start", {"role": "reviewer"})
+    v.feed("verdict", {"wh": "WH-1", "verdict": "VERIFIED", "promoted": ["ER-1"]})
+    v.feed("critique_resolved", {"id": "CR-1", "status": "dismissed", "by": "adjudicator"})
+    assert v.iteration == 2 and v.role == "reviewer" and v.tokens == 900 and v.cost == 0.25
+    assert list(v.verdicts) == ["WH-1: VERIFIED → ER-1"] and "dismissed" in v.critiques[0]
+    buf = io.StringIO()
+    sink = make_console("json", buf)
+    sink("verdict", wh="WH-1", verdict="REFUTED")
+    assert json.loads(buf.getvalue()) == {"event": "verdict", "wh": "WH-1", "verdict": "REFUTED"}
+    make_console("quiet")("anything", x=1)

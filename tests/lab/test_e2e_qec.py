@@ -1,0 +1,59 @@
+"""The no-key demo: `physlab solve examples/quantum_error_correction_main --strategy lab
+--model scripted:lab-qec` through the real runner, sandbox and grader."""
+
+from __future__ import annotations
+
+import pytest
+
+from physlab.lab.state.invariants import check
+from physlab.lab.roles import ROLES
+
+from tests.lab.helpers import calls, git_subjects, matches_reference, qec_problem, solve, state_of
+
+pytestmark = pytest.mark.slow
+
+
+async def test_qec_demo_end_to_end(tmp_path):
+    ws = tmp_path / "run"
+    events: list[tuple[str, dict]] = []
+    attempt = await solve(ws, events=lambda k, **d: events.append((k, d)))    # the demo defaults
+    assert attempt.status == "complete", attempt.stop_reason
+    s = state_of(ws)
+    assert check(s) == []
+
+    # all nine roles really called the model
+    assert set(attempt.usage_by_role) == set(ROLES)
+    assert {c["role"] for c in calls(ws)} == set(ROLES)
+
+    # the computer's enumeration really ran in the sandbox, and its printed value flowed onward
+    fid = next(e for e in s.evidence if e.role == "computer" and "RESULT_JSON" in e.output)
+    assert "configurations: 1048576" in fid.output and "exit code 0" in fid.output
+    printed = fid.output.split('"F_text": "')[1].split('"')[0]
+    wh2 = next(w for w in s.whs if w.value)
+    assert wh2.value == printed
+
+    # a critique the adjudicator dismissed, an ER demoted then re-established under a new id
+    dismissed = [c for c in s.critiques if c.status == "dismissed" and c.target_type == "ER"]
+    upheld = [c for c in s.critiques if c.status == "upheld"]
+    assert dismissed and upheld
+    demoted = s.er(upheld[0].target)
+    assert demoted.status == "demoted"
+    again = s.wh(demoted.wh)
+    assert again.status == "established" and again.er != demoted.id
+    assert any(c.target_type == "coordination" and c.status == "accepted" for c in s.critiques)   # planner path
+
+    # the answer: written, graded correct by the project's grader (or, until it lands, by SymPy)
+    assert (ws / "answer.py").read_text().strip() == attempt.answer_code.strip()
+    if attempt.verdict is not None:
+        assert attempt.verdict.verdict == "correct", attempt.verdict.reason
+    else:
+        assert matches_reference(attempt.answer_code, qec_problem())
+
+    # one commit per iteration, saying what happened; the reference never reaches the workspace
+    subjects = git_subjects(ws)
+    assert [int(x.split(":")[0].split()[1]) for x in reversed(subjects)] == list(range(0, s.iteration + 1))
+    assert "demoted" in " ".join(subjects)
+    ref = qec_problem().reference
+    for f in ("PROBLEM.md", "state.json", "RESEARCH_STATE.md", "calls.jsonl"):
+        assert "253952" not in (ws / f).read_text() or "253952" not in ref
+    assert any(k == "verdict" for k, _ in events) and any(k == "iteration" for k, _ in events)

@@ -1,0 +1,79 @@
+"""`physlab runs ...`: show, messages to a run, rewind; bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from physlab.cli import app
+from physlab.lab import inbox
+
+from tests.lab.helpers import solve
+from tests.lab.mini import mini_problem, register
+
+runner = CliRunner()
+
+
+@pytest.fixture
+async def finished_run(tmp_path):
+    ws = tmp_path / "run"
+    await solve(ws, register("lab-mini-cli"), problem=mini_problem())
+    return ws
+
+
+def invoke(*args):
+    from physlab.cli import main
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        return exc.code
+    return 0
+
+
+async def test_runs_show_json_and_text(finished_run):
+    res = runner.invoke(app, ["runs", "show", str(finished_run), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["status"] == "complete" and data["established_results"][0]["value"] == "42"
+    assert set(data["usage_by_role"]) >= {"orchestrator", "computer", "reviewer", "formatter"}
+    assert data["last_iterations"][0].startswith("iteration 3")
+    res = runner.invoke(app, ["runs", "show", str(finished_run)])
+    assert res.exit_code == 0 and "Usage per role" in res.output
+
+
+async def test_runs_messages_land_in_the_inbox(finished_run):
+    for args in (["comment", str(finished_run), "check the sign", "--on", "WH-1"],
+                 ["hint", str(finished_run), "try symmetry"],
+                 ["challenge", str(finished_run), "doubt it", "--on", "ER-1"],
+                 ["redirect", str(finished_run), "change course"],
+                 ["pause", str(finished_run)], ["stop", str(finished_run)]):
+        res = runner.invoke(app, ["runs", *args])
+        assert res.exit_code == 0, res.output
+    msgs = inbox.read(finished_run)
+    assert [m["kind"] for m in msgs] == ["comment", "hint", "challenge", "redirect", "pause", "stop"]
+    assert msgs[0]["on"] == "WH-1" and msgs[2]["on"] == "ER-1"
+    # a torn last line (writer killed mid-write) is skipped, not fatal
+    with open(finished_run / "inbox.jsonl", "a") as f:
+        f.write('{"id": "x", "kind": "hi')
+    assert len(inbox.read(finished_run)) == 6
+
+
+async def test_runs_rewind(finished_run):
+    res = runner.invoke(app, ["runs", "rewind", str(finished_run), "--to", "1"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(runner.invoke(app, ["runs", "show", str(finished_run), "--json"]).output)
+    assert data["iteration"] == 1 and data["status"] == "running"
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
+    assert invoke("runs", "show", str(tmp_path / "nope")) == 2
+    assert invoke("runs", "hint", str(tmp_path), "x") == 2          # not a run directory
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+
+
+async def test_challenge_must_target_an_er(finished_run, capsys):
+    assert invoke("runs", "challenge", str(finished_run), "x", "--on", "WH-1") == 2
+    assert invoke("runs", "rewind", str(finished_run), "--to", "99") == 2

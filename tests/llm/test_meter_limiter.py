@@ -1,0 +1,132 @@
+"""Budgets (enforced before a request is sent), grace, and the in-flight limiter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from physlab.llm.errors import BudgetExceeded
+from physlab.llm.limiter import InFlightLimiter
+from physlab.llm.meter import RunMeter, read_calls
+from physlab.llm.recording import RecordingModel
+from physlab.llm.usage import Budget, CallRecord
+
+
+def _model(meter, sent, role="solver", limiter=None):
+    def fn(messages, info: AgentInfo):
+        sent.append(role)
+        return ModelResponse(parts=[TextPart("ok")])
+
+    return RecordingModel(FunctionModel(fn), role=role, spec="test:fn", meter=meter, limiter=limiter)
+
+
+async def test_max_calls_raises_before_the_request_is_sent(tmp_path):
+    meter = RunMeter(Budget(max_calls=2), tmp_path / "calls.jsonl")
+    sent: list[str] = []
+    agent = Agent(_model(meter, sent))
+    await agent.run("a")
+    await agent.run("b")
+    with pytest.raises(BudgetExceeded) as exc:
+        await agent.run("c")
+    assert exc.value.limit == "max_calls"
+    assert len(sent) == 2  # the third request never reached the model
+    assert meter.total().calls == 2
+    assert len(read_calls(tmp_path / "calls.jsonl")) == 2
+
+
+async def test_token_budget_and_per_role_totals(tmp_path):
+    meter = RunMeter(Budget(max_tokens=60), tmp_path / "calls.jsonl")
+    sent: list[str] = []
+    a, b = Agent(_model(meter, sent, "planner")), Agent(_model(meter, sent, "critic"))
+    with pytest.raises(BudgetExceeded) as exc:
+        for _ in range(10):
+            await a.run("hello")
+            await b.run("hello")
+    assert exc.value.limit == "max_tokens"
+    recs = read_calls(tmp_path / "calls.jsonl")
+    by_role = meter.by_role()
+    for role in ("planner", "critic"):
+        mine = [r for r in recs if r.role == role]
+        assert by_role[role].calls == len(mine)
+        assert by_role[role].input_tokens == sum(r.input_tokens for r in mine)
+    assert meter.total().total_tokens == sum(r.input_tokens + r.output_tokens for r in recs)
+    assert meter.total().total_tokens >= 60
+
+
+async def test_grace_allows_exactly_the_granted_calls(tmp_path):
+    meter = RunMeter(Budget(max_calls=1), None)
+    sent: list[str] = []
+    agent = Agent(_model(meter, sent))
+    await agent.run("a")
+    with pytest.raises(BudgetExceeded):
+        meter.check()
+    with meter.grace(calls=1):
+        await agent.run("forced formatter")
+        with pytest.raises(BudgetExceeded):
+            await agent.run("one too many")
+    with pytest.raises(BudgetExceeded):  # unused grace does not outlive the block
+        with meter.grace(calls=3):
+            pass
+        await agent.run("after")
+    assert len(sent) == 2 and meter.graced_calls == 1
+
+
+async def test_wall_budget():
+    meter = RunMeter(Budget(max_wall_s=0.05), None)
+    meter.check()
+    await asyncio.sleep(0.08)
+    with pytest.raises(BudgetExceeded) as exc:
+        meter.check()
+    assert exc.value.limit == "max_wall"
+
+
+def test_cost_budget_and_resume_counts_previous_calls(tmp_path):
+    prev = [CallRecord(role="solver", model="m", input_tokens=10, output_tokens=5, cost_usd=0.6,
+                       response={"parts": []})]
+    meter = RunMeter(Budget(max_cost_usd=0.5), tmp_path / "calls.jsonl", previous=prev)
+    assert meter.total().calls == 1 and meter.total().cost_usd == pytest.approx(0.6)
+    with pytest.raises(BudgetExceeded) as exc:
+        meter.admit()
+    assert exc.value.limit == "max_cost"
+
+
+def test_failed_requests_are_recorded_but_not_counted_as_calls(tmp_path):
+    meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
+    meter.record(CallRecord(role="r", model="m", error="ModelServerError: 500"))
+    meter.record(CallRecord(role="r", model="m", input_tokens=3, output_tokens=4, response={"parts": []},
+                            retries=1))
+    s = meter.summary()
+    assert s["totals"]["calls"] == 1 and s["failed_requests"] == 1 and s["retried_requests"] == 1
+    lines = (tmp_path / "calls.jsonl").read_text().splitlines()
+    assert [json.loads(x)["seq"] for x in lines] == [0, 1]
+
+
+async def test_in_flight_limiter_caps_per_run_and_global():
+    shared = InFlightLimiter(3)
+    runs = [shared.child(2), shared.child(2)]
+    active = {"all": 0, "max_all": 0, 0: 0, 1: 0, "max0": 0, "max1": 0}
+
+    async def work(i):
+        async with runs[i].slot():
+            active["all"] += 1
+            active[i] += 1
+            active["max_all"] = max(active["max_all"], active["all"])
+            active[f"max{i}"] = max(active[f"max{i}"], active[i])
+            await asyncio.sleep(0.01)
+            active["all"] -= 1
+            active[i] -= 1
+
+    await asyncio.gather(*(work(i % 2) for i in range(20)))
+    assert active["max_all"] == 3  # the global cap holds (and is reached)
+    assert active["max0"] <= 2 and active["max1"] <= 2
+    assert shared.max_seen == 3 and runs[0].max_seen <= 2
+
+
+def test_limiter_rejects_bad_cap():
+    with pytest.raises(ValueError):
+        InFlightLimiter(0)

@@ -1,0 +1,51 @@
+"""Helpers for the sandbox tests: find processes a run may have left behind on the host."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def host_pids_with(token: str) -> list[int]:
+    """Host processes whose command line contains ``token``."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{p}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token.encode() in cmd and state != b"Z":
+            out.append(int(p))
+    return out
+
+
+def wait_gone(token: str, timeout: float = 3.0) -> list[int]:
+    end = time.monotonic() + timeout
+    while True:
+        left = host_pids_with(token)
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.05)
+
+
+def _tree(pid: int) -> list[int]:
+    """pid and all its descendants on the host."""
+    kids: dict[int, list[int]] = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                ppid = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(p))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out

@@ -1,0 +1,266 @@
+"""PhysicsMinions with scripted models: CV counting and reset, verifier order, visual JSON loop,
+iteration cap, budget end, answer extraction."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart, ModelRequest
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from physlab.llm.errors import BudgetExceeded
+from physlab.llm.usage import Budget, Usage
+from physlab.problems.model import Problem
+from physlab.sandbox.core import Sandbox
+from physlab.strategies.base import Strategy
+from physlab.strategies.context import RunContext
+from physlab.strategies.minions import Minions
+from physlab.strategies.minions.visual import validate_description
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082")
+
+
+def _prompt_parts(messages: list[ModelMessage]) -> list[Any]:
+    for msg in reversed(messages):
+        if isinstance(msg, ModelRequest):
+            for part in msg.parts:
+                if isinstance(part, UserPromptPart):
+                    return [part.content] if isinstance(part.content, str) else list(part.content)
+    return []
+
+
+@dataclass
+class Script:
+    """Per-role reply queues; records (role, prompt text, number of images) of every request."""
+
+    replies: dict[str, list[str | Callable[[str], str]]]
+    calls: list[tuple[str, str, int]] = field(default_factory=list)
+    max_calls: int | None = None
+
+    def model(self, role: str) -> FunctionModel:
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            if self.max_calls is not None and len(self.calls) >= self.max_calls:
+                raise BudgetExceeded("max_calls")
+            parts = _prompt_parts(messages)
+            text = "\n".join(p for p in parts if isinstance(p, str))
+            images = sum(1 for p in parts if not isinstance(p, str))
+            self.calls.append((role, text, images))
+            queue = self.replies.get(role)
+            if not queue:
+                raise AssertionError(f"unexpected call for role {role}")
+            item = queue.pop(0) if len(queue) > 1 else queue[0]
+            return ModelResponse(parts=[TextPart(item(text) if callable(item) else item)])
+
+        return FunctionModel(respond)
+
+    def roles(self) -> list[str]:
+        return [c[0] for c in self.calls]
+
+
+class _Models:
+    def __init__(self, script: Script) -> None:
+        self.script, self.name = script, "scripted:test"
+
+    def for_role(self, role: str) -> FunctionModel:
+        return self.script.model(role)
+
+
+class _Usage:
+    def by_role(self) -> dict[str, Usage]:
+        return {}
+
+    def total(self) -> Usage:
+        return Usage()
+
+    def check(self) -> None:
+        return None
+
+
+def make_ctx(tmp_path: Path, script: Script, problem: Problem, **params: Any) -> RunContext:
+    return RunContext(problem=problem.public(), workspace=tmp_path, models=_Models(script), usage=_Usage(),
+                      budget=Budget(), sandbox=Sandbox(), grader=None, equivalence=None, params=params)
+
+
+PASS = '{"verdict": "pass", "issues": []}'
+FAIL_PHYS = '{"verdict": "fail", "issues": ["eq. 3 is dimensionally inconsistent"]}'
+FAIL_GEN = '{"verdict": "fail", "issues": ["arithmetic slip in step 4"]}'
+SOL = "## Summary\nv = sqrt(2gh)\n\n## Detailed Solution\n...\n\\boxed{v=\\sqrt{2gh}}"
+FIG = json.dumps({"figure_type": "plot", "summary": "a line", "axes": [{"name": "x"}],
+                  "curves": [{"label": "c1", "points": [[0, 1]]}], "labelled_quantities": [],
+                  "geometry": [], "notes": ""})
+
+OPEN = Problem(id="p1", statement="A ball falls from height h. Find its speed at the ground.",
+               reference=r"\boxed{\sqrt{2gh}}", reference_format="latex")
+
+
+async def test_accepts_after_two_consecutive_passes_and_runs_general_only_after_physics(tmp_path):
+    script = Script({"solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS],
+                     "general_verifier": [PASS]})
+    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN))
+    assert isinstance(Minions(), Strategy)
+    assert attempt.status == "complete" and attempt.stop_reason == "accepted"
+    assert attempt.details["accepted"] is True
+    assert script.roles() == ["solver", "introspector", "physics_verifier", "general_verifier",
+                              "physics_verifier", "general_verifier"]
+    assert "\\boxed{v=\\sqrt{2gh}}" in attempt.answer_text
+    trace = json.loads((tmp_path / "minions_trace.json").read_text())
+    assert [i["consecutive_passes"] for i in trace["iterations"]] == [1, 2]
+
+
+async def test_general_verifier_never_called_when_physics_fails_and_bug_report_reaches_introspector(tmp_path):
+    script = Script({"solver": [SOL], "introspector": [SOL, "fixed solution \\boxed{1}", SOL, SOL, SOL],
+                     "physics_verifier": [FAIL_PHYS], "general_verifier": [PASS]})
+    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN, max_iterations=3))
+    assert "general_verifier" not in script.roles()
+    assert attempt.stop_reason == "iteration_cap" and attempt.details["accepted"] is False
+    assert attempt.status == "complete" and attempt.answer_text  # last solution returned, said so
+    fix_prompts = [t for r, t, _ in script.calls if r == "introspector" and "Bug report" in t]
+    assert len(fix_prompts) == 2  # refinements after failures 1 and 2; none after the last round
+    assert "dimensionally inconsistent" in fix_prompts[0]
+    assert "Physics check" in fix_prompts[0]
+
+
+async def test_failure_resets_consecutive_count(tmp_path):
+    # physics always passes; general: pass, fail, pass, pass -> accepted at iteration 4
+    script = Script({"solver": [SOL], "introspector": [SOL],
+                     "physics_verifier": [PASS], "general_verifier": [PASS, FAIL_GEN, PASS, PASS]})
+    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN))
+    review = attempt.details["review"]
+    assert [r["consecutive_passes"] for r in review] == [1, 0, 1, 2]
+    assert [r["stage"] for r in review] == ["general"] * 4
+    assert attempt.details["accepted"] and attempt.details["iterations"] == 4
+    fixes = [t for r, t, _ in script.calls if r == "introspector" and "Bug report" in t]
+    assert len(fixes) == 1 and "arithmetic slip" in fixes[0] and "General check" in fixes[0]
+
+
+async def test_iteration_cap_with_alternating_verdicts(tmp_path):
+    script = Script({"solver": [SOL], "introspector": [SOL],
+                     "physics_verifier": [PASS], "general_verifier": [PASS, FAIL_GEN] * 3})
+    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN))
+    assert attempt.details["iterations"] == 5 and not attempt.details["accepted"]
+    assert attempt.stop_reason == "iteration_cap"
+
+
+async def test_cv_param_and_unparsable_verifier_is_a_failure(tmp_path):
+    script = Script({"solver": [SOL], "introspector": [SOL],
+                     "physics_verifier": ["looks fine I guess", PASS], "general_verifier": [PASS]})
+    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN, cv=3, self_improve=False))
+    review = attempt.details["review"]
+    assert review[0]["passed"] is False and review[0]["parsed"] is False
+    assert [r["consecutive_passes"] for r in review] == [0, 1, 2, 3]
+    assert script.roles()[:2] == ["solver", "physics_verifier"]  # no self-improvement call
+
+
+async def test_visual_studio_validates_json_and_loops_until_cv_passes(tmp_path):
+    img = tmp_path / "fig.png"
+    img.write_bytes(PNG)
+    problem = Problem(id="p2", statement="Read the plot.", images=[img], reference="1",
+                      reference_format="latex")
+    bad = "here is the figure: axes x and y"  # not JSON -> schema failure, no verifier call
+    wrong_shape = json.dumps({"summary": "missing figure_type"})
+    script = Script({
+        "visual_inspector": [bad],
+        "visual_introspector": [wrong_shape, FIG, FIG, FIG],
+        "visual_verifier": ['{"verdict": "fail", "issues": ["y axis is logarithmic"]}', PASS, PASS],
+        "solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS], "general_verifier": [PASS],
+    })
+    ws = tmp_path / "ws"
+    attempt = await Minions().run(make_ctx(ws, script, problem))
+    trace = json.loads((ws / "minions_trace.json").read_text())
+    fig = trace["figures"][0]
+    assert fig["verified"] is True
+    # not JSON -> schema failure; wrong shape -> schema failure; then the Verifier: fail, pass, pass
+    assert [r["stage"] for r in fig["rounds"]] == ["schema", "schema", "verifier", "verifier", "verifier"]
+    assert [r["consecutive_passes"] for r in fig["rounds"]] == [0, 0, 0, 1, 2]
+    assert "not a JSON object" in fig["rounds"][0]["issues"][0]
+    assert "figure_type" in fig["rounds"][1]["issues"][0]
+    assert script.roles().count("visual_verifier") == 3  # schema failures cost no Verifier call
+    # the refinement after the verifier failure carries its issue
+    intro = [t for r, t, _ in script.calls if r == "visual_introspector"]
+    assert any("logarithmic" in t for t in intro)
+    # the Logic Studio receives the JSON, and the raw image as well (send_images default)
+    solver_call = next(c for c in script.calls if c[0] == "solver")
+    assert '"figure_type": "plot"' in solver_call[1] and solver_call[2] == 1
+    assert attempt.details["figures_verified"] == [True]
+
+
+async def test_visual_off_and_images_withheld(tmp_path):
+    img = tmp_path / "fig.png"
+    img.write_bytes(PNG)
+    problem = Problem(id="p3", statement="Read the plot.", images=[img])
+    script = Script({"solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS],
+                     "general_verifier": [PASS]})
+    await Minions().run(make_ctx(tmp_path, script, problem, visual=False, send_images=False))
+    assert not any(r.startswith("visual") for r in script.roles())
+    assert all(n == 0 for _, _, n in script.calls)
+
+
+def test_validate_description():
+    ok, err = validate_description("```json\n" + FIG + "\n```")
+    assert ok is not None and err is None
+    none, err = validate_description('{"figure_type": "plot"}')
+    assert none is None and "summary" in err
+
+
+async def test_budget_end_keeps_best_solution(tmp_path):
+    script = Script({"solver": [SOL], "introspector": [SOL], "physics_verifier": [FAIL_PHYS]}, max_calls=3)
+    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN))
+    assert attempt.status == "partially_complete" and attempt.stop_reason == "budget:max_calls"
+    assert attempt.answer_text == SOL
+
+
+async def test_budget_before_any_solution_is_no_answer(tmp_path):
+    script = Script({"solver": [SOL]}, max_calls=0)
+    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN))
+    assert attempt.status == "no_answer"
+
+
+async def test_template_problem_fills_template_and_formatter_when_missing(tmp_path):
+    problem = Problem(id="p4", statement="Find x.", answer_template="def answer():\n    return ...\n",
+                      reference="1", reference_format="python")
+    script = Script({"solver": ["## Summary\nx=1\n## Detailed Solution\nno code here"],
+                     "introspector": ["## Summary\nx=1\n## Detailed Solution\nstill no code"],
+                     "physics_verifier": [PASS], "general_verifier": [PASS],
+                     "formatter": ["```python\ndef answer():\n    return 1\n```"]})
+    attempt = await Minions().run(make_ctx(tmp_path, script, problem))
+    assert "return ..." in script.calls[0][1]  # the template is in the solver's prompt
+    assert attempt.answer_code is not None and "return 1" in attempt.answer_code
+    assert script.roles()[-1] == "formatter"
+
+
+async def test_reference_never_in_prompts(tmp_path):
+    secret = Problem(id="p5", statement="Compute the thing.", reference=r"\boxed{SECRET_42}",
+                     reference_format="latex", solution="SECRET_SOLUTION",
+                     extra={"answer_key_answers": ["SECRET_42"], "answer_types": ["Expression"]})
+    script = Script({"solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS],
+                     "general_verifier": [PASS]})
+    await Minions().run(make_ctx(tmp_path, script, secret))
+    assert all("SECRET" not in t for _, t, _ in script.calls)
+    assert "1. Expression" in script.calls[0][1]  # public answer types still guide the format
+
+
+async def test_unknown_param_is_a_user_error(tmp_path):
+    from physlab.errors import UserError
+
+    with pytest.raises(UserError):
+        await Minions().run(make_ctx(tmp_path, Script({}), OPEN, cvv=3))
+
+
+async def test_visual_failure_falls_back_to_text_only(tmp_path):
+    img = tmp_path / "fig.png"
+    img.write_bytes(PNG)
+    problem = Problem(id="p6", statement="Read the plot.", images=[img])
+
+    def refuse(_prompt: str) -> str:
+        raise RuntimeError("this model does not accept images")
+
+    script = Script({"visual_inspector": [refuse], "solver": [SOL], "introspector": [SOL],
+                     "physics_verifier": [PASS], "general_verifier": [PASS]})
+    attempt = await Minions().run(make_ctx(tmp_path, script, problem))
+    assert attempt.status == "complete" and attempt.details["figures_verified"] == [False]
+    assert all(n == 0 for r, _, n in script.calls if r != "visual_inspector")

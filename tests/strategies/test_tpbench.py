@@ -1,0 +1,293 @@
+"""TPBench study (§3): N candidates, functional distinctness at M points, then vote / best-of-N /
+weak verifier / SymPy-augmented verifier with pairwise tie-break."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from physlab.errors import UserError
+from physlab.llm.scripted import last_user_text, tool_call
+from physlab.strategies.tpbench_bon import TPBenchBestOfN
+from physlab.strategies.tpbench_sympy import TPBenchSympy
+from physlab.strategies.tpbench_vote import TPBenchVote
+from physlab.strategies.tpbench_weak import VARIANTS, TPBenchWeak
+from physlab.strategies.tpbench.pool import same_outputs
+from physlab.strategies.tpbench.select import parse_choice, parse_yes_no
+
+from sampling_ctx import make_ctx, make_problem, solution
+
+# By string the wrong "1 - 2*p" is the most common answer; by function (1-p)^2 wins 4 to 3.
+VOTE_CYCLE = ["1 - 2*p", "(1 - p)**2", "1 - 2*p", "1 - 2*p + p**2", "1 - 2*p", "(1 - p)**2",
+              "p**2 - 2*p + 1"]
+
+
+def _generator(cycle, log=None, judge=None):
+    def factory():
+        state = {"n": 0}
+
+        def respond(role, messages, info):
+            if role == "generator":
+                expr = cycle[state["n"] % len(cycle)]
+                state["n"] += 1
+                return solution(expr, reasoning=f"Derivation #{state['n']}.")
+            assert judge is not None, role
+            return judge(role, messages, info)
+        return respond
+    return factory
+
+
+async def test_vote_groups_equivalent_answers_written_differently(tmp_path):
+    ctx = make_ctx(tmp_path, _generator(VOTE_CYCLE), params={"n_samples": 7})
+    attempt = await TPBenchVote().run(ctx)
+    assert attempt.status == "complete"
+    assert attempt.details["group_sizes"] == [4, 3], attempt.details["candidates"]
+    assert attempt.details["n_points"] == 5
+    final = re.findall(r"Final Answer: F = (.*)", attempt.answer_text)[-1]
+    assert final in {"(1 - p)**2", "1 - 2*p + p**2", "p**2 - 2*p + 1"}
+    assert final in attempt.answer_code
+    assert attempt.usage.calls == 7
+
+
+async def test_vote_leaves_out_candidates_that_do_not_evaluate(tmp_path):
+    cycle = ["1 - 2*p", "undefined_name + p", "1 - 2*p"]
+    ctx = make_ctx(tmp_path, _generator(cycle), params={"n_samples": 3})
+    attempt = await TPBenchVote().run(ctx)
+    assert attempt.details["group_sizes"] == [2]
+    (bad,) = [c for c in attempt.details["candidates"] if "undefined_name" in c["code"]]
+    assert bad["group"] is None and bad["eval_error"]
+
+
+async def test_best_of_n_uses_the_grader_as_oracle(tmp_path):
+    cycle = ["1 - 2*p", "1 - 2*p", "1 - p", "p**2 - 2*p + 1"]
+    ctx = make_ctx(tmp_path, _generator(cycle), params={"n_samples": 4})
+    attempt = await TPBenchBestOfN().run(ctx)
+    assert attempt.details["oracle_found"] is True
+    assert "p**2 - 2*p + 1" in attempt.answer_code
+    verdicts = attempt.details["oracle_verdicts"]
+    # graded largest class first, stopping at the first correct one
+    assert verdicts[0]["verdict"] == "incorrect" and verdicts[-1]["verdict"] == "correct"
+    assert all(v["verdict"] == "incorrect" for v in verdicts[:-1])
+
+
+async def test_best_of_n_refuses_a_problem_without_reference(tmp_path):
+    ctx = make_ctx(tmp_path, _generator(["1 - p"]), problem=make_problem(reference=None),
+                   params={"n_samples": 2})
+    with pytest.raises(UserError, match="no reference answer"):
+        await TPBenchBestOfN().run(ctx)
+    assert ctx.usage.total().calls == 0
+
+
+def _weak_judge(log):
+    """Verifier: yes to (1-p)^2 and 1-p, no to 1-2p. Tie-breaker: prefers (1-p)^2."""
+    def judge(role, messages, info):
+        prompt = last_user_text(messages)
+        log.setdefault(role, []).append(prompt)
+        if role == "verifier":
+            final = re.findall(r"Final Answer: F = (.*)", prompt)[-1]
+            return json.dumps({"is_solution_correct": "no" if final == "1 - 2*p" else "yes"})
+        a1 = prompt.split("Attempt 1:")[1].split("Attempt 2:")[0]
+        choice = 1 if "F = (1 - p)**2" in a1 else 2
+        return f'Reasoning...\n{{"correct_attempt": "{choice}", "analysis": "x"}}'
+    return judge
+
+
+async def test_weak_verifier_scores_and_tie_break_picks_pairwise_winner(tmp_path):
+    log: dict = {}
+    cycle = ["1 - p", "1 - 2*p", "(1 - p)**2", "1 - 2*p"]
+    ctx = make_ctx(tmp_path, _generator(cycle, judge=_weak_judge(log)),
+                   params={"n_samples": 4, "k_verif": 6, "k_tie": 3})
+    attempt = await TPBenchWeak().run(ctx)
+    assert attempt.status == "complete" and attempt.stop_reason == "tie_break"
+    scores = attempt.details["scores"]
+    sizes = attempt.details["group_sizes"]
+    assert sizes == [2, 1, 1] and sorted(scores.values()) == [0.0, 1.0, 1.0]
+    assert len(log["verifier"]) == 3 * 6
+    # the three prompt variants of the paper are all used
+    phrases = {"Decide whether the student solved it": 1, "Check that every necessary step": 2,
+               "two big mistakes happen to cancel": 3}
+    used = {v for p in log["verifier"] for k, v in phrases.items() if k in p}
+    assert used == {1, 2, 3}
+    assert len(log["tiebreaker"]) == 3  # one pair x k_tie
+    assert "F = (1 - p)**2" in attempt.answer_text
+    (matchup,) = attempt.details["tie_break"]["matchups"]
+    assert {matchup["votes_a"], matchup["votes_b"]} == {3, 0}
+
+
+async def test_weak_single_top_score_needs_no_tie_break(tmp_path):
+    log: dict = {}
+    ctx = make_ctx(tmp_path, _generator(["1 - 2*p", "(1 - p)**2"], judge=_weak_judge(log)),
+                   params={"n_samples": 2, "k_verif": 2})
+    attempt = await TPBenchWeak().run(ctx)
+    assert attempt.stop_reason == "verified" and "tiebreaker" not in log
+    assert "F = (1 - p)**2" in attempt.answer_text
+
+
+def _steps(expr: str, wrong: bool) -> str:
+    second = "-2*p" if wrong else "-2*(1 - p)"
+    return (f"Step 1: the survival probability is a square. CHECK: (1 - p)*(1 - p) == (1 - p)**2\n"
+            f"Step 2: its derivative. CHECK: sp.diff((1 - p)**2, p) == {second}\n")
+
+
+def _script(check: str) -> str:
+    lhs, rhs = check.split("==")
+    return f"import sympy as sp\np = sp.symbols('p')\nprint(sp.simplify(({lhs}) - ({rhs})) == 0)\n"
+
+
+def _sympy_agent(log):
+    """A grading agent that checks each CHECK line with a script it runs through its tool, and
+    grades from what the sandbox printed (not from anything it knows)."""
+    def judge(role, messages, info):
+        assert role == "verifier"
+        assert [t.name for t in info.function_tools] == ["run_sympy_script"]
+        task = last_user_text(messages)
+        checks = re.findall(r"CHECK: (.*)", task)
+        returns = [p.content for m in messages for p in getattr(m, "parts", [])
+                   if getattr(p, "part_kind", "") == "tool-return"]
+        if len(returns) < len(checks):
+            script = _script(checks[len(returns)])
+            log.setdefault("scripts", []).append(script)
+            return tool_call("run_sympy_script", {"script": script})
+        steps = []
+        for i, out in enumerate(returns):
+            stdout = out.split("STDOUT:\n")[1].split("\nSTDERR")[0].strip()
+            steps.append({"step_number": i + 1, "calculation_description": checks[i],
+                          "sympy_script_content": _script(checks[i]),
+                          "script_stdout": stdout, "script_stderr": "",
+                          "is_correct": stdout == "True", "error_explanation": ""})
+        return json.dumps({"sympy_verification": steps,
+                           "overall_score": int(all(s["is_correct"] for s in steps)),
+                           "general_feedback": "checked"})
+    return judge
+
+
+def _sympy_generator(log):
+    def factory():
+        state = {"n": 0}
+        agent = _sympy_agent(log)
+
+        def respond(role, messages, info):
+            if role == "generator":
+                i = state["n"]
+                state["n"] += 1
+                wrong = i % 2 == 1  # the second candidate has a wrong step 2
+                expr = "1 - 2*p" if wrong else "(1 - p)**2"
+                return solution(expr, reasoning=_steps(expr, wrong))
+            return agent(role, messages, info)
+        return respond
+    return factory
+
+
+async def test_sympy_verifier_runs_step_scripts_and_a_wrong_step_fails(tmp_path):
+    log: dict = {}
+    ctx = make_ctx(tmp_path, _sympy_generator(log), params={"n_samples": 2, "k_verif": 1})
+    attempt = await TPBenchSympy().run(ctx)
+    assert attempt.status == "complete"
+    scores = attempt.details["scores"]
+    group_of = {("wrong" if "F = 1 - 2*p" in c["code"] else "right"): c["group"]
+                for c in attempt.details["candidates"]}
+    assert scores[str(group_of["right"])] == 1.0 and scores[str(group_of["wrong"])] == 0.0
+    bad = attempt.details["checks"][str(group_of["wrong"])][0]
+    assert bad["passed"] is False and bad["wrong_steps"] == [2]
+    step2 = bad["report"]["sympy_verification"][1]
+    assert step2["script_stdout"].strip() == "False"  # printed by the sandbox run
+    assert bad["scripts_run"] == 2 and not any(s.get("rerun") for s in
+                                                   bad["report"]["sympy_verification"])
+    assert "F = (1 - p)**2" in attempt.answer_text
+
+
+def test_parsers_and_output_comparison():
+    assert parse_yes_no('blah {"is_solution_correct": "yes"}') == 1
+    assert parse_yes_no('{"is_solution_correct": no}') == 0
+    assert parse_yes_no("no json") is None
+    assert parse_choice('{"correct_attempt": "2", "analysis": "{nested}"}') == 2
+    assert parse_choice('{"correct_attempt": 3}') is None
+    assert same_outputs([1.0, 2.0], [1.0 + 1e-13, 2.0])
+    assert not same_outputs([1.0, 2.0], [1.0, 2.001])
+    assert VARIANTS == ("weak_verify_1", "weak_verify_2", "weak_verify_3")
+
+
+async def test_samples_run_concurrently_within_the_bound():
+    import asyncio
+
+    from physlab.llm.errors import BudgetExceeded
+    from physlab.strategies.tpbench_common import gather_bounded
+
+    live = {"now": 0, "max": 0}
+
+    def job(i):
+        async def run():
+            live["now"] += 1
+            live["max"] = max(live["max"], live["now"])
+            await asyncio.sleep(0.01)
+            live["now"] -= 1
+            if i == 5:
+                raise BudgetExceeded("max_calls")
+            return i
+        return run
+
+    outcomes = await gather_bounded([job(i) for i in range(12)], 3)
+    assert live["max"] == 3
+    assert [o.value for o in outcomes[:5]] == [0, 1, 2, 3, 4]
+    assert outcomes[5].budget
+    # jobs not started once the budget is hit are skipped, not sent
+    assert sum(o.ok for o in outcomes) < 12
+
+
+async def test_open_question_groups_by_final_answer_line(tmp_path):
+    """No template, nothing to evaluate: candidates agreeing on their "Final Answer:" line (up to
+    case and spacing) form one class, and the verifiers still work on the text."""
+    texts = ["Work.\nFinal Answer: the gap closes at  g = 1", "Other work.\nFinal Answer: no gap",
+             "More.\nfinal answer: The gap closes at g = 1"]
+
+    def factory():
+        state = {"n": 0}
+
+        def respond(role, messages, info):
+            if role == "generator":
+                state["n"] += 1
+                return texts[(state["n"] - 1) % 3]
+            yes = "no gap" not in last_user_text(messages)
+            return json.dumps({"is_solution_correct": "yes" if yes else "no"})
+        return respond
+
+    ctx = make_ctx(tmp_path, factory, problem=make_problem(template=False),
+                   params={"n_samples": 3})
+    vote = await TPBenchVote().run(ctx)
+    assert vote.details["group_sizes"] == [2, 1]
+    assert "gap closes" in vote.answer_text and vote.answer_code is None
+    ctx = make_ctx(tmp_path / "weak", factory, problem=make_problem(template=False),
+                   params={"n_samples": 3, "k_verif": 2})
+    weak = await TPBenchWeak().run(ctx)
+    assert weak.status == "complete" and "gap closes" in weak.answer_text
+
+
+async def test_budget_cuts_verification_and_keeps_the_best_so_far(tmp_path):
+    from physlab.llm.usage import Budget
+
+    def factory():
+        state = {"n": 0}
+
+        def respond(role, messages, info):
+            if role == "generator":
+                state["n"] += 1
+                return f"Work.\nFinal Answer: answer {state['n'] % 2}"
+            return json.dumps({"is_solution_correct": "yes"})
+        return respond
+
+    ctx = make_ctx(tmp_path, factory, problem=make_problem(template=False),
+                   params={"n_samples": 4, "k_verif": 3, "concurrency": 1},
+                   budget=Budget(max_calls=6))
+    attempt = await TPBenchWeak().run(ctx)
+    assert attempt.status == "partially_complete"
+    assert attempt.stop_reason == "budget:max_calls"
+    assert attempt.answer_text and attempt.usage.calls == 6
+    # only the first class got its (two) checks in before the budget ran out
+    assert attempt.details["scores"] == {"0": 1.0}
+
+    ctx = make_ctx(tmp_path / "gen", factory, problem=make_problem(template=False),
+                   params={"n_samples": 4, "concurrency": 1}, budget=Budget(max_calls=2))
+    vote = await TPBenchVote().run(ctx)
+    assert vote.status == "partially_complete" and vote.details["n_generated"] == 2
