@@ -7,7 +7,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel

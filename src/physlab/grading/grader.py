@@ -87,6 +87,8 @@ class Grader:
         if problem.reference is None:
             raise ProblemFileError(f"problem '{problem.id}' has no reference answer: nothing to grade against",
                                    path=problem.path)
+        if problem.extra.get("format") == "hipho" and not problem.answer_template:
+            return await self._grade_hipho(problem, candidate, start)
         spec = template_spec(problem.answer_template)
         answer = await self.run_candidate(problem, candidate, spec=spec)
         if not answer.ok:
@@ -116,6 +118,22 @@ class Grader:
             self._verdicts.clear()
         self._verdicts[key] = verdict
         return verdict.model_copy(deep=True)
+
+    async def _grade_hipho(self, problem: Problem, candidate: str, start: float) -> Verdict:
+        """HiPhO items are answered in \\boxed{} LaTeX with units, not code: compare the boxed
+        answers (physlab.grading.hipho). That path parses text and never executes it, so it runs in a
+        worker thread under the comparison timeout instead of in the sandbox."""
+        from physlab.grading.hipho import grade_hipho
+
+        try:
+            verdict = await asyncio.wait_for(asyncio.to_thread(grade_hipho, problem, candidate),
+                                             self.compare_timeout_s)
+        except asyncio.TimeoutError:
+            return Verdict(verdict="incorrect", reason=f"could not be shown equivalent: the comparison "
+                           f"did not finish in {self.compare_timeout_s:g} s", details={"stage": "compare"})
+        verdict.details.setdefault("method", "hipho-boxed")
+        verdict.details["duration_s"] = round(time.monotonic() - start, 3)
+        return verdict
 
     def grade_sync(self, problem: Problem, candidate: str) -> Verdict:
         """``grade`` from synchronous code (also works when an event loop is already running)."""
