@@ -1,7 +1,7 @@
 """Sweep efficiency: 70 cells at once against the stand-in server with 200 ms latency.
 
     python benchmarks/sweep_efficiency.py [--cells 70] [--latency 0.2] [--strategy two-step]
-                                          [--workers N (default: CPU count)] [--concurrency 70]
+                                          [--workers N (default 1)] [--concurrency 70]
 
 Runs `physlab bench run` (the real CLI and sweep executor, ``--workers`` processes sharing one
 results database) over 70 problems (CritPt's 70 public challenges when ../shared/data is present,
@@ -70,7 +70,8 @@ def main() -> int:
     ap.add_argument("--cells", type=int, default=70)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--strategy", default="two-step")
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="Worker processes (pays off only when the sweep lasts much longer than a worker's start-up).")
     ap.add_argument("--concurrency", type=int, default=None, help="Per worker (default: all cells).")
     args = ap.parse_args()
 

@@ -91,4 +91,8 @@ def rewind(run_dir: Path, to: int = typer.Option(..., "--to", min=0, help="Itera
 
 
 def register(app: typer.Typer) -> None:
+    # SCALAR's transcripts can be re-scored by other judges: `physlab runs rescore|scalar-report`.
+    from physlab.strategies.scalar.rescore import register_scalar_runs
+
+    register_scalar_runs(runs_app)
     app.add_typer(runs_app, name="runs")

@@ -7,6 +7,7 @@ from importlib import resources
 from typing import Any, Callable, Sequence
 
 from pydantic_ai import Agent, ToolOutput
+from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.usage import UsageLimits
 
 from physlab.sandbox.types import SandboxLimits
@@ -44,8 +45,12 @@ async def run_role(env: LabEnv, role: str, user_prompt: str, output_type: type, 
         agent.output_validator(output_validator)
     env.notify("role_start", role=role)
     try:
-        result = await agent.run(user_prompt, deps=deps, model_settings=env.model_settings,
-                                 usage_limits=UsageLimits(request_limit=env.request_limit))
+        # Tools here are state transitions (create RQ-1, then a WH that depends on it...): they must
+        # apply in the order the model emitted them, never concurrently, or ids and dependencies
+        # would depend on scheduling.
+        with ToolManager.parallel_execution_mode("sequential"):
+            result = await agent.run(user_prompt, deps=deps, model_settings=env.model_settings,
+                                     usage_limits=UsageLimits(request_limit=env.request_limit))
     finally:
         env.notify("role_end", role=role)
     return result.output

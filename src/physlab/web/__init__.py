@@ -1,0 +1,12 @@
+"""The dashboard (`physlab ui`): FastAPI + server-sent events, plain HTML/JS/CSS served by PhysLab.
+
+Modules: ``paths`` (which files the server may read: only run directories under the runs root),
+``runs`` (run summaries and details, read through the lab's own models and helpers), ``mathml``
+(LaTeX -> sanitised MathML, everything else escaped), ``render`` / ``svg`` (server-side HTML
+fragments and inline SVG charts), ``sweeps`` (the bench report, filtered), ``app`` (routes, auth,
+SSE), ``server`` (run uvicorn in a thread), ``cli`` (`physlab ui`).
+"""
+
+from physlab.web.app import create_app
+
+__all__ = ["create_app"]

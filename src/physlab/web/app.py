@@ -1,0 +1,254 @@
+"""The FastAPI app behind `physlab ui`.
+
+Pages are rendered on the server (see ``render``); ``static/app.js`` only listens to server-sent
+events and swaps the re-rendered fragment in, and posts actions as JSON. Live updates: the SSE
+endpoints poll the watched files' mtimes/sizes server-side (``runs.signature``) and send an event
+when they change.
+
+Security: only run directories under the runs root are readable (``paths``). With a token (always
+when bound off loopback) every route but /static and /login needs it: cookie set by /login, or an
+``Authorization: Bearer`` / ``X-PhysLab-Token`` header. Without a token (loopback only) the Host
+header must name a loopback host (no DNS rebinding) and actions must come with a same-origin
+``Origin`` (if any) and a JSON body, so another web page cannot post them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field, ValidationError
+
+from physlab.errors import UserError
+from physlab.lab import inbox
+from physlab.web import render, runs
+from physlab.web.paths import NotFound, discover, read_text, resolve_run
+from physlab.web.sweeps import FILTERS, report_data, sweeps_page
+
+COOKIE = "physlab_token"
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+FILES = ("PROBLEM.md", "ANSWER.md", "answer.py", "RESEARCH_STATE.md", "LOG.md", "state.json", "metrics.json")
+STATIC = Path(__file__).parent / "static"
+
+
+class Action(BaseModel):
+    kind: Literal["comment", "hint", "challenge", "redirect", "pause", "resume", "stop"]
+    text: str = Field(default="", max_length=20_000)
+    on: str | None = Field(default=None, pattern=r"^[A-Z]{2}-\d{1,6}$")
+    problem: str | None = Field(default=None, max_length=1000, description="resume only: the problem spec")
+
+
+def default_resumer(run: Path, summary: dict[str, Any], problem: str | None) -> str:
+    """Continue a paused/stopped lab run in a detached `physlab solve --resume` process."""
+    spec = problem or summary["problem"]
+    cmd = [sys.executable, "-m", "physlab", "solve", spec, "--strategy", "lab", "--resume", str(run)]
+    if summary.get("model"):
+        cmd += ["--model", summary["model"]]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    return f"resuming (pid {proc.pid})"
+
+
+def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str | None = None,
+               poll_s: float = 0.5, sse_max_s: float = 300.0,
+               resumer: Callable[[Path, dict[str, Any], str | None], str] = default_resumer) -> FastAPI:
+    root = Path(runs_dir).resolve()
+    app = FastAPI(title="PhysLab", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.root, app.state.db, app.state.token = root, Path(db) if db else None, token
+    app.state.poll_s, app.state.sse_max_s = poll_s, sse_max_s
+    app.state.stopping = threading.Event()
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    # ------------------------------------------------------------------ auth
+    def authorised(request: Request) -> bool:
+        if token is None:
+            return True
+        given = (request.cookies.get(COOKIE) or request.headers.get("x-physlab-token")
+                 or request.headers.get("authorization", "").removeprefix("Bearer ").strip())
+        return bool(given) and secrets.compare_digest(given.encode(), token.encode())
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        path = request.url.path
+        if token is None:
+            host = (request.headers.get("host") or "").rsplit(":", 1)[0] if not (request.headers.get("host") or "").startswith("[") \
+                else (request.headers.get("host") or "").split("]")[0] + "]"
+            if host not in LOOPBACK_HOSTS and host != "testserver":
+                return PlainTextResponse("host not allowed", status_code=403)
+        if path.startswith("/static/") or path == "/login" or authorised(request):
+            if request.method == "POST":
+                origin = request.headers.get("origin")
+                if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
+                    return PlainTextResponse("cross-origin action refused", status_code=403)
+            return await call_next(request)
+        if path.startswith("/api/"):
+            return JSONResponse({"detail": "token required"}, status_code=401)
+        return HTMLResponse(render.login_page(), status_code=401)
+
+    @app.get("/login")
+    def login(request: Request):
+        given = request.query_params.get("token", "")
+        if token is None:
+            return RedirectResponse("/", status_code=303)
+        if given and secrets.compare_digest(given.encode(), token.encode()):
+            resp = RedirectResponse("/", status_code=303)
+            resp.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+            return resp
+        return HTMLResponse(render.login_page("wrong token" if given else ""), status_code=401)
+
+    # ------------------------------------------------------------------ helpers
+    def run_or_404(run_id: str) -> Path:
+        try:
+            return resolve_run(root, run_id)
+        except NotFound:
+            raise HTTPException(404, "no such run") from None
+
+    def summaries() -> list[dict[str, Any]]:
+        out = []
+        for rid in discover(root):
+            try:
+                out.append(runs.summary(rid, resolve_run(root, rid), root))
+            except NotFound:
+                continue
+        return out
+
+    def filters_of(request: Request) -> dict[str, str]:
+        return {k: request.query_params.get(k, "") for k in FILTERS if request.query_params.get(k)}
+
+    # ------------------------------------------------------------------ pages and fragments
+    @app.get("/", response_class=HTMLResponse)
+    def index():
+        return render.runs_page(summaries())
+
+    @app.get("/fragments/runs", response_class=HTMLResponse)
+    def runs_fragment():
+        return render.runs_table(summaries())
+
+    @app.get("/fragments/runs/{run_id:path}", response_class=HTMLResponse)
+    def run_fragment(run_id: str):
+        run = run_or_404(run_id)
+        return render.run_fragment(runs.detail(run_id, run, root))
+
+    @app.get("/runs/{run_id:path}", response_class=HTMLResponse)
+    def run_page(run_id: str):
+        run = run_or_404(run_id)
+        return render.run_page(run_id, runs.detail(run_id, run, root))
+
+    @app.get("/sweeps", response_class=HTMLResponse)
+    def sweeps(request: Request):
+        try:
+            return sweeps_page(app.state.db, filters_of(request))
+        except UserError as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    # ------------------------------------------------------------------ JSON API
+    @app.get("/api/runs")
+    def api_runs():
+        return summaries()
+
+    @app.get("/api/sweeps")
+    def api_sweeps(request: Request):
+        if app.state.db is None:
+            raise HTTPException(404, "no results database (physlab ui --db FILE)")
+        try:
+            data = report_data(app.state.db, filters_of(request))
+        except UserError as exc:
+            raise HTTPException(404, str(exc)) from None
+        return {"report": data["report"].model_dump(mode="json"), "rows": data["rows"], "choices": data["choices"]}
+
+    @app.get("/api/runs/{run_id:path}/calls/{n}")
+    def api_call(run_id: str, n: int):
+        calls = runs.load_calls(run_or_404(run_id), root)
+        if not 0 <= n < len(calls):
+            raise HTTPException(404, "no such call")
+        return calls[n].model_dump(mode="json")
+
+    @app.get("/api/runs/{run_id:path}/files/{name}")
+    def api_file(run_id: str, name: str):
+        run = run_or_404(run_id)
+        if name not in FILES:
+            raise HTTPException(404, "not a run file")
+        text = read_text(run, root, name)
+        if text is None:
+            raise HTTPException(404, "no such file")
+        return PlainTextResponse(text)
+
+    @app.post("/api/runs/{run_id:path}/actions")
+    async def api_action(run_id: str, request: Request):
+        run = run_or_404(run_id)
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            raise HTTPException(415, "send the action as JSON")
+        try:
+            action = Action.model_validate_json(await request.body())
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise HTTPException(422, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        state = runs.load_state(run, root)
+        if state is None:
+            raise HTTPException(409, "not a lab run (no readable state.json)")
+        if action.on is not None and state.find(action.on) is None:
+            raise HTTPException(400, f"on: no {action.on} in this run")
+        if action.kind == "resume":
+            if state.status not in ("paused", "stopped"):
+                raise HTTPException(409, f"the run is {state.status}, not paused")
+            msg = await asyncio.to_thread(resumer, run, runs.summary(run_id, run, root), action.problem)
+            return {"queued": False, "detail": msg}
+        if action.kind in ("comment", "hint", "redirect", "challenge") and not action.text.strip():
+            raise HTTPException(422, f"text: a {action.kind} needs a message")
+        try:
+            mid = inbox.post(run, action.kind, action.text, action.on)
+        except UserError as exc:
+            raise HTTPException(400, str(exc)) from None
+        return {"queued": True, "id": mid,
+                "detail": f"{action.kind} queued ({mid}); the run takes it in at its next iteration boundary"}
+
+    @app.get("/api/runs/{run_id:path}")
+    def api_run(run_id: str):
+        run = run_or_404(run_id)
+        d = runs.detail(run_id, run, root)
+        return {"summary": d["summary"], "state": d["state"].model_dump(mode="json") if d["state"] else None,
+                "metrics": d["metrics"], "history": d["history"],
+                "usage_by_role": {k: v.model_dump() for k, v in d["usage"].items()},
+                "inbox": d["inbox"], "calls": len(d["calls"])}
+
+    # ------------------------------------------------------------------ server-sent events
+    async def stream(sig: Callable[[], Any], request: Request, event: str):
+        started, last, last_beat = time.monotonic(), None, time.monotonic()
+        while time.monotonic() - started < app.state.sse_max_s and not app.state.stopping.is_set():
+            if await request.is_disconnected():
+                break
+            current = await asyncio.to_thread(sig)
+            if current != last:
+                last = current
+                yield f"event: {event}\ndata: {json.dumps({'t': time.time()})}\n\n"
+            elif time.monotonic() - last_beat > 15:
+                last_beat = time.monotonic()
+                yield ": keep-alive\n\n"
+            await asyncio.sleep(app.state.poll_s)
+
+    def sse(gen) -> StreamingResponse:
+        return StreamingResponse(gen, media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    @app.get("/api/events")
+    async def events_all(request: Request):
+        def sig():
+            return tuple((rid, runs.signature(root / rid)) for rid in discover(root))
+        return sse(stream(sig, request, "runs"))
+
+    @app.get("/api/events/runs/{run_id:path}")
+    async def events_run(run_id: str, request: Request):
+        run = run_or_404(run_id)
+        return sse(stream(lambda: runs.signature(run), request, "run"))
+
+    return app

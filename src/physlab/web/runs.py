@@ -1,0 +1,127 @@
+"""Run summaries and details for the dashboard, read through the lab's and the LLM seam's own
+models (ResearchState, CallRecord, Usage, the inbox reader, the run workspace's git)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from physlab.lab import inbox
+from physlab.lab.state.models import ResearchState
+from physlab.lab.workspace import RunWorkspace
+from physlab.llm.usage import CallRecord, Usage
+from physlab.web.paths import _inside, read_text, run_file
+
+WATCHED = ("state.json", "calls.jsonl", "metrics.json", "inbox.jsonl", "ANSWER.md", "answer.py")
+_ITER = re.compile(r"^iteration (\d+)\b")
+
+
+def load_state(run: Path, root: Path) -> ResearchState | None:
+    raw = read_text(run, root, "state.json")
+    if raw is None:
+        return None
+    try:
+        return ResearchState.model_validate_json(raw)
+    except Exception:  # noqa: BLE001 - a half-written or damaged state shows as "unreadable"
+        return None
+
+
+def load_metrics(run: Path, root: Path) -> dict[str, Any]:
+    raw = read_text(run, root, "metrics.json")
+    try:
+        data = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_calls(run: Path, root: Path) -> list[CallRecord]:
+    raw = read_text(run, root, "calls.jsonl", limit=50_000_000) or ""
+    out = []
+    for line in raw.splitlines():
+        try:
+            out.append(CallRecord.model_validate_json(line))
+        except Exception:  # noqa: BLE001 - a torn last line while the run writes
+            continue
+    return out
+
+
+def usage_by_role(calls: list[CallRecord]) -> dict[str, Usage]:
+    per: dict[str, Usage] = {}
+    for c in calls:
+        per[c.role] = per.get(c.role, Usage()).add(c.usage())
+    return per
+
+
+def signature(run: Path) -> tuple:
+    """Changes whenever the run writes something the page shows (mtimes and sizes)."""
+    sig = []
+    for name in (*WATCHED, ".git/HEAD", ".git/refs/heads/main"):
+        try:
+            st = (run / name).stat()
+            sig.append((name, st.st_mtime_ns, st.st_size))
+        except OSError:
+            sig.append((name, 0, 0))
+    return tuple(sig)
+
+
+def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
+    state = load_state(run, root)
+    metrics = load_metrics(run, root)
+    calls = load_calls(run, root)
+    total = Usage()
+    for u in usage_by_role(calls).values():
+        total = total.add(u)
+    status = metrics.get("status") or (state.status if state else "running")
+    if state is not None and state.status in ("paused", "stopped") and not metrics:
+        status = state.status
+    verdict = (metrics.get("verdict") or {}).get("verdict") if isinstance(metrics.get("verdict"), dict) else None
+    return {
+        "id": run_id,
+        "status": status,
+        "lab_status": state.status if state else None,
+        "problem": metrics.get("problem_id") or (state.problem_id if state else "") or "",
+        "strategy": metrics.get("strategy") or ("lab" if state is not None else ""),
+        "model": metrics.get("model") or (calls[0].model if calls else ""),
+        "iteration": state.iteration if state else None,
+        "verdict": verdict,
+        "tokens": metrics.get("input_tokens", 0) + metrics.get("output_tokens", 0)
+        if "input_tokens" in metrics else total.total_tokens,
+        "cost_usd": metrics.get("cost_usd", total.cost_usd),
+        "calls": len(calls),
+        "finished": bool(metrics),
+    }
+
+
+def history(run: Path, root: Path) -> list[dict[str, Any]]:
+    """The run's commits, oldest first: iteration, unix time, subject."""
+    if not (run / ".git").exists() or not _inside(run / ".git", root):
+        return []
+    out = RunWorkspace(run).git("log", "--reverse", "--format=%H%x09%ct%x09%s", check=False)
+    rows = []
+    for line in out.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) != 3:
+            continue
+        m = _ITER.match(parts[2])
+        rows.append({"sha": parts[0][:10], "time": int(parts[1]), "subject": parts[2],
+                     "iteration": int(m.group(1)) if m else None})
+    return rows
+
+
+def detail(run_id: str, run: Path, root: Path) -> dict[str, Any]:
+    calls = load_calls(run, root)
+    return {
+        "summary": summary(run_id, run, root),
+        "state": load_state(run, root),
+        "metrics": load_metrics(run, root),
+        "calls": calls,
+        "usage": usage_by_role(calls),
+        "history": history(run, root),
+        "answer_md": read_text(run, root, "ANSWER.md", 200_000),
+        "answer_py": read_text(run, root, "answer.py", 200_000),
+        "problem_md": read_text(run, root, "PROBLEM.md", 200_000),
+        "inbox": inbox.read(run) if run_file(run, root, inbox.INBOX) else [],
+    }

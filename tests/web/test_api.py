@@ -1,0 +1,169 @@
+"""Every dashboard endpoint through FastAPI's TestClient: content, escaping, path safety, tokens,
+actions reaching the run's inbox (and malformed ones changing nothing), SSE change detection."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from physlab.lab import inbox
+from physlab.lab.state import transitions as T
+from physlab.lab.workspace import RunWorkspace
+from physlab.web import create_app
+from tests.web.helpers import XSS
+
+
+@pytest.fixture
+def client(runs_root):
+    return TestClient(create_app(runs_root))
+
+
+def test_runs_list_html_and_json(client):
+    rows = {r["id"]: r for r in client.get("/api/runs").json()}
+    assert set(rows) == {"lab1", "sweep/cell1"}                   # the symlinked run out of the root is not listed
+    lab = rows["lab1"]
+    assert (lab["status"], lab["strategy"], lab["problem"], lab["iteration"]) == ("running", "lab", "demo_problem", 2)
+    assert lab["tokens"] == 100 + 20 + 300 + 50 and lab["model"] == "scripted:test" and lab["calls"] == 2
+    cell = rows["sweep/cell1"]
+    assert (cell["verdict"], cell["tokens"], cell["cost_usd"], cell["strategy"]) == ("correct", 15, 0.5, "oneshot")
+    page = client.get("/").text
+    assert 'href="/runs/lab1"' in page and 'href="/runs/sweep/cell1"' in page and "outside_run" not in page
+    assert client.get("/fragments/runs").text.startswith('<table id="runs-table">')
+
+
+def test_run_page_renders_graph_math_and_escapes_model_output(client):
+    html = client.get("/runs/lab1").text
+    assert "<script>window" not in html and "<img src=x" not in html and "onerror=\"window" not in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    assert "<math" in html and "<mfrac>" in html                    # $\frac{1}{2}(1+x)$ as MathML
+    assert 'id="card-ER-1"' in html and "demoted" in html and "upheld: sign error" in html
+    assert "iteration 2: WH-1 VERIFIED -&gt; ER-1" in html           # timeline from git
+    assert 'aria-label="tokens per role"' in html and "orchestrator" in html
+    assert "plan the work" in html and "dispatch computer" in html   # prompt and reply of a call
+    assert client.get("/fragments/runs/lab1").text.startswith('<p id="run-status">')
+
+
+def test_run_json_calls_and_files(client):
+    d = client.get("/api/runs/lab1").json()
+    assert d["state"]["ers"][0]["status"] == "demoted" and len(d["history"]) == 3
+    assert d["usage_by_role"]["computer"]["input_tokens"] == 300 and d["calls"] == 2
+    call = client.get("/api/runs/lab1/calls/1").json()
+    assert call["role"] == "computer" and call["response"]["parts"][0]["content"] == "done"
+    assert client.get("/api/runs/lab1/calls/2").status_code == 404
+    assert "[[4,2,2]]" in client.get("/api/runs/lab1/files/PROBLEM.md").text
+    assert client.get("/api/runs/lab1/files/calls.jsonl").status_code == 404    # not a served file
+    assert client.get("/api/runs/nope").status_code == 404
+
+
+TRAVERSALS = ["../secret.txt", "..%2Fsecret.txt", "%2e%2e/secret.txt", "%2e%2e%2fsecret.txt", "//etc/passwd",
+              "%2Fetc%2Fpasswd", "%2F%2Fetc/passwd", "escape", "lab1/../../outside_run", "sweep/../../outside_run",
+              "lab1%2F..%2F..%2Foutside_run", "..", "%2e%2e", ".", "lab1/..", "..%5Csecret.txt", "lab1%00",
+              "sweep/cell1/../../../outside_run", "/tmp", "lab1/.git"]
+
+
+@pytest.mark.parametrize("rid", TRAVERSALS)
+def test_no_path_outside_the_runs_dir(client, rid):
+    for url in (f"/runs/{rid}", f"/api/runs/{rid}", f"/fragments/runs/{rid}", f"/api/runs/{rid}/files/PROBLEM.md",
+                f"/api/runs/{rid}/calls/0", f"/api/events/runs/{rid}"):
+        r = client.get(url)
+        if r.status_code < 400:      # the client itself normalised a plain ".." segment away
+            assert "/.." not in r.request.url.raw_path.decode() and rid.strip("./") in ("", "lab1"), url
+        else:
+            assert r.status_code < 500, (url, r.status_code)
+        assert "TOP-SECRET" not in r.text and "root:" not in r.text
+    r = client.post(f"/api/runs/{rid}/actions", json={"kind": "hint", "text": "x"})
+    assert 400 <= r.status_code < 500
+
+
+def test_symlinked_file_out_of_the_root_is_not_served(client):
+    assert client.get("/api/runs/lab1/files/LOG.md").status_code == 404
+    assert "TOP-SECRET" not in client.get("/runs/lab1").text
+
+
+def test_actions_reach_the_inbox(client, runs_root):
+    r = client.post("/api/runs/lab1/actions", json={"kind": "comment", "on": "WH-1", "text": "check $p=1$"})
+    assert r.status_code == 200 and r.json()["queued"]
+    r = client.post("/api/runs/lab1/actions", json={"kind": "stop"})
+    assert r.status_code == 200
+    msgs = inbox.read(runs_root / "lab1")
+    assert [(m["kind"], m["on"], m["text"]) for m in msgs] == [("comment", "WH-1", "check $p=1$"), ("stop", None, "")]
+    assert "waiting for the next iteration boundary" in client.get("/fragments/runs/lab1").text
+
+
+BAD_ACTIONS = [
+    ({"kind": "delete"}, 422), ({"kind": "comment", "text": "x"}, 400), ({"kind": "comment", "on": "ER-9", "text": "x"}, 400),
+    ({"kind": "comment", "on": "../x", "text": "x"}, 422), ({"kind": "challenge", "on": "WH-1", "text": "x"}, 400),
+    ({"kind": "hint"}, 422), ({"kind": "hint", "text": "x" * 20001}, 422), ({"text": "x"}, 422), ([1, 2], 422),
+]
+
+
+@pytest.mark.parametrize("payload,code", BAD_ACTIONS)
+def test_malformed_actions_change_nothing(client, runs_root, payload, code):
+    before = (runs_root / "lab1" / "state.json").read_bytes()
+    r = client.post("/api/runs/lab1/actions", json=payload)
+    assert r.status_code == code, r.text
+    assert inbox.read(runs_root / "lab1") == [] and (runs_root / "lab1" / "state.json").read_bytes() == before
+
+
+def test_actions_need_json_same_origin_and_a_lab_run(client, runs_root):
+    assert client.post("/api/runs/lab1/actions", data={"kind": "stop"}).status_code == 415
+    assert client.post("/api/runs/lab1/actions", content=b"{bad", headers={"content-type": "application/json"}).status_code == 422
+    r = client.post("/api/runs/lab1/actions", json={"kind": "stop"}, headers={"origin": "http://evil.example"})
+    assert r.status_code == 403
+    assert client.post("/api/runs/sweep/cell1/actions", json={"kind": "stop"}).status_code == 409
+    assert inbox.read(runs_root / "lab1") == []
+
+
+def test_resume_only_when_paused(runs_root):
+    seen = []
+    app = create_app(runs_root, resumer=lambda run, summary, problem: seen.append((run.name, problem)) or "resuming")
+    c = TestClient(app)
+    assert c.post("/api/runs/lab1/actions", json={"kind": "resume"}).status_code == 409 and seen == []
+    ws = RunWorkspace(runs_root / "lab1")
+    ws.commit(T.set_status(ws.load(), "paused", "paused by the physicist"), "iteration 3: paused by the physicist")
+    r = c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": "examples/x"})
+    assert r.status_code == 200 and seen == [("lab1", "examples/x")]
+
+
+def test_token_required_when_set(runs_root):
+    c = TestClient(create_app(runs_root, token="s3cret-token"))
+    r = c.get("/")
+    assert r.status_code == 401 and 'name="token"' in r.text and "lab1" not in r.text
+    assert c.get("/api/runs").status_code == 401 and c.get("/runs/lab1").status_code == 401
+    assert c.get("/static/app.js").status_code == 200
+    assert c.post("/api/runs/lab1/actions", json={"kind": "stop"}).status_code == 401
+    assert inbox.read(runs_root / "lab1") == []
+    assert c.get("/api/runs", headers={"authorization": "Bearer wrong"}).status_code == 401
+    assert c.get("/api/runs", headers={"authorization": "Bearer s3cret-token"}).status_code == 200
+    assert c.get("/api/runs", headers={"x-physlab-token": "s3cret-token"}).status_code == 200
+    assert c.get("/login?token=nope", follow_redirects=False).status_code == 401
+    r = c.get("/login?token=s3cret-token", follow_redirects=False)
+    assert r.status_code == 303 and "httponly" in r.headers["set-cookie"].lower()
+    assert c.get("/").status_code == 200                            # the cookie now opens everything
+    assert c.post("/api/runs/lab1/actions", json={"kind": "stop"}).status_code == 200
+
+
+def test_loopback_mode_refuses_foreign_host_headers(client):
+    assert client.get("/api/runs", headers={"host": "evil.example:8765"}).status_code == 403
+    assert client.get("/api/runs", headers={"host": "127.0.0.1:8765"}).status_code == 200
+
+
+def test_sse_sends_an_event_when_the_run_changes(runs_root):
+    c = TestClient(create_app(runs_root, poll_s=0.05, sse_max_s=1.2))
+
+    def touch():
+        time.sleep(0.4)
+        inbox.post(runs_root / "lab1", "hint", "try symmetry")
+
+    t = threading.Thread(target=touch)
+    t.start()
+    with c.stream("GET", "/api/events/runs/lab1") as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        body = "".join(r.iter_text())
+    t.join()
+    assert body.count("event: run\n") == 2                          # the initial one and the change
+    with c.stream("GET", "/api/events") as r:
+        assert "event: runs\n" in "".join(r.iter_text())
