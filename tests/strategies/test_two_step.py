@@ -8,7 +8,7 @@ from physlab.llm.scripted import last_user_text
 from physlab.llm.usage import Budget
 from physlab.strategies.two_step import TwoStep
 
-from sampling_ctx import TEMPLATE, filled, make_ctx, make_problem
+from sampling_ctx import filled, make_ctx, make_problem
 
 
 def _scenario(seen: dict):

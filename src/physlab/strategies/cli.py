@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -61,7 +60,8 @@ def register(app: typer.Typer) -> None:
         api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
         workspace: Optional[Path] = typer.Option(None, "--workspace", help="Run directory."),
-        resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run directory."),
+        resume: Optional[str] = typer.Option(None, "--resume",
+                                             help="Continue this run directory (DIR@N: from iteration N)."),
         max_iterations: Optional[int] = typer.Option(None, "--max-iterations", min=1),
         max_calls: Optional[int] = typer.Option(None, "--max-calls", min=1),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1),
@@ -76,6 +76,9 @@ def register(app: typer.Typer) -> None:
                                                      help="Model registry YAML (defaults, prices)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the workspace path."),
         as_json: bool = typer.Option(False, "--json", help="Print metrics.json."),
+        console_mode: Optional[str] = typer.Option(
+            None, "--console", help="Progress display: live (the lab's live view; default for the lab on a "
+            "terminal), lines, json (one event per line on stderr) or quiet."),
     ) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
         from physlab.llm.usage import Budget
@@ -90,11 +93,14 @@ def register(app: typer.Typer) -> None:
         if max_iterations is not None:
             params["max_iterations"] = max_iterations
         budget = Budget(max_calls=max_calls, max_tokens=max_tokens, max_cost_usd=max_cost, max_wall_s=max_wall)
+        resume_dir, resume_iteration = split_resume(resume)
+        if resume_iteration is not None:
+            params["resume_iteration"] = resume_iteration
         prob = load_problem(problem)
-        events = None if (quiet or as_json) else _console_events()
+        events = _progress_sink(console_mode, strategy, quiet=quiet or as_json)
         attempt = asyncio.run(run_solve(
             prob, strategy, model, workspace=workspace, budget=budget, api_base=api_base,
-            api_key_env=api_key_env, seed=seed, params=params, resume=resume, events=events,
+            api_key_env=api_key_env, seed=seed, params=params, resume=resume_dir, events=events,
             max_in_flight=max_in_flight, models_config=models_config))
         ws_path = Path(attempt.details["workspace"])
         if as_json:
@@ -104,6 +110,32 @@ def register(app: typer.Typer) -> None:
         else:
             _print_summary(attempt, ws_path)
         raise typer.Exit(0 if answered(attempt) else 1)
+
+
+def split_resume(resume: str | None) -> tuple[Path | None, int | None]:
+    """``DIR`` or ``DIR@N`` (continue from the end of iteration N; the lab rewinds to it)."""
+    if resume is None:
+        return None, None
+    head, sep, tail = resume.rpartition("@")
+    if sep and tail.isdigit() and not Path(resume).exists():
+        return Path(head), int(tail)
+    return Path(resume), None
+
+
+def _progress_sink(mode: str | None, strategy: str, *, quiet: bool):
+    import sys
+
+    if mode is None:
+        if quiet:
+            return None
+        mode = "live" if strategy == "lab" and sys.stderr.isatty() else "lines"
+    if mode == "lines":
+        return _console_events()
+    if mode in ("live", "json", "quiet"):
+        from physlab.lab.console import make_console
+
+        return make_console({"live": "rich"}.get(mode, mode))
+    raise UserError("expected live, lines, json or quiet", field="--console")
 
 
 def _console_events():

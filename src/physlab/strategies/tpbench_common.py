@@ -22,7 +22,6 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
 
@@ -30,6 +29,7 @@ from pydantic_ai import Agent
 from pydantic_ai.exceptions import UsageLimitExceeded
 
 from physlab.errors import UserError
+from physlab.strategies.prompt_files import PromptFolder
 from physlab.llm.errors import BudgetExceeded
 from physlab.strategies.base import Attempt, AttemptStatus
 
@@ -116,20 +116,9 @@ def model_settings(ctx: Any, strategy: str) -> dict[str, Any] | None:
 # -------------------------------------------------------------------------------------- prompts
 
 
-@cache
-def load_prompt(name: str) -> str:
-    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
-
-
-def render(name: str, **values: str) -> str:
-    """Fill ``{{key}}`` placeholders of prompts/<name>.md (every placeholder must be given)."""
-    text = load_prompt(name)
-    for key, value in values.items():
-        text = text.replace("{{" + key + "}}", value)
-    leftover = re.findall(r"\{\{(\w+)\}\}", text)
-    if leftover:  # a programming error, not a user error
-        raise KeyError(f"prompt {name}: missing values for {leftover}")
-    return text
+_PROMPTS = PromptFolder(PROMPTS_DIR)
+load_prompt = _PROMPTS.load
+render = _PROMPTS.render
 
 
 def answer_requirements(problem: Any) -> str:

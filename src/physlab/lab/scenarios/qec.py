@@ -11,7 +11,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 
 from physlab.lab.scenarios import _parse as P

@@ -4,31 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from physlab.strategies.prompt_files import PromptFolder
 from physlab.strategies.tpbench_common import answer_requirements
 
 PROMPTS = Path(__file__).with_name("prompts")
 
 
-@cache
-def _load(name: str) -> str:
-    return (PROMPTS / f"{name}.md").read_text(encoding="utf-8")
-
-
-def render(name: str, **values: str) -> str:
-    """prompts/<name>.md with ``{{key}}`` filled (plain replacement: LaTeX/JSON braces are safe)."""
-    text = _load(name)
-    for key, value in values.items():
-        text = text.replace("{{" + key + "}}", value)
-    left = re.findall(r"\{\{(\w+)\}\}", text)
-    if left:
-        raise KeyError(f"minions prompt {name}: missing values for {left}")
-    return text
+_PROMPTS = PromptFolder(PROMPTS, "minions prompt")
+render = _PROMPTS.render
 
 
 class Review(BaseModel):

@@ -1,0 +1,36 @@
+"""Prompt files with ``{{key}}`` placeholders, shared by every strategy's prompts/ folder.
+
+Plain replacement rather than str.format/Jinja: prompts are full of LaTeX and JSON braces.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+class PromptFolder:
+    def __init__(self, folder: Path, label: str = "prompt") -> None:
+        self.folder = folder
+        self.label = label
+
+    def load(self, name: str) -> str:
+        return _read(self.folder / f"{name}.md")
+
+    def render(self, name: str, **values: str) -> str:
+        """prompts/<name>.md with every ``{{key}}`` filled; a missing value is a programming error."""
+        text = self.load(name)
+        for key, value in values.items():
+            text = text.replace("{{" + key + "}}", value)
+        left = _PLACEHOLDER.findall(text)
+        if left:
+            raise KeyError(f"{self.label} {name}: missing values for {left}")
+        return text
+
+
+@lru_cache(maxsize=None)
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
