@@ -48,7 +48,8 @@ class _Entry:
 _SCENARIOS: dict[str, _Entry] = {}
 # Modules imported (lazily, once) before a scenario lookup fails: built-in scenario providers.
 _SCENARIO_MODULES: list[str] = ["physlab.strategies.oneshot", "physlab.strategies.sampling_scenarios",
-                                  "physlab.lab.scenarios.qec"]
+                                  "physlab.lab.scenarios.qec", "physlab.strategies.minions.scenarios",
+                                  "physlab.strategies.scalar.scenarios"]
 
 
 def register_scenario(name: str, factory: ScenarioFactory, *, description: str = "") -> None:
