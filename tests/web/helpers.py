@@ -55,3 +55,29 @@ def write_metrics(ws: Path, **extra) -> None:
             "cost_usd": 0.5, **extra}
     ws.mkdir(parents=True, exist_ok=True)
     (ws / "metrics.json").write_text(json.dumps(data))
+
+
+def build_results_db(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    """A small sweep through the bench store API: 2 strategies x 2 models x 3 problems, two suites.
+    Returns (graded, correct) per (strategy, model) computed here, independently of the report."""
+    from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+    from physlab.llm.usage import Usage
+
+    st = ResultsStore(path)
+    w = worker_id()
+    truth: dict[tuple[str, str], tuple[int, int]] = {}
+    for s in ("oneshot", "lab<b>"):
+        for m in ("scripted:a", "scripted:b"):
+            for i in range(3):
+                ok = (i + len(s) + len(m)) % 2 == 0 or (s == "oneshot" and m == "scripted:a")
+                spec = CellSpec(problem_id=f"p{i}", strategy=s, model=m, repeat=0, suite="s1" if i < 2 else "s2",
+                                gradable=True)
+                st.add_cells([spec])
+                assert st.claim(spec.key, w)
+                roles = {"solver": Usage(calls=1, input_tokens=100 * (i + 1), output_tokens=10, cost_usd=0.01)}
+                st.finish(spec.key, w, CellResult(status="complete", verdict="correct" if ok else "incorrect",
+                                                  usage_by_role=roles, wall_s=1.0))
+                g, c = truth.get((s, m), (0, 0))
+                truth[(s, m)] = (g + 1, c + ok)
+    st.close()
+    return truth

@@ -104,7 +104,7 @@ def graph_html(s: ResearchState) -> str:
         revs = "".join(f'<div class="review">{escape(r.id)} {_badge(r.verdict)} {rich(r.reasoning, 1500)}</div>'
                        for r in (reviews.get(i) for i in w.reviews) if r)
         wh.append(_card(w.id, _badge(w.status) + (f" → {_refs([w.er])}" if w.er else ""),
-                        rich(w.claim, 3000) + (f'<div class="value">{tex_value(w.value)}</div>' if w.value else "")
+                        f'<div class="claim">{rich(w.claim, 3000)}</div>' + (f'<div class="value">{tex_value(w.value)}</div>' if w.value else "")
                         + f'<div class="muted">evidence {_refs(w.evidence)}'
                         + (f"; depends on {_refs(w.depends_on)}" if w.depends_on else "") + "</div>"
                         + revs + human_notes(w.id), "wh " + w.status))
@@ -112,7 +112,7 @@ def graph_html(s: ResearchState) -> str:
     for e in s.ers:
         tag = "demoted" if e.status == "demoted" else ("flagged" if e.flagged else "active")
         er.append(_card(e.id, _badge(tag) + f" from {_refs([e.wh])}",
-                        rich(e.claim, 3000) + (f'<div class="value">{tex_value(e.value)}</div>' if e.value else "")
+                        f'<div class="claim">{rich(e.claim, 3000)}</div>' + (f'<div class="value">{tex_value(e.value)}</div>' if e.value else "")
                         + (f'<div class="demotion">demoted: {rich(e.demotion_reason, 1500)}</div>' if e.demotion_reason else "")
                         + critiques(e.id) + human_notes(e.id), "er " + tag))
     cols = (f'<div class="graph-cols"><div><h3>Research questions</h3>{rq}</div><div><h3>Evidence</h3>{ev}</div>'

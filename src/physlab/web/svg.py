@@ -144,7 +144,7 @@ def budget_curves(curves: dict[str, list[tuple[float, float]]]) -> str:
     for i, (name, pts) in enumerate(sorted(curves.items())):
         color = PALETTE[i % len(PALETTE)]
         xy = [(pad + c / xmax * (w - pad - 10), (h - pad) - a * (h - pad - 10)) for c, a in pts]
-        d = " ".join(f"{'M' if j == 0 else 'L'}{x:.1f},{y:.1f}" for j, (x, y) in enumerate(xy))
+        d = " ".join(f"M{x:.1f},{y:.1f}" if j == 0 else f"H{x:.1f} V{y:.1f}" for j, (x, y) in enumerate(xy))
         out.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"><title>{escape(name)}</title></path>')
         out.append(f'<rect x="{pad}" y="{h + 20 * i - 9}" width="10" height="10" fill="{color}"/>'
                    f'<text x="{pad + 14}" y="{h + 20 * i}">{escape(name.replace("|", " · "))}</text>')

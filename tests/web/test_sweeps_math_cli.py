@@ -1,0 +1,65 @@
+"""The sweeps page over a bench results DB (filters), LaTeX -> MathML with its fallbacks, `physlab ui` input errors."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from physlab.cli import main
+from physlab.web import create_app
+from physlab.web.mathml import rich, tex_value
+from tests.web.helpers import build_results_db
+
+
+@pytest.fixture
+def sweep_client(tmp_path):
+    db = tmp_path / "results.sqlite"
+    truth = build_results_db(db)
+    (tmp_path / "runs").mkdir()
+    return TestClient(create_app(tmp_path / "runs", db=db)), truth
+
+
+def test_sweeps_report_and_filters(sweep_client):
+    c, truth = sweep_client
+    d = c.get("/api/sweeps").json()
+    got = {(g["strategy"], g["model"]): (g["graded"], g["correct"]) for g in d["report"]["groups"]}
+    assert got == truth
+    assert d["choices"]["suite"] == ["s1", "s2"]
+    only = c.get("/api/sweeps", params={"strategy": "oneshot", "suite": "s1"}).json()
+    assert {(g["strategy"], g["model"], g["graded"]) for g in only["report"]["groups"]} == {
+        ("oneshot", "scripted:a", 2), ("oneshot", "scripted:b", 2)}
+    html = c.get("/sweeps", params={"model": "scripted:b"}).text
+    assert 'id="summary-table"' in html and 'id="accuracy-chart"' in html and 'id="budget-chart"' in html
+    assert "scripted:a" not in html.split('id="summary-table"')[1].split("</table>")[0]
+    assert "lab<b>" not in html and "lab&lt;b&gt;" in html               # strategy names are escaped
+    assert c.get("/api/sweeps", params={"strategy": "x' OR 1=1 --"}).json()["report"]["groups"] == []
+
+
+def test_sweeps_without_a_database(tmp_path):
+    c = TestClient(create_app(tmp_path))
+    assert "No results database" in c.get("/sweeps").text
+    assert c.get("/api/sweeps").status_code == 404
+
+
+def test_latex_becomes_mathml_and_everything_else_is_escaped():
+    out = rich(r"Energy $E = \frac{p^2}{2m}$ and $$\sum_i x_i$$ <b>bold</b> costs $5 and $6")
+    assert out.count("<math") == 2 and "<mfrac>" in out and 'display="block"' in out
+    assert "&lt;b&gt;bold&lt;/b&gt;" in out and "costs $5 and $6" in out
+    # latex2mathml passes \text{} through raw: the allow-list check must turn it into escaped code
+    bad = rich(r"$\text{<script>alert(1)</script>}$ $\frac{1}{$")
+    assert "<script>" not in bad and "&lt;script&gt;" in bad and bad.count('<code class="tex">') == 2
+    assert tex_value("1 - 3*p**2/2") == "<code>1 - 3*p**2/2</code>"
+    assert "<msup>" in tex_value(r"1 - 3 p^{2}")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["ui", "--runs", "/nonexistent/runs"], "--runs"),
+    (["ui", "--runs", ".", "--db", "/nonexistent.sqlite"], "--db"),
+    (["ui", "--runs", ".", "--token", "short"], "--token"),
+])
+def test_ui_bad_input_is_one_line_exit_2(args, needle, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err and "Traceback" not in err
