@@ -13,7 +13,6 @@ from physlab.lab import inbox
 from physlab.lab.state import transitions as T
 from physlab.lab.workspace import RunWorkspace
 from physlab.web import create_app
-from tests.web.helpers import XSS
 
 
 @pytest.fixture

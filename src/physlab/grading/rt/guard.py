@@ -71,15 +71,7 @@ def run_guarded(fn, timeout_s, *args):
             if size > MAX_RESULT_BYTES:
                 break
     finally:
-        os.close(r)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
+        _reap(r, pid)
     if timed_out:
         raise StepTimeout(f"step did not finish in {timeout_s:g} s")
     try:
@@ -171,15 +163,7 @@ def run_steps(steps, job, timeouts, fatal=("step_rebuild",)):
                 if decisive:
                     break
         finally:
-            os.close(r)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            _reap(r, pid)
         if results and (results[-1][1] is not None or results[-1][0] in fatal):
             return results
         i = next_i
@@ -189,3 +173,16 @@ def run_steps(steps, job, timeouts, fatal=("step_rebuild",)):
 def _label(fn):
     name = fn.__name__
     return name[5:] if name.startswith("step_") else name
+
+
+def _reap(read_fd: int, pid: int) -> None:
+    """Close the result pipe and make sure the forked check is dead and waited for."""
+    os.close(read_fd)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
