@@ -91,12 +91,16 @@ def test_bad_problem_file_is_one_clear_line(case, write, capsys):
         (["problems", "show", "examples/gr_photon_sphre"], "close matches: gr_photon_sphere"),
         (["problems", "show", "nosuite/x"], "'nosuite' is not a known suite"),
         (["problems", "show", "missing.yaml"], "missing.yaml: file not found"),
+        # a missing file inside an existing directory is "not found", not a scan of the directory
+        (["problems", "show", "sub/missing.yaml"], "sub/missing.yaml: file not found"),
         (["problems", "list", "exampels"], "did you mean examples"),
         (["problems", "import", "critpt", "/nonexistent/dir"], "/nonexistent/dir: not found"),
     ],
 )
 def test_bad_specs_are_one_line(argv, expected, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "broken.yaml").write_text("problem: [unclosed\n")  # must not be read
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2

@@ -110,6 +110,9 @@ def _pick(problems: list[Problem], pid: str, where: str) -> Problem:
     raise UserError(f"unknown problem id '{pid}' in {where}; {hint}")
 
 
+_PROBLEM_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".md")
+
+
 def resolve_problem(spec: str | Path) -> Problem:
     """A file path (``path#id`` for multi-problem files), ``SUITE/ID`` or ``DIR/ID``."""
     text = str(spec).strip()
@@ -122,6 +125,10 @@ def resolve_problem(spec: str | Path) -> Problem:
             return problems[0]
         ids = ", ".join(p.id for p in problems[:6]) + (", ..." if len(problems) > 6 else "")
         raise UserError(f"{path} holds {len(problems)} problems; pick one with {path}#ID (ids: {ids})")
+    if "#" not in text and path.suffix.lower() in _PROBLEM_SUFFIXES:
+        # A path to a problem file that is not there: say so (never read the parent directory as
+        # a suite: `/tmp/missing.yaml` must not load all of /tmp).
+        raise ProblemFileError("file not found", path=path)
     if "#" in text:
         file_part, pid = text.rsplit("#", 1)
         fpath = Path(file_part).expanduser()
@@ -149,8 +156,6 @@ def resolve_problem(spec: str | Path) -> Problem:
             return _pick(load_directory(d, suite=d.resolve().name), pid, f"directory {parent}")
         raise UserError(f"cannot resolve '{text}': not a file, and '{head}' is not a known suite "
                         f"({', '.join(_known_suite_names()) or 'none'}) or directory")
-    if path.suffix.lower() in (".yaml", ".yml", ".json", ".jsonl", ".md"):
-        raise ProblemFileError("file not found", path=path)
     # A bare id: search the built-in suites (convenient for `physlab problems show ID`).
     found = [p for name in builtin_suites() for p in load_suite(name) if p.id == text]
     if len(found) == 1:
