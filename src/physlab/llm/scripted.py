@@ -112,16 +112,24 @@ def tool_call(tool: str, args: dict[str, Any] | str, *, content: str | None = No
     return ModelResponse(parts=parts)
 
 
+def _user_texts(messages: list[ModelMessage]):
+    for msg in messages:
+        if isinstance(msg, ModelRequest):
+            for part in msg.parts:
+                if isinstance(part, UserPromptPart):
+                    c = part.content
+                    yield c if isinstance(c, str) else "\n".join(x for x in c if isinstance(x, str))
+
+
 def last_user_text(messages: list[ModelMessage]) -> str:
     """The text of the most recent user prompt (multimodal parts skipped)."""
-    for msg in reversed(messages):
-        if isinstance(msg, ModelRequest):
-            for part in reversed(msg.parts):
-                if isinstance(part, UserPromptPart):
-                    if isinstance(part.content, str):
-                        return part.content
-                    return "\n".join(c for c in part.content if isinstance(c, str))
-    return ""
+    texts = list(_user_texts(messages))
+    return texts[-1] if texts else ""
+
+
+def first_user_text(messages: list[ModelMessage]) -> str:
+    """The text of the first user prompt of the conversation (multimodal parts skipped)."""
+    return next(_user_texts(messages), "")
 
 
 def final_answer(info: AgentInfo, value: Any) -> ModelResponse:

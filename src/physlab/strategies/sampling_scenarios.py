@@ -28,7 +28,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
-from physlab.llm.scripted import Reply, last_user_text, register_scenario, text, tool_call
+from physlab.llm.scripted import Reply, first_user_text, last_user_text, register_scenario, text, tool_call
 
 _HEAD = "import sympy as sp\n\np = sp.symbols('p')\n\ndef answer(p):\n"
 _N = ("(sp.Rational(16, 25)*p**2 - sp.Rational(128, 125)*p**3 + sp.Rational(2048, 3375)*p**4"
@@ -92,18 +92,6 @@ def _tool_returns(messages: list[ModelMessage]) -> list[str]:
             for part in msg.parts if isinstance(part, ToolReturnPart)]
 
 
-def _first_user_text(messages: list[ModelMessage]) -> str:
-    from pydantic_ai.messages import UserPromptPart
-
-    for msg in messages:
-        if isinstance(msg, ModelRequest):
-            for part in msg.parts:
-                if isinstance(part, UserPromptPart):
-                    c = part.content
-                    return c if isinstance(c, str) else "\n".join(x for x in c if isinstance(x, str))
-    return ""
-
-
 def check_script(identity: str) -> str:
     lhs, rhs = identity.split("==", 1)
     return ("import sympy as sp\np = sp.symbols('p')\n"
@@ -114,7 +102,7 @@ def check_script(identity: str) -> str:
 def sympy_verifier_turn(messages: list[ModelMessage]) -> Reply:
     """The step-wise SymPy grader: one script per CHECK line, then the Appendix A.4 JSON built
     from what the sandbox printed."""
-    task = _first_user_text(messages)
+    task = first_user_text(messages)
     solution = task.split("Candidate solution to grade:", 1)[-1]
     checks = re.findall(r"CHECK:\s*(.+)", solution)
     returns = _tool_returns(messages)

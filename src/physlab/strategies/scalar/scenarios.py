@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from physlab.llm.scripted import Scenario, last_user_text, register_scenario
+from physlab.llm.scripted import Scenario, first_user_text, last_user_text, register_scenario
 from physlab.strategies.minions.scenarios import _placeholder_answer
 
 
@@ -34,7 +34,7 @@ def scalar_demo() -> Scenario:
         if role == "actor":
             state["actor"] += 1
             return (f"Attempt {state['actor']} (scripted). Derivation: step 1, step 2.\n\n"
-                    + _placeholder_answer(prompt if state["actor"] == 1 else _first_prompt(messages)))
+                    + _placeholder_answer(prompt if state["actor"] == 1 else first_user_text(messages)))
         if role == "critic":
             return "Check the sign in step 2 and the units of the result (scripted feedback)."
         if role == "judge":
@@ -43,18 +43,6 @@ def scalar_demo() -> Scenario:
         return f"[{role}] scripted scalar-demo has no reply for this role"
 
     return respond
-
-
-def _first_prompt(messages: list[Any]) -> str:
-    from pydantic_ai.messages import ModelRequest, UserPromptPart
-
-    for msg in messages:
-        if isinstance(msg, ModelRequest):
-            for part in msg.parts:
-                if isinstance(part, UserPromptPart):
-                    c = part.content
-                    return c if isinstance(c, str) else "\n".join(x for x in c if isinstance(x, str))
-    return ""
 
 
 register_scenario("scalar-demo", scalar_demo,
