@@ -41,9 +41,11 @@ def run_cmd(
     strategies: str = typer.Option("oneshot", "--strategies", help="Comma-separated strategy names."),
     models: str = typer.Option(..., "--models", help="Comma-separated models (provider:model)."),
     repeats: int = typer.Option(1, "--repeats", min=1),
-    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Cells running at once."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1,
+                                    help="Cells running at once (in total, over --workers processes)."),
     max_inflight: Optional[int] = typer.Option(None, "--max-inflight", min=1,
-                                               help="Model requests in flight at once (default: --concurrency)."),
+                                               help="Model requests in flight at once (in total; default: "
+                                                    "--concurrency)."),
     budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=1),
     budget_cost: Optional[float] = typer.Option(None, "--budget-cost", min=0.0),
     budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=1),
@@ -60,8 +62,10 @@ def run_cmd(
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
     workers: int = typer.Option(1, "--workers", min=1,
-                                help="Worker processes on this machine (each with its own --concurrency), "
-                                     "sharing the database; use one per core for CPU-heavy sweeps."),
+                                help="Worker processes on this machine sharing the database and splitting "
+                                     "--concurrency/--max-inflight; one per core uses every core."),
+    wait_for_start: bool = typer.Option(False, "--wait-for-start", hidden=True,
+                                        help="(helper workers) warm up, print 'ready', wait for a line on stdin."),
 ) -> None:
     """Run every (problem, strategy, model, repeat) cell; re-run the same command to resume."""
     from physlab.bench.sweep import SweepConfig, run_sweep
@@ -80,10 +84,14 @@ def run_cmd(
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
     )
     _check_names(config)
+    config = per_worker(config, workers)
     helpers = _spawn_workers(config, workers - 1)
+    gate = _release_helpers(helpers) if helpers else (_wait_for_start if wait_for_start else None)
     try:
-        summary = asyncio.run(run_sweep(config, progress=progress))
+        summary = asyncio.run(run_sweep(config, progress=progress, start_gate=gate))
     finally:
+        for h in helpers:
+            _close_quietly(h.stdin)
         codes = [h.wait() for h in helpers]
     if any(c != 0 for c in codes):
         typer.echo(f"warning: worker exit codes {codes}", err=True)
@@ -117,14 +125,81 @@ def worker_argv(config) -> list[str]:
     return args
 
 
+def per_worker(config, workers: int):
+    """The share of one of ``workers`` processes: --concurrency, --max-inflight and the sandbox
+    pool are totals for the machine, so each process gets its part of them."""
+    if workers <= 1:
+        return config
+    import math
+    import os
+
+    update = {"concurrency": math.ceil(config.concurrency / workers)}
+    if config.max_inflight is not None:
+        update["max_inflight"] = math.ceil(config.max_inflight / workers)
+    update["sandbox_workers"] = math.ceil((config.sandbox_workers or os.cpu_count() or 2) / workers)
+    return config.model_copy(update=update)
+
+
 def _spawn_workers(config, n: int) -> list:
     """Extra worker processes running the same sweep; the database's claim protocol splits the
-    cells between them (the same path as workers on other machines)."""
+    cells between them (the same path as workers on other machines). They warm up, say 'ready' and
+    wait for the word to start, so no process claims every cell while the others still import."""
     import subprocess
     import sys
 
-    return [subprocess.Popen([sys.executable, "-m", "physlab", "bench", "run", *worker_argv(config)],
-                             stdout=subprocess.DEVNULL) for _ in range(n)]
+    return [subprocess.Popen([sys.executable, "-m", "physlab", "bench", "run", *worker_argv(config),
+                              "--wait-for-start"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(n)]
+
+
+READY = "physlab-worker-ready"
+START_TIMEOUT_S = 300.0
+
+
+def _release_helpers(helpers: list):
+    """The parent's start gate: once it is warm itself, wait until every helper is ready (or has
+    died, or START_TIMEOUT_S passed), then tell them all to start."""
+
+    def wait_ready() -> None:
+        import threading
+
+        def one(h) -> None:
+            for line in h.stdout:  # EOF: the helper died; its cells stay pending for the others
+                if line.strip() == READY:
+                    return
+
+        threads = [threading.Thread(target=one, args=(h,), daemon=True) for h in helpers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(START_TIMEOUT_S)
+        for h in helpers:
+            try:
+                h.stdin.write("go\n")
+                h.stdin.flush()
+            except OSError:
+                pass
+
+    async def gate() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, wait_ready)
+
+    return gate
+
+
+async def _wait_for_start() -> None:
+    """A helper's start gate: report ready, then wait for the parent's line (or its exit)."""
+    import sys
+
+    print(READY, flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+
+def _close_quietly(stream) -> None:
+    try:
+        if stream is not None:
+            stream.close()
+    except OSError:
+        pass
 
 
 def _check_names(config) -> None:

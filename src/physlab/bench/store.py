@@ -97,6 +97,16 @@ CREATE TABLE IF NOT EXISTS calls (
     ts REAL,
     PRIMARY KEY (cell_key, idx)
 );
+CREATE TABLE IF NOT EXISTS worker_runs (
+    worker TEXT NOT NULL,
+    sweep TEXT NOT NULL DEFAULT '',
+    started_at REAL NOT NULL,
+    finished_at REAL NOT NULL,
+    cells_ran INTEGER NOT NULL DEFAULT 0,
+    cells_failed INTEGER NOT NULL DEFAULT 0,
+    cpu_s REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (worker, started_at)
+);
 """
 
 
@@ -278,6 +288,15 @@ class ResultsStore:
         with self.tx() as c:
             c.executemany("UPDATE cells SET lease_until=? WHERE key=? AND worker=? AND state='running'",
                           [(until, k, worker) for k in keys])
+
+    def record_worker_run(self, worker: str, *, sweep: str, started_at: float, finished_at: float,
+                          cells_ran: int, cells_failed: int, cpu_s: float) -> None:
+        """One row per worker process per `bench run`: when it ran cells (epoch seconds, from the
+        first claim to the end), how many, and the CPU the process used meanwhile."""
+        with self.tx() as c:
+            c.execute("INSERT OR REPLACE INTO worker_runs(worker, sweep, started_at, finished_at, cells_ran,"
+                      " cells_failed, cpu_s) VALUES (?,?,?,?,?,?,?)",
+                      (worker, sweep, started_at, finished_at, cells_ran, cells_failed, cpu_s))
 
     def release(self, key: str, worker: str) -> None:
         """Give a claimed cell back unfinished (the sweep was interrupted)."""

@@ -67,6 +67,7 @@ class SweepSummary(BaseModel):
     tokens: int = 0
     cost_usd: float = 0.0
     wall_s: float = 0.0
+    cpu_s: float = Field(default=0.0, description="CPU this process used while running cells (all threads).")
 
 
 def suite_label(spec: str) -> str:
@@ -210,7 +211,7 @@ class Sweep:
                 problem, spec.strategy, spec.model, workspace=workspace, budget=cfg.budget,
                 api_base=cfg.api_base, api_key_env=cfg.api_key_env, seed=cfg.seed + spec.repeat,
                 params=dict(cfg.params), resume=False, limiter=self.limiter, sandbox=self.sandbox,
-                **({"grader": self._bound_grader(problem)} if problem.gradable else {}),
+                grader=self._shared_grader(), providers=self.providers,
             )
         except (asyncio.CancelledError, UserError):
             # interrupted, or bad input (an unknown model, a missing key...): the cell goes back
@@ -250,18 +251,14 @@ class Sweep:
             self.summary.tokens += total.total_tokens
             self.summary.cost_usd += total.cost_usd
 
-    def _bound_grader(self, problem: Any) -> Any:
-        """One grader for the whole sweep, on the bounded sandbox, bound to each cell's problem
-        (so grading work queues with the other sandbox work instead of oversubscribing cores)."""
+    def _shared_grader(self) -> Any:
+        """One grader for the whole sweep, on the bounded sandbox (so grading work queues with the
+        other sandbox work instead of oversubscribing cores); each run binds it to its problem."""
         if self._grader is None:
-            try:
-                from physlab.grading import Grader
-            except ImportError:
-                return None
-            self._grader = Grader(sandbox=self.sandbox)
-        from physlab.grading import bind
+            from physlab.grading import Grader
 
-        return bind(problem, self._grader)
+            self._grader = Grader(sandbox=self.sandbox)
+        return self._grader
 
     async def _heartbeat(self) -> None:
         while True:
@@ -270,12 +267,41 @@ class Sweep:
 
     # -- the sweep ------------------------------------------------------------------------------
 
-    async def run(self) -> SweepSummary:
+    async def _warm_up(self) -> None:
+        """Pay the one-time costs before the first cell instead of inside the first cells (where
+        every other cell waits on them): strategy modules, one provider client per model (a bad
+        model name or a missing key stops the sweep here, exit 2, before any cell is claimed),
+        and the message serializer pydantic builds lazily on first use."""
+        from pydantic_ai.models import ModelRequestParameters
+
+        from physlab.llm.defaults import ModelRegistry
+        from physlab.llm.models import parse_spec
+        from physlab.llm.recording import dump_request
+        from physlab.strategies import registry
+
+        for strategy in self.config.strategies:
+            registry.get_factory(strategy)
+        models = ModelRegistry.load(None)
+        for spec in self.config.models:
+            if parse_spec(spec)[0] in ("scripted", "replay"):
+                continue
+            model = self.providers.acquire(spec, api_base=self.config.api_base,
+                                           api_key_env=self.config.api_key_env,
+                                           defaults=models.defaults_for(spec))
+            self.providers.release(model)
+        dump_request([], None, ModelRequestParameters())
+
+    async def run(self, start_gate: Callable[[], Awaitable[None]] | None = None) -> SweepSummary:
+        """Run the grid. ``start_gate``, when given, is awaited after the warm-up and before the
+        first cell is claimed (so the worker processes of one machine start claiming together)."""
         from concurrent.futures import ThreadPoolExecutor
 
         cfg = self.config
         t0 = time.monotonic()
         self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="physlab-db")
+        from physlab.llm.models import ProviderPool
+
+        self.providers = ProviderPool()  # one SDK client + connection pool per model, all cells
         try:
             by_id, specs = self.plan()
             if self._solve is None:
@@ -290,18 +316,27 @@ class Sweep:
             await self._db(self.store.reap)
             states = await self._db(self.store.cell_states, [s.key for s in specs])
             self.summary.skipped_done = sum(states.get(s.key) == "done" for s in specs)
+            await self._warm_up()
+            if start_gate is not None:
+                await start_gate()
+            started, cpu0 = time.time(), time.process_time()
             with self._progress(len(specs), self.summary.skipped_done) as prog:
                 hb = asyncio.create_task(self._heartbeat())
                 try:
                     await self._drive(specs, by_id, prog)
                 finally:
                     hb.cancel()
+            self.summary.cpu_s = time.process_time() - cpu0
+            await self._db(self.store.record_worker_run, self.worker, sweep=cfg.name or suite_label(cfg.suite),
+                           started_at=started, finished_at=time.time(), cells_ran=self.summary.ran,
+                           cells_failed=self.summary.failed, cpu_s=self.summary.cpu_s)
             states = await self._db(self.store.cell_states, [s.key for s in specs])
             self.summary.grid_done = sum(v == "done" for v in states.values())
             self.summary.grid_failed = sum(v == "failed" for v in states.values())
             self.summary.wall_s = time.monotonic() - t0
             return self.summary
         finally:
+            await self.providers.aclose()
             self._db_pool.shutdown(wait=True)
             if self._own_store:
                 self.store.close()
@@ -404,6 +439,7 @@ class _Progress:
             self._p.__exit__(*exc)
 
 
-async def run_sweep(config: SweepConfig, **kwargs) -> SweepSummary:
+async def run_sweep(config: SweepConfig, start_gate: Callable[[], Awaitable[None]] | None = None,
+                    **kwargs) -> SweepSummary:
     """Run (or resume) a sweep; see :class:`Sweep`."""
-    return await Sweep(config, **kwargs).run()
+    return await Sweep(config, **kwargs).run(start_gate=start_gate)

@@ -13,6 +13,7 @@ tasks or threads (no globals, no signals).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import time
@@ -41,7 +42,9 @@ _MAIN = (
 MAX_RESULT_BYTES = 20_000_000
 
 
+@functools.lru_cache(maxsize=1)
 def _runtime_files() -> dict[str, bytes]:
+    # Package files do not change while the process runs: read them once, not per Grader.
     base = Path(_rt_pkg.__file__).parent
     return {f"{RT_PACKAGE}/{p.name}": p.read_bytes() for p in sorted(base.glob("*.py"))}
 

@@ -101,6 +101,60 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
         raise UserError(f"cannot use model '{spec}': {str(exc).splitlines()[0]}", field="--model") from None
 
 
+class ProviderPool:
+    """Provider models shared by the runs of one process, e.g. a sweep's cells: instead of a new
+    pydantic-ai model + SDK client + HTTP connection pool per run (~4 ms of CPU to build, and a
+    fresh connection each time), a run leases one that at most ``runs_per_client`` running runs
+    share. Not one client for all: httpcore re-checks every idle keep-alive connection of a pool
+    (a socket poll each) whenever a request starts or ends, so a single pool behind hundreds of
+    cells costs O(cells) per request. Whoever creates the pool closes it; runs return their lease.
+    Not process-global: two sweeps in one process each own theirs."""
+
+    def __init__(self, runs_per_client: int = 8) -> None:
+        self.runs_per_client = max(1, runs_per_client)
+        self._clients: dict[tuple[Any, ...], list[list[Any]]] = {}  # key -> [[model, leases], ...]
+
+    def acquire(self, spec: str, *, api_base: str | None, api_key_env: str | None,
+                defaults: ModelDefaults) -> Model:
+        shards = self._clients.setdefault((spec, api_base, api_key_env, defaults.timeout_s), [])
+        free = [s for s in shards if s[1] < self.runs_per_client]
+        if free:
+            shard = min(free, key=lambda s: s[1])
+        else:
+            shard = [build_provider_model(spec, api_base=api_base, api_key_env=api_key_env,
+                                          defaults=defaults), 0]
+            shards.append(shard)
+        shard[1] += 1
+        return shard[0]
+
+    def release(self, model: Model) -> None:
+        for shards in self._clients.values():
+            for shard in shards:
+                if shard[0] is model:
+                    shard[1] = max(0, shard[1] - 1)
+                    return
+
+    @property
+    def clients(self) -> int:
+        return sum(len(s) for s in self._clients.values())
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, {}
+        for shards in clients.values():
+            for model, _ in shards:
+                await close_provider_model(model)
+
+
+async def close_provider_model(model: Model | None) -> None:
+    """Close the SDK client behind a provider model (its HTTP connections), if it has one."""
+    client = getattr(getattr(model, "_provider", None), "client", None)
+    if client is not None and hasattr(client, "close"):
+        try:
+            await client.close()
+        except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
+            pass
+
+
 def _price_fn(spec: str, defaults: ModelDefaults, local: bool):
     def cost(resp: ModelResponse) -> float:
         if defaults.has_price:
@@ -117,11 +171,13 @@ def _price_fn(spec: str, defaults: ModelDefaults, local: bool):
 
 class RunModels:
     """The ModelSource of one run: ``for_role(role)`` gives a RecordingModel bound to the run's
-    meter (calls.jsonl, budget) and in-flight limiter. Models for one role are cached."""
+    meter (calls.jsonl, budget) and in-flight limiter. Models for one role are cached. With a
+    ``providers`` pool the provider model comes from (and stays open in) the pool."""
 
     def __init__(self, spec: str, *, meter: RunMeter, limiter: InFlightLimiter | None = None,
                  api_base: str | None = None, api_key_env: str | None = None,
-                 registry: ModelRegistry | None = None, retry: RetryPolicy | None = None) -> None:
+                 registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
+                 providers: ProviderPool | None = None) -> None:
         self.name = spec
         self.meter = meter
         self.limiter = limiter or InFlightLimiter(None)
@@ -134,6 +190,7 @@ class RunModels:
         self._scenario: Any = None
         self._book: ReplayBook | None = None
         self._base: Model | None = None
+        self._providers = providers
         if api_base is not None and provider in ("scripted", "replay"):
             raise UserError(f"--api-base does not apply to {provider}: models", field="--api-base")
         if provider == "scripted":
@@ -141,6 +198,9 @@ class RunModels:
             self._scenario_name = rest
         elif provider == "replay":
             self._book = ReplayBook(rest)
+        elif providers is not None:
+            self._base = providers.acquire(spec, api_base=api_base, api_key_env=api_key_env,
+                                           defaults=self.defaults)
         else:
             self._base = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env,
                                               defaults=self.defaults)
@@ -163,9 +223,8 @@ class RunModels:
         return self._roles[role]
 
     async def aclose(self) -> None:
-        client = getattr(getattr(self._base, "_provider", None), "client", None)
-        if client is not None and hasattr(client, "close"):
-            try:
-                await client.close()
-            except Exception:
-                pass
+        if self._providers is not None:
+            if self._base is not None:
+                self._providers.release(self._base)
+        else:
+            await close_provider_model(self._base)

@@ -12,12 +12,11 @@ import re
 import time
 from typing import Any
 
-from pydantic_ai import Agent
-
 from physlab.errors import UserError
 from physlab.llm.errors import BudgetExceeded, ModelFailure
 from physlab.llm.prompt import problem_prompt_parts
 from physlab.llm.scripted import register_scenario
+from physlab.llm.text import ask_text
 from physlab.strategies.base import Attempt
 
 NAME = "oneshot"
@@ -63,12 +62,11 @@ class OneShot:
         started = time.monotonic()
         problem = ctx.problem
         after = WITH_TEMPLATE if problem.has_template else OPEN_QUESTION
-        agent: Agent[None, str] = Agent(ctx.models.for_role("solver"), instructions=SYSTEM)
         ctx.events("step", strategy=NAME, step="solve")
         status, reason, reply, details = "complete", "answered", None, {}
         try:
-            result = await agent.run(problem_prompt_parts(problem, after=after), model_settings=settings)
-            reply = result.output
+            reply, _ = await ask_text(ctx.models.for_role("solver"), problem_prompt_parts(problem, after=after),
+                                      system=SYSTEM, settings=settings)
         except BudgetExceeded as exc:
             status, reason = "no_answer", f"budget:{exc.limit}"
             details["error"] = str(exc)

@@ -25,7 +25,7 @@ from physlab.llm.defaults import ModelRegistry
 from physlab.llm.errors import BudgetExceeded, ModelFailure, ReplayError
 from physlab.llm.limiter import InFlightLimiter
 from physlab.llm.meter import RunMeter, read_calls
-from physlab.llm.models import RunModels
+from physlab.llm.models import ProviderPool, RunModels
 from physlab.llm.prompt import problem_text
 from physlab.llm.recording import RetryPolicy
 from physlab.llm.usage import Budget
@@ -114,12 +114,14 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
                     resume: Path | str | bool | None = None, limiter: InFlightLimiter | None = None,
                     sandbox: Any = None, grader: Any = None, events: Any = None,
                     max_in_flight: int | None = None, models_config: Path | str | None = None,
-                    model_registry: ModelRegistry | None = None, retry: RetryPolicy | None = None) -> Attempt:
+                    model_registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
+                    providers: ProviderPool | None = None) -> Attempt:
     """Run ``strategy`` with ``model`` on ``problem``; returns the Attempt (also in metrics.json).
 
     ``limiter`` is the shared (global) in-flight limiter; this run takes a child of it capped at
     ``max_in_flight``. ``grader`` is a physlab.grading grader (bound here to the full problem) or
-    an already bound one (``async grade(code) -> Verdict``)."""
+    an already bound one (``async grade(code) -> Verdict``). ``providers`` shares provider models
+    (SDK clients, connection pools) between runs of one process."""
     budget = budget or Budget()
     params = dict(params or {})
     emit = events or (lambda *a, **k: None)
@@ -135,7 +137,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     t0 = time.monotonic()
     try:
         models = RunModels(model, meter=meter, limiter=run_limiter, api_base=api_base,
-                           api_key_env=api_key_env, registry=reg, retry=retry)
+                           api_key_env=api_key_env, registry=reg, retry=retry, providers=providers)
         if sandbox is None:
             from physlab.sandbox import default_sandbox
 

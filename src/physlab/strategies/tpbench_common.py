@@ -5,7 +5,7 @@ What lives here and why:
   strings or from a YAML config as typed values);
 - prompt files (``prompts/<name>.md``, ``{{placeholder}}`` substitution so LaTeX and JSON braces
   in the templates need no escaping);
-- one text request through a role's model (a pydantic-ai ``Agent`` with no tools);
+- one text request through a role's model (``physlab.llm.text.ask_text``: no agent loop, no tools);
 - bounded concurrent sampling that keeps whatever finished when the budget runs out;
 - building the one ``Attempt`` record, and reading JSON out of a reply.
 
@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
 
-from pydantic_ai import Agent
 from pydantic_ai.exceptions import UsageLimitExceeded
+
+from physlab.llm.text import ask_text
 
 from physlab.errors import UserError
 from physlab.strategies.prompt_files import PromptFolder
@@ -156,11 +157,8 @@ async def ask(ctx: Any, role: str, prompt: str, *, system: str | None = None,
     """One plain-text request for ``role``; returns (text, all messages for a follow-up).
 
     The problem's figures are attached to a fresh conversation (a follow-up already has them)."""
-    agent: Agent[None, str] = Agent(ctx.models.for_role(role), instructions=system)
-    result = await agent.run(with_images(ctx, prompt) if not history else prompt,
-                             message_history=list(history) if history else None,
-                             model_settings=settings)
-    return result.output, result.all_messages()
+    return await ask_text(ctx.models.for_role(role), with_images(ctx, prompt) if not history else prompt,
+                          system=system, settings=settings, history=history)
 
 
 @dataclass

@@ -87,11 +87,12 @@ class StandinStats:
 
 class StandinServer:
     def __init__(self, responder: Responder | None = None, *, latency_s: float = 0.0,
-                 model_name: str = "standin", host: str = "127.0.0.1") -> None:
+                 model_name: str = "standin", host: str = "127.0.0.1", port: int = 0) -> None:
         self.responder: Responder = responder or EchoResponder()
         self.latency_s = latency_s
         self.model_name = model_name
         self.host = host
+        self._port = port
         self.stats = StandinStats()
         self.requests: list[dict[str, Any]] = []
         self._faults: deque[Fault] = deque()
@@ -121,7 +122,7 @@ class StandinServer:
             request_queue_size = 256
             allow_reuse_address = True
 
-        self._httpd = Httpd((self.host, 0), Handler)
+        self._httpd = Httpd((self.host, self._port), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="physlab-standin", daemon=True)
         self._thread.start()

@@ -93,9 +93,7 @@ async def ask(ctx: Any, role: str, content: Any, *, system: str | None = None,
     """One plain-text request for ``role``: ``content`` is the prompt text, or a list of text and
     images (pydantic-ai ``BinaryContent``) when figures go along. Images are attached only where a
     studio asks for them (the shared helper attaches every problem figure to every request)."""
-    from pydantic_ai import Agent
+    from physlab.llm.text import ask_text
 
-    agent: Agent[None, str] = Agent(ctx.models.for_role(role), instructions=system)
-    result = await agent.run(content, message_history=list(history) if history else None,
-                             model_settings=settings)
-    return result.output, result.all_messages()
+    return await ask_text(ctx.models.for_role(role), content, system=system, settings=settings,
+                          history=history)

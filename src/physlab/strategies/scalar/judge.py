@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai import Agent
+from physlab.llm.text import ask_text
 
 from physlab.strategies.scalar.common import render
 from physlab.strategies.scalar.rubric import (
@@ -31,10 +31,9 @@ def user_prompt(problem_text: str, attempt: str, turn: int, feedback_before: str
 async def score(model: Any, problem_text: str, attempt: str, turn: int, feedback_before: str | None,
                 critique: str | None, settings: dict[str, Any] | None = None) -> JudgeVerdict:
     """One Judge call on one Actor turn (``model`` is a pydantic-ai Model)."""
-    agent: Agent[None, str] = Agent(model, instructions=system_prompt())
-    result = await agent.run(user_prompt(problem_text, attempt, turn, feedback_before, critique),
-                             model_settings=settings)
-    return parse_judge_reply(result.output)
+    reply, _ = await ask_text(model, user_prompt(problem_text, attempt, turn, feedback_before, critique),
+                              system=system_prompt(), settings=settings)
+    return parse_judge_reply(reply)
 
 
 def apply_equivalence(verdict: JudgeVerdict, grader_verdict: dict[str, Any] | None) -> JudgeVerdict:
