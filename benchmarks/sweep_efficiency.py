@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sqlite3
 import subprocess
 import sys
@@ -76,9 +77,46 @@ def _start_standin(latency: float, reply_file: Path) -> tuple[subprocess.Popen, 
     return proc, base
 
 
+def _standin_cpu(proc: subprocess.Popen) -> float:
+    """CPU seconds the running stand-in process has used so far (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _stop_standin(proc: subprocess.Popen) -> dict:
     out, _ = proc.communicate(input="", timeout=30)
     return json.loads(out.strip().splitlines()[-1])
+
+
+def _sweep(args: argparse.Namespace, suite: str, base: str, db: Path, cells: int) -> dict:
+    """One `physlab bench run` of ``suite``; its timings from the results database."""
+    cmd = [sys.executable, "-m", "physlab", "bench", "run", suite, "--strategies", args.strategy,
+           "--models", "openai:standin", "--api-base", base, "--db", str(db),
+           "--concurrency", str(args.concurrency or cells), "--workers", str(args.workers if cells > 1 else 1),
+           "--no-progress"]
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall_cmd = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"the sweep failed:\n{proc.stdout}\n{proc.stderr}")
+    con = sqlite3.connect(db)
+    try:
+        done = con.execute("SELECT key, finished_at FROM cells WHERE state='done'").fetchall()
+        depth = max(_depth([(ts - lat, ts) for ts, lat in con.execute(
+            "SELECT ts, latency_s FROM calls WHERE cell_key=? AND error IS NULL", (key,))]) for key, _ in done)
+        runs = con.execute("SELECT started_at, cells_ran, cpu_s FROM worker_runs").fetchall()
+        total = con.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+    finally:
+        con.close()
+    if len(done) != total:
+        raise SystemExit(f"only {len(done)} of {total} cells finished")
+    return {"wall_s": max(f for _, f in done) - min(r[0] for r in runs), "wall_cmd_s": wall_cmd,
+            "cpu_s": sum(r[2] for r in runs), "cells_each": sorted(r[1] for r in runs), "depth": depth,
+            "cells": len(done), "load": load}
 
 
 def main() -> int:
@@ -89,69 +127,63 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                     help="Worker processes (default: one per core).")
     ap.add_argument("--concurrency", type=int, default=None, help="Cells at once in total (default: all).")
-    ap.add_argument("--keep-db", type=Path, default=None, help="Copy the results database here (timelines).")
+    ap.add_argument("--repeat", type=int, default=5, help="Sweeps to run; the medians are reported.")
+    ap.add_argument("--keep-db", type=Path, default=None, help="Copy the last results database here.")
     args = ap.parse_args()
 
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="physlab-bench-") as tmp_s:
         tmp = Path(tmp_s)
         suite = _suite(args.cells, tmp)
-        db = tmp / "results.sqlite"
+        one = tmp / "one"
+        one.mkdir()
+        first = sorted(p for p in Path(suite).iterdir() if p.is_file())[0]
+        (one / first.name).symlink_to(first.resolve())
         (tmp / "reply.md").write_text(ANSWER, encoding="utf-8")
         srv, base = _start_standin(args.latency, tmp / "reply.md")
         try:
-            cmd = [sys.executable, "-m", "physlab", "bench", "run", suite, "--strategies", args.strategy,
-                   "--models", "openai:standin", "--api-base", base, "--db", str(db),
-                   "--concurrency", str(args.concurrency or args.cells), "--workers", str(args.workers),
-                   "--no-progress"]
-            load = os.getloadavg()[0]
-            t0 = time.perf_counter()
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            wall_cmd = time.perf_counter() - t0
+            # One cell with the machine to itself: its chain of requests plus its own CPU work.
+            alone = min(_sweep(args, str(one), base, tmp / f"alone{i}.sqlite", 1)["wall_s"] for i in range(3))
+            cpu_before = _standin_cpu(srv)
+            results = []
+            for i in range(args.repeat):
+                r = _sweep(args, suite, base, tmp / f"results{i}.sqlite", args.cells)
+                cpu_now = _standin_cpu(srv)
+                r["server_cpu_s"], cpu_before = cpu_now - cpu_before, cpu_now
+                r["span_s"] = r["depth"] * args.latency
+                r["ideal_s"] = max(alone, (r["cpu_s"] + r["server_cpu_s"]) / cores)
+                results.append(r)
+                print(f"run {i + 1}: wall {r['wall_s']:.2f} s, workers' CPU {r['cpu_s']:.2f} s, stand-in CPU "
+                      f"{r['server_cpu_s']:.2f} s, cells per worker {r['cells_each']}, load {r['load']:.1f} "
+                      f"-> {r['span_s'] / r['wall_s']:.0%} of the latency path, "
+                      f"{r['ideal_s'] / r['wall_s']:.0%} of the {cores}-core ideal", flush=True)
+            if args.keep_db is not None:
+                shutil.copyfile(tmp / f"results{args.repeat - 1}.sqlite", args.keep_db)
         finally:
             served = _stop_standin(srv)
-        if proc.returncode != 0:
-            print(proc.stdout, proc.stderr, file=sys.stderr)
-            return 1
-        con = sqlite3.connect(db)
-        cells = con.execute("SELECT key, started_at, finished_at FROM cells WHERE state='done'").fetchall()
-        depth = {}
-        for key, _, _ in cells:
-            iv = [(ts - lat, ts) for ts, lat in con.execute(
-                "SELECT ts, latency_s FROM calls WHERE cell_key=? AND error IS NULL", (key,))]
-            depth[key] = _depth(iv)
-        runs = con.execute("SELECT started_at, finished_at, cells_ran, cpu_s FROM worker_runs").fetchall()
-        total_cells = con.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
-        con.close()
-        if args.keep_db is not None:
-            shutil.copyfile(db, args.keep_db)
 
-    first_start = min(r[0] for r in runs)
-    last_end = max(c[2] for c in cells)
-    wall = last_end - first_start  # the workers start claiming together -> last cell written
-    client_cpu = sum(r[3] for r in runs)
-    server_cpu = served["cpu_s"]
-    requests = served["requests"]
-    span = max(depth.values()) * args.latency
-    brent = max(span, (client_cpu + server_cpu) / cores)
-    print(f"{len(cells)}/{total_cells} cells ({Path(suite).name}) x {args.strategy} x openai:standin, "
-          f"{len(runs)} worker process(es) (cells each: {sorted(r[2] for r in runs)}), "
-          f"{args.latency * 1000:.0f} ms latency, {cores} cores, load average {load:.1f} at start")
-    print(f"stand-in: {requests} requests, max {served['max_in_flight']} in flight; deepest cell: "
-          f"{max(depth.values())} sequential requests")
-    print(f"wall: {wall:.2f} s executing cells ({wall_cmd:.2f} s for the whole command incl. interpreter "
-          f"start-up, imports and warm-up)")
-    print(f"CPU while executing: workers {client_cpu:.2f} s ({1000 * client_cpu / max(requests, 1):.1f} ms per "
-          f"request), stand-in {server_cpu:.2f} s ({1000 * server_cpu / max(requests, 1):.1f} ms per request)")
-    print(f"critical-path ideal {span:.2f} s -> efficiency {span / wall:.0%}")
-    print(f"{cores}-core ideal max(critical path, CPU work/{cores}) {brent:.2f} s -> efficiency "
-          f"{brent / wall:.0%} (target >= 80%)")
-    print(json.dumps({"wall_s": round(wall, 3), "critical_path_s": round(span, 3),
-                      "brent_bound_s": round(brent, 3), "client_cpu_s": round(client_cpu, 3),
-                      "server_cpu_s": round(server_cpu, 3), "requests": requests,
-                      "efficiency_critical_path": round(span / wall, 3),
-                      "efficiency_brent": round(brent / wall, 3), "workers": len(runs),
-                      "load_avg": round(load, 2)}))
+    med = {k: statistics.median(r[k] for r in results)
+           for k in ("wall_s", "wall_cmd_s", "cpu_s", "server_cpu_s", "span_s", "ideal_s")}
+    requests = served["requests"] / (args.repeat + 3 / args.cells)  # per sweep (the 3 alone runs are tiny)
+    eff_path = statistics.median(r["span_s"] / r["wall_s"] for r in results)
+    eff_alone = statistics.median(alone / r["wall_s"] for r in results)
+    eff_ideal = statistics.median(r["ideal_s"] / r["wall_s"] for r in results)
+    print(f"\n{args.cells} cells ({Path(suite).name}) x {args.strategy} x openai:standin, {args.workers} worker "
+          f"process(es), {args.latency * 1000:.0f} ms latency, {cores} cores; medians of {args.repeat} sweeps")
+    print(f"wall executing cells {med['wall_s']:.2f} s (whole command incl. interpreter start-up, imports and "
+          f"warm-up {med['wall_cmd_s']:.2f} s)")
+    print(f"CPU: workers {med['cpu_s']:.2f} s ({1000 * med['cpu_s'] / requests:.1f} ms per request, per-cell work "
+          f"included), stand-in {med['server_cpu_s']:.2f} s")
+    print(f"latency-only critical path {med['span_s']:.2f} s (deepest cell x latency) -> {eff_path:.0%}")
+    print(f"one cell alone {alone:.2f} s (its requests + its own CPU) -> {eff_alone:.0%}")
+    print(f"{cores}-core ideal max(one cell alone, CPU work / {cores}) {med['ideal_s']:.2f} s -> {eff_ideal:.0%} "
+          f"(target >= 80%)")
+    print(json.dumps({"wall_s": round(med["wall_s"], 3), "latency_path_s": round(med["span_s"], 3),
+                      "one_cell_alone_s": round(alone, 3), "ideal_2core_s": round(med["ideal_s"], 3),
+                      "client_cpu_s": round(med["cpu_s"], 3), "server_cpu_s": round(med["server_cpu_s"], 3),
+                      "efficiency_latency_path": round(eff_path, 3), "efficiency_one_cell": round(eff_alone, 3),
+                      "efficiency_ideal": round(eff_ideal, 3), "workers": args.workers,
+                      "repeat": args.repeat}))
     return 0
 
 

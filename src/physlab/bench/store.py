@@ -271,14 +271,27 @@ class ResultsStore:
     def claim(self, key: str, worker: str, *, lease_s: float = 120.0, retry_failed: bool = True) -> bool:
         """Atomically take a pending (or failed, when ``retry_failed``) cell. True when this
         worker now owns it."""
+        return bool(self.claim_many([key], worker, limit=1, lease_s=lease_s, retry_failed=retry_failed)[0])
+
+    def claim_many(self, keys: list[str], worker: str, *, limit: int, lease_s: float = 120.0,
+                   retry_failed: bool = True) -> tuple[list[str], int]:
+        """Take up to ``limit`` of ``keys``, in order, in one transaction (one lock round trip for
+        a batch instead of one per cell). Returns (the keys this worker now owns, how many of
+        ``keys`` were looked at): a key looked at but not taken is done or owned elsewhere."""
         states = ("pending", "failed") if retry_failed else ("pending",)
+        sql = (f"UPDATE cells SET state='running', worker=?, lease_until=?, runs=runs+1, started_at=?, "
+               f"error=NULL WHERE key=? AND state IN ({','.join('?' * len(states))})")
         now = time.time()
+        taken: list[str] = []
+        looked = 0
         with self.tx() as c:
-            cur = c.execute(
-                f"UPDATE cells SET state='running', worker=?, lease_until=?, runs=runs+1, "
-                f"started_at=?, error=NULL WHERE key=? AND state IN ({','.join('?' * len(states))})",
-                (worker, now + lease_s, now, key, *states))
-            return cur.rowcount == 1
+            for key in keys:
+                if len(taken) >= limit:
+                    break
+                looked += 1
+                if c.execute(sql, (worker, now + lease_s, now, key, *states)).rowcount == 1:
+                    taken.append(key)
+        return taken, looked
 
     def renew(self, keys: Iterable[str], worker: str, *, lease_s: float = 120.0) -> None:
         keys = list(keys)
@@ -307,35 +320,44 @@ class ResultsStore:
     def finish(self, key: str, worker: str, result: CellResult) -> bool:
         """Write a finished cell, its roles and its calls in one transaction, only while this
         worker still holds the claim (False otherwise: someone else took it over)."""
+        return self.finish_many([(key, worker, result)])[0]
+
+    def finish_many(self, items: list[tuple[str, str, CellResult]]) -> list[bool]:
+        """:meth:`finish` for several cells in one transaction (the sweep writes whatever finished
+        while its previous write was going on)."""
+        with self.tx() as c:
+            return [self._finish(c, key, worker, result) for key, worker, result in items]
+
+    @staticmethod
+    def _finish(c: sqlite3.Connection, key: str, worker: str, result: CellResult) -> bool:
         roles = result.usage_by_role or {}
         total = Usage()
         for u in roles.values():
             total = total.add(u)
-        with self.tx() as c:
-            cur = c.execute(
-                "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
-                " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
-                " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL"
-                " WHERE key=? AND worker=? AND state='running'",
-                (result.status, result.stop_reason, result.verdict, result.verdict_reason,
-                 result.answer_code, result.answer_text, total.calls, total.input_tokens,
-                 total.output_tokens, total.cost_usd, result.wall_s, result.workspace, result.error,
-                 time.time(), key, worker))
-            if cur.rowcount != 1:
-                return False
-            c.execute("DELETE FROM cell_roles WHERE cell_key=?", (key,))
-            c.executemany(
-                "INSERT INTO cell_roles(cell_key, role, calls, input_tokens, output_tokens, cost_usd,"
-                " wall_s) VALUES (?,?,?,?,?,?,?)",
-                [(key, r, u.calls, u.input_tokens, u.output_tokens, u.cost_usd, u.wall_s)
-                 for r, u in roles.items()])
-            c.execute("DELETE FROM calls WHERE cell_key=?", (key,))
-            c.executemany(
-                "INSERT INTO calls(cell_key, idx, role, model, input_tokens, output_tokens, cost_usd,"
-                " latency_s, finish_reason, error, retries, ts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(key, i, r.role, r.model, r.input_tokens, r.output_tokens, r.cost_usd, r.latency_s,
-                  r.finish_reason, r.error, r.retries, r.ts) for i, r in enumerate(result.calls or [])])
-            return True
+        cur = c.execute(
+            "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
+            " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
+            " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL"
+            " WHERE key=? AND worker=? AND state='running'",
+            (result.status, result.stop_reason, result.verdict, result.verdict_reason,
+             result.answer_code, result.answer_text, total.calls, total.input_tokens,
+             total.output_tokens, total.cost_usd, result.wall_s, result.workspace, result.error,
+             time.time(), key, worker))
+        if cur.rowcount != 1:
+            return False
+        c.execute("DELETE FROM cell_roles WHERE cell_key=?", (key,))
+        c.executemany(
+            "INSERT INTO cell_roles(cell_key, role, calls, input_tokens, output_tokens, cost_usd,"
+            " wall_s) VALUES (?,?,?,?,?,?,?)",
+            [(key, r, u.calls, u.input_tokens, u.output_tokens, u.cost_usd, u.wall_s)
+             for r, u in roles.items()])
+        c.execute("DELETE FROM calls WHERE cell_key=?", (key,))
+        c.executemany(
+            "INSERT INTO calls(cell_key, idx, role, model, input_tokens, output_tokens, cost_usd,"
+            " latency_s, finish_reason, error, retries, ts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(key, i, r.role, r.model, r.input_tokens, r.output_tokens, r.cost_usd, r.latency_s,
+              r.finish_reason, r.error, r.retries, r.ts) for i, r in enumerate(result.calls or [])])
+        return True
 
     def fail(self, key: str, worker: str, error: str, workspace: str | None = None) -> bool:
         """Record that the cell's run crashed (not a model failure: those are results). Failed

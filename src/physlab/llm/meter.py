@@ -16,7 +16,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from physlab.llm.errors import BudgetExceeded
 from physlab.llm.usage import Budget, CallRecord, Usage
@@ -35,8 +35,10 @@ class RunMeter:
     """Implements the ``UsageMeter`` protocol of :mod:`physlab.strategies.context`."""
 
     def __init__(self, budget: Budget | None = None, calls_path: str | Path | None = None, *,
-                 previous: list[CallRecord] | None = None) -> None:
+                 previous: list[CallRecord] | None = None,
+                 on_record: Callable[[CallRecord], None] | None = None) -> None:
         self.budget = budget or Budget()
+        self._on_record = on_record  # e.g. a sweep's live token count (called for new records only)
         self.calls_path = Path(calls_path) if calls_path else None
         self.records: list[CallRecord] = list(previous or [])
         self._lock = threading.Lock()
@@ -120,6 +122,8 @@ class RunMeter:
             if self._fh is not None:
                 self._fh.write(rec.model_dump_json() + "\n")
                 self._fh.flush()
+        if self._on_record is not None:
+            self._on_record(rec)
         return rec
 
     def _account(self, rec: CallRecord) -> None:

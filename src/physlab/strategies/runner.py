@@ -17,7 +17,7 @@ import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
@@ -28,7 +28,7 @@ from physlab.llm.meter import RunMeter, read_calls
 from physlab.llm.models import ProviderPool, RunModels
 from physlab.llm.prompt import problem_text
 from physlab.llm.recording import RetryPolicy
-from physlab.llm.usage import Budget
+from physlab.llm.usage import Budget, CallRecord
 from physlab.problems.model import Problem
 from physlab.strategies import registry
 from physlab.strategies.base import Attempt
@@ -115,13 +115,15 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
                     sandbox: Any = None, grader: Any = None, events: Any = None,
                     max_in_flight: int | None = None, models_config: Path | str | None = None,
                     model_registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
-                    providers: ProviderPool | None = None) -> Attempt:
+                    providers: ProviderPool | None = None,
+                    on_call: Callable[[CallRecord], None] | None = None) -> Attempt:
     """Run ``strategy`` with ``model`` on ``problem``; returns the Attempt (also in metrics.json).
 
     ``limiter`` is the shared (global) in-flight limiter; this run takes a child of it capped at
     ``max_in_flight``. ``grader`` is a physlab.grading grader (bound here to the full problem) or
     an already bound one (``async grade(code) -> Verdict``). ``providers`` shares provider models
-    (SDK clients, connection pools) between runs of one process."""
+    (SDK clients, connection pools) between runs of one process; ``on_call`` sees each
+    calls.jsonl record as it is written."""
     budget = budget or Budget()
     params = dict(params or {})
     emit = events or (lambda *a, **k: None)
@@ -130,7 +132,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     ws, resuming = _resolve_workspace(problem, strategy, workspace, resume)
     calls_path = ws / "calls.jsonl"
     previous = read_calls(calls_path) if resuming and calls_path.is_file() else None
-    meter = RunMeter(budget, calls_path, previous=previous)
+    meter = RunMeter(budget, calls_path, previous=previous, on_record=on_call)
     run_limiter = limiter.child(max_in_flight) if limiter is not None else InFlightLimiter(max_in_flight)
     models = None
     started_at = datetime.now(timezone.utc)

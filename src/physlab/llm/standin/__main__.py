@@ -54,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         pass
     server.stop()
     s = server.stats
-    print(json.dumps({"requests": s.requests, "answered": s.answered, "prompt_tokens": s.prompt_tokens,
-                      "completion_tokens": s.completion_tokens, "max_in_flight": s.max_in_flight,
-                      "cpu_s": round(time.process_time() - cpu0, 4)}), flush=True)
+    try:
+        print(json.dumps({"requests": s.requests, "answered": s.answered, "prompt_tokens": s.prompt_tokens,
+                          "completion_tokens": s.completion_tokens, "max_in_flight": s.max_in_flight,
+                          "cpu_s": round(time.process_time() - cpu0, 4)}), flush=True)
+    except BrokenPipeError:  # whoever started us is gone: nobody to tell
+        pass
     return 0
 
 

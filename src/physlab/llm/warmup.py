@@ -1,0 +1,62 @@
+"""A dry run of the model request path, for processes about to make many requests (sweep workers).
+
+The first request through pydantic-ai and the OpenAI SDK builds validators, serializers and
+request/response classes lazily (~50 ms of CPU on the development VM); made inside a sweep, that
+lands on the first cells while every other cell waits for the event loop. ``warm_openai_path``
+sends one plain request and one agent request through the same stack -- RecordingModel,
+pydantic-ai's OpenAI chat model, the SDK, the HTTP client -- to an in-memory transport that
+answers a fixed completion: nothing leaves the process and nothing is recorded to disk.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+_COMPLETION = {
+    "id": "warmup", "object": "chat.completion", "model": "warmup", "created": 0,
+    "choices": [{"index": 0, "finish_reason": "stop",
+                 "message": {"role": "assistant", "content": "ok"}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
+
+def _transport() -> Any:
+    try:
+        import httpx2 as httpx  # the HTTP client the installed OpenAI SDK is built on
+    except ImportError:  # pragma: no cover - older SDKs use httpx
+        import httpx  # type: ignore[no-redef]
+
+    def reply(request: Any) -> Any:
+        body = dict(_COMPLETION, created=int(time.time()))
+        return httpx.Response(200, content=json.dumps(body).encode(),
+                              headers={"content-type": "application/json"})
+
+    return httpx.MockTransport(reply)
+
+
+async def warm_openai_path() -> None:
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from physlab.llm.meter import RunMeter
+    from physlab.llm.recording import RecordingModel
+    from physlab.llm.text import ask_text
+
+    client = AsyncOpenAI(base_url="http://warmup.invalid/v1", api_key="warmup", max_retries=0,
+                         http_client=DefaultAsyncHttpxClient(transport=_transport()))
+    try:
+        model = RecordingModel(OpenAIChatModel("warmup", provider=OpenAIProvider(openai_client=client)),
+                               role="warmup", spec="openai:warmup", meter=RunMeter())
+
+        def note(text: str) -> str:
+            """Unused: gives the agent request a tool definition to serialize."""
+            return text
+
+        await ask_text(model, "warm-up", system="warm-up")
+        await Agent(model, instructions="warm-up", tools=[note]).run("warm-up")
+    finally:
+        await client.close()
