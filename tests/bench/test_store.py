@@ -119,3 +119,139 @@ def test_not_a_database_is_a_user_error(tmp_path):
         ResultsStore(bad)
     with pytest.raises(UserError, match="not found"):
         ResultsStore(tmp_path / "missing.sqlite", create=False)
+
+
+# -- batched claims and writes (the sweep claims and writes several cells per transaction) --------
+
+
+def _result(tag: int) -> CellResult:
+    """A finished cell with two roles and three calls whose figures depend on ``tag``."""
+    calls = [CallRecord(role="solver", model="m", input_tokens=10 * tag + i, output_tokens=tag + i,
+                        cost_usd=0.001 * i, latency_s=0.1 * i, finish_reason="stop", ts=1000.0 + i)
+             for i in range(2)]
+    calls.append(CallRecord(role="formatter", model="m", input_tokens=tag, output_tokens=1, ts=1002.0))
+    by_role: dict[str, Usage] = {}
+    for c in calls:
+        by_role[c.role] = by_role.get(c.role, Usage()).add(c.usage())
+    return CellResult(status="complete", stop_reason="answered", verdict="correct", verdict_reason="ok",
+                      answer_code=f"def answer():\n    return {tag}\n", answer_text=str(tag),
+                      usage_by_role=by_role, wall_s=1.5 * tag, workspace=f"/w/{tag}", calls=calls)
+
+
+def test_claim_many_takes_at_most_limit_in_order_and_skips_what_it_cannot_take(tmp_path):
+    st = ResultsStore(tmp_path / "r.sqlite")
+    specs = _specs(7)
+    st.add_cells(specs)
+    keys = [s.key for s in specs]
+    a, b = worker_id(), worker_id()
+    assert st.claim(keys[1], a) and st.finish(keys[1], a, CellResult(status="complete"))  # done
+    assert st.claim(keys[2], b)  # held by another worker
+    assert st.claim(keys[3], a) and st.fail(keys[3], a, "boom")  # failed
+
+    taken, looked = st.claim_many(keys, a, limit=2, retry_failed=False)
+    assert taken == [keys[0], keys[4]]  # done, held elsewhere and (not retried) failed cells skipped
+    assert looked == 5  # it stopped at the limit: keys[5:] were not looked at
+    # a caller drops what was looked at; the rest is still claimable, in order
+    rest = keys[looked:]
+    assert st.claim_many(rest, a, limit=10, retry_failed=False) == ([keys[5], keys[6]], 2)
+    # nothing left but the failed cell, which is taken only when retrying failed cells
+    assert st.claim_many(keys, a, limit=10, retry_failed=False) == ([], len(keys))
+    assert st.claim_many(keys, a, limit=10, retry_failed=True) == ([keys[3]], len(keys))
+
+    rows = {r["key"]: r for r in st.cells()}
+    assert rows[keys[2]]["worker"] == b and rows[keys[2]]["state"] == "running"  # untouched
+    assert rows[keys[1]]["state"] == "done" and rows[keys[1]]["runs"] == 1
+    for k in (keys[0], keys[4], keys[5], keys[6]):
+        assert (rows[k]["state"], rows[k]["worker"], rows[k]["runs"]) == ("running", a, 1)
+        assert rows[k]["lease_until"] > time.time()
+    assert (rows[keys[3]]["state"], rows[keys[3]]["runs"], rows[keys[3]]["error"]) == ("running", 2, None)
+
+
+def test_claim_many_lease_expires_like_a_single_claim(tmp_path):
+    st = ResultsStore(tmp_path / "r.sqlite")
+    specs = _specs(3)
+    st.add_cells(specs)
+    taken, _ = st.claim_many([s.key for s in specs], "otherhost:1:x", limit=3, lease_s=0.01)
+    assert len(taken) == 3
+    time.sleep(0.05)
+    assert st.reap() == 3
+    assert set(st.cell_states().values()) == {"pending"}
+
+
+def _comparable_cell(st: ResultsStore, key: str) -> dict:
+    row = dict(st.conn.execute("SELECT * FROM cells WHERE key=?", (key,)).fetchone())
+    for k in ("key", "problem_id", "created_at", "started_at", "finished_at"):
+        row.pop(k)
+    roles = [dict(r) for r in st.conn.execute(
+        "SELECT role, calls, input_tokens, output_tokens, cost_usd, wall_s FROM cell_roles WHERE cell_key=? "
+        "ORDER BY role", (key,))]
+    calls = [{k: v for k, v in c.items() if k != "cell_key"} for c in st.iter_calls(key)]
+    return {"cell": row, "roles": roles, "calls": calls}
+
+
+def test_finish_many_writes_what_finish_writes_and_only_for_the_claim_holder(tmp_path):
+    st = ResultsStore(tmp_path / "r.sqlite")
+    specs = _specs(5)
+    st.add_cells(specs)
+    k = [s.key for s in specs]
+    a, b = worker_id(), worker_id()
+    for key in (k[0], k[1], k[3], k[4]):
+        assert st.claim(key, a)
+    assert st.claim(k[2], b)
+
+    # the reference: one cell written by finish()
+    assert st.finish(k[3], a, _result(1))
+    oks = st.finish_many([(k[0], a, _result(1)), (k[2], a, _result(2)), (k[1], a, _result(2)),
+                          (k[4], b, _result(3))])
+    assert oks == [True, False, True, False]  # k2 is b's cell, k4 is a's
+
+    assert _comparable_cell(st, k[0]) == _comparable_cell(st, k[3])
+    one = _comparable_cell(st, k[0])
+    assert one["cell"]["state"] == "done" and one["cell"]["calls"] == 3
+    assert one["cell"]["input_tokens"] == sum(c.input_tokens for c in _result(1).calls)
+    assert [c["input_tokens"] for c in one["calls"]] == [c.input_tokens for c in _result(1).calls]
+    assert _comparable_cell(st, k[1])["cell"]["answer_text"] == "2"
+    # the cells finish_many refused are exactly as their claim left them
+    for key, holder in ((k[2], b), (k[4], a)):
+        row = st.cells("key=?", (key,))[0]
+        assert (row["state"], row["worker"], row["status"], row["calls"]) == ("running", holder, None, 0)
+        assert list(st.iter_calls(key)) == []
+        assert st.conn.execute("SELECT COUNT(*) FROM cell_roles WHERE cell_key=?", (key,)).fetchone()[0] == 0
+    assert st.finish_many([]) == []
+
+
+def test_finish_many_is_one_transaction(tmp_path):
+    """A write that breaks half-way through a batch leaves none of the batch written (the cells
+    stay claimed and can be written again), never a cell without its calls."""
+    st = ResultsStore(tmp_path / "r.sqlite")
+    specs = _specs(2)
+    st.add_cells(specs)
+    a = worker_id()
+    for s in specs:
+        assert st.claim(s.key, a)
+    broken = _result(2)
+    broken.calls = [object()]  # fails after the cell's UPDATE, while writing its calls
+    with pytest.raises(AttributeError):
+        st.finish_many([(specs[0].key, a, _result(1)), (specs[1].key, a, broken)])
+    assert st.cell_states() == {s.key: "running" for s in specs}
+    assert st.conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
+    assert st.conn.execute("SELECT COUNT(*) FROM cell_roles").fetchone()[0] == 0
+    assert st.finish_many([(s.key, a, _result(i)) for i, s in enumerate(specs)]) == [True, True]
+
+
+def test_record_worker_run_keeps_one_row_per_worker_run(tmp_path):
+    path = tmp_path / "r.sqlite"
+    st = ResultsStore(path)
+    a, b = worker_id(), worker_id()
+    st.record_worker_run(a, sweep="s", started_at=100.0, finished_at=160.5, cells_ran=7, cells_failed=1,
+                         cpu_s=12.25)
+    st.record_worker_run(b, sweep="s", started_at=101.0, finished_at=150.0, cells_ran=5, cells_failed=0,
+                         cpu_s=8.0)
+    st.record_worker_run(a, sweep="s", started_at=200.0, finished_at=210.0, cells_ran=0, cells_failed=0,
+                         cpu_s=0.5)  # the same worker id, a later run
+    st.close()
+    con = sqlite3.connect(path)  # what another process reading the file sees
+    rows = con.execute("SELECT worker, sweep, started_at, finished_at, cells_ran, cells_failed, cpu_s "
+                       "FROM worker_runs ORDER BY started_at").fetchall()
+    assert rows == [(a, "s", 100.0, 160.5, 7, 1, 12.25), (b, "s", 101.0, 150.0, 5, 0, 8.0),
+                    (a, "s", 200.0, 210.0, 0, 0, 0.5)]

@@ -274,3 +274,72 @@ def test_workers_flag_splits_one_sweep_over_processes(tmp_path):
     assert all(json.loads(r[2]) == {"max_tokens": 50000} for r in rows)  # the helper got the same budget
     assert len({r[1].split(":")[1] for r in rows}) == 2
     assert con.execute("SELECT SUM(calls) FROM cells").fetchone()[0] == served
+
+
+async def test_sweep_records_its_worker_run_and_counts_live_tokens_per_call(tmp_path):
+    problems = load_suite("examples")[:2]
+    cfg = SweepConfig(suite="examples", strategies=["oneshot"], models=["scripted:oneshot-qec-correct"],
+                      concurrency=1, db=tmp_path / "r.sqlite")
+    snapshots: list[tuple[int, int]] = []
+
+    async def solve(*args, **kw):
+        from physlab.strategies.runner import run_solve
+
+        attempt = await run_solve(*args, **kw)
+        snapshots.append((sweep.live.done, sweep.live.tokens))  # the cell has not been written yet
+        return attempt
+
+    sweep = Sweep(cfg, problems=problems, solve=solve, progress=False)
+    s = await sweep.run()
+    assert (s.cells, s.ran, s.failed) == (2, 2, 0)
+
+    con = sqlite3.connect(tmp_path / "r.sqlite")
+    runs = con.execute("SELECT worker, sweep, started_at, finished_at, cells_ran, cells_failed, cpu_s "
+                       "FROM worker_runs").fetchall()
+    assert len(runs) == 1
+    worker, name, started, finished, ran, failed, cpu = runs[0]
+    assert (worker, name, ran, failed) == (sweep.worker, "examples", s.cells, 0)
+    assert cpu > 0 and cpu == pytest.approx(s.cpu_s)
+    assert started <= finished
+    cells = con.execute("SELECT input_tokens + output_tokens, started_at, finished_at FROM cells "
+                        "ORDER BY finished_at").fetchall()
+    assert started <= min(c[1] for c in cells) and max(c[2] for c in cells) <= finished
+
+    per_cell = [c[0] for c in cells]
+    assert all(t > 0 for t in per_cell)
+    assert sweep.live.tokens == sum(per_cell) == s.tokens
+    # counted as each call was recorded: when a cell's solve returned (one cell at a time here),
+    # its tokens were already counted though its result was not yet in the database
+    assert snapshots == [(0, per_cell[0]), (1, per_cell[0] + per_cell[1])]
+
+    s2 = await Sweep(cfg, problems=problems, progress=False).run()  # nothing left to run
+    assert s2.ran == 0
+    runs = con.execute("SELECT cells_ran FROM worker_runs ORDER BY started_at").fetchall()
+    assert runs == [(2,), (0,)]  # one row per worker run
+
+
+def test_per_worker_splits_the_machine_totals():
+    import math
+
+    from physlab.bench.cli import per_worker
+
+    cfg = SweepConfig(suite="examples", strategies=["oneshot"], models=["scripted:oneshot-wrong"],
+                      concurrency=7, max_inflight=5, sandbox_workers=3)
+    before = cfg.model_dump()
+    half = per_worker(cfg, 2)
+    assert (half.concurrency, half.max_inflight, half.sandbox_workers) == (
+        math.ceil(7 / 2), math.ceil(5 / 2), math.ceil(3 / 2))
+    assert half.model_dump(exclude={"concurrency", "max_inflight", "sandbox_workers"}) == \
+        cfg.model_dump(exclude={"concurrency", "max_inflight", "sandbox_workers"})
+    assert cfg.model_dump() == before  # the caller's config is not changed
+    assert per_worker(cfg, 1) == cfg
+    assert per_worker(cfg, 1).model_dump() == before
+
+    # unset totals: no in-flight cap of its own (it follows concurrency); the sandbox pool is the
+    # machine's CPUs, split
+    cfg = SweepConfig(suite="examples", strategies=["oneshot"], models=["scripted:oneshot-wrong"],
+                      concurrency=1)
+    half = per_worker(cfg, 2)
+    assert (half.concurrency, half.max_inflight) == (1, None)  # never below one cell
+    assert half.sandbox_workers == math.ceil((os.cpu_count() or 2) / 2)
+    assert per_worker(cfg, 1).sandbox_workers is None

@@ -45,9 +45,13 @@ class BatchWriter:
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 continue
-            for ok, (_, fut) in zip(oks, batch):
-                if not fut.done():
-                    fut.set_result(ok)
+            for i, (_, fut) in enumerate(batch):
+                if fut.done():
+                    continue
+                if i < len(oks):
+                    fut.set_result(oks[i])
+                else:  # never leave a cell waiting on an answer that will not come
+                    fut.set_exception(RuntimeError(f"finish_many answered {len(oks)} of {len(batch)} cells"))
 
     async def drain(self) -> None:
         """Wait until everything queued is written (errors went to the waiting cells)."""

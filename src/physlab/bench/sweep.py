@@ -162,7 +162,7 @@ class Sweep:
         self._grader = None
         self.wait_for_others = wait_for_others
         self.poll_s = poll_s
-        # Starting cells (see _pace): a loop turn under pace_busy_s counts as idle; no cell waits
+        # Starting cells (see yield_until_idle): a loop turn under pace_busy_s counts as idle; no cell waits
         # more than pace_max_s to start. Measured with benchmarks/sweep_efficiency.py: 2-4 ms
         # busy, 50-100 ms max did best; without pacing the 70-cell sweep took ~25% longer.
         self.pace_busy_s = 0.003
@@ -393,20 +393,6 @@ class Sweep:
             await asyncio.sleep(self.poll_s)
             await self._db(self.store.reap)
 
-    async def _pace(self) -> None:
-        """Let the cells already running use the CPU before another one starts: the next cell
-        starts once a turn of the event loop is short (little else is waiting to run), or after
-        ``pace_max_s``. Started all at once, cells advance in lockstep (asyncio runs ready tasks
-        in turn): every cell does its CPU work between two requests while none of them has a
-        request out, so the CPU idles through each model latency and the sweep takes about
-        latency chain + all CPU instead of overlapping the two."""
-        deadline = time.monotonic() + self.pace_max_s
-        while time.monotonic() < deadline:
-            t = time.perf_counter()
-            await asyncio.sleep(0)
-            if time.perf_counter() - t < self.pace_busy_s:
-                return
-
     async def _run_cells(self, todo: list[CellSpec], by_id: dict[str, Any], prog: "_Progress",
                          retry_failed: bool) -> None:
         """Run ``todo`` with at most ``concurrency`` cells at once, claiming them in batches as
@@ -441,7 +427,7 @@ class Sweep:
                             task = tg.create_task(one(spec_of[key]))
                             running.add(task)
                             task.add_done_callback(running.discard)
-                            await self._pace()
+                            await yield_until_idle(self.pace_busy_s, self.pace_max_s)
                         continue
                     await asyncio.wait(set(running), return_when=asyncio.FIRST_COMPLETED)
         except* UserError as eg:
@@ -453,6 +439,22 @@ class Sweep:
 
     def _progress(self, total: int, already: int) -> "_Progress":
         return _Progress(total, already, enabled=self.show_progress)
+
+
+async def yield_until_idle(busy_s: float, max_s: float) -> None:
+    """Give the event loop to the tasks already running until one turn of it takes less than
+    ``busy_s`` (little else is waiting to run), or for at most ``max_s``.
+
+    A sweep calls this after starting each cell. Started all at once, cells advance in lockstep
+    (asyncio runs ready tasks in turn): every cell does its CPU work between two requests while none
+    of them has a request out, so the CPU idles through each model latency and the sweep takes about
+    latency chain + all its CPU instead of overlapping the two."""
+    deadline = time.monotonic() + max_s
+    while time.monotonic() < deadline:
+        t = time.perf_counter()
+        await asyncio.sleep(0)
+        if time.perf_counter() - t < busy_s:
+            return
 
 
 def _si(n: float) -> str:

@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             text = args.reply_file.read_text(encoding="utf-8")
         except OSError as exc:
-            ap.error(f"{args.reply_file}: {exc.strerror}")
+            print(f"error: {args.reply_file}: {exc.strerror}", file=sys.stderr)
+            return 2
     responder = (lambda body: text) if text is not None else None
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

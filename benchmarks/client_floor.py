@@ -1,0 +1,120 @@
+"""The client stack's floor: how fast can 70 two-request cells go with no PhysLab code at all?
+
+    python benchmarks/client_floor.py [--cells 70] [--latency 0.2] [--repeat 3]
+
+The same load as benchmarks/sweep_efficiency.py (70 cells at once, each two sequential chat
+requests, a ~5,800-character prompt, the stand-in server in its own process with 200 ms latency)
+made by three bare clients, in 1 and 2 processes that start together, cells started the way the
+sweep starts them (physlab.bench.sweep.yield_until_idle):
+- httpx: the HTTP client under everything (a JSON POST per request);
+- openai SDK: ``AsyncOpenAI.chat.completions.create``;
+- pydantic-ai: ``pydantic_ai.direct.model_request`` on its OpenAI chat model (no agent loop, no
+  recording, no workspace): what every PhysLab model request goes through.
+Prints each one's wall time against the latency-only critical path (2 x latency): the best a sweep
+built on that layer could reach on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+PROMPT = "Solve the following problem. " * 200
+
+
+def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) -> None:
+    from physlab.bench.sweep import yield_until_idle
+
+    async def main() -> None:
+        if kind == "httpx":
+            import httpx2 as httpx  # what the installed OpenAI SDK is built on
+
+            clients = [httpx.AsyncClient() for _ in range(cells)]
+
+            async def cell(i: int) -> None:
+                msgs = [{"role": "system", "content": "You are a physicist."}, {"role": "user", "content": PROMPT}]
+                for _ in range(2):
+                    r = await clients[i].post(base + "/chat/completions", json={"model": "standin", "messages": msgs})
+                    msgs = msgs + [r.json()["choices"][0]["message"], {"role": "user", "content": "Now"}]
+        elif kind == "openai SDK":
+            from openai import AsyncOpenAI
+
+            clients = [AsyncOpenAI(base_url=base, api_key="x", max_retries=0) for _ in range(cells)]
+
+            async def cell(i: int) -> None:
+                msgs = [{"role": "system", "content": "You are a physicist."}, {"role": "user", "content": PROMPT}]
+                for _ in range(2):
+                    r = await clients[i].chat.completions.create(model="standin", messages=msgs)
+                    msgs = msgs + [{"role": "assistant", "content": r.choices[0].message.content},
+                                   {"role": "user", "content": "Now"}]
+        else:
+            from pydantic_ai.direct import model_request
+            from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+            from physlab.llm.models import build_provider_model
+
+            models = [build_provider_model("openai:standin", api_base=base) for _ in range(cells)]
+
+            async def cell(i: int) -> None:
+                msgs = [ModelRequest(parts=[UserPromptPart(PROMPT)], instructions="You are a physicist.")]
+                for _ in range(2):
+                    r = await model_request(models[i], msgs)
+                    msgs = msgs + [r, ModelRequest(parts=[UserPromptPart("Now")])]
+
+        await asyncio.gather(*[cell(i) for i in range(cells)])  # first use: connections, lazy setup
+        while time.time() < start_at:
+            await asyncio.sleep(0.001)
+        t0 = time.time()
+        tasks = []
+        for i in range(cells):
+            tasks.append(asyncio.create_task(cell(i)))
+            await yield_until_idle(0.003, 0.1)
+        await asyncio.gather(*tasks)
+        out.put((t0, time.time()))
+
+    asyncio.run(main())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", type=int, default=70)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    srv = subprocess.Popen([sys.executable, "-m", "physlab.llm.standin", "--latency", str(args.latency),
+                            "--reply", "ok"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    base = srv.stdout.readline().strip()
+    path = 2 * args.latency
+    print(f"{args.cells} cells x 2 sequential requests, {args.latency * 1000:.0f} ms latency, "
+          f"{os.cpu_count()} cores; latency-only critical path {path:.2f} s; medians of {args.repeat}")
+    try:
+        for kind in ("httpx", "openai SDK", "pydantic-ai"):
+            for procs in (1, 2):
+                walls = []
+                for _ in range(args.repeat):
+                    q: mp.Queue = mp.Queue()
+                    start_at = time.time() + 8  # after every process has imported and warmed up
+                    ps = [mp.Process(target=_worker, args=(kind, base, args.cells // procs, start_at, q))
+                          for _ in range(procs)]
+                    for p in ps:
+                        p.start()
+                    got = [q.get(timeout=300) for _ in ps]
+                    for p in ps:
+                        p.join()
+                    walls.append(max(e for _, e in got) - min(s for s, _ in got))
+                wall = statistics.median(walls)
+                print(f"{kind:12s} {procs} process(es): wall {wall:.3f} s -> {path / wall:.0%} of the critical path",
+                      flush=True)
+    finally:
+        srv.communicate("", timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
