@@ -255,3 +255,29 @@ def test_record_worker_run_keeps_one_row_per_worker_run(tmp_path):
                        "FROM worker_runs ORDER BY started_at").fetchall()
     assert rows == [(a, "s", 100.0, 160.5, 7, 1, 12.25), (b, "s", 101.0, 150.0, 5, 0, 8.0),
                     (a, "s", 200.0, 210.0, 0, 0, 0.5)]
+
+
+def test_grid_progress_counts_the_whole_grid_and_other_workers_spend(tmp_path):
+    """The live display's figures: done/failed over the grid's cells whoever ran them; tokens and
+    cost only of cells other workers finished since this worker started."""
+    st = ResultsStore(tmp_path / "r.sqlite")
+    specs = _specs(5)
+    st.add_cells(specs + _specs(2, budget=Budget(max_tokens=10)))  # cells outside the grid
+    me, other = worker_id(), worker_id()
+
+    def run(spec, worker, tokens, cost):
+        assert st.claim(spec.key, worker)
+        st.finish(spec.key, worker, CellResult(status="complete", usage_by_role={
+            "solver": Usage(calls=1, input_tokens=tokens, output_tokens=1, cost_usd=cost)}))
+
+    run(specs[0], other, 100, 0.5)  # before this worker started: not this run's spend
+    time.sleep(0.01)
+    since = time.time()
+    run(specs[1], me, 10, 0.1)
+    run(specs[2], other, 20, 0.2)
+    assert st.claim(specs[3].key, other) and st.fail(specs[3].key, other, "boom")
+    outside = _specs(2, budget=Budget(max_tokens=10))[0]
+    run(outside, other, 1000, 9.0)
+    done, failed, tokens, cost = st.grid_progress([s.key for s in specs], worker=me, since=since)
+    assert (done, failed) == (3, 1)
+    assert tokens == 21 and cost == pytest.approx(0.2)

@@ -386,6 +386,23 @@ class ResultsStore:
             out = {k: v for k, v in out.items() if k in wanted}
         return out
 
+    def grid_progress(self, keys: Iterable[str], *, worker: str, since: float) -> tuple[int, int, int, float]:
+        """For a live display of the grid ``keys``: (cells done, cells failed, tokens and cost of
+        the cells other workers finished since ``since``)."""
+        wanted = set(keys)
+        done = failed = tokens = 0
+        cost = 0.0
+        for r in self.conn.execute("SELECT key, state, worker, input_tokens, output_tokens, cost_usd, finished_at "
+                                   "FROM cells WHERE state IN ('done', 'failed')"):
+            if r["key"] not in wanted:
+                continue
+            done += r["state"] == "done"
+            failed += r["state"] == "failed"
+            if r["worker"] != worker and (r["finished_at"] or 0) >= since:
+                tokens += (r["input_tokens"] or 0) + (r["output_tokens"] or 0)
+                cost += r["cost_usd"] or 0.0
+        return done, failed, tokens, cost
+
     def cells(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
         return [dict(r) for r in self.conn.execute(f"SELECT * FROM cells WHERE {where} ORDER BY key", params)]
 

@@ -277,6 +277,13 @@ class Sweep:
             self._grader = Grader(sandbox=self.sandbox)
         return self._grader
 
+    async def _show_grid(self, keys: list[str], since: float) -> None:
+        """Once a second: the grid's counts from the database, so the display includes the cells
+        of other workers (helper processes, other machines)."""
+        while True:
+            await asyncio.sleep(1.0)
+            self._prog.grid(await self._db(self.store.grid_progress, keys, worker=self.worker, since=since))
+
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(self.config.lease_s / 3)
@@ -346,10 +353,14 @@ class Sweep:
             with self._progress(len(specs), self.summary.skipped_done) as prog:
                 self._prog = prog
                 hb = asyncio.create_task(self._heartbeat())
+                shown = asyncio.create_task(self._show_grid([s.key for s in specs], started)) \
+                    if self.show_progress else None
                 try:
                     await self._drive(specs, by_id, prog)
                 finally:
                     hb.cancel()
+                    if shown is not None:
+                        shown.cancel()
             self.summary.cpu_s = time.process_time() - cpu0
             await self._db(self.store.record_worker_run, self.worker, sweep=cfg.name or suite_label(cfg.suite),
                            started_at=started, finished_at=time.time(), cells_ran=self.summary.ran,
@@ -465,13 +476,18 @@ def _si(n: float) -> str:
 
 
 class _Progress:
-    """Rich progress bar: cells done/failed, tokens, cost, ETA."""
+    """Rich progress bar: cells done/failed (the whole grid, other workers included), cells running
+    here, tokens and cost spent (this process's calls as they happen, other workers' cells as they
+    finish), ETA."""
 
     def __init__(self, total: int, already: int, enabled: bool):
         self.enabled = enabled
         self.total = total
         self.already = already
         self._p = None
+        self._grid: tuple[int, int, int, float] | None = None  # from the database, see grid()
+        self._live = _Live()
+        self._waiting = 0
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
@@ -487,15 +503,26 @@ class _Progress:
         return self
 
     def update(self, live: _Live) -> None:
+        self._live = live
         if self._p is None:
             return
-        info = (f"ok {live.done} fail {live.failed} run {len(live.active)} "
-                f"{_si(live.tokens)} tok ${live.cost:.2f}")
-        self._p.update(self._task, completed=self.already + live.done + live.failed, info=info)
+        done, failed = self.already + live.done, live.failed
+        tokens, cost = live.tokens, live.cost
+        if self._grid is not None:
+            done, failed = max(done, self._grid[0]), max(failed, self._grid[1])
+            tokens, cost = tokens + self._grid[2], cost + self._grid[3]
+        info = f"ok {done} fail {failed} run {len(live.active)} {_si(tokens)} tok ${cost:.2f}"
+        if self._waiting:
+            info += f", {self._waiting} running elsewhere"
+        self._p.update(self._task, completed=done + failed, info=info)
+
+    def grid(self, counts: tuple[int, int, int, float]) -> None:
+        self._grid = counts
+        self.update(self._live)
 
     def waiting(self, n: int) -> None:
-        if self._p is not None:
-            self._p.update(self._task, info=f"waiting for {n} cells of other workers")
+        self._waiting = n
+        self.update(self._live)
 
     def __exit__(self, *exc) -> None:
         if self._p is not None:
