@@ -91,6 +91,16 @@ def _stop_standin(proc: subprocess.Popen) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _reference_loop() -> float:
+    """Seconds for a fixed pure-Python loop: how fast this machine's cores are right now (a shared
+    VM's speed drifts; compare figures only at similar values)."""
+    t = time.perf_counter()
+    s = 0
+    for i in range(2_000_000):
+        s += i * i
+    return time.perf_counter() - t
+
+
 def _sweep(args: argparse.Namespace, suite: str, base: str, db: Path, cells: int) -> dict:
     """One `physlab bench run` of ``suite``; its timings from the results database."""
     cmd = [sys.executable, "-m", "physlab", "bench", "run", suite, "--strategies", args.strategy,
@@ -132,6 +142,7 @@ def main() -> int:
     args = ap.parse_args()
 
     cores = os.cpu_count() or 1
+    speed_before = _reference_loop()
     with tempfile.TemporaryDirectory(prefix="physlab-bench-") as tmp_s:
         tmp = Path(tmp_s)
         suite = _suite(args.cells, tmp)
@@ -162,6 +173,7 @@ def main() -> int:
         finally:
             served = _stop_standin(srv)
 
+    speed = (speed_before + _reference_loop()) / 2
     med = {k: statistics.median(r[k] for r in results)
            for k in ("wall_s", "wall_cmd_s", "cpu_s", "server_cpu_s", "span_s", "ideal_s")}
     requests = served["requests"] / (args.repeat + 3 / args.cells)  # per sweep (the 3 alone runs are tiny)
@@ -169,7 +181,8 @@ def main() -> int:
     eff_alone = statistics.median(alone / r["wall_s"] for r in results)
     eff_ideal = statistics.median(r["ideal_s"] / r["wall_s"] for r in results)
     print(f"\n{args.cells} cells ({Path(suite).name}) x {args.strategy} x openai:standin, {args.workers} worker "
-          f"process(es), {args.latency * 1000:.0f} ms latency, {cores} cores; medians of {args.repeat} sweeps")
+          f"process(es), {args.latency * 1000:.0f} ms latency, {cores} cores; medians of {args.repeat} sweeps; "
+          f"reference CPU loop {speed:.2f} s")
     print(f"wall executing cells {med['wall_s']:.2f} s (whole command incl. interpreter start-up, imports and "
           f"warm-up {med['wall_cmd_s']:.2f} s)")
     print(f"CPU: workers {med['cpu_s']:.2f} s ({1000 * med['cpu_s'] / requests:.1f} ms per request, per-cell work "
@@ -183,7 +196,7 @@ def main() -> int:
                       "client_cpu_s": round(med["cpu_s"], 3), "server_cpu_s": round(med["server_cpu_s"], 3),
                       "efficiency_latency_path": round(eff_path, 3), "efficiency_one_cell": round(eff_alone, 3),
                       "efficiency_ideal": round(eff_ideal, 3), "workers": args.workers,
-                      "repeat": args.repeat}))
+                      "repeat": args.repeat, "reference_loop_s": round(speed, 3)}))
     return 0
 
 
