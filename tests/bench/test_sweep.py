@@ -343,3 +343,28 @@ def test_per_worker_splits_the_machine_totals():
     assert (half.concurrency, half.max_inflight) == (1, None)  # never below one cell
     assert half.sandbox_workers == math.ceil((os.cpu_count() or 2) / 2)
     assert per_worker(cfg, 1).sandbox_workers is None
+
+
+@pytest.mark.slow
+def test_interrupting_a_multi_worker_sweep_stops_every_worker_and_gives_cells_back(tmp_path):
+    """Ctrl-C on `bench run --workers 2` (SIGINT to the parent only, as `kill -INT` would): the
+    helper stops too, nothing is left running, every claimed cell is pending again."""
+    d = _problem_dir(tmp_path, 8)
+    db = tmp_path / "r.sqlite"
+    env = {**os.environ, "STANDIN_KEY": "sk-local"}
+    with StandinServer(lambda body: ANSWER, latency_s=30) as srv:
+        proc = _bench([str(d), "--strategies", "two-step", "--models", "openai:standin", "--api-base", srv.base_url,
+                       "--api-key-env", "STANDIN_KEY", "--workers", "2", "--concurrency", "8", "--db", str(db)],
+                      cwd=tmp_path, env=env)
+        deadline = time.monotonic() + 120
+        while srv.stats.in_flight < 8 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert srv.stats.in_flight == 8, "both workers should have their cells waiting on the model"
+        assert _count(db, "state='running'") == 8
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert _count(db, "state='pending'") == 8
+    assert _count(db, "state='running'") == 0
+    con = sqlite3.connect(db)
+    assert len({w for (w,) in con.execute("SELECT DISTINCT worker FROM cells WHERE worker IS NOT NULL")}) == 0

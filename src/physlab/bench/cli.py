@@ -89,6 +89,9 @@ def run_cmd(
     gate = _start_gate(helpers, wait_for_start)
     try:
         summary = asyncio.run(run_sweep(config, progress=progress, start_gate=gate))
+    except BaseException:
+        _interrupt(helpers)  # stopped or failed: the helpers stop too and give their cells back
+        raise
     finally:
         for h in helpers:
             _close_quietly(h.stdin)
@@ -209,6 +212,17 @@ async def _wait_for_start() -> None:
 
     print(READY, flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+
+def _interrupt(helpers: list) -> None:
+    import signal
+
+    for h in helpers:
+        if h.poll() is None:
+            try:
+                h.send_signal(signal.SIGINT)
+            except OSError:
+                pass
 
 
 def _close_quietly(stream) -> None:
