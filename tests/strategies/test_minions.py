@@ -13,13 +13,14 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserProm
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from physlab.llm.errors import BudgetExceeded
-from physlab.llm.usage import Budget, Usage
+from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
 from physlab.sandbox.core import Sandbox
 from physlab.strategies.base import Strategy
 from physlab.strategies.context import RunContext
 from physlab.strategies.minions import Minions
 from physlab.strategies.minions.visual import validate_description
+from stub_ctx import NoUsage, ScriptModels
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082")
@@ -62,27 +63,8 @@ class Script:
         return [c[0] for c in self.calls]
 
 
-class _Models:
-    def __init__(self, script: Script) -> None:
-        self.script, self.name = script, "scripted:test"
-
-    def for_role(self, role: str) -> FunctionModel:
-        return self.script.model(role)
-
-
-class _Usage:
-    def by_role(self) -> dict[str, Usage]:
-        return {}
-
-    def total(self) -> Usage:
-        return Usage()
-
-    def check(self) -> None:
-        return None
-
-
 def make_ctx(tmp_path: Path, script: Script, problem: Problem, **params: Any) -> RunContext:
-    return RunContext(problem=problem.public(), workspace=tmp_path, models=_Models(script), usage=_Usage(),
+    return RunContext(problem=problem.public(), workspace=tmp_path, models=ScriptModels(script), usage=NoUsage(),
                       budget=Budget(), sandbox=Sandbox(), grader=None, equivalence=None, params=params)
 
 

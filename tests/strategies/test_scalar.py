@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
 from physlab.llm.errors import BudgetExceeded
-from physlab.llm.usage import Budget, Usage
+from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
 from physlab.sandbox.core import Sandbox
 from physlab.strategies.context import RunContext
@@ -24,6 +24,7 @@ from physlab.strategies.scalar.personas import FEEDBACK, PERSONAS
 from physlab.strategies.scalar.rescore import rescore_file_name, rescore_transcript
 from physlab.strategies.scalar.strategy import stagnated
 from physlab.strategies.scalar.transcript import load_transcript
+from stub_ctx import NoUsage, ScriptModels
 
 
 def judge(c: int, rest: int = 8, eq: bool = True) -> str:
@@ -71,19 +72,6 @@ class Script:
         return [c[0] for c in self.calls]
 
 
-class _Models:
-    def __init__(self, script: Script) -> None:
-        self.script, self.name = script, "scripted:test"
-
-    def for_role(self, role: str) -> FunctionModel:
-        return self.script.model(role)
-
-
-class _Usage:
-    def by_role(self) -> dict[str, Usage]:
-        return {}
-
-
 class _Grader:
     """A bound grader stand-in: correct iff the candidate contains the right boxed value."""
 
@@ -101,7 +89,7 @@ PROBLEM = Problem(id="q1", statement="Compute the decay width of Phi -> phi phi.
 
 
 def make_ctx(tmp_path: Path, script: Script, *, grader=None, reference=None, **params) -> RunContext:
-    return RunContext(problem=PROBLEM.public(), workspace=tmp_path, models=_Models(script), usage=_Usage(),
+    return RunContext(problem=PROBLEM.public(), workspace=tmp_path, models=ScriptModels(script), usage=NoUsage(),
                       budget=Budget(), sandbox=Sandbox(), grader=grader, equivalence=None, params=params,
                       critic_reference=reference)
 
