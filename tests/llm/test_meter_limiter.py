@@ -130,3 +130,33 @@ async def test_in_flight_limiter_caps_per_run_and_global():
 def test_limiter_rejects_bad_cap():
     with pytest.raises(ValueError):
         InFlightLimiter(0)
+
+
+async def test_a_calls_file_cut_short_by_a_kill_still_reads_and_resumes(tmp_path):
+    """kill -9 in the middle of a write leaves half a line: reading the file (to resume or replay
+    the run, or to copy it into a sweep's database) keeps every complete record and no more."""
+    path = tmp_path / "calls.jsonl"
+    meter = RunMeter(Budget(max_calls=3), path)
+    agent = Agent(_model(meter, []))
+    await agent.run("a")
+    await agent.run("b")
+    meter.close()
+    whole = path.read_text()
+    path.write_text(whole + whole.splitlines()[0][:40])  # the third record, cut mid-write
+    recs = read_calls(path)
+    assert [r.seq for r in recs] == [0, 1]
+    assert all(r.request is not None and r.response is not None for r in recs)
+    slim = read_calls(path, bodies=False)
+    assert [(r.role, r.input_tokens, r.output_tokens) for r in slim] == \
+        [(r.role, r.input_tokens, r.output_tokens) for r in recs]
+    assert all(r.request is None and r.response is None for r in slim)
+    # resuming counts the two recorded calls against the budget: one more is allowed, not two
+    resumed = RunMeter(Budget(max_calls=3), path, previous=recs)
+    sent: list[str] = []
+    agent = Agent(_model(resumed, sent))
+    await agent.run("c")
+    with pytest.raises(BudgetExceeded):
+        await agent.run("d")
+    assert sent == ["solver"]
+    resumed.close()
+    assert [r.seq for r in read_calls(path)] == [0, 1, 2]  # the new record is a line of its own

@@ -11,7 +11,6 @@ processes (on one machine or many, sharing one database file) each run a disjoin
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import re
@@ -27,6 +26,7 @@ from pydantic import BaseModel, Field
 from physlab.bench.batch_writer import BatchWriter
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.errors import UserError
+from physlab.llm.meter import read_calls
 from physlab.llm.usage import Budget, CallRecord, Usage
 
 
@@ -82,30 +82,6 @@ def suite_label(spec: str) -> str:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_")[:180]
-
-
-def read_calls(workspace: Path) -> list[CallRecord]:
-    """The cell's calls.jsonl (the contract fields; request/response bodies are left in the
-    workspace, not copied into the database)."""
-    path = workspace / "calls.jsonl"
-    out: list[CallRecord] = []
-    if not path.is_file():
-        return out
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short by a kill; the run's totals come from the Attempt
-        data.pop("request", None)
-        data.pop("response", None)
-        try:
-            out.append(CallRecord(**data))
-        except Exception:  # noqa: BLE001 - tolerate records from newer writers
-            out.append(CallRecord(role=str(data.get("role", "?")), model=str(data.get("model", "?"))))
-    return out
 
 
 class BoundedSandbox:
@@ -245,7 +221,10 @@ class Sweep:
         vreason = verdict.reason if verdict is not None else None
         # No verdict on a gradable problem with an answer means the grader was unavailable: left
         # ungraded (NULL) for `physlab bench grade`, never counted as wrong.
-        calls = seen or read_calls(workspace)  # a solve function that does not report calls
+        counted_live = bool(seen)  # on_call already added this cell's tokens to the live display
+        calls = seen
+        if not calls and (workspace / "calls.jsonl").is_file():  # a solve function without on_call
+            calls = read_calls(workspace / "calls.jsonl", bodies=False)
         usage_by_role = dict(attempt.usage_by_role)
         if not usage_by_role and calls:
             for c in calls:
@@ -261,7 +240,7 @@ class Sweep:
             for u in usage_by_role.values():
                 total = total.add(u)
             self.live.done += 1
-            if not seen:
+            if not counted_live:
                 self.live.tokens += total.total_tokens
                 self.live.cost += total.cost_usd
             self.summary.ran += 1

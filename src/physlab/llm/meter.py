@@ -22,12 +22,25 @@ from physlab.llm.errors import BudgetExceeded
 from physlab.llm.usage import Budget, CallRecord, Usage
 
 
-def read_calls(path: str | Path) -> list[CallRecord]:
-    """Read a calls.jsonl file (blank lines ignored)."""
+def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
+    """Read a calls.jsonl file. Blank lines are skipped, and so is a line cut short by a kill in
+    the middle of a write (a record's opening that does not parse: that request was never fully
+    recorded, and resuming or replaying the run must not fail on it); any other line that is not
+    JSON raises. ``bodies=False`` leaves out the request/response bodies."""
     out = []
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
-            out.append(CallRecord.model_validate_json(line))
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            if line.lstrip().startswith("{"):  # a record cut short; anything else is not calls.jsonl
+                continue
+            raise
+        if not bodies:
+            data.pop("request", None)
+            data.pop("response", None)
+        out.append(CallRecord.model_validate(data))
     return out
 
 
@@ -56,7 +69,19 @@ class RunMeter:
         self._fh = None
         if self.calls_path is not None:
             self.calls_path.parent.mkdir(parents=True, exist_ok=True)
+            cut = self._ends_mid_line(self.calls_path)
             self._fh = self.calls_path.open("a", encoding="utf-8")
+            if cut:  # a kill mid-write left half a line: end it, so the next record is a line of its own
+                self._fh.write("\n")
+
+    @staticmethod
+    def _ends_mid_line(path: Path) -> bool:
+        try:
+            with path.open("rb") as fh:
+                fh.seek(-1, 2)
+                return fh.read(1) != b"\n"
+        except OSError:  # missing or empty
+            return False
 
     # ---- UsageMeter protocol -------------------------------------------------------------
     def by_role(self) -> dict[str, Usage]:
