@@ -4,20 +4,25 @@
 
 The same load as benchmarks/sweep_efficiency.py (70 cells at once, each two sequential chat
 requests, a ~5,800-character prompt, the stand-in server in its own process with 200 ms latency)
-made by three bare clients, in 1 and 2 processes that start together, cells started the way the
-sweep starts them (physlab.bench.sweep.yield_until_idle):
+made by four bare clients, in 1 and 2 processes that start together, cells started the way the
+sweep starts them (physlab.bench.sweep.yield_until_idle) after the heap is frozen as ``bench run``
+freezes it (gc.freeze):
 - httpx: the HTTP client under everything (a JSON POST per request);
 - openai SDK: ``AsyncOpenAI.chat.completions.create``;
 - pydantic-ai: ``pydantic_ai.direct.model_request`` on its OpenAI chat model (no agent loop, no
-  recording, no workspace): what every PhysLab model request goes through.
+  recording, no workspace): what every PhysLab model request goes through by default;
+- pydantic-ai direct: the same on physlab.llm.direct_openai.DirectOpenAIModel (registry
+  ``client: direct``: the same request body over aiohttp, no openai SDK).
 Prints each one's wall time against the latency-only critical path (2 x latency): the best a sweep
-built on that layer could reach on this machine.
+built on that layer could reach on this machine; and its CPU per request (process time of every
+worker over the timed phase, summed over the processes, divided by the requests made).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import multiprocessing as mp
 import os
 import statistics
@@ -32,6 +37,7 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) ->
     from physlab.bench.sweep import yield_until_idle
 
     async def main() -> None:
+        models: list = []  # pydantic-ai models, closed after the timed phase
         if kind == "httpx":
             import httpx2 as httpx  # what the installed OpenAI SDK is built on
 
@@ -57,9 +63,11 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) ->
             from pydantic_ai.direct import model_request
             from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-            from physlab.llm.models import build_provider_model
+            from physlab.llm.defaults import ModelDefaults
+            from physlab.llm.models import build_provider_model, close_provider_model
 
-            models = [build_provider_model("openai:standin", api_base=base) for _ in range(cells)]
+            defaults = ModelDefaults(client="direct" if kind == "pydantic-ai direct" else "sdk")
+            models = [build_provider_model("openai:standin", api_base=base, defaults=defaults) for _ in range(cells)]
 
             async def cell(i: int) -> None:
                 msgs = [ModelRequest(parts=[UserPromptPart(PROMPT)], instructions="You are a physicist.")]
@@ -68,15 +76,18 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) ->
                     msgs = msgs + [r, ModelRequest(parts=[UserPromptPart("Now")])]
 
         await asyncio.gather(*[cell(i) for i in range(cells)])  # first use: connections, lazy setup
+        gc.freeze()  # as `bench run` does after its warm-up: no ~0.1 s full collections of the imports mid-run
         while time.time() < start_at:
             await asyncio.sleep(0.001)
-        t0 = time.time()
+        t0, cpu0 = time.time(), time.process_time()
         tasks = []
         for i in range(cells):
             tasks.append(asyncio.create_task(cell(i)))
             await yield_until_idle(0.003, 0.1)
         await asyncio.gather(*tasks)
-        out.put((t0, time.time()))
+        out.put((t0, time.time(), time.process_time() - cpu0, 2 * cells))
+        for model in models:
+            await close_provider_model(model)
 
     asyncio.run(main())
 
@@ -94,9 +105,9 @@ def main() -> int:
     print(f"{args.cells} cells x 2 sequential requests, {args.latency * 1000:.0f} ms latency, "
           f"{os.cpu_count()} cores; latency-only critical path {path:.2f} s; medians of {args.repeat}")
     try:
-        for kind in ("httpx", "openai SDK", "pydantic-ai"):
+        for kind in ("httpx", "openai SDK", "pydantic-ai", "pydantic-ai direct"):
             for procs in (1, 2):
-                walls = []
+                walls, cpus = [], []
                 for _ in range(args.repeat):
                     q: mp.Queue = mp.Queue()
                     start_at = time.time() + 8  # after every process has imported and warmed up
@@ -107,10 +118,11 @@ def main() -> int:
                     got = [q.get(timeout=300) for _ in ps]
                     for p in ps:
                         p.join()
-                    walls.append(max(e for _, e in got) - min(s for s, _ in got))
-                wall = statistics.median(walls)
-                print(f"{kind:12s} {procs} process(es): wall {wall:.3f} s -> {path / wall:.0%} of the critical path",
-                      flush=True)
+                    walls.append(max(g[1] for g in got) - min(g[0] for g in got))
+                    cpus.append(sum(g[2] for g in got) / sum(g[3] for g in got))
+                wall, cpu = statistics.median(walls), statistics.median(cpus)
+                print(f"{kind:18s} {procs} process(es): wall {wall:.3f} s -> {path / wall:.0%} of the critical path; "
+                      f"CPU {cpu * 1000:.2f} ms/request", flush=True)
     finally:
         srv.communicate("", timeout=30)
     return 0

@@ -1,5 +1,5 @@
 """Per-model defaults from a small registry YAML (max output tokens, reasoning effort, prices,
-truncation policy, timeout).
+truncation policy, timeout, HTTP client).
 
 Format (``--models-config FILE`` or ``$PHYSLAB_MODELS_CONFIG``)::
 
@@ -12,6 +12,7 @@ Format (``--models-config FILE`` or ``$PHYSLAB_MODELS_CONFIG``)::
         truncation_retries: 1        # finish_reason=length: re-ask this many times ...
         truncation_max_output_tokens: 32768   # ... with a cap raised up to this
         timeout_s: 900
+        client: sdk                  # openai: only; direct = a lean aiohttp client for big sweeps (docs/serving.md)
 
 Local models (an ``--api-base`` server) cost 0 unless a price is set here.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -39,6 +40,7 @@ class ModelDefaults(BaseModel):
     truncation_retries: int = 1
     truncation_max_output_tokens: int | None = None
     timeout_s: float = 600.0
+    client: Literal["sdk", "direct"] = "sdk"  # openai: models: the openai SDK, or physlab.llm.direct_openai
 
     @property
     def has_price(self) -> bool:

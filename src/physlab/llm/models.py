@@ -1,7 +1,8 @@
 """Model names -> pydantic-ai models, and the per-run ModelSource strategies draw from.
 
     provider:model      any pydantic-ai provider (openai:, anthropic:, google-gla:, ...)
-    openai:NAME + api_base   any OpenAI-compatible server (vLLM, Ollama, LiteLLM proxy, the stand-in)
+    openai:NAME + api_base   any OpenAI-compatible server (vLLM, Ollama, LiteLLM proxy, the stand-in);
+                        registry ``client: direct`` swaps the SDK for physlab.llm.direct_openai
     scripted:NAME       a registered deterministic scenario (physlab.llm.scripted)
     replay:PATH         a recorded run's calls.jsonl (physlab.llm.replay)
 """
@@ -67,6 +68,15 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
     """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels)."""
     defaults = defaults or ModelDefaults()
     provider, name = parse_spec(spec)
+    if defaults.client == "direct" and provider != "openai":
+        raise UserError(f"client: direct only applies to openai: models (got '{spec}'); remove it from this "
+                        "model's registry entry", field="client")
+    if provider == "openai" and defaults.client == "direct":
+        from physlab.llm.direct_openai import DirectOpenAIModel
+
+        key = _api_key("openai", api_key_env, required=api_base is None)
+        return DirectOpenAIModel(name, base_url=api_base or "https://api.openai.com/v1", api_key=key,
+                                 timeout_s=defaults.timeout_s)
     if provider == "openai":
         from openai import AsyncOpenAI
         from pydantic_ai.models.openai import OpenAIChatModel
@@ -116,7 +126,7 @@ class ProviderPool:
 
     def acquire(self, spec: str, *, api_base: str | None, api_key_env: str | None,
                 defaults: ModelDefaults) -> Model:
-        shards = self._clients.setdefault((spec, api_base, api_key_env, defaults.timeout_s), [])
+        shards = self._clients.setdefault((spec, api_base, api_key_env, defaults.timeout_s, defaults.client), [])
         free = [s for s in shards if s[1] < self.runs_per_client]
         if free:
             shard = min(free, key=lambda s: s[1])
@@ -146,7 +156,15 @@ class ProviderPool:
 
 
 async def close_provider_model(model: Model | None) -> None:
-    """Close the SDK client behind a provider model (its HTTP connections), if it has one."""
+    """Close the SDK client behind a provider model (its HTTP connections), if it has one, or the
+    HTTP session of a DirectOpenAIModel."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
+            pass
+        return
     client = getattr(getattr(model, "_provider", None), "client", None)
     if client is not None and hasattr(client, "close"):
         try:
