@@ -83,3 +83,6 @@ def test_public_is_a_problem_without_key():
     p = resolve_problem("examples/sm_ising_1d")
     pub = p.public()
     assert isinstance(pub, Problem) and pub.reference is None and pub.answer_template == p.answer_template
+    assert pub.public() is pub  # already public: no copy (a sweep asks for it several times per cell)
+    keyed = pub.model_copy(update={"extra": {"answer_key_points": 3}})
+    assert keyed.public() is not keyed and "answer_key_points" not in keyed.public().extra

@@ -138,6 +138,11 @@ def test_cli_exit_codes(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.strip().splitlines()[-1].startswith("error: ") and "Traceback" not in err
     assert cli("solve", str(tmp_path / "missing.yaml"), "-s", "oneshot", "-m", "scripted:echo") == 2
+    (tmp_path / "afile").write_text("x")  # --workspace naming a file: one clear line, the file untouched
+    assert cli("solve", str(yml), "-s", "oneshot", "-m", "scripted:test-code", "--workspace",
+               str(tmp_path / "afile")) == 2
+    err = capsys.readouterr().err
+    assert "not a directory" in err and "Traceback" not in err and (tmp_path / "afile").read_text() == "x"
 
 
 def test_budget_ends_the_run_cleanly(tmp_path, capsys):

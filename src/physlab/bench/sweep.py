@@ -127,6 +127,9 @@ class Sweep:
                  wait_for_others: bool = True, poll_s: float = 1.0):
         self.config = config
         self.store = store or ResultsStore(config.db)
+        self._runs_dir = config.runs_dir()
+        self._models: Any = None  # the model registry, read by the warm-up  # resolved once: Path.resolve is a syscall per part
+        self._made_dirs: set[Path] = set()
         self._own_store = store is None
         self.worker = worker_id()
         self._solve = solve
@@ -183,11 +186,13 @@ class Sweep:
 
     async def _run_cell(self, spec: CellSpec, problem: Any) -> None:
         cfg = self.config
-        workspace = cfg.runs_dir() / _safe(spec.suite) / _safe(
+        workspace = self._runs_dir / _safe(spec.suite) / _safe(
             f"{spec.problem_id}__{spec.strategy}__{spec.model}__r{spec.repeat}__{_safe(spec.key.rsplit('|', 1)[1])}")
         if workspace.exists():  # an unfinished earlier try: restart the cell from scratch
             shutil.rmtree(workspace, ignore_errors=True)
-        workspace.parent.mkdir(parents=True, exist_ok=True)
+        if workspace.parent not in self._made_dirs:
+            workspace.parent.mkdir(parents=True, exist_ok=True)
+            self._made_dirs.add(workspace.parent)
         start = time.monotonic()
         seen: list[CallRecord] = []
 
@@ -204,6 +209,7 @@ class Sweep:
                 api_base=cfg.api_base, api_key_env=cfg.api_key_env, seed=cfg.seed + spec.repeat,
                 params=dict(cfg.params), resume=False, limiter=self.limiter, sandbox=self.sandbox,
                 grader=self._shared_grader(), providers=self.providers, on_call=on_call,
+                model_registry=self._models,
             )
         except (asyncio.CancelledError, UserError):
             # interrupted, or bad input (an unknown model, a missing key...): the cell goes back
@@ -285,11 +291,14 @@ class Sweep:
 
         for strategy in self.config.strategies:
             registry.get_factory(strategy)
-        models = ModelRegistry.load(None)
-        if any(parse_spec(spec)[0] == "openai" for spec in self.config.models):
+        # Read once here (a bad file stops the sweep before any cell), not once per cell.
+        models = self._models = ModelRegistry.load(None)
+        clients = {models.defaults_for(spec).client for spec in self.config.models
+                   if parse_spec(spec)[0] == "openai"}
+        if clients:
             from physlab.llm.warmup import warm_openai_path
 
-            await warm_openai_path()
+            await warm_openai_path(clients.pop() if len(clients) == 1 else "both")
         for spec in self.config.models:
             if parse_spec(spec)[0] in ("scripted", "replay"):
                 continue

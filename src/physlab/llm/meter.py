@@ -68,10 +68,14 @@ class RunMeter:
             self._account(rec)
         self._fh = None
         if self.calls_path is not None:
-            self.calls_path.parent.mkdir(parents=True, exist_ok=True)
-            cut = self._ends_mid_line(self.calls_path)
-            self._fh = self.calls_path.open("a", encoding="utf-8")
-            if cut:  # a kill mid-write left half a line: end it, so the next record is a line of its own
+            # One open for a new run (no mkdir, no probe): a sweep opens one of these per cell.
+            try:
+                self._fh = self.calls_path.open("a", encoding="utf-8")
+            except FileNotFoundError:
+                self.calls_path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.calls_path.open("a", encoding="utf-8")
+            if self._fh.tell() and self._ends_mid_line(self.calls_path):
+                # a kill mid-write left half a line: end it, so the next record is a line of its own
                 self._fh.write("\n")
 
     @staticmethod

@@ -56,6 +56,9 @@ class Problem(BaseModel):
     def public(self) -> "Problem":
         """The problem without its answer key: what models and sandboxed code may see."""
         hidden = {"reference", "reference_format", "solution"}
+        if (self.reference is None and self.reference_format is None and self.solution is None
+                and self.path is None and not any(k.startswith("answer_key") for k in self.extra)):
+            return self  # already public (e.g. the copy a run hands its strategy): frozen, so safe to share
         extra = {k: v for k, v in self.extra.items() if not k.startswith("answer_key")}
         data = self.model_dump(exclude=hidden)
         data["extra"] = extra

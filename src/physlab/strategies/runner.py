@@ -10,7 +10,6 @@ goes to the workspace's error.log). Bad input raises UserError.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import shutil
 import time
@@ -18,6 +17,8 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
+
+import pydantic_core
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
@@ -101,10 +102,14 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
             raise UserError("no such run directory to resume", path=ws, field="--resume")
         return ws, True
     ws = Path(workspace) if workspace is not None else default_workspace(problem, strategy)
-    if ws.exists() and any(ws.iterdir()):
-        raise UserError("workspace already exists and is not empty (use --resume to continue it)",
-                        path=ws, field="--workspace")
-    ws.mkdir(parents=True, exist_ok=True)
+    try:
+        ws.mkdir(parents=True)
+    except FileExistsError:
+        if not ws.is_dir():
+            raise UserError("workspace exists and is not a directory", path=ws, field="--workspace") from None
+        if any(ws.iterdir()):
+            raise UserError("workspace already exists and is not empty (use --resume to continue it)",
+                            path=ws, field="--workspace") from None
     return ws, False
 
 
@@ -144,9 +149,10 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
             from physlab.sandbox import default_sandbox
 
             sandbox = default_sandbox()
-        write_problem_md(problem, ws / "PROBLEM.md")
+        public = problem.public()
+        write_problem_md(public, ws / "PROBLEM.md")
         bound, equivalence = _graders(problem, grader, sandbox)
-        ctx = RunContext(problem=problem.public(), workspace=ws, models=models, usage=meter, budget=budget,
+        ctx = RunContext(problem=public, workspace=ws, models=models, usage=meter, budget=budget,
                          sandbox=sandbox, grader=bound, equivalence=equivalence, seed=seed,
                          resume=resuming, params=params, events=emit,
                          critic_reference=_critic_reference(problem, strategy, params))
@@ -280,4 +286,6 @@ def _write_metrics(attempt: Attempt, meter: RunMeter, limiter: InFlightLimiter, 
         "finished_at": datetime.now(timezone.utc).isoformat(),
         "details": attempt.details,
     }
-    (ws / "metrics.json").write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    # pydantic-core's encoder: json.dumps with indent falls back to the pure-Python encoder (~0.2 ms
+    # per run here, paid by every cell of a sweep); same JSON, non-ASCII written as UTF-8.
+    (ws / "metrics.json").write_bytes(pydantic_core.to_json(data, indent=2, fallback=str) + b"\n")
