@@ -138,12 +138,16 @@ def _result(tag: int) -> CellResult:
                       usage_by_role=by_role, wall_s=1.5 * tag, workspace=f"/w/{tag}", calls=calls)
 
 
-def test_claim_many_takes_at_most_limit_in_order_and_skips_what_it_cannot_take(tmp_path):
+def _store_with_cells(tmp_path, n: int) -> tuple[ResultsStore, list[str], str, str]:
+    """A store holding ``n`` pending cells, their keys, and two worker ids."""
     st = ResultsStore(tmp_path / "r.sqlite")
-    specs = _specs(7)
+    specs = _specs(n)
     st.add_cells(specs)
-    keys = [s.key for s in specs]
-    a, b = worker_id(), worker_id()
+    return st, [s.key for s in specs], worker_id(), worker_id()
+
+
+def test_claim_many_takes_at_most_limit_in_order_and_skips_what_it_cannot_take(tmp_path):
+    st, keys, a, b = _store_with_cells(tmp_path, 7)
     assert st.claim(keys[1], a) and st.finish(keys[1], a, CellResult(status="complete"))  # done
     assert st.claim(keys[2], b)  # held by another worker
     assert st.claim(keys[3], a) and st.fail(keys[3], a, "boom")  # failed
@@ -190,11 +194,7 @@ def _comparable_cell(st: ResultsStore, key: str) -> dict:
 
 
 def test_finish_many_writes_what_finish_writes_and_only_for_the_claim_holder(tmp_path):
-    st = ResultsStore(tmp_path / "r.sqlite")
-    specs = _specs(5)
-    st.add_cells(specs)
-    k = [s.key for s in specs]
-    a, b = worker_id(), worker_id()
+    st, k, a, b = _store_with_cells(tmp_path, 5)
     for key in (k[0], k[1], k[3], k[4]):
         assert st.claim(key, a)
     assert st.claim(k[2], b)
