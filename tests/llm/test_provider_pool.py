@@ -92,3 +92,15 @@ async def test_run_models_without_a_pool_close_their_own_client():
     assert not _closed(m)
     await run.aclose()
     assert _closed(m)
+
+
+async def test_the_direct_client_is_one_per_endpoint_however_many_runs():
+    # aiohttp's connector does not re-check idle connections per request (httpcore does), so
+    # sharding would only cost a model profile and a session per extra client
+    pool = ProviderPool(runs_per_client=2)
+    direct = ModelDefaults(client="direct")
+    models = [pool.acquire(SPEC, api_base=BASE, api_key_env=None, defaults=direct) for _ in range(5)]
+    assert all(m is models[0] for m in models) and pool.clients == 1
+    other = pool.acquire(SPEC, api_base="http://127.0.0.1:10/v1", api_key_env=None, defaults=direct)
+    assert other is not models[0] and pool.clients == 2
+    await pool.aclose()

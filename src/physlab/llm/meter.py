@@ -49,7 +49,9 @@ class RunMeter:
 
     def __init__(self, budget: Budget | None = None, calls_path: str | Path | None = None, *,
                  previous: list[CallRecord] | None = None,
-                 on_record: Callable[[CallRecord], None] | None = None) -> None:
+                 on_record: Callable[[CallRecord], None] | None = None, open_now: bool = True) -> None:
+        """``open_now=False`` leaves opening calls.jsonl to :meth:`open` (a sweep does it once its
+        cells' first requests are out) or to the first record, whichever comes first."""
         self.budget = budget or Budget()
         self._on_record = on_record  # e.g. a sweep's live token count (called for new records only)
         self.calls_path = Path(calls_path) if calls_path else None
@@ -67,7 +69,13 @@ class RunMeter:
         for rec in self.records:
             self._account(rec)
         self._fh = None
-        if self.calls_path is not None:
+        self._closed = False
+        if open_now:
+            self.open()
+
+    def open(self) -> None:
+        """Open calls.jsonl for appending (once; not after :meth:`close`)."""
+        if self.calls_path is not None and self._fh is None and not self._closed:
             # One open for a new run (no mkdir, no probe): a sweep opens one of these per cell.
             try:
                 self._fh = self.calls_path.open("a", encoding="utf-8")
@@ -148,6 +156,8 @@ class RunMeter:
             rec.ts = rec.ts or time.time()
             self.records.append(rec)
             self._account(rec)
+            if self._fh is None:
+                self.open()
             if self._fh is not None:
                 self._fh.write(rec.model_dump_json() + "\n")
                 self._fh.flush()
@@ -167,6 +177,7 @@ class RunMeter:
         self._total = self._total.add(u)
 
     def close(self) -> None:
+        self._closed = True
         if self._fh is not None:
             self._fh.close()
             self._fh = None

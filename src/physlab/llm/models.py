@@ -117,8 +117,11 @@ class ProviderPool:
     fresh connection each time), a run leases one that at most ``runs_per_client`` running runs
     share. Not one client for all: httpcore re-checks every idle keep-alive connection of a pool
     (a socket poll each) whenever a request starts or ends, so a single pool behind hundreds of
-    cells costs O(cells) per request. Whoever creates the pool closes it; runs return their lease.
-    Not process-global: two sweeps in one process each own theirs."""
+    cells costs O(cells) per request. The direct client (``client: direct``, aiohttp) has no such
+    cost: its connector hands out idle connections from a per-host deque, so one client serves every
+    run (building another costs ~1 ms of CPU: the model profile, a new session). Whoever creates the
+    pool closes it; runs return their lease. Not process-global: two sweeps in one process each own
+    theirs."""
 
     def __init__(self, runs_per_client: int = 8) -> None:
         self.runs_per_client = max(1, runs_per_client)
@@ -127,7 +130,8 @@ class ProviderPool:
     def acquire(self, spec: str, *, api_base: str | None, api_key_env: str | None,
                 defaults: ModelDefaults) -> Model:
         shards = self._clients.setdefault((spec, api_base, api_key_env, defaults.timeout_s, defaults.client), [])
-        free = [s for s in shards if s[1] < self.runs_per_client]
+        cap = self.runs_per_client if defaults.client == "sdk" else float("inf")
+        free = [s for s in shards if s[1] < cap]
         if free:
             shard = min(free, key=lambda s: s[1])
         else:

@@ -93,7 +93,7 @@ def _critic_reference(problem: Problem, strategy: str, params: dict[str, Any]) -
 
 
 def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | None,
-                       resume: Path | str | bool | None) -> tuple[Path, bool]:
+                       resume: Path | str | bool | None, replace: bool = False) -> tuple[Path, bool]:
     if resume not in (None, False):
         ws = Path(workspace) if resume is True else Path(resume)  # type: ignore[arg-type]
         if resume is True and workspace is None:
@@ -108,8 +108,11 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
         if not ws.is_dir():
             raise UserError("workspace exists and is not a directory", path=ws, field="--workspace") from None
         if any(ws.iterdir()):
-            raise UserError("workspace already exists and is not empty (use --resume to continue it)",
-                            path=ws, field="--workspace") from None
+            if not replace:
+                raise UserError("workspace already exists and is not empty (use --resume to continue it)",
+                                path=ws, field="--workspace") from None
+            shutil.rmtree(ws)
+            ws.mkdir()
     return ws, False
 
 
@@ -121,25 +124,32 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
                     max_in_flight: int | None = None, models_config: Path | str | None = None,
                     model_registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
                     providers: ProviderPool | None = None,
-                    on_call: Callable[[CallRecord], None] | None = None) -> Attempt:
+                    on_call: Callable[[CallRecord], None] | None = None,
+                    defer: Callable[[Callable[[], None]], None] | None = None,
+                    replace: bool = False) -> Attempt:
     """Run ``strategy`` with ``model`` on ``problem``; returns the Attempt (also in metrics.json).
 
     ``limiter`` is the shared (global) in-flight limiter; this run takes a child of it capped at
     ``max_in_flight``. ``grader`` is a physlab.grading grader (bound here to the full problem) or
     an already bound one (``async grade(code) -> Verdict``). ``providers`` shares provider models
     (SDK clients, connection pools) between runs of one process; ``on_call`` sees each
-    calls.jsonl record as it is written."""
+    calls.jsonl record as it is written. ``defer``, when given, is handed the run's file setup
+    (opening calls.jsonl, writing PROBLEM.md) to call when convenient -- a sweep calls it once its
+    cells' first requests are out, so starting many cells is not held up by file creation; the run
+    does it itself before it ends if nobody has. ``replace`` removes what an earlier, unfinished
+    try left in ``workspace`` (a sweep restarting a cell) instead of refusing it."""
     budget = budget or Budget()
     params = dict(params or {})
     emit = events or (lambda *a, **k: None)
     factory = registry.get_factory(strategy)  # unknown / unavailable: UserError before any file
     reg = model_registry or ModelRegistry.load(models_config)
-    ws, resuming = _resolve_workspace(problem, strategy, workspace, resume)
+    ws, resuming = _resolve_workspace(problem, strategy, workspace, resume, replace)
     calls_path = ws / "calls.jsonl"
     previous = read_calls(calls_path) if resuming and calls_path.is_file() else None
-    meter = RunMeter(budget, calls_path, previous=previous, on_record=on_call)
+    meter = RunMeter(budget, calls_path, previous=previous, on_record=on_call, open_now=defer is None)
     run_limiter = limiter.child(max_in_flight) if limiter is not None else InFlightLimiter(max_in_flight)
     models = None
+    files: _Deferred | None = None
     started_at = datetime.now(timezone.utc)
     t0 = time.monotonic()
     try:
@@ -150,7 +160,16 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
 
             sandbox = default_sandbox()
         public = problem.public()
-        write_problem_md(public, ws / "PROBLEM.md")
+
+        def setup_files() -> None:
+            meter.open()
+            write_problem_md(public, ws / "PROBLEM.md")
+
+        files = _Deferred(setup_files)
+        if defer is None:
+            files.finish()
+        else:
+            defer(files.run)
         bound, equivalence = _graders(problem, grader, sandbox)
         ctx = RunContext(problem=public, workspace=ws, models=models, usage=meter, budget=budget,
                          sandbox=sandbox, grader=bound, equivalence=equivalence, seed=seed,
@@ -158,6 +177,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
                          critic_reference=_critic_reference(problem, strategy, params))
         emit("run_started", strategy=strategy, model=model, problem_id=problem.id, workspace=str(ws))
         attempt = await _run_strategy(factory, ctx, strategy, model, problem, budget, ws)
+        files.finish()
         attempt.wall_s = time.monotonic() - t0
         attempt.usage_by_role = meter.by_role()
         attempt.strategy, attempt.model, attempt.problem_id = strategy, model, problem.id
@@ -176,9 +196,38 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
             _discard_if_untouched(ws)  # bad input: leave no half-made workspace behind
         raise
     finally:
+        if files is not None:
+            files.cancel()
         meter.close()
         if models is not None:
             await models.aclose()
+
+
+class _Deferred:
+    """Setup work a run may hand to someone else to do later (see run_solve's ``defer``): done at
+    most once; an error is kept for the run itself to raise (whoever calls :meth:`run` for it --
+    a sweep between cells -- must not fail because of one run's files)."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn: Callable[[], None] | None = fn
+        self._error: Exception | None = None
+
+    def run(self) -> None:
+        fn, self._fn = self._fn, None
+        if fn is not None:
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - re-raised by finish(), in the run
+                self._error = exc
+
+    def finish(self) -> None:
+        self.run()
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        """The run ended without finishing it: a later :meth:`run` does nothing."""
+        self._fn = None
 
 
 async def _run_strategy(factory: Any, ctx: RunContext, strategy: str, model: str, problem: Problem,
