@@ -15,7 +15,6 @@ import collections
 import os
 import random
 import re
-import shutil
 import time
 import traceback
 from dataclasses import dataclass, field

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 ReferenceFormat = Literal["python", "number", "latex"]
 
@@ -45,11 +45,6 @@ class Problem(BaseModel):
         description="Format-specific data (HiPhO answer types, units, points, marking scheme...).",
     )
 
-    # The public view, made once (the problem is frozen, so it cannot go stale): a sweep asks for it
-    # in every cell. Keyed by id(self) because model_copy() copies private attributes: a copy (with
-    # an update) must not get the original's view.
-    _public: "tuple[int, Problem] | None" = PrivateAttr(default=None)
-
     @property
     def gradable(self) -> bool:
         return self.reference is not None
@@ -64,16 +59,12 @@ class Problem(BaseModel):
         if (self.reference is None and self.reference_format is None and self.solution is None
                 and self.path is None and not any(k.startswith("answer_key") for k in self.extra)):
             return self  # already public (e.g. the copy a run hands its strategy): frozen, so safe to share
-        if self._public is not None and self._public[0] == id(self):
-            return self._public[1]
         extra = {k: v for k, v in self.extra.items() if not k.startswith("answer_key")}
         data = self.model_dump(exclude=hidden)
         data["extra"] = extra
         # The source file holds the answer key: a public view does not point at it.
         data["path"] = None
-        view = Problem(**data)
-        self._public = (id(self), view)
-        return view
+        return Problem(**data)
 
     @property
     def qualified_id(self) -> str:
