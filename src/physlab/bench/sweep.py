@@ -127,8 +127,8 @@ class Sweep:
                  wait_for_others: bool = True, poll_s: float = 1.0):
         self.config = config
         self.store = store or ResultsStore(config.db)
-        self._runs_dir = config.runs_dir()
-        self._models: Any = None  # the model registry, read by the warm-up  # resolved once: Path.resolve is a syscall per part
+        self._runs_dir = config.runs_dir()  # resolved once: Path.resolve is a syscall per part
+        self._models: Any = None  # the model registry, read once by the warm-up
         self._made_dirs: set[Path] = set()
         # Setup work cells hand back to run once their first requests are out (run_solve's defer).
         self._later: collections.deque[Callable[[], None]] = collections.deque()

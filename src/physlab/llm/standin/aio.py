@@ -171,6 +171,7 @@ class LoopFrontend:
                 lambda: _Connection(self.srv, self._connections), host, port, backlog=1024, reuse_address=True))
         except BaseException as exc:  # noqa: BLE001 - e.g. the port is taken: raised in start()
             self._error = exc
+            self._loop.close()
             self._ready.set()
             return
         self._ready.set()

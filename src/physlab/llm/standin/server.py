@@ -227,6 +227,7 @@ class StandinServer:
             self.stats.handling_s += handling_s
 
     def done(self) -> None:
+        """A request admitted by :meth:`admit` is over (answered, dropped, or its client left)."""
         with self._lock:
             self.stats.in_flight -= 1
 
