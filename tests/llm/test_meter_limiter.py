@@ -126,6 +126,39 @@ async def test_in_flight_limiter_caps_per_run_and_global():
     assert active["max0"] <= 2 and active["max1"] <= 2
     assert shared.max_seen == 3 and runs[0].max_seen <= 2
 
+async def test_a_request_cancelled_while_waiting_gives_its_slots_back():
+    shared = InFlightLimiter(1)
+    run = shared.child(1)
+    other = shared.child(None)
+    holding = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold():
+        async with other.slot():
+            holding.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await holding.wait()
+
+    async def wait_for_slot():
+        async with run.slot():
+            pass
+
+    waiter = asyncio.create_task(wait_for_slot())  # holds run's slot, waits for the shared one
+    await asyncio.sleep(0.01)
+    assert not waiter.done()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    release.set()
+    await holder
+    # run's own slot was given back: the next request gets through both caps at once
+    await asyncio.wait_for(wait_for_slot(), timeout=1)
+    assert (shared.in_flight, run.in_flight, other.in_flight) == (0, 0, 0)
+    assert shared.max_seen == 1 and run.max_seen == 1
+
+
 
 def test_limiter_rejects_bad_cap():
     with pytest.raises(ValueError):

@@ -15,6 +15,7 @@ restarts exactly the cells that had not finished.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -130,7 +131,7 @@ class CellSpec:
     sweep: str = ""
     gradable: bool = False
 
-    @property
+    @functools.cached_property  # asked for ~7 times per cell; the budget tag dumps the Budget model
     def key(self) -> str:
         return f"{self.suite}/{self.problem_id}|{self.strategy}|{self.model}|r{self.repeat}|{budget_tag(self.budget)}"
 

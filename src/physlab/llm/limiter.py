@@ -12,8 +12,6 @@ them explicitly, so two runs share a cap only when they were handed the same par
 from __future__ import annotations
 
 import asyncio
-from contextlib import asynccontextmanager
-from typing import AsyncIterator
 
 
 class InFlightLimiter:
@@ -28,39 +26,53 @@ class InFlightLimiter:
         self._sem = asyncio.Semaphore(max_in_flight) if max_in_flight else None
         self.in_flight = 0
         self.max_seen = 0
+        self._chain: tuple[InFlightLimiter, ...] = (self,) + (parent._chain if parent is not None else ())
 
     def child(self, max_in_flight: int | None = None) -> "InFlightLimiter":
         """A limiter for one run that also counts against this one."""
         return InFlightLimiter(max_in_flight, parent=self)
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        if self._sem is not None:
-            await self._sem.acquire()
-        try:
-            if self.parent is not None:
-                async with self.parent.slot():
-                    with self._count():
-                        yield
-            else:
-                with self._count():
-                    yield
-        finally:
-            if self._sem is not None:
-                self._sem.release()
-
-    def _count(self):
-        limiter = self
-
-        class _Counter:
-            def __enter__(self) -> None:
-                limiter.in_flight += 1
-                limiter.max_seen = max(limiter.max_seen, limiter.in_flight)
-
-            def __exit__(self, *exc) -> None:
-                limiter.in_flight -= 1
-
-        return _Counter()
+    def slot(self) -> "_Slot":
+        """``async with limiter.slot():`` holds one request slot here and in every ancestor."""
+        return _Slot(self._chain)
 
     def __repr__(self) -> str:
         return f"InFlightLimiter(max_in_flight={self.max_in_flight}, parent={self.parent!r})"
+
+
+class _Slot:
+    """One request's hold on a chain of limiters (the run's, then its ancestors'), taken in that
+    order and given back in reverse. A plain class rather than an ``asynccontextmanager``: every
+    model request passes through here, and the generator-based one (with a counter object made per
+    call) cost ~0.1 ms per request of a sweep's CPU."""
+
+    __slots__ = ("_chain", "_held")
+
+    def __init__(self, chain: tuple[InFlightLimiter, ...]) -> None:
+        self._chain = chain
+        self._held = 0  # how many of the chain's semaphores this slot holds
+
+    async def __aenter__(self) -> None:
+        try:
+            for limiter in self._chain:
+                if limiter._sem is not None:
+                    await limiter._sem.acquire()
+                self._held += 1
+        except BaseException:  # cancelled while waiting: give back what was taken
+            self._release()
+            raise
+        for limiter in self._chain:
+            limiter.in_flight += 1
+            if limiter.in_flight > limiter.max_seen:
+                limiter.max_seen = limiter.in_flight
+
+    async def __aexit__(self, *exc: object) -> None:
+        for limiter in self._chain:
+            limiter.in_flight -= 1
+        self._release()
+
+    def _release(self) -> None:
+        for limiter in reversed(self._chain[:self._held]):
+            if limiter._sem is not None:
+                limiter._sem.release()
+        self._held = 0
