@@ -68,10 +68,10 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
     """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels)."""
     defaults = defaults or ModelDefaults()
     provider, name = parse_spec(spec)
-    if defaults.client == "direct" and provider != "openai":
-        raise UserError(f"client: direct only applies to openai: models (got '{spec}'); remove it from this "
-                        "model's registry entry", field="client")
-    if provider == "openai" and defaults.client == "direct":
+    if defaults.client == "direct":
+        if provider != "openai":
+            raise UserError(f"client: direct only applies to openai: models (got '{spec}'); remove it from "
+                            "this model's registry entry", field="client")
         from physlab.llm.direct_openai import DirectOpenAIModel
 
         key = _api_key("openai", api_key_env, required=api_base is None)
