@@ -15,7 +15,9 @@ freezes it (gc.freeze):
   ``client: direct``: the same request body over aiohttp, no openai SDK).
 Prints each one's wall time against the latency-only critical path (2 x latency): the best a sweep
 built on that layer could reach on this machine; and its CPU per request (process time of every
-worker over the timed phase, summed over the processes, divided by the requests made).
+worker over the timed phase, summed over the processes, divided by the requests made). Each client
+makes one untimed pass first, so the timed pass runs on open connections: a sweep opens its own
+inside its timed window (opening them before the window was worth ~5 points there).
 """
 
 from __future__ import annotations
