@@ -126,6 +126,7 @@ async def test_in_flight_limiter_caps_per_run_and_global():
     assert active["max0"] <= 2 and active["max1"] <= 2
     assert shared.max_seen == 3 and runs[0].max_seen <= 2
 
+
 async def test_a_request_cancelled_while_waiting_gives_its_slots_back():
     shared = InFlightLimiter(1)
     run = shared.child(1)
@@ -157,7 +158,6 @@ async def test_a_request_cancelled_while_waiting_gives_its_slots_back():
     await asyncio.wait_for(wait_for_slot(), timeout=1)
     assert (shared.in_flight, run.in_flight, other.in_flight) == (0, 0, 0)
     assert shared.max_seen == 1 and run.max_seen == 1
-
 
 
 def test_limiter_rejects_bad_cap():
