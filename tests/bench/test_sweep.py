@@ -126,6 +126,25 @@ def _bench(args: list[str], **kw) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+def _abort_with_stacks(proc: subprocess.Popen) -> str:
+    """SIGABRT to a hung `bench run` and its helper processes; run with PYTHONFAULTHANDLER=1, each
+    prints the stack of every thread to stderr (shared with the parent) before it dies."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):  # the helpers: children of the parent
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == proc.pid:
+                pids.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    for pid in [*pids, proc.pid]:
+        try:
+            os.kill(pid, signal.SIGABRT)
+        except OSError:
+            pass
+    _, err = proc.communicate(timeout=30)
+    return err[-20000:]
+
+
 def _count(db: Path, where: str = "state='done'") -> int:
     try:
         con = sqlite3.connect(db, timeout=30)
@@ -352,7 +371,7 @@ def test_interrupting_a_multi_worker_sweep_stops_every_worker_and_gives_cells_ba
     helper stops too, nothing is left running, every claimed cell is pending again."""
     d = _problem_dir(tmp_path, 8)
     db = tmp_path / "r.sqlite"
-    env = {**os.environ, "STANDIN_KEY": "sk-local"}
+    env = {**os.environ, "STANDIN_KEY": "sk-local", "PYTHONFAULTHANDLER": "1"}
     with StandinServer(lambda body: ANSWER, latency_s=30) as srv:
         proc = _bench([str(d), "--strategies", "two-step", "--models", "openai:standin", "--api-base", srv.base_url,
                        "--api-key-env", "STANDIN_KEY", "--workers", "2", "--concurrency", "8", "--db", str(db)],
@@ -363,7 +382,11 @@ def test_interrupting_a_multi_worker_sweep_stops_every_worker_and_gives_cells_ba
         assert srv.stats.in_flight == 8, "both workers should have their cells waiting on the model"
         assert _count(db, "state='running'") == 8
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("`bench run --workers 2` did not stop within 60 s of Ctrl-C; the stacks of its "
+                        "processes:\n" + _abort_with_stacks(proc))
     assert proc.returncode != 0
     assert _count(db, "state='pending'") == 8
     assert _count(db, "state='running'") == 0
