@@ -121,8 +121,16 @@ def test_bad_sweep_input_exits_2(tmp_path):
         assert "Traceback" not in p.stderr and p.stderr.startswith("error:")
 
 
-def _bench(args: list[str], **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "physlab", "bench", "run", *args, "--no-progress"],
+# `python -m physlab` with SIGINT at Python's default handler, whatever this process inherited: a
+# suite started as a background job by a non-interactive shell runs with SIGINT ignored, and its
+# children too, so a Ctrl-C test would wait forever; a terminal's Ctrl-C reaches a default handler.
+_WITH_CTRL_C = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "runpy.run_module('physlab', run_name='__main__', alter_sys=True)")
+
+
+def _bench(args: list[str], ctrl_c: bool = False, **kw) -> subprocess.Popen:
+    launch = ["-c", _WITH_CTRL_C] if ctrl_c else ["-m", "physlab"]
+    return subprocess.Popen([sys.executable, *launch, "bench", "run", *args, "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -375,7 +383,7 @@ def test_interrupting_a_multi_worker_sweep_stops_every_worker_and_gives_cells_ba
     with StandinServer(lambda body: ANSWER, latency_s=30) as srv:
         proc = _bench([str(d), "--strategies", "two-step", "--models", "openai:standin", "--api-base", srv.base_url,
                        "--api-key-env", "STANDIN_KEY", "--workers", "2", "--concurrency", "8", "--db", str(db)],
-                      cwd=tmp_path, env=env)
+                      ctrl_c=True, cwd=tmp_path, env=env)
         deadline = time.monotonic() + 120
         while srv.stats.in_flight < 8 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
