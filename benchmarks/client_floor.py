@@ -1,6 +1,6 @@
 """The client stack's floor: how fast can 70 two-request cells go with no PhysLab code at all?
 
-    python benchmarks/client_floor.py [--cells 70] [--latency 0.2] [--repeat 3]
+    python benchmarks/client_floor.py [--cells 70] [--latency 0.2] [--repeat 3] [--new-connections]
 
 The same load as benchmarks/sweep_efficiency.py (70 cells at once, each two sequential chat
 requests, a ~5,800-character prompt, the stand-in server in its own process with 200 ms latency)
@@ -18,6 +18,8 @@ built on that layer could reach on this machine; and its CPU per request (proces
 worker over the timed phase, summed over the processes, divided by the requests made). Each client
 makes one untimed pass first, so the timed pass runs on open connections: a sweep opens its own
 inside its timed window (opening them before the window was worth ~5 points there).
+``--new-connections`` replaces the clients after that pass, so the timed pass opens its
+connections as a sweep does: the floor to compare a sweep's figure with.
 """
 
 from __future__ import annotations
@@ -35,15 +37,17 @@ import time
 PROMPT = "Solve the following problem. " * 200
 
 
-def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) -> None:
+def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue, new_connections: bool) -> None:
     from physlab.bench.sweep import yield_until_idle
 
     async def main() -> None:
         models: list = []  # pydantic-ai models, closed after the timed phase
+        clients: list = []
         if kind == "httpx":
             import httpx2 as httpx  # what the installed OpenAI SDK is built on
 
-            clients = [httpx.AsyncClient() for _ in range(cells)]
+            def make() -> None:
+                clients[:] = [httpx.AsyncClient() for _ in range(cells)]
 
             async def cell(i: int) -> None:
                 msgs = [{"role": "system", "content": "You are a physicist."}, {"role": "user", "content": PROMPT}]
@@ -53,7 +57,8 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) ->
         elif kind == "openai SDK":
             from openai import AsyncOpenAI
 
-            clients = [AsyncOpenAI(base_url=base, api_key="x", max_retries=0) for _ in range(cells)]
+            def make() -> None:
+                clients[:] = [AsyncOpenAI(base_url=base, api_key="x", max_retries=0) for _ in range(cells)]
 
             async def cell(i: int) -> None:
                 msgs = [{"role": "system", "content": "You are a physicist."}, {"role": "user", "content": PROMPT}]
@@ -66,10 +71,13 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) ->
             from pydantic_ai.messages import ModelRequest, UserPromptPart
 
             from physlab.llm.defaults import ModelDefaults
-            from physlab.llm.models import build_provider_model, close_provider_model
+            from physlab.llm.models import build_provider_model
 
             defaults = ModelDefaults(client="direct" if kind == "pydantic-ai direct" else "sdk")
-            models = [build_provider_model("openai:standin", api_base=base, defaults=defaults) for _ in range(cells)]
+
+            def make() -> None:
+                models[:] = [build_provider_model("openai:standin", api_base=base, defaults=defaults)
+                             for _ in range(cells)]
 
             async def cell(i: int) -> None:
                 msgs = [ModelRequest(parts=[UserPromptPart(PROMPT)], instructions="You are a physicist.")]
@@ -77,7 +85,11 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) ->
                     r = await model_request(models[i], msgs)
                     msgs = msgs + [r, ModelRequest(parts=[UserPromptPart("Now")])]
 
+        make()
         await asyncio.gather(*[cell(i) for i in range(cells)])  # first use: connections, lazy setup
+        if new_connections:  # the same code paths, warmed; the timed pass opens its own connections
+            await _close(clients, models)
+            make()
         gc.freeze()  # as `bench run` does after its warm-up: no ~0.1 s full collections of the imports mid-run
         while time.time() < start_at:
             await asyncio.sleep(0.001)
@@ -88,10 +100,18 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue) ->
             await yield_until_idle(0.003, 0.1)
         await asyncio.gather(*tasks)
         out.put((t0, time.time(), time.process_time() - cpu0, 2 * cells))
-        for model in models:
-            await close_provider_model(model)
+        await _close(clients, models)
 
     asyncio.run(main())
+
+
+async def _close(clients: list, models: list) -> None:
+    from physlab.llm.models import close_provider_model
+
+    for client in clients:
+        await client.close() if hasattr(client, "close") else await client.aclose()
+    for model in models:
+        await close_provider_model(model)
 
 
 def main() -> int:
@@ -99,13 +119,16 @@ def main() -> int:
     ap.add_argument("--cells", type=int, default=70)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--new-connections", action="store_true",
+                    help="Time a pass on new clients, which open their connections (as a sweep's cells do).")
     args = ap.parse_args()
     srv = subprocess.Popen([sys.executable, "-m", "physlab.llm.standin", "--latency", str(args.latency),
                             "--reply", "ok"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     base = srv.stdout.readline().strip()
     path = 2 * args.latency
     print(f"{args.cells} cells x 2 sequential requests, {args.latency * 1000:.0f} ms latency, "
-          f"{os.cpu_count()} cores; latency-only critical path {path:.2f} s; medians of {args.repeat}")
+          f"{os.cpu_count()} cores; latency-only critical path {path:.2f} s; medians of {args.repeat}; "
+          f"timed on {'new' if args.new_connections else 'open'} connections")
     try:
         for kind in ("httpx", "openai SDK", "pydantic-ai", "pydantic-ai direct"):
             for procs in (1, 2):
@@ -113,7 +136,8 @@ def main() -> int:
                 for _ in range(args.repeat):
                     q: mp.Queue = mp.Queue()
                     start_at = time.time() + 8  # after every process has imported and warmed up
-                    ps = [mp.Process(target=_worker, args=(kind, base, args.cells // procs, start_at, q))
+                    ps = [mp.Process(target=_worker, args=(kind, base, args.cells // procs, start_at, q,
+                                                          args.new_connections))
                           for _ in range(procs)]
                     for p in ps:
                         p.start()
