@@ -108,8 +108,8 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue, ne
 async def _close(clients: list, models: list) -> None:
     from physlab.llm.models import close_provider_model
 
-    for client in clients:
-        await client.close() if hasattr(client, "close") else await client.aclose()
+    for client in clients:  # the openai SDK's client has close(), httpx's aclose()
+        await (client.close() if hasattr(client, "close") else client.aclose())
     for model in models:
         await close_provider_model(model)
 
