@@ -121,6 +121,18 @@ def test_bad_sweep_input_exits_2(tmp_path):
         assert "Traceback" not in p.stderr and p.stderr.startswith("error:")
 
 
+def test_bad_sweep_input_with_a_helper_worker_is_one_line_and_stops_the_helper(tmp_path):
+    """With --workers 2 the helper process is still starting when the parent finds the bad input:
+    it is stopped without the traceback of Python's start-up (a SIGINT mid-import prints one), and
+    is not left running (the pipes would stay open and this run would time out)."""
+    p = subprocess.run([sys.executable, "-m", "physlab", "bench", "run", str(tmp_path / "missing_dir"),
+                        "--models", "scripted:oneshot-wrong", "--workers", "2", "--db", str(tmp_path / "r.sqlite"),
+                        "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert lines and all(line.startswith("error: unknown suite") for line in lines), p.stderr
+
+
 # `python -m physlab` with SIGINT at Python's default handler, whatever this process inherited: a
 # suite started as a background job by a non-interactive shell runs with SIGINT ignored, and its
 # children too, so a Ctrl-C test would wait forever; a terminal's Ctrl-C reaches a default handler.
@@ -391,11 +403,14 @@ def test_interrupting_a_multi_worker_sweep_stops_every_worker_and_gives_cells_ba
         assert _count(db, "state='running'") == 8
         proc.send_signal(signal.SIGINT)
         try:
-            proc.communicate(timeout=60)
+            _, err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             pytest.fail("`bench run --workers 2` did not stop within 60 s of Ctrl-C; the stacks of its "
                         "processes:\n" + _abort_with_stacks(proc))
-    assert proc.returncode != 0
+    assert proc.returncode == 130
+    assert err.startswith("interrupted: ") and "run the same command again to resume" in err, err
+    assert err.count("interrupted") == 1, err  # the parent says it, not each worker
+    assert "Traceback" not in err
     assert _count(db, "state='pending'") == 8
     assert _count(db, "state='running'") == 0
     con = sqlite3.connect(db)

@@ -84,13 +84,21 @@ def run_cmd(
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
     )
     _check_names(config)
+    if wait_for_start:  # a helper: its Ctrl-C comes from the parent, whatever this process inherited
+        import signal
+
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config = per_worker(config, workers)
     helpers = _spawn_workers(config, workers - 1)
     gate = _start_gate(helpers, wait_for_start)
     try:
         summary = asyncio.run(run_sweep(config, progress=progress, start_gate=gate))
-    except BaseException:
+    except BaseException as exc:
         _interrupt(helpers)  # stopped or failed: the helpers stop too and give their cells back
+        if isinstance(exc, KeyboardInterrupt) and not wait_for_start:
+            # typer would exit 130 without a word; a helper leaves the saying to its parent
+            typer.echo(f"interrupted: the finished cells are in {db}; run the same command again to resume",
+                       err=True)
         raise
     finally:
         for h in helpers:
@@ -143,16 +151,28 @@ def per_worker(config, workers: int):
     return config.model_copy(update=update)
 
 
-def _spawn_workers(config, n: int) -> list:
+class _Helpers(list):
+    """The extra worker processes of one `bench run`, and the pids of those that said they are
+    ready (warmed up and waiting at the start gate)."""
+
+    def __init__(self, procs: list) -> None:
+        super().__init__(procs)
+        self.ready: set[int] = set()
+
+
+def _spawn_workers(config, n: int) -> _Helpers:
     """Extra worker processes running the same sweep; the database's claim protocol splits the
     cells between them (the same path as workers on other machines). They warm up, say 'ready' and
-    wait for the word to start, so no process claims every cell while the others still import."""
+    wait for the word to start, so no process claims every cell while the others still import.
+    Each runs in its own process group: a terminal's Ctrl-C reaches the parent only, which stops
+    them as fits the state they are in (see _interrupt)."""
     import subprocess
     import sys
 
-    return [subprocess.Popen([sys.executable, "-m", "physlab", "bench", "run", *worker_argv(config),
-                              "--wait-for-start"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            for _ in range(n)]
+    return _Helpers([subprocess.Popen([sys.executable, "-m", "physlab", "bench", "run", *worker_argv(config),
+                                       "--wait-for-start"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      text=True, process_group=0)
+                     for _ in range(n)])
 
 
 READY = "physlab-worker-ready"
@@ -176,7 +196,7 @@ def _start_gate(helpers: list, wait_for_start: bool):
     return gate
 
 
-def _release_helpers(helpers: list):
+def _release_helpers(helpers: _Helpers):
     """The parent's start gate: once it is warm itself, wait until every helper is ready (or has
     died, or START_TIMEOUT_S passed), then tell them all to start."""
 
@@ -186,6 +206,7 @@ def _release_helpers(helpers: list):
         def one(h) -> None:
             for line in h.stdout:  # EOF: the helper died; its cells stay pending for the others
                 if line.strip() == READY:
+                    helpers.ready.add(h.pid)
                     return
 
         threads = [threading.Thread(target=one, args=(h,), daemon=True) for h in helpers]
@@ -214,13 +235,20 @@ async def _wait_for_start() -> None:
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
 
 
-def _interrupt(helpers: list) -> None:
+def _interrupt(helpers: _Helpers) -> None:
+    """Stop the helpers of a sweep that was stopped or failed. One that said it is ready may hold
+    cells: SIGINT, and it gives them back. One still starting holds none (cells are claimed after
+    the start gate) and may be inside Python's own start-up, where a SIGINT prints the traceback
+    of the import under way: it is terminated."""
     import signal
 
     for h in helpers:
         if h.poll() is None:
             try:
-                h.send_signal(signal.SIGINT)
+                if h.pid in helpers.ready:
+                    h.send_signal(signal.SIGINT)
+                else:
+                    h.terminate()
             except OSError:
                 pass
 

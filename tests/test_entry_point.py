@@ -1,0 +1,34 @@
+"""The `physlab` command as a user starts it: the console script pip installs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sysconfig
+from pathlib import Path
+
+# Started as a sitecustomize, before the command's own code: a Ctrl-C that lands while the command
+# line is still importing its capabilities (a few seconds on a slow machine).
+_CTRL_C_MID_IMPORT = """
+import sys
+
+class _CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == "physlab.bench.cli":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, _CtrlC())
+"""
+
+
+def test_ctrl_c_while_the_command_line_still_imports_is_one_line_and_exit_130(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(_CTRL_C_MID_IMPORT)
+    script = Path(sysconfig.get_path("scripts")) / "physlab"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    p = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env, timeout=120)
+    assert (p.returncode, p.stderr) == (130, "interrupted\n")
+    assert p.stdout == ""
+    # without the Ctrl-C the same command works (the hook is what stopped it)
+    ok = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "bench" in ok.stdout
