@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -32,3 +33,14 @@ def test_ctrl_c_while_the_command_line_still_imports_is_one_line_and_exit_130(tm
     # without the Ctrl-C the same command works (the hook is what stopped it)
     ok = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and "bench" in ok.stdout
+
+
+def test_the_command_line_loads_the_dashboard_only_for_ui():
+    """Every `physlab` command (and every worker of a sweep) imports the command line; the
+    dashboard's FastAPI app and the report's scipy are ~1 s of that on a slow machine, needed by
+    `physlab ui` and `bench report` alone."""
+    code = ("import sys, physlab.cli; "
+            "print(sorted(m for m in ('fastapi', 'uvicorn', 'scipy.stats') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"

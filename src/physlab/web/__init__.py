@@ -7,6 +7,16 @@ fragments and inline SVG charts), ``sweeps`` (the bench report, filtered), ``app
 SSE), ``server`` (run uvicorn in a thread), ``cli`` (`physlab ui`).
 """
 
-from physlab.web.app import create_app
+from typing import Any
 
 __all__ = ["create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: the app pulls in FastAPI and the bench report (scipy), ~1 s of imports
+    # that every `physlab` command would otherwise pay when the command line registers `ui`.
+    if name == "create_app":
+        from physlab.web.app import create_app
+
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
