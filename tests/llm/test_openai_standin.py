@@ -238,3 +238,19 @@ async def test_unreachable_server_fails_cleanly_after_bounded_retries(tmp_path, 
         await Agent(models.for_role("solver")).run("x")
     await models.aclose()
     assert [r.error.split(":")[0] for r in read_calls(tmp_path / "calls.jsonl")] == ["ModelConnectionError"] * 2
+
+
+@pytest.mark.parametrize("spec, effort, sent", [
+    ("openai:qwen3-32b", "high", "high"),  # a served name pydantic-ai's profiles do not know to reason
+    ("openai:qwen3-32b", False, None),
+    ("openai:o3", "low", "low"),  # a known reasoning model: pydantic-ai's own mapping, unchanged
+])
+async def test_the_registry_reasoning_effort_reaches_the_server(tmp_path, client, spec, effort, sent):
+    with StandinServer(ScriptedResponder(["ok"])) as srv:
+        meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
+        registry = ModelRegistry(models={spec: ModelDefaults(client=client, reasoning_effort=effort)})
+        models = RunModels(spec, meter=meter, api_base=srv.base_url, registry=registry, retry=FAST)
+        out = (await Agent(models.for_role("solver")).run("go")).output
+        await models.aclose()
+    assert out == "ok"
+    assert srv.requests[0].get("reasoning_effort") == sent

@@ -138,9 +138,22 @@ class RecordingModel(WrapperModel):
         s: ModelSettings = {"max_retries": 0, "timeout": self.defaults.timeout_s}
         if self.defaults.max_output_tokens:
             s["max_tokens"] = self.defaults.max_output_tokens
-        if self.defaults.reasoning_effort is not None:
-            s["thinking"] = self.defaults.reasoning_effort  # type: ignore[typeddict-item]
+        if (effort := self.defaults.reasoning_effort) is not None:
+            s["thinking"] = effort  # type: ignore[typeddict-item]
+            if isinstance(effort, str) and self._effort_not_mapped():
+                # pydantic-ai drops `thinking` for a model its profiles do not know to reason (every
+                # name served by vLLM or another OpenAI-compatible server: qwen3-32b, gpt-oss-120b,
+                # ...); the registry asked for this level, so the request carries it as the
+                # OpenAI API's own field and the server decides.
+                s["openai_reasoning_effort"] = effort  # type: ignore[typeddict-unknown-key]
         return s
+
+    def _effort_not_mapped(self) -> bool:
+        inner = self.wrapped
+        if getattr(inner, "system", None) != "openai":
+            return False
+        profile = inner.profile
+        return not (profile.get("supports_thinking", False) or profile.get("thinking_always_enabled", False))
 
     def _record(self, *, request: dict[str, Any], resp: ModelResponse | None, latency: float,
                 retries: int, error: str | None = None, note: str | None = None) -> CallRecord:
