@@ -76,6 +76,12 @@ def test_unknown_scenario_and_bad_specs():
         RunModels("openai:x", meter=RunMeter(), api_base="http://127.0.0.1:9/v1", api_key_env="MISSING_VAR")
     with pytest.raises(UserError, match="only applies to openai"):
         RunModels("anthropic:claude-x", meter=RunMeter(), api_base="http://127.0.0.1:9/v1")
+    # a base URL the client cannot use is bad input, not four connection errors after retries
+    for bad in ("localhost:8000/v1", "notaurl", "ftp://host/v1", "http:///v1", "http://127.0.0.1:99999/v1"):
+        with pytest.raises(UserError, match="--api-base") as err:
+            RunModels("openai:served", meter=RunMeter(), api_base=bad)
+        assert repr(bad) in str(err.value)
+    RunModels("openai:served", meter=RunMeter(), api_base="https://proxy.example:4000/v1")
 
 
 async def _record(tmp_path, scenario="test-roles"):

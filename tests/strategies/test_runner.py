@@ -132,7 +132,8 @@ def test_cli_exit_codes(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "no_answer" and out["stop_reason"] == "no_code_in_reply"
     for bad in (["-s", "nosuch"], ["-s", "oneshot", "--param", "novalue"], ["-s", "oneshot", "-p", "zzz=1"],
-                ["-s", "oneshot", "--workspace", str(tmp_path / "a")], ["-s", "oneshot", "-m", "gpt4"]):
+                ["-s", "oneshot", "--workspace", str(tmp_path / "a")], ["-s", "oneshot", "-m", "gpt4"],
+                ["-s", "oneshot", "-m", "openai:served", "--api-base", "localhost:8000/v1"]):
         args = ["solve", str(yml), "-m", "scripted:test-code", "--workspace", str(tmp_path / "c")] + bad
         assert cli(*args) == 2, bad
         assert not (tmp_path / "c").exists()  # no half-made workspace left behind

@@ -34,6 +34,21 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return provider, name
 
 
+def check_api_base(api_base: str) -> None:
+    """A base URL the HTTP clients can use: http(s)://host[:port][/path]. Anything else would only
+    show up as a connection error after every retry."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(api_base)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise UserError(f"{api_base!r} is not a usable URL ({exc})", field="--api-base") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"{api_base!r} is not an http(s) URL; expected e.g. http://localhost:8000/v1",
+                        field="--api-base")
+
+
 def _api_key(provider: str, api_key_env: str | None, required: bool) -> str | None:
     env = api_key_env or _KEY_ENV.get(provider)
     key = os.environ.get(env) if env else None
@@ -215,6 +230,8 @@ class RunModels:
         self._providers = providers
         if api_base is not None and provider in ("scripted", "replay"):
             raise UserError(f"--api-base does not apply to {provider}: models", field="--api-base")
+        if api_base is not None:
+            check_api_base(api_base)
         if provider == "scripted":
             self._scenario = get_scenario(rest)()
             self._scenario_name = rest
