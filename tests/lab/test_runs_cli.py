@@ -77,3 +77,28 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
 async def test_challenge_must_target_an_er(finished_run, capsys):
     assert invoke("runs", "challenge", str(finished_run), "x", "--on", "WH-1") == 2
     assert invoke("runs", "rewind", str(finished_run), "--to", "99") == 2
+
+
+async def test_runs_show_any_strategys_run(tmp_path):
+    """A oneshot run (or a sweep cell) has no research state: show gives its outcome and usage."""
+    from physlab.problems import resolve_problem
+    from physlab.strategies.runner import run_solve
+
+    ws = tmp_path / "one"
+    await run_solve(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
+                    "scripted:oneshot-qec-correct", workspace=ws)
+    res = runner.invoke(app, ["runs", "show", str(ws), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert (data["strategy"], data["status"], data["verdict"]) == ("oneshot", "complete", "correct")
+    assert data["usage_by_role"]["solver"]["calls"] == 1
+    res = runner.invoke(app, ["runs", "show", str(ws)])
+    assert res.exit_code == 0 and "oneshot with scripted:oneshot-qec-correct" in res.output
+    assert "verdict correct" in res.output and "Usage per role" in res.output
+    (ws / "metrics.json").unlink()  # still running, or killed before it finished
+    data = json.loads(runner.invoke(app, ["runs", "show", str(ws), "--json"]).output)
+    assert data["status"] == "unfinished" and data["usage_by_role"]["solver"]["calls"] == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert invoke("runs", "show", str(empty)) == 2
+    assert invoke("runs", "hint", str(ws), "x") == 2  # messages still go to lab runs only

@@ -1,6 +1,6 @@
 """`physlab runs ...`: inspect a lab run and talk to it while it goes or between resumes.
 
-    physlab runs show DIR [--json] [--last N]
+    physlab runs show DIR [--json] [--last N]      (any run; the research state for a lab run)
     physlab runs comment DIR --on WH-3 "text"      (shown to the orchestrator)
     physlab runs hint DIR "text"                   (orchestrator and workers)
     physlab runs challenge DIR --on ER-2 "text"    (to the adjudicator, like a critique)
@@ -32,7 +32,8 @@ runs_app = typer.Typer(help="Inspect lab runs and send them messages (comment, h
 def show(run_dir: Path = typer.Argument(..., help="The run directory."),
          as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
          last: int = typer.Option(5, "--last", min=1, help="How many recent iterations to list.")) -> None:
-    """Print the research state, the last iterations and the usage per role."""
+    """Print the research state, the last iterations and the usage per role (any other strategy's run:
+    its outcome and usage per role)."""
     data = summary(run_dir, last)
     if as_json:
         typer.echo(json.dumps(data, indent=2))

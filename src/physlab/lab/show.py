@@ -1,4 +1,5 @@
-"""`physlab runs show`: the state, the last iterations and the usage per role of a run."""
+"""`physlab runs show`: the state, the last iterations and the usage per role of a lab run; for any other
+strategy's workspace (a `solve`, a sweep cell) its outcome from metrics.json and its usage per role."""
 
 from __future__ import annotations
 
@@ -42,7 +43,29 @@ def usage_by_role(run_dir: Path) -> dict[str, dict[str, Any]]:
     return per
 
 
+def plain_summary(root: Path) -> dict[str, Any] | None:
+    """Any other strategy's workspace (a `solve` or a sweep cell): what its metrics.json says, or
+    None when ``root`` holds no PhysLab run at all."""
+    metrics = read_json(root / "metrics.json")
+    if not metrics:
+        if not (root / "calls.jsonl").is_file():
+            return None
+        metrics = {"status": "unfinished", "stop_reason": "no metrics.json yet: still running, or stopped"}
+    return {
+        "run": str(root), "problem_id": metrics.get("problem_id"), "strategy": metrics.get("strategy"),
+        "model": metrics.get("model"), "status": metrics.get("status"), "stop_reason": metrics.get("stop_reason"),
+        "verdict": (metrics.get("verdict") or {}).get("verdict"), "wall_s": metrics.get("wall_s"),
+        "error": (metrics.get("details") or {}).get("error"), "usage_by_role": usage_by_role(root),
+    }
+
+
 def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
+    root = Path(run_dir)
+    if root.is_dir() and not (root / "state.json").exists():
+        plain = plain_summary(root)
+        if plain is None:
+            raise UserError("not a run directory (no state.json, metrics.json or calls.jsonl)", path=root)
+        return plain
     ws, s = open_run(run_dir)
     metrics = read_json(ws.root / "metrics.json")
     return {
@@ -62,12 +85,18 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
 
 def render(data: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     con = Console()
+    if "iteration" not in data:  # not a lab run: its outcome and usage
+        con.print(f"[bold]{data['problem_id']}[/] — {data['strategy']} with {data['model']}, status "
+                  f"[bold]{data['status']}[/]" + _outcome(data))
+        con.print(f"run: {data['run']}" + (f" ({data['wall_s']:.1f} s)" if data.get("wall_s") is not None else ""))
+        if data.get("error"):
+            con.print(f"error: {data['error']}")
+        _usage_table(con, data)
+        return
     con.print(f"[bold]{data['problem_id']}[/] — iteration {data['iteration']}, status [bold]{data['status']}[/]"
-              + (f" ({data['stop_reason']})" if data["stop_reason"] else "")
-              + (f", verdict [bold]{data['verdict']}[/]" if data["verdict"] else ""))
+              + _outcome(data))
     con.print(f"run: {data['run']}")
     con.print("\n[bold]Established results[/]")
     for e in data["established_results"]:
@@ -87,6 +116,17 @@ def render(data: dict[str, Any]) -> None:
     con.print("\n[bold]Last iterations[/]")
     for subject in data["last_iterations"]:
         con.print(f"  {subject[:200]}")
+    _usage_table(con, data)
+
+
+def _outcome(data: dict[str, Any]) -> str:
+    return ((f" ({data['stop_reason']})" if data["stop_reason"] else "")
+            + (f", verdict [bold]{data['verdict']}[/]" if data["verdict"] else ""))
+
+
+def _usage_table(con: Any, data: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title="Usage per role")
     for col in ("role", "calls", "input tokens", "output tokens", "cost USD"):
         table.add_column(col, justify="left" if col == "role" else "right")
