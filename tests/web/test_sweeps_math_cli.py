@@ -63,3 +63,17 @@ def test_ui_bad_input_is_one_line_exit_2(args, needle, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "\n" not in err and "Traceback" not in err
+
+
+def test_ui_on_a_taken_port_is_one_line_before_any_url(capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(SystemExit) as exc:
+            main(["ui", "--runs", ".", "--port", str(taken.getsockname()[1])])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert "dashboard on" not in out  # no URL promised for a server that never started
+    assert "--port" in err and "in use" in err and "\n" not in err.strip() and "Traceback" not in err

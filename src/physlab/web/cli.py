@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import socket
 from pathlib import Path
 from typing import Optional
 
@@ -32,11 +33,30 @@ def register(app: typer.Typer) -> None:
             raise UserError("no such results database", path=db, field="--db")
         if token is not None and len(token) < 8:
             raise UserError("the token must be at least 8 characters", field="--token")
+        sock = _listen(host, port)  # before printing a token or a URL: a taken port is one line
         if host not in LOOPBACK and token is None:
             token = secrets.token_urlsafe(24)
             typer.echo(f"access token (the page asks for it): {token}")
         shown = f"[{host}]" if ":" in host else host
         typer.echo(f"PhysLab dashboard on http://{shown}:{port}/  (runs: {runs.resolve()}"
                    + (f", db: {db}" if db else "") + ")")
-        uvicorn.run(create_app(runs, db=db, token=token), host=host, port=port, log_level="warning",
-                    timeout_graceful_shutdown=2)
+        config = uvicorn.Config(create_app(runs, db=db, token=token), log_level="warning", timeout_graceful_shutdown=2)
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The dashboard's listening socket, bound here so that uvicorn serves exactly the socket whose
+    bind was checked (its own bind failure is a log line and exit code 3, after the URL was printed)."""
+    try:
+        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise UserError(f"cannot resolve {host!r} ({exc.strerror})", field="--host") from None
+    sock = socket.socket(info[0], socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(info[4])
+    except OSError as exc:
+        sock.close()
+        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another port with --port",
+                        field="--port") from None
+    return sock
