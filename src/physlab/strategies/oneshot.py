@@ -18,6 +18,7 @@ from physlab.llm.prompt import problem_prompt_parts
 from physlab.llm.scripted import register_scenario
 from physlab.llm.text import ask_text
 from physlab.strategies.base import Attempt
+from physlab.strategies.tpbench_common import model_settings
 
 NAME = "oneshot"
 
@@ -58,7 +59,7 @@ class OneShot:
         unknown = sorted(set(ctx.params) - {"temperature", "max_iterations"})  # one call: no iterations
         if unknown:
             raise UserError(f"oneshot takes no parameter '{unknown[0]}' (known: temperature)", field="--param")
-        settings = {"temperature": float(ctx.params["temperature"])} if "temperature" in ctx.params else None
+        settings = model_settings(ctx, NAME)  # a temperature that is not a number in [0, 2] is bad input
         started = time.monotonic()
         problem = ctx.problem
         after = WITH_TEMPLATE if problem.has_template else OPEN_QUESTION
