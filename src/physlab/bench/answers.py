@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, Field, ValidationError
 
-from physlab.bench.store import ResultsStore
+from physlab.bench.store import ResultsStore, cell_config
 from physlab.errors import UserError
+from physlab.problems.model import ReferenceFormat
 
 
 def load_answers(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -43,8 +45,26 @@ def load_answers(path: str | Path) -> dict[str, dict[str, Any]]:
             entry.setdefault("reference_format", "number")
         elif not isinstance(ref, str):
             raise UserError("reference must be a string or a number", path=path, field=str(pid))
-        out[str(pid)] = entry
+        out[str(pid)] = _checked(entry, path, str(pid))
     return out
+
+
+class AnswerEntry(BaseModel):
+    """One reference of an answers file, checked before any cell is graded (a bad rtol or format
+    is one line naming the entry, not a traceback halfway through the database)."""
+
+    reference: str
+    reference_format: ReferenceFormat | None = None
+    rtol: float | None = Field(default=None, ge=0)
+
+
+def _checked(entry: dict[str, Any], path: Path, pid: str) -> dict[str, Any]:
+    try:
+        return AnswerEntry(**entry).model_dump(exclude_none=True)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise UserError(f"{where}: {err['msg']} (got {err.get('input')!r})", path=path, field=pid) from None
 
 
 async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any = None,
@@ -83,10 +103,12 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
 
 
 def critpt_payload(store: ResultsStore, *, strategy: str | None = None, model: str | None = None,
-                   repeat: int | None = None, model_label: str | None = None) -> dict[str, Any]:
+                   repeat: int | None = None, model_label: str | None = None,
+                   config: str | None = None) -> dict[str, Any]:
     """The CritPt batch submission: one entry per challenge with its generated code (a fenced
     Python block, the form the evaluation API takes). With several repeats, the lowest repeat
-    that produced code is used (or ``repeat`` when given)."""
+    that produced code is used (or ``repeat`` when given). Cells run at another budget or with
+    other parameters (``config``, as in the report) are another group, never mixed in."""
     where, params = ["state='done'"], []
     groups = {(c["strategy"], c["model"]) for c in store.cells("state='done'")}
     if strategy:
@@ -99,12 +121,18 @@ def critpt_payload(store: ResultsStore, *, strategy: str | None = None, model: s
         where.append("repeat=?")
         params.append(repeat)
     cells = store.cells(" AND ".join(where), tuple(params))
+    if config is not None:
+        cells = [c for c in cells if cell_config(c) == config]
     chosen_groups = {(c["strategy"], c["model"]) for c in cells}
     if len(chosen_groups) > 1:
         raise UserError(f"the database holds {len(groups)} strategy x model groups; choose one with "
                         f"--strategy and --model", field="--strategy/--model")
     if not cells:
-        raise UserError("no finished cells match", field="--strategy/--model")
+        raise UserError("no finished cells match", field="--strategy/--model" + ("/--config" if config else ""))
+    configs = sorted({cell_config(c) for c in cells})
+    if len(configs) > 1:
+        raise UserError(f"these cells were run at {len(configs)} budgets/parameter sets ({', '.join(configs)}); "
+                        f"choose one with --config", field="--config")
     best: dict[str, dict] = {}
     for c in sorted(cells, key=lambda c: c["repeat"]):
         if c["problem_id"] not in best or (not best[c["problem_id"]]["answer_code"] and c["answer_code"]):

@@ -84,6 +84,7 @@ def run_cmd(
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
     )
     _check_names(config)
+    _check_models(config)
     if wait_for_start:  # a helper: its Ctrl-C comes from the parent, whatever this process inherited
         import signal
 
@@ -280,6 +281,61 @@ def _check_names(config) -> None:
                             field="--strategies")
 
 
+def _check_models(config) -> None:
+    """Model names that cannot work (a mistyped scripted scenario, a replay file that is not
+    there, --api-base with an offline model) fail before the database is touched, so a typo
+    leaves no never-runnable cells behind to show up in every later report. A missing API key is
+    found by the sweep's warm-up (the cells stay pending for the re-run with the key)."""
+    from physlab.llm.models import parse_spec
+    from physlab.llm.replay import resolve_calls_path
+    from physlab.llm.scripted import get_scenario
+
+    for spec in config.models:
+        provider, rest = parse_spec(spec)
+        if provider == "scripted":
+            get_scenario(rest)
+        elif provider == "replay":
+            resolve_calls_path(rest)
+        if provider in ("scripted", "replay") and config.api_base is not None:
+            raise UserError(f"--api-base does not apply to {provider}: models ({spec})", field="--api-base")
+
+
+def _output_file(path: Optional[Path], flag: str) -> Optional[Path]:
+    """Check an output file before any work is done: not a directory; its directory is created."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise UserError("is a directory; expected a file to write", path=path, field=flag)
+    _make_dir(path.parent, flag)
+    return path
+
+
+def _output_dir(path: Optional[Path], flag: str) -> Optional[Path]:
+    if path is None:
+        return None
+    if path.exists() and not path.is_dir():
+        raise UserError("is a file; expected a directory for the plots", path=path, field=flag)
+    _make_dir(path, flag)
+    return path
+
+
+def _make_dir(path: Path, flag: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the directory {path} ({exc.strerror or exc})", path=path,
+                        field=flag) from None
+
+
+def _writing(path: Path, flag: str, write) -> None:
+    """Run ``write()``; a file system error is one line naming the flag and the file (exit 2)."""
+    try:
+        write()
+    except OSError as exc:
+        raise UserError(f"cannot write ({exc.strerror or exc})", path=exc.filename or path,
+                        field=flag) from None
+
+
 @bench_app.command("report")
 def report_cmd(
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
@@ -295,6 +351,7 @@ def report_cmd(
     from physlab.bench.report import build_report, print_report, write_csv, write_html
     from physlab.bench.store import ResultsStore
 
+    csv, html, plots = _output_file(csv, "--csv"), _output_file(html, "--html"), _output_dir(plots, "--plots")
     store = ResultsStore(db, create=False)
     try:
         report = build_report(store, equal_tokens=equal_tokens)
@@ -305,13 +362,14 @@ def report_cmd(
     else:
         print_report(report)
     if csv:
-        write_csv(report, csv)
+        _writing(csv, "--csv", lambda: write_csv(report, csv))
         typer.echo(f"wrote {csv}", err=as_json)
     if plots:
-        made = plots_mod.write_all(report, plots)
+        made: dict = {}
+        _writing(plots, "--plots", lambda: made.update(plots_mod.write_all(report, plots)))
         typer.echo(f"wrote {len(made)} plots to {plots}", err=as_json)
     if html:
-        write_html(report, html, plots_dir=plots)
+        _writing(html, "--html", lambda: write_html(report, html, plots_dir=plots))
         typer.echo(f"wrote {html}", err=as_json)
 
 
@@ -341,17 +399,21 @@ def export_critpt_cmd(
     strategy: Optional[str] = typer.Option(None, "--strategy"),
     model: Optional[str] = typer.Option(None, "--model"),
     repeat: Optional[int] = typer.Option(None, "--repeat", min=0),
+    config: Optional[str] = typer.Option(None, "--config",
+                                         help="Budget|params tag (the report's budget|params column) when the "
+                                              "group was run at several."),
 ) -> None:
     """Write the CritPt submission payload: problem id + generated code per challenge."""
     from physlab.bench.answers import critpt_payload
     from physlab.bench.store import ResultsStore
 
+    out = _output_file(out, "--out")
     store = ResultsStore(db, create=False)
     try:
-        payload = critpt_payload(store, strategy=strategy, model=model, repeat=repeat)
+        payload = critpt_payload(store, strategy=strategy, model=model, repeat=repeat, config=config)
     finally:
         store.close()
-    out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    _writing(out, "--out", lambda: out.write_text(json.dumps(payload, indent=2), encoding="utf-8"))
     n = len(payload["submissions"])
     empty = sum(not s["generated_code"] for s in payload["submissions"])
     typer.echo(f"wrote {n} submissions ({empty} without code) to {out}")

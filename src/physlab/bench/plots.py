@@ -10,11 +10,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from physlab.bench.report import Report  # noqa: E402
+from physlab.bench.report import Report, group_label  # noqa: E402
 
 
 def _label(g) -> str:
-    return f"{g.strategy} × {g.model}"
+    return group_label(g, sep=" × ")
 
 
 def accuracy_vs_cost(report: Report, path: Path) -> Path | None:

@@ -15,12 +15,14 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from physlab.bench import stats
-from physlab.bench.store import ResultsStore
+from physlab.bench.store import ResultsStore, cell_config
 
 
 class GroupSummary(BaseModel):
     strategy: str
     model: str
+    config: str = Field(default="-", description="Budget tag, then strategy parameters when any: cells "
+                                                 "run at another budget or with other --param are another group.")
     cells: int = Field(description="Finished cells.")
     failed: int = 0
     pending: int = 0
@@ -50,22 +52,35 @@ class Report(BaseModel):
     equal_budget_tokens: float | None = Field(
         default=None, description="The common per-problem token cap of the equal-budget view.")
     budget_curves: dict[str, list[tuple[float, float]]] = Field(
-        default_factory=dict, description="'strategy|model' -> [(token cap, accuracy)].")
+        default_factory=dict, description="'strategy|model' ('strategy|model|config' for a group with a "
+                                          "budget or parameters) -> [(token cap, accuracy)].")
     cells_total: int = 0
 
 
+def group_label(g: GroupSummary, *, sep: str = "|") -> str:
+    """'strategy|model', plus '|config' for a group run at a budget or with parameters."""
+    parts = [g.strategy, g.model] + ([g.config] if g.config != "-" else [])
+    return sep.join(parts)
+
+
+def _with_config(rows: list[dict]) -> list[dict]:
+    return [{**r, "config": cell_config(r)} for r in rows]
+
+
 def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> Report:
-    rows = store.cells()
-    by_group = stats.group_by(rows, "strategy", "model")
-    role_rows = stats.group_by(store.roles(), "strategy", "model")
+    # Grouped by strategy x model x config: pooling cells run at different budgets or parameters
+    # would mix two experiments in one accuracy, and count them as repeats in pass@k.
+    rows = _with_config(store.cells())
+    by_group = stats.group_by(rows, "strategy", "model", "config")
+    role_rows = stats.group_by(_with_config(store.roles()), "strategy", "model", "config")
     groups: list[GroupSummary] = []
     graded_cells: dict[tuple, list[tuple[bool, float]]] = {}
-    for (strategy, model), cells in sorted(by_group.items()):
+    for (strategy, model, config), cells in sorted(by_group.items()):
         done = [c for c in cells if c["state"] == "done"]
         graded = [c for c in done if c["verdict"] is not None]
         correct = sum(c["verdict"] == "correct" for c in graded)
         g = GroupSummary(
-            strategy=strategy, model=model, cells=len(done),
+            strategy=strategy, model=model, config=config, cells=len(done),
             failed=sum(c["state"] == "failed" for c in cells),
             pending=sum(c["state"] in ("pending", "running") for c in cells),
             graded=len(graded), correct=correct,
@@ -81,7 +96,7 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
                 v = stats.mean_pass_at_k(counts, k)
                 if v is not None:
                     g.pass_at_k[k] = v
-            graded_cells[(strategy, model)] = [
+            graded_cells[(strategy, model, config)] = [
                 (c["verdict"] == "correct", c["input_tokens"] + c["output_tokens"]) for c in graded]
         tokens = [c["input_tokens"] + c["output_tokens"] for c in done]
         costs = [c["cost_usd"] for c in done]
@@ -91,7 +106,7 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
         g.wall_median, g.wall_p90 = stats.quantile(walls, 0.5), stats.quantile(walls, 0.9)
         g.total_tokens, g.total_cost = sum(tokens), sum(costs)
         role_tokens: dict[str, int] = {}
-        for r in role_rows.get((strategy, model), []):
+        for r in role_rows.get((strategy, model, config), []):
             role_tokens[r["role"]] = role_tokens.get(r["role"], 0) + r["input_tokens"] + r["output_tokens"]
         total_role = sum(role_tokens.values())
         if total_role:
@@ -108,12 +123,12 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
         report.equal_budget_tokens = equal_tokens
         all_caps = sorted({t for v in graded_cells.values() for _, t in v} | {0.0})
         for g in groups:
-            cs = graded_cells.get((g.strategy, g.model))
+            cs = graded_cells.get((g.strategy, g.model, g.config))
             if not cs:
                 continue
             k, n = stats.accuracy_at_cap(cs, equal_tokens)
             g.equal_budget_correct, g.equal_budget_accuracy = k, k / n
-            report.budget_curves[f"{g.strategy}|{g.model}"] = [
+            report.budget_curves[group_label(g)] = [
                 (float(cap), stats.accuracy_at_cap(cs, cap)[0] / n) for cap in all_caps]
     return report
 
@@ -141,6 +156,7 @@ def summary_rows(report: Report) -> list[dict[str, str]]:
             "wall_median_s": _fmt(g.wall_median, ".3g"), "wall_p90_s": _fmt(g.wall_p90, ".3g"),
             "equal_budget_accuracy": _fmt(g.equal_budget_accuracy, ".3f"),
             "role_token_share": "; ".join(f"{r}={s:.0%}" for r, s in g.role_share.items()),
+            "config": g.config,  # last, so the columns before it keep their places
         })
         out.append(row)
     return out
@@ -157,6 +173,12 @@ def write_csv(report: Report, path: str | Path) -> Path:
     return path
 
 
+def _done_failed(g: GroupSummary) -> str:
+    """'done/failed', and the cells not run yet when there are any (a group whose sweep stopped
+    early is not a group of zero results)."""
+    return f"{g.cells}/{g.failed}" + (f" ({g.pending} pending)" if g.pending else "")
+
+
 def print_report(report: Report, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -166,14 +188,16 @@ def print_report(report: Report, console=None) -> None:
         console.print(f"no cells in {report.db}")
         return
     table = Table(title=f"PhysLab sweep report ({report.db})")
-    for col in ("strategy", "model", "done/failed", "accuracy [95% CI]", "pass@k",
+    configs = any(g.config != "-" for g in report.groups)  # the column only when it tells groups apart
+    left = ("strategy", "model", "budget|params") if configs else ("strategy", "model")
+    for col in (*left, "done/failed", "accuracy [95% CI]", "pass@k",
                 "tokens med/p90", "cost med $", "wall med s", "equal-budget acc"):
-        table.add_column(col, justify="left" if col in ("strategy", "model") else "right")
+        table.add_column(col, justify="left" if col in left else "right")
     for g in report.groups:
         acc = (f"{g.accuracy:.3f} [{g.ci_low:.3f}, {g.ci_high:.3f}] ({g.correct}/{g.graded})"
                if g.accuracy is not None else "ungraded")
         table.add_row(
-            g.strategy, g.model, f"{g.cells}/{g.failed}", acc,
+            g.strategy, g.model, *([g.config] if configs else []), _done_failed(g), acc,
             " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items()),
             f"{_fmt(g.tokens_median, '.0f')}/{_fmt(g.tokens_p90, '.0f')}",
             _fmt(g.cost_median, ".3g"), _fmt(g.wall_median, ".3g"),
@@ -184,7 +208,7 @@ def print_report(report: Report, console=None) -> None:
         console.print(f"equal-budget view: every cell capped at {report.equal_budget_tokens:.0f} tokens per problem")
     for g in report.groups:
         if g.role_share:
-            console.print(f"{g.strategy} × {g.model} token share: "
+            console.print(f"{group_label(g, sep=' × ')} token share: "
                           + ", ".join(f"{r} {s:.0%}" for r, s in g.role_share.items()))
 
 

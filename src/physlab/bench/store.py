@@ -111,6 +111,13 @@ CREATE TABLE IF NOT EXISTS worker_runs (
 """
 
 
+def params_tag(params: dict[str, Any] | None) -> str:
+    """A short, stable text for strategy parameters (part of a cell's key when there are any):
+    ``k=<json>`` pairs sorted by key, '' when none."""
+    return ",".join(f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+                    for k, v in sorted((params or {}).items()))
+
+
 def budget_tag(budget: Budget) -> str:
     """A short, stable text for a budget (part of a cell's key): '-' when unlimited."""
     items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
@@ -130,10 +137,27 @@ class CellSpec:
     suite: str = ""
     sweep: str = ""
     gradable: bool = False
+    params: str = ""  # params_tag() of the sweep's --param values
 
     @functools.cached_property  # asked for ~7 times per cell; the budget tag dumps the Budget model
+    def config(self) -> str:
+        """What else, besides problem/strategy/model/repeat, makes two cells different runs: the
+        budget tag, then the parameters when there are any (a sweep without --param keeps the
+        keys it always had)."""
+        tag = budget_tag(self.budget)
+        return f"{tag}|{self.params}" if self.params else tag
+
+    @functools.cached_property
     def key(self) -> str:
-        return f"{self.suite}/{self.problem_id}|{self.strategy}|{self.model}|r{self.repeat}|{budget_tag(self.budget)}"
+        return f"{self.suite}/{self.problem_id}|{self.strategy}|{self.model}|r{self.repeat}|{self.config}"
+
+
+def cell_config(row: dict[str, Any]) -> str:
+    """The config part of a stored cell's key (see :attr:`CellSpec.config`): budget tag and
+    parameters. Read from the key, since the cell's columns give everything before it."""
+    head = f"{row['suite']}/{row['problem_id']}|{row['strategy']}|{row['model']}|r{row['repeat']}|"
+    key = row["key"]
+    return key[len(head):] if key.startswith(head) else "-"
 
 
 @dataclass
@@ -174,11 +198,19 @@ class ResultsStore:
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 60.0, create: bool = True):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise UserError("is a directory; expected a results database file (e.g. results.sqlite)",
+                            path=self.path, field="--db")
         if not create and not self.path.is_file():
             raise UserError("results database not found (run `physlab bench run` first)",
                             path=self.path)
-        if self.path.parent and not self.path.parent.exists():
+        try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                self.path.touch()
+        except OSError as exc:
+            raise UserError(f"cannot create the results database here ({exc.strerror})",
+                            path=self.path, field="--db") from None
         try:
             self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
                                         check_same_thread=False)
@@ -409,7 +441,8 @@ class ResultsStore:
 
     def roles(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.conn.execute(
-            "SELECT r.*, c.strategy, c.model FROM cell_roles r JOIN cells c ON c.key = r.cell_key "
+            "SELECT r.*, c.key, c.suite, c.problem_id, c.repeat, c.strategy, c.model FROM cell_roles r "
+            "JOIN cells c ON c.key = r.cell_key "
             "WHERE c.state='done'")]
 
     def problem_public(self, problem_id: str) -> dict[str, Any] | None:

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable
 from pydantic import BaseModel, Field
 
 from physlab.bench.batch_writer import BatchWriter
-from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+from physlab.bench.store import CellResult, CellSpec, ResultsStore, params_tag, worker_id
 from physlab.errors import UserError
 from physlab.llm.meter import read_calls
 from physlab.llm.usage import Budget, CallRecord, Usage
@@ -82,6 +82,17 @@ def suite_label(spec: str) -> str:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_")[:180]
+
+
+def _config_dirname(config: str) -> str:
+    """A cell's budget/parameter tag as part of its workspace name: readable when short, a hash
+    when long (the name is cut at 180 characters, and two cells must never share a workspace)."""
+    safe = _safe(config)
+    if "|" not in config or len(safe) <= 48:  # no parameters: the name it always had
+        return safe
+    import hashlib
+
+    return safe[:32] + "_" + hashlib.sha1(config.encode()).hexdigest()[:12]
 
 
 class BoundedSandbox:
@@ -169,9 +180,10 @@ class Sweep:
         if dup:
             raise UserError(f"problem ids are not unique: {sorted(dup)[:3]}", path=self.config.suite)
         by_id = {p.id: p for p in problems}
+        params = params_tag(self.config.params)  # other parameters, other cells (like a budget)
         specs = [
             CellSpec(problem_id=p.id, strategy=s, model=m, repeat=r, budget=self.config.budget,
-                     suite=label, sweep=self.config.name or label, gradable=p.gradable)
+                     suite=label, sweep=self.config.name or label, gradable=p.gradable, params=params)
             for p in problems for s in self.config.strategies for m in self.config.models
             for r in range(self.config.repeats)
         ]
@@ -189,7 +201,7 @@ class Sweep:
     async def _run_cell(self, spec: CellSpec, problem: Any) -> None:
         cfg = self.config
         workspace = self._runs_dir / _safe(spec.suite) / _safe(
-            f"{spec.problem_id}__{spec.strategy}__{spec.model}__r{spec.repeat}__{_safe(spec.key.rsplit('|', 1)[1])}")
+            f"{spec.problem_id}__{spec.strategy}__{spec.model}__r{spec.repeat}__{_config_dirname(spec.config)}")
         if workspace.parent not in self._made_dirs:
             workspace.parent.mkdir(parents=True, exist_ok=True)
             self._made_dirs.add(workspace.parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
+from physlab.bench.report import group_label
 from physlab.lab.state.models import ResearchState
 
 PALETTE = ["#3b6ea8", "#c0504d", "#4f9a4f", "#8064a2", "#d08a2e", "#2e9ca6", "#7f7f7f", "#b5547a", "#6b8e23"]
@@ -115,7 +116,7 @@ def accuracy_bars(groups: list) -> str:
            f'viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">']
     for i, g in enumerate(graded):
         y = i * (bar_h + gap)
-        label = f"{g.strategy} · {g.model}"
+        label = group_label(g, sep=" · ")  # with its budget|params when it has one
         out.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{escape(label)}</text>')
         out.append(f'<rect x="{label_w}" y="{y}" width="{g.accuracy * span:.1f}" height="{bar_h}" '
                    f'fill="{PALETTE[i % len(PALETTE)]}"><title>{escape(label)}: {g.accuracy:.3f}</title></rect>')
