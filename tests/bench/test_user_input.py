@@ -189,3 +189,18 @@ def test_report_shows_cells_still_pending(tmp_path, capsys):
     assert code == 0
     line = next(x for x in out.splitlines() if "scripted:b" in x)
     assert "2 pending" in line, out
+
+
+@pytest.mark.parametrize("verb", [["report"], ["run", "examples", "--strategies", "oneshot",
+                                               "--models", "scripted:oneshot-wrong", "--no-progress"]])
+def test_another_programs_sqlite_file_is_refused_untouched(tmp_path, capsys, verb):
+    other = tmp_path / "notes.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE notes (text TEXT)")
+    con.commit()
+    con.close()
+    before = other.read_bytes()
+    code, _, err = _cli(capsys, *verb, "--db", str(other))
+    assert code == 2
+    _one_line_error(err, "--db", "not a PhysLab results database", "notes")
+    assert other.read_bytes() == before  # no tables added, not switched to WAL

@@ -56,6 +56,7 @@ def test_latex_becomes_mathml_and_everything_else_is_escaped():
     (["ui", "--runs", "/nonexistent/runs"], "--runs"),
     (["ui", "--runs", ".", "--db", "/nonexistent.sqlite"], "--db"),
     (["ui", "--runs", ".", "--token", "short"], "--token"),
+    (["ui", "--runs", ".", "--db", __file__], "not a PhysLab results database"),
 ])
 def test_ui_bad_input_is_one_line_exit_2(args, needle, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -31,6 +31,8 @@ from physlab.llm.usage import Budget, CallRecord, Usage
 
 SCHEMA_VERSION = 1
 
+# meta comes first: a worker opening the file while another creates the tables sees no table or
+# meta among them, never only others (_refuse_foreign tells PhysLab files by their meta table).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS problems (
@@ -215,12 +217,23 @@ class ResultsStore:
             self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
                                         check_same_thread=False)
             self.conn.row_factory = sqlite3.Row
+            self._refuse_foreign()
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self._init_schema()
         except sqlite3.DatabaseError as exc:
-            raise UserError(f"not a PhysLab results database ({exc})", path=self.path) from None
+            raise UserError(f"not a PhysLab results database ({exc})", path=self.path, field="--db") from None
+
+    def _refuse_foreign(self) -> None:
+        """Another program's SQLite file is not ours to add tables to (or to switch to WAL): a
+        mistyped --db names it, one line, before anything is written."""
+        tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        if tables and "meta" not in tables:
+            self.conn.close()
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise UserError(f"not a PhysLab results database (an SQLite file with other tables: {shown}); "
+                            "choose another file", path=self.path, field="--db")
 
     def _init_schema(self) -> None:
         # executescript commits on its own; every statement is idempotent (IF NOT EXISTS).

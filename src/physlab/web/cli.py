@@ -31,6 +31,10 @@ def register(app: typer.Typer) -> None:
             raise UserError("no such runs directory", path=runs, field="--runs")
         if db is not None and not db.is_file():
             raise UserError("no such results database", path=db, field="--db")
+        if db is not None:  # a file that is no results database: one line now, not an error page later
+            from physlab.bench.store import ResultsStore
+
+            ResultsStore(db, create=False).close()
         if token is not None and len(token) < 8:
             raise UserError("the token must be at least 8 characters", field="--token")
         sock = _listen(host, port)  # before printing a token or a URL: a taken port is one line
