@@ -265,11 +265,12 @@ async def test_ungraded_sweep_is_graded_later_and_exported(tmp_path, monkeypatch
     assert con.execute("SELECT COUNT(*) FROM cells WHERE verdict IS NULL AND answer_code LIKE '%return 1%'"
                        ).fetchone()[0] == 4
     answers = tmp_path / "answers.yaml"
-    answers.write_text("q00: '1'\nq01: 1\nq02: '2'\n")  # q03's reference has not arrived
+    answers.write_text("q00: '1'\nq01: 1\nq02: '2'\nqO3: '1'\n")  # q03's has not arrived; qO3 is a typo
     from physlab.bench.answers import grade_db
 
-    counts = await grade_db(ResultsStore(db), answers)
-    assert counts == {"correct": 2, "incorrect": 1}
+    unknown: list[str] = []
+    counts = await grade_db(ResultsStore(db), answers, on_unknown=unknown.extend)
+    assert counts == {"correct": 2, "incorrect": 1} and unknown == ["qO3"]  # the typo is reported, not ignored
     got = dict(con.execute("SELECT problem_id, verdict FROM cells").fetchall())
     assert got == {"q00": "correct", "q01": "correct", "q02": "incorrect", "q03": None}
     rep = build_report(ResultsStore(db))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
@@ -68,9 +68,11 @@ def _checked(entry: dict[str, Any], path: Path, pid: str) -> dict[str, Any]:
 
 
 async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any = None,
-                   regrade: bool = False) -> dict[str, int]:
+                   regrade: bool = False,
+                   on_unknown: Callable[[list[str]], None] | None = None) -> dict[str, int]:
     """Grade every finished cell whose problem has a reference in FILE. Cells that already have a
-    verdict are left alone unless ``regrade``. Returns counts per verdict."""
+    verdict are left alone unless ``regrade``. Returns counts per verdict. Answer ids that match
+    no problem of the database (a typo, another suite) go to ``on_unknown``."""
     from physlab.problems.model import Problem
 
     answers = load_answers(answers_path)
@@ -83,6 +85,8 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
     if unknown and len(unknown) == len(answers):
         raise UserError(f"no problem id in the answers file is in the database (e.g. {unknown[0]!r})",
                         path=answers_path)
+    if unknown and on_unknown is not None:
+        on_unknown(unknown)
     for cell in store.cells("state='done'"):
         entry = answers.get(cell["problem_id"])
         if entry is None or (cell["verdict"] is not None and not regrade):

@@ -385,7 +385,9 @@ def grade_cmd(
 
     store = ResultsStore(db, create=False)
     try:
-        counts = asyncio.run(grade_db(store, answers, regrade=regrade))
+        counts = asyncio.run(grade_db(store, answers, regrade=regrade, on_unknown=lambda ids: typer.echo(
+            f"warning: {len(ids)} answer id(s) match no problem in {db}: {', '.join(ids[:5])}"
+            + (", ..." if len(ids) > 5 else ""), err=True)))
     finally:
         store.close()
     total = sum(counts.values())
