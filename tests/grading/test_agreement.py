@@ -59,6 +59,18 @@ ETA = problem(NUM_TEMPLATE, "eta = 1 - sp.sqrt(sp.Rational(8, 9))")
 ETA_NUMBER = problem(NUM_TEMPLATE, "0.0572", fmt="number")
 TINY = problem(NUM_TEMPLATE, "eta = sp.Rational(1, 2**99)")
 
+ZERO_TEMPLATE = '''import sympy as sp
+
+t = sp.symbols("t", positive=True)
+
+def answer(t):
+    commutator = ...
+    return (commutator, t)
+'''
+# A component that vanishes identically, written unsimplified: evalf leaves "0.e-172" noise.
+ZERO_FORM = problem(ZERO_TEMPLATE, "commutator = sp.sin(t)**2 + sp.cos(t)**2 - 1")
+ZERO_EXACT = problem(ZERO_TEMPLATE, "commutator = 0")
+
 PAIR_TEMPLATE = '''import sympy as sp
 
 def answer():
@@ -136,6 +148,13 @@ CASES = [
     ("tiny vs 2**-98", TINY, "return sp.Rational(1, 2**98)", "incorrect"),
     ("tiny float vs 2**-98", TINY, "return 2.0**-98", "incorrect"),
     ("tiny float", TINY, "return 2.0**-99", "correct"),
+    # ---- a component that is identically zero (unsimplified on one side)
+    ("zero ref form, cand 0", ZERO_FORM, "return (0, t)", "correct"),
+    ("zero ref form, cand 0.0", ZERO_FORM, "return (0.0, t)", "correct"),
+    ("zero ref form, cand other form", ZERO_FORM, "return (2*sp.sin(t)*sp.cos(t) - sp.sin(2*t), t)", "correct"),
+    ("zero ref, cand zero form", ZERO_EXACT, "return (sp.atan(t) + sp.atan(1/t) - sp.pi/2, t)", "correct"),
+    ("zero ref form, cand tiny", ZERO_FORM, "return (sp.Rational(1, 10**9), t)", "incorrect"),
+    ("zero ref form, cand exp(-t)", ZERO_FORM, "return (sp.exp(-1000*t), t)", "incorrect"),
     # ---- tuple of numbers
     ("pair reference", PAIR, "return (2, 2*sp.sqrt(2))", "correct"),
     ("pair sqrt8", PAIR, "return (sp.Integer(2), sp.sqrt(8))", "correct"),

@@ -85,3 +85,24 @@ def test_missing_candidate_and_bad_problem_exit_2(tmp_path):
     assert res.returncode == 2 and "Traceback" not in res.stderr
     res = _physlab("grade", str(tmp_path / "nope.yaml"), str(tmp_path / "missing.py"))
     assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e300"])
+def test_unusable_timeout_is_bad_usage_not_a_traceback(tmp_path, value):
+    cand = tmp_path / "a.py"
+    cand.write_text(CODE.format("p"))
+    res = _physlab("grade", QEC_SPEC, str(cand), "--timeout", value)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr and "--timeout" in res.stderr
+
+
+def test_reference_that_fails_names_the_files_answer_field(tmp_path):
+    prob = tmp_path / "broken.yaml"
+    prob.write_text("problem: q\nanswer_template: |\n  def answer(x):\n      y = ...\n      return y\n"
+                    "answer: y = 1/0\n")
+    cand = tmp_path / "a.py"
+    cand.write_text("def answer(x):\n    return x\n")
+    res = _physlab("grade", str(prob), str(cand))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert f"{prob}: field 'answer':" in res.stderr and "ZeroDivisionError" in res.stderr, res.stderr

@@ -33,6 +33,12 @@ CASES = {
     "images_wrong_type": ("p.yaml", "problem: q\nimages: 3\n", ["field 'images'", "expected a list of file paths"]),
     "rtol_not_number": ("p.yaml", "problem: q\nanswer: 1\nrtol: tight\n", ["field 'rtol'", "expected a number"]),
     "rtol_negative": ("p.yaml", "problem: q\nanswer: 1\nrtol: -0.1\n", ["field 'rtol'", "positive"]),
+    "rtol_infinite": ("p.yaml", "problem: q\nanswer: 1\nrtol: .inf\n", ["field 'rtol'", "between 0 and 1"]),
+    "rtol_percent": ("p.yaml", "problem: q\nanswer: 1\nrtol: 5\n", ["field 'rtol'", "between 0 and 1", "got 5"]),
+    "answer_nan": ("p.yaml", "problem: q\nanswer: .nan\n", ["field 'answer'", "expected a finite number"]),
+    "answer_inf": ("p.yaml", "problem: q\nanswer: -.inf\n", ["field 'answer'", "expected a finite number"]),
+    "answer_nan_text": ("p.yaml", "problem: q\nanswer: 'nan'\nreference_format: number\n",
+                        ["field 'answer'", "expected a finite number, got 'nan'"]),
     "difficulty_not_int": ("p.yaml", "problem: q\ndifficulty: hard\n", ["field 'difficulty'", "expected an integer"]),
     "bad_id": ("p.yaml", "id: a b/c\nproblem: q\n", ["field 'id'", "letters, digits"]),
     "yaml_not_mapping": ("p.yaml", "- just\n- strings\n", ["field '[0].id'", "needs an 'id'"]),
@@ -44,6 +50,9 @@ CASES = {
     "json_unknown_shape": ("p.json", '{"foo": 1}', ["unrecognised problem file", "CritPt"]),
     "critpt_problems_not_list": ("c.json", json.dumps({"dataset_name": "C", "problems": {"a": 1}}),
                                  ["field 'problems'", "expected a non-empty list", "got a mapping"]),
+    "critpt_dataset_name_missing": ("c.json", json.dumps({"problems": [
+        {"problem_id": "C_main", "problem_description": "d", "code_template": "def answer():\n    x = ...\n    return x\n"}]}),
+        ["field 'dataset_name'", "missing"]),
     "critpt_template_missing": ("c.json", json.dumps({"dataset_name": "C", "problems": [
         {"problem_id": "C_main", "problem_description": "d"}]}), ["field 'problems[0].code_template'", "missing"]),
     "critpt_template_no_answer": ("c.json", json.dumps({"dataset_name": "C", "problems": [
@@ -61,6 +70,11 @@ CASES = {
     "hipho_image_missing": ("h.json", json.dumps([{"information": "s"}, {"id": "H1", "context": "c", "question": "q",
                                                  "marking": [], "answer": ["\\boxed{1}"], "image_question": ["img/x.png"]}]),
                             ["field '[1].image_question'", "image not found"]),
+    "yaml_duplicate_ids": ("p.yaml", "- id: a\n  problem: q\n- id: a\n  problem: r\n",
+                           ["duplicate problem id 'a'", "unique in a file"]),
+    "critpt_duplicate_ids": ("c.json", json.dumps({"dataset_name": "C", "problems": [
+        {"problem_id": "C_main", "problem_description": "d", "code_template": "def answer():\n    x = ...\n    return x\n"}] * 2}),
+        ["duplicate problem id 'C_main'", "unique in a file"]),
     "jsonl_bad_line": ("t.jsonl", '{"problem": "a", "answer": "1"}\n{oops\n', ["invalid JSON on line 2"]),
     "markdown_empty": ("q.md", "   \n", ["file is empty"]),
     "unsupported_suffix": ("q.txt", "What?", ["unsupported problem file type '.txt'"]),
@@ -95,6 +109,14 @@ def test_bad_problem_file_is_one_clear_line(case, write, capsys):
         (["problems", "show", "sub/missing.yaml"], "sub/missing.yaml: file not found"),
         (["problems", "list", "exampels"], "did you mean examples"),
         (["problems", "import", "critpt", "/nonexistent/dir"], "/nonexistent/dir: not found"),
+        # a directory where a problem file is expected: said so, the directory is not read
+        (["problems", "show", "sub"], "sub: expected a problem file, got a directory"),
+        (["problems", "show", "./sub"], "sub: expected a problem file, got a directory"),
+        (["grade", "sub", "candidate.py"], "sub: expected a problem file, got a directory"),
+        # '/name' that does not exist: never the working directory read as a suite
+        (["problems", "show", "/nonexistent_physlab_problem"], "/nonexistent_physlab_problem: not found"),
+        (["grade", "/nonexistent_physlab_problem", "candidate.py"], "/nonexistent_physlab_problem: not found"),
+        (["problems", "show", "#some_id"], "expected FILE#ID"),
     ],
 )
 def test_bad_specs_are_one_line(argv, expected, capsys, monkeypatch, tmp_path):

@@ -121,3 +121,12 @@ def test_readme_reference_candidate_matches_the_reference():
     p = sp.Symbol("p")
     ref = evaluate_reference(resolve_problem("examples/quantum_error_correction_main")).value
     assert sp.simplify(ns["answer"](p) - ref) == 0
+
+
+def test_problems_help_lists_every_subcommand(capsys):
+    with pytest.raises(SystemExit):
+        main(["problems", "--help"])
+    out = capsys.readouterr().out
+    summary = next(line for line in out.splitlines() if "Problems and suites" in line)
+    for verb in ("list", "show", "check", "import"):
+        assert verb in summary, summary

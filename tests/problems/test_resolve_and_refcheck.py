@@ -86,3 +86,30 @@ def test_public_is_a_problem_without_key():
     assert pub.public() is pub  # already public: no copy (a sweep asks for it several times per cell)
     keyed = pub.model_copy(update={"extra": {"answer_key_points": 3}})
     assert keyed.public() is not keyed and "answer_key_points" not in keyed.public().extra
+
+
+def test_refcheck_accepts_a_parameter_declared_under_another_symbol_name(write, capsys):
+    """`w = sp.symbols('omega')` as the parameter w: omega is the parameter, not a stray symbol."""
+    from physlab.cli import main
+
+    f = write("photon.yaml", """
+        problem: Energy and momentum of a photon of angular frequency w.
+        answer_template: |
+          import sympy as sp
+          hbar, w, c = sp.symbols('hbar omega c', positive=True)
+          def answer(hbar, w, c):
+              E = ...
+              p = ...
+              return E, p
+        answer: |
+          E = hbar*w
+          p = hbar*w/c
+        """)
+    prob = load_file(f)[0]
+    assert evaluate_reference(prob).issues == []
+    with pytest.raises(SystemExit) as exc:
+        main(["problems", "check", str(f)])
+    assert exc.value.code in (0, None)
+    assert "photon: ok (python)" in capsys.readouterr().out
+    stray = prob.model_copy(update={"reference": "E = hbar*w*sp.Symbol('q')\np = sp.Symbol('q')"})
+    assert evaluate_reference(stray).issues == ["uses symbols that are not answer() parameters: q"]

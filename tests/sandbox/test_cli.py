@@ -35,7 +35,8 @@ def test_plain_output_and_timeout_exit_124(tmp_path):
 
 
 @pytest.mark.parametrize("args", [["missing.py"], ["{script}", "--backend", "nope"],
-                                  ["{script}", "--timeout", "-1"]])
+                                  ["{script}", "--timeout", "-1"], ["{script}", "--timeout", "inf"],
+                                  ["{script}", "--timeout", "nan"], ["{script}", "--timeout", "1e300"]])
 def test_bad_usage_is_one_line_exit_2(tmp_path, args):
     script = tmp_path / "ok.py"
     script.write_text("print(1)\n")
@@ -43,3 +44,20 @@ def test_bad_usage_is_one_line_exit_2(tmp_path, args):
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_traceback_shows_the_script_not_the_sandbox(tmp_path):
+    script = tmp_path / "boom.py"
+    script.write_text("def f():\n    return 1 / 0\n\nf()\n")
+    out = physlab("sandbox", "run", str(script))
+    assert out.returncode == 1
+    assert "ZeroDivisionError" in out.stderr and "main.py\", line 4" in out.stderr
+    assert "zygote" not in out.stderr and "exec(code" not in out.stderr, out.stderr
+
+
+def test_memory_beyond_the_kernel_limit_runs_unlimited(tmp_path):
+    script = tmp_path / "hello.py"
+    script.write_text("print('hello')\n")
+    out = physlab("sandbox", "run", str(script), "--memory-mb", str(10**14), "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads(out.stdout)["stdout"] == "hello\n"

@@ -125,3 +125,12 @@ def test_stdin_is_passed(sb):
 def test_bad_input_file_names_are_user_errors(sb, name):
     with pytest.raises(UserError):
         sb.run_sync("pass", files={name: b"x"})
+
+
+@pytest.mark.parametrize("field", ["timeout_s", "cpu_s"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_limits_refuse_times_that_cannot_be_waited_for(field, value):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        SandboxLimits(**{field: value})

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from physlab.errors import UserError
+from physlab.sandbox.types import MAX_TIMEOUT_S
 
 
 def _resolve(spec: str):
@@ -23,7 +24,8 @@ def grade_command(
     candidate: Path = typer.Argument(..., help="Python file defining the template's function, or a "
                                               "Markdown/text file whose last fenced python block does."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help="Seconds the candidate code may run."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT_S,
+                                  help="Seconds the candidate code may run."),
 ) -> None:
     """Grade CANDIDATE against PROBLEM's reference answer."""
     from physlab.grading.grader import Grader

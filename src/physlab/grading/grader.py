@@ -114,7 +114,7 @@ class Grader:
                                   f"{self.compare_timeout_s:g} s")
         if "error" in out:
             raise ProblemFileError(f"problem '{problem.id}': {out['error']}", path=problem.path,
-                                   field="reference")
+                                   field=_reference_field(problem))
         details["method"] = out.get("method", "")
         verdict = Verdict(verdict=out["verdict"], reason=out["reason"], details=details)
         if len(self._verdicts) > 2048:
@@ -272,6 +272,11 @@ class Grader:
             sem = self._sems[loop] = asyncio.Semaphore(self._max_concurrency)
         async with sem:
             return await self.sandbox.run(code, limits=limits, files=files, collect=collect)
+
+
+def _reference_field(problem: Problem) -> str:
+    """The name the problem's file gives its reference answer (what a user must go and fix)."""
+    return {"critpt": "answer_only_code"}.get(problem.extra.get("format"), "answer")
 
 
 def _run_sync(coro):

@@ -13,7 +13,7 @@ from rich.table import Table
 from physlab.problems.model import Problem
 from physlab.problems.suites import import_suite, list_suites, load_suite, resolve_problem
 
-problems_app = typer.Typer(help="Problems and suites: list, show, import.", no_args_is_help=True)
+problems_app = typer.Typer(help="Problems and suites: list, show, check, import.", no_args_is_help=True)
 import_app = typer.Typer(help="Validate benchmark data and store it as a named suite.", no_args_is_help=True)
 problems_app.add_typer(import_app, name="import")
 

@@ -17,9 +17,17 @@ from physlab.problems.fields import check_id, get_str, type_name
 from physlab.problems.model import Problem
 from physlab.problems.templates import check_reference, parse_template
 
+_ITEM_KEYS = ("problem_id", "code_template", "problem_description")
+
 
 def looks_like_critpt(data: Any) -> bool:
-    return isinstance(data, dict) and "problems" in data and "dataset_name" in data
+    """A challenge mapping; also one that lost ``dataset_name`` but whose items are CritPt's, so
+    the loader can say which field is missing instead of "unrecognised file"."""
+    if not isinstance(data, dict) or "problems" not in data:
+        return False
+    items = data["problems"]
+    return "dataset_name" in data or (isinstance(items, list) and any(
+        isinstance(x, dict) and any(k in x for k in _ITEM_KEYS) for x in items))
 
 
 def load_critpt_data(data: Any, path: Path) -> list[Problem]:

@@ -4,6 +4,7 @@ which file, which field and what was expected."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,16 @@ def get_float(data: dict, key: str, *, path: Path, where: str = "", positive: bo
     if positive and not value > 0:
         raise ProblemFileError(f"expected a positive number, got {value}", path=path, field=f"{where}{key}")
     return float(value)
+
+
+def get_rtol(data: dict, key: str = "rtol", *, path: Path, where: str = "") -> float | None:
+    """A relative tolerance: a finite number in (0, 1). 1 or more would accept 0 for any reference
+    (and infinity everything): that is a typo for a percentage or a missing exponent, not a tolerance."""
+    value = get_float(data, key, path=path, where=where)
+    if value is not None and not (math.isfinite(value) and value < 1):
+        raise ProblemFileError(f"expected a relative tolerance between 0 and 1 (e.g. 1e-3), got {value}",
+                               path=path, field=f"{where}{key}")
+    return value
 
 
 def get_int(data: dict, key: str, *, path: Path, where: str = "") -> int | None:

@@ -37,9 +37,23 @@ def _load_json_like(data, path: Path) -> list[Problem]:
     raise ProblemFileError(f"expected a JSON object or list, got {type_name(data)}", path=path)
 
 
+def _unique_ids(problems: list[Problem], path: Path) -> list[Problem]:
+    """``FILE#ID`` must name one problem: a file may not hold the same id twice."""
+    seen: set[str] = set()
+    for i, prob in enumerate(problems):
+        if prob.id in seen:
+            raise ProblemFileError(f"duplicate problem id '{prob.id}' (problem {i + 1} of {len(problems)}); "
+                                   "ids must be unique in a file", path=path)
+        seen.add(prob.id)
+    return problems
+
+
 def load_file(path: str | Path) -> list[Problem]:
     """Every problem in one file. Format by suffix, then by shape for JSON."""
-    path = Path(path)
+    return _unique_ids(_load_file(Path(path)), Path(path))
+
+
+def _load_file(path: Path) -> list[Problem]:
     if path.is_dir():
         raise ProblemFileError("expected a problem file, got a directory (load it as a suite)", path=path)
     if not path.exists():

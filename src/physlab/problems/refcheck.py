@@ -67,8 +67,9 @@ def evaluate_reference(problem: Problem) -> ReferenceValue:
             value = eval(return_expr, ns)
     except Exception as exc:  # report which problem and why, in one line
         raise ValueError(f"{problem.id}: reference does not evaluate: {type(exc).__name__}: {exc}") from None
-    issues = []
-    allowed = set(params)
+    issues: list[str] = []
+    # a parameter may be declared under another symbol name (w = sp.Symbol('omega')): both count
+    allowed = set(params) | {str(ns[name]) for name in params if isinstance(ns.get(name), sp.Symbol)}
     for leaf in _leaves(value):
         try:
             leaf = sp.sympify(leaf)
@@ -80,4 +81,4 @@ def evaluate_reference(problem: Problem) -> ReferenceValue:
             issues.append(f"uses symbols that are not answer() parameters: {', '.join(sorted(extra))}")
         if leaf.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
             issues.append(f"not finite: {leaf}")
-    return ReferenceValue(value, params, issues)
+    return ReferenceValue(value, params, list(dict.fromkeys(issues)))

@@ -113,6 +113,11 @@ def _pick(problems: list[Problem], pid: str, where: str) -> Problem:
 _PROBLEM_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".md")
 
 
+def _directory_error(path: Path) -> ProblemFileError:
+    return ProblemFileError("expected a problem file, got a directory; pick one of its problems with "
+                            f"{path}/ID or {path}#ID (ids: physlab problems list {path})", path=path)
+
+
 def resolve_problem(spec: str | Path) -> Problem:
     """A file path (``path#id`` for multi-problem files), ``SUITE/ID`` or ``DIR/ID``."""
     text = str(spec).strip()
@@ -131,6 +136,8 @@ def resolve_problem(spec: str | Path) -> Problem:
         raise ProblemFileError("file not found", path=path)
     if "#" in text:
         file_part, pid = text.rsplit("#", 1)
+        if not file_part.strip():
+            raise UserError(f"'{text}': expected FILE#ID (a file before the '#')")
         fpath = Path(file_part).expanduser()
         if fpath.is_dir():
             return _pick(load_directory(fpath, suite=fpath.resolve().name), pid, str(fpath))
@@ -150,12 +157,18 @@ def resolve_problem(spec: str | Path) -> Problem:
                 if any(p.id == pid for p in local):
                     return _pick(local, pid, f"directory {head}")
             return _pick(problems, pid, f"suite '{head}'")
+        if path.is_dir():
+            raise _directory_error(path)
         parent, pid = text.rsplit("/", 1)
+        if not parent:  # '/name': never read the working directory (or '/') as a suite
+            raise ProblemFileError("not found; expected a problem file, FILE#ID or SUITE/ID", path=path)
         if Path(parent).expanduser().is_dir():
             d = Path(parent).expanduser()
             return _pick(load_directory(d, suite=d.resolve().name), pid, f"directory {parent}")
         raise UserError(f"cannot resolve '{text}': not a file, and '{head}' is not a known suite "
                         f"({', '.join(_known_suite_names()) or 'none'}) or directory")
+    if path.is_dir():
+        raise _directory_error(path)
     # A bare id: search the built-in suites (convenient for `physlab problems show ID`).
     found = [p for name in builtin_suites() for p in load_suite(name) if p.id == text]
     if len(found) == 1:

@@ -70,12 +70,17 @@ def parse_template(source: str, *, path: str | Path | None = None, field: str = 
     return TemplateInfo(params=params, filled=tuple(dict.fromkeys(filled)), returned=tuple(returned), return_expr=return_expr)
 
 
+_NOT_FINITE = {"nan", "inf", "infinity"}
+
+
 def _is_number(text: str) -> bool:
+    """A numeric literal with a value ('nan' and 'inf' parse as floats but are not answers)."""
+    s = text.strip()
     try:
-        float(text.strip())
+        float(s)
     except ValueError:
         return False
-    return True
+    return s.lower().lstrip("+-") not in _NOT_FINITE
 
 
 def detect_reference_format(text: str) -> ReferenceFormat:
@@ -115,7 +120,7 @@ def check_reference(
         raise ProblemFileError("reference answer is empty", path=path, field=field)
     if fmt == "number":
         if not _is_number(text):
-            raise ProblemFileError(f"expected a number, got {text.strip()[:40]!r}", path=path, field=field)
+            raise ProblemFileError(f"expected a finite number, got {text.strip()[:40]!r}", path=path, field=field)
         return
     if fmt == "latex":
         return

@@ -2,19 +2,20 @@
 
 Keys: ``problem`` (statement, required), ``answer`` (reference: Python expression or assignments
 in the template's names, a number, or LaTeX), ``answer_template`` (Python defining
-``answer(...)``), optional ``solution``, ``rtol``, ``images`` (paths relative to the file),
-``id`` (default: the file name), ``source``, ``difficulty``, ``reference_format`` (overrides
-detection). A file with only ``problem`` is an open question. A file may also hold a list of
-such mappings (each then needs an ``id``).
+``answer(...)``), optional ``solution``, ``rtol`` (relative tolerance in (0, 1)), ``images``
+(paths relative to the file), ``id`` (default: the file name), ``source``, ``difficulty``,
+``reference_format`` (overrides detection). A file with only ``problem`` is an open question. A
+file may also hold a list of such mappings (each then needs an ``id``).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from physlab.errors import ProblemFileError
-from physlab.problems.fields import check_id, get_float, get_int, get_str, resolve_images, slug, type_name
+from physlab.problems.fields import check_id, get_int, get_rtol, get_str, resolve_images, slug, type_name
 from physlab.problems.model import Problem
 from physlab.problems.templates import check_reference, detect_reference_format, parse_template
 
@@ -34,6 +35,8 @@ def _reference(data: dict, template_info, *, path: Path, where: str) -> tuple[st
     if isinstance(value, bool):
         raise ProblemFileError("expected a Python expression, a number or LaTeX, got a boolean", path=path,
                                field=f"{where}answer")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ProblemFileError(f"expected a finite number, got {value}", path=path, field=f"{where}answer")
     if isinstance(value, (int, float)):
         text, fmt = repr(value), explicit or "number"
     elif isinstance(value, list) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
@@ -72,7 +75,7 @@ def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str =
         reference=reference,
         reference_format=fmt,
         solution=get_str(data, "solution", path=path, where=where),
-        rtol=get_float(data, "rtol", path=path, where=where),
+        rtol=get_rtol(data, "rtol", path=path, where=where),
         images=resolve_images(data.get("images"), base=path.parent, path=path, field=f"{where}images"),
         source=get_str(data, "source", path=path, where=where),
         difficulty=get_int(data, "difficulty", path=path, where=where),

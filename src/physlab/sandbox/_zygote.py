@@ -229,7 +229,7 @@ def set_rlimits(limits: dict) -> None:
     ):
         try:
             resource.setrlimit(res, (val, val))
-        except (ValueError, OSError):
+        except (ValueError, OSError, OverflowError):  # beyond what the kernel takes: no lower limit
             pass
 
 
@@ -296,12 +296,12 @@ def run_user_code(req: dict, work: str, fds: dict) -> None:
         else:
             print(exc.code, file=sys.stderr)
             rc = 1
-    except MemoryError:
+    except MemoryError as exc:
         os.write(status_w, b"M")
-        traceback.print_exc()
+        _print_user_traceback(exc)
         rc = 1
-    except BaseException:  # noqa: BLE001 - report any error like the interpreter would
-        traceback.print_exc()
+    except BaseException as exc:  # noqa: BLE001 - report any error like the interpreter would
+        _print_user_traceback(exc)
         rc = 1
     try:
         import atexit
@@ -315,6 +315,15 @@ def run_user_code(req: dict, work: str, fds: dict) -> None:
         except BaseException:  # noqa: BLE001
             pass
     os._exit(rc & 0xFF)
+
+
+def _print_user_traceback(exc: BaseException) -> None:
+    """The traceback as ``python main.py`` would print it: without this file's frame (the
+    ``exec`` that runs the code), so the first frame shown is the user's own."""
+    tb = exc.__traceback__
+    if tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
 
 
 def _fresh_state(work: str) -> None:

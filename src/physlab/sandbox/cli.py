@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
 import typer
 
 from physlab.errors import UserError
+from physlab.sandbox.types import MAX_TIMEOUT_S
 
 sandbox_app = typer.Typer(help="Run untrusted Python in the sandbox.", no_args_is_help=True)
 
@@ -27,8 +29,8 @@ def run_cmd(
 
     if not script.is_file():
         raise UserError("script not found (expected a Python file)", path=script)
-    if timeout <= 0:
-        raise UserError(f"expected a positive number of seconds, got {timeout}", field="--timeout")
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+        raise UserError(f"expected a number of seconds in (0, {MAX_TIMEOUT_S}], got {timeout}", field="--timeout")
     if memory_mb <= 0:
         raise UserError(f"expected a positive number of MB, got {memory_mb}", field="--memory-mb")
     try:

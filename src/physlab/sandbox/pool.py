@@ -26,6 +26,7 @@ from physlab.sandbox import launch
 _HDR = struct.Struct(">Q")
 GRACE_S = 10.0  # beyond the run's own timeout before a worker counts as wedged
 MAX_RESPONSE = 1 << 30
+MAX_WAIT_S = 3600.0  # one select() at most; the loop waits again until the deadline
 
 
 class WorkerDied(Exception):
@@ -62,7 +63,7 @@ class Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("sandbox worker did not answer in time")
-            r, _, _ = select.select([fd], [], [], left)
+            r, _, _ = select.select([fd], [], [], min(left, MAX_WAIT_S))  # huge timeouts overflow select
             if not r:
                 continue
             chunk = os.read(fd, min(n - len(buf), 1 << 20))

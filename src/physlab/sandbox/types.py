@@ -5,9 +5,13 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
+MAX_TIMEOUT_S = 604_800  # a week: a longer --timeout is a typo (and inf/nan cannot be waited for)
+
+
 class SandboxLimits(BaseModel):
-    timeout_s: float = Field(default=60.0, gt=0, description="Wall-clock limit.")
-    cpu_s: float | None = Field(default=None, description="CPU-time limit (default: timeout + 1).")
+    timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False, description="Wall-clock limit.")
+    cpu_s: float | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                description="CPU-time limit (default: timeout + 1).")
     memory_mb: int = Field(default=2048, gt=0, description="Address-space limit.")
     max_processes: int = Field(default=64, gt=0)
     max_file_mb: int = Field(default=64, gt=0, description="Largest file the code may write.")

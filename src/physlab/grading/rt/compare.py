@@ -8,7 +8,9 @@ hard timeout (``guard``):
 2. ``cancel``  -- ``cancel(together(a - b)) == 0`` (rational functions);
 3. ``numeric`` -- evaluate both with mpmath at several random points drawn from the domain the
    symbols' assumptions allow; equal within a relative tolerance at every point -> equal, clearly
-   different at a point -> not equal, nothing evaluable -> unknown;
+   different at a point -> not equal, nothing evaluable -> unknown (a value evalf reports as
+   zero within its accuracy, ``0.e-172``, counts as an exact 0: an identically-zero expression
+   written unsimplified equals ``0``);
 4. ``simplify`` -- only when numeric could not decide (``simplify(a - b) == 0``).
 
 Symbols are matched BY NAME (after dropping braces/backslashes: ``k_{12}`` == ``k_12``), so a
@@ -414,6 +416,7 @@ def evaluate(sp, expr, symbols, point):
     v = e.evalf(DPS, subs=subs) if subs else e.evalf(DPS)
     if not getattr(v, "is_number", False) or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
         return None
+    v = _drop_noise(sp, v)
     re_, im_ = v.as_real_imag()
     vals = []
     for part in (re_, im_):
@@ -425,6 +428,17 @@ def evaluate(sp, expr, symbols, point):
     if not (mpmath.isfinite(z.real) and mpmath.isfinite(z.imag)):
         return None
     return z
+
+
+NOISE_BITS = 4
+
+
+def _drop_noise(sp, v):
+    """``v`` with evalf's "zero within its accuracy" parts (``0.e-172``: a Float whose accuracy
+    is below NOISE_BITS, what total cancellation such as ``sin(t)**2 + cos(t)**2 - 1`` leaves)
+    replaced by an exact 0, so an identically-zero expression compares equal to ``0``."""
+    noise = {f: sp.S.Zero for f in v.atoms(sp.Float) if f._prec < NOISE_BITS}
+    return v.xreplace(noise) if noise else v
 
 
 def step_numeric(job):
