@@ -117,12 +117,15 @@ def test_bad_problem_file_is_one_clear_line(case, write, capsys):
         (["problems", "show", "/nonexistent_physlab_problem"], "/nonexistent_physlab_problem: not found"),
         (["grade", "/nonexistent_physlab_problem", "candidate.py"], "/nonexistent_physlab_problem: not found"),
         (["problems", "show", "#some_id"], "expected FILE#ID"),
+        # DIR/ID in a directory without problem files (a suite's name taken for a path): the suites
+        (["problems", "show", "empty/qec"], "no problem files there; built-in and imported suites: examples"),
     ],
 )
 def test_bad_specs_are_one_line(argv, expected, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "broken.yaml").write_text("problem: [unclosed\n")  # must not be read
+    (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2

@@ -106,7 +106,12 @@ def _pick(problems: list[Problem], pid: str, where: str) -> Problem:
             return p
     ids = [p.id for p in problems]
     close = difflib.get_close_matches(pid, ids, n=5, cutoff=0.4)
-    hint = f"close matches: {', '.join(close)}" if close else f"{len(ids)} problems there, e.g. {', '.join(ids[:5])}"
+    if close:
+        hint = f"close matches: {', '.join(close)}"
+    elif ids:
+        hint = f"{len(ids)} problems there, e.g. {', '.join(ids[:5])}"
+    else:  # e.g. the built-in suite's name used as a path: say what would have worked
+        hint = f"no problem files there; built-in and imported suites: {', '.join(_known_suite_names()) or 'none'}"
     raise UserError(f"unknown problem id '{pid}' in {where}; {hint}")
 
 
