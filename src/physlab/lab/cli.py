@@ -21,7 +21,9 @@ from typing import Optional
 
 import typer
 
+from physlab.errors import UserError
 from physlab.lab import inbox
+from physlab.lab.state.models import ResearchState
 from physlab.lab.show import open_run, render, summary
 
 runs_app = typer.Typer(help="Inspect lab runs and send them messages (comment, hint, challenge, redirect, pause, stop).",
@@ -42,9 +44,20 @@ def show(run_dir: Path = typer.Argument(..., help="The run directory."),
 
 
 def _post(run_dir: Path, kind: str, text: str = "", on: str | None = None) -> None:
-    open_run(run_dir)
+    _, state = open_run(run_dir)
+    if on and state.find(on) is None:  # ids are never removed: an unknown one is a typo
+        raise UserError(f"{on} is not in this run (see `physlab runs show {run_dir}`)", field="--on")
     mid = inbox.post(run_dir, kind, text, on)
-    typer.echo(f"{kind} queued ({mid}); the run takes it in at its next iteration boundary")
+    typer.echo(f"{kind} queued ({mid}); " + _when_taken_in(state, run_dir, kind))
+
+
+def _when_taken_in(state: ResearchState, run_dir: Path, kind: str) -> str:
+    if state.status in ("running", "paused"):
+        return "the run takes it in at its next iteration boundary"
+    if kind in ("pause", "stop"):
+        return f"this run has already ended ({state.status})"
+    return (f"this run has ended ({state.status}): `physlab solve PROBLEM --strategy lab --resume {run_dir}` "
+            "takes it in")
 
 
 @runs_app.command("comment")

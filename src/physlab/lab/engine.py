@@ -120,7 +120,7 @@ class LabEngine:
             loaded = self.ws.rewind(from_iteration)
         if loaded is not None:
             self.state = loaded
-            if self.state.status in ("complete",) and self.state.final_answer_code is not None:
+            if self._finished() and not self._has_new_messages():
                 return self._outcome()
             if self.state.status != "running":
                 self.state = T.set_status(self.state, "running")
@@ -152,6 +152,16 @@ class LabEngine:
             self.note("budget", str(b))
             self.commit(f"iteration {self.state.iteration}: interrupted ({b.limit})")
             return await self._forced(f"budget:{b.limit}", graced=True)
+
+    def _finished(self) -> bool:
+        """A completed run (with a template answer, or a text answer for an open question)."""
+        s = self.state
+        return s.status == "complete" and (s.final_answer_code is not None or s.final_answer_text is not None)
+
+    def _has_new_messages(self) -> bool:
+        """Messages the physicist sent after the run ended reopen it on --resume (a challenge to a
+        finished run's result must reach the adjudicator, not be dropped); pause/stop alone do not."""
+        return any(m["kind"] not in ("pause", "stop") for m in inbox.pending(self.ws.root, self.state.inbox_consumed))
 
     # ------------------------------------------------------------------ one iteration
     async def _iteration(self) -> LabOutcome | None:

@@ -18,6 +18,8 @@ def open_run(run_dir: str | Path) -> tuple[RunWorkspace, ResearchState]:
         raise UserError("no such run directory", path=ws.root)
     try:
         state = ws.load()
+    except UserError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a damaged state.json is bad input, not a crash
         raise UserError(f"state.json cannot be read ({type(exc).__name__})", path=ws.root / "state.json") from None
     if state is None:

@@ -73,14 +73,25 @@ class RunWorkspace:
         return [tuple(line.split("\t", 1)) for line in out.splitlines() if "\t" in line]  # type: ignore[misc]
 
     def _state_at(self, rev: str) -> ResearchState:
-        raw = self.git("show", f"{rev}:{STATE}")
-        return ResearchState.model_validate_json(raw)
+        try:
+            raw = self.git("show", f"{rev}:{STATE}")
+        except RuntimeError:
+            raise UserError(f"the commit {rev} holds no {STATE}", path=self.root) from None
+        return self._parse(raw, f"{STATE} at {rev}")
+
+    def _parse(self, raw: str | bytes, what: str) -> ResearchState:
+        """A damaged state is bad input (one line, exit 2), never a crash that overwrites metrics.json."""
+        try:
+            return ResearchState.model_validate_json(raw)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise UserError(f"{what} cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+                            path=self.root) from None
 
     def load(self) -> ResearchState | None:
         """The state of the last commit (None when the run has none)."""
         if not self.is_repo or not self.history():
             if (self.root / STATE).is_file():
-                return ResearchState.model_validate_json((self.root / STATE).read_text())
+                return self._parse((self.root / STATE).read_bytes(), STATE)
             return None
         return self._state_at("HEAD")
 

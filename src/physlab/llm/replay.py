@@ -58,13 +58,18 @@ def _first_difference(a: Any, b: Any, where: str = "") -> str:
     return where or "/"
 
 
+def replay_checks_requests() -> bool:
+    """False when ``PHYSLAB_REPLAY_CHECK`` is 0/false/no: replay serves without comparing requests."""
+    return os.environ.get("PHYSLAB_REPLAY_CHECK", "1").strip().lower() not in ("0", "false", "no")
+
+
 class ReplayBook:
     """The recorded responses of one run, handed out per role."""
 
     def __init__(self, path: str | Path, *, check_requests: bool | None = None) -> None:
         self.path = resolve_calls_path(path)
         if check_requests is None:
-            check_requests = os.environ.get("PHYSLAB_REPLAY_CHECK", "1").strip().lower() not in ("0", "false", "no")
+            check_requests = replay_checks_requests()
         try:
             records = read_calls(self.path)
         except (ValueError, json.JSONDecodeError) as exc:

@@ -26,21 +26,31 @@ def _parse_value(text: str) -> Any:
 def parse_params(items: list[str], config: Path | None) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if config is not None:
-        try:
-            raw = yaml.safe_load(config.read_text())
-        except OSError as exc:
-            raise UserError(f"cannot read ({exc.strerror})", path=config, field="--config") from None
-        except yaml.YAMLError as exc:
-            raise UserError(f"not valid YAML ({str(exc).splitlines()[0]})", path=config) from None
-        if raw is not None and not isinstance(raw, dict):
-            raise UserError("expected a mapping of strategy parameters", path=config)
-        params.update(raw or {})
+        params.update(_read_config(config))
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UserError(f"'{item}' should be key=value", field="--param")
         params[key.strip()] = _parse_value(value)
     return params
+
+
+def _read_config(config: Path) -> dict[str, Any]:
+    """``--config params.yaml``: a mapping of parameter names to values (empty file: none)."""
+    try:
+        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read ({exc.strerror})", path=config, field="--config") from None
+    except UnicodeDecodeError:
+        raise UserError("not a UTF-8 text file", path=config, field="--config") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"not valid YAML ({str(exc).splitlines()[0]})", path=config) from None
+    if raw is not None and not isinstance(raw, dict):
+        raise UserError("expected a mapping of strategy parameters", path=config)
+    bad = [k for k in (raw or {}) if not isinstance(k, str) or not k.strip()]
+    if bad:
+        raise UserError(f"parameter names must be words, got {bad[0]!r}", path=config)
+    return dict(raw or {})
 
 
 def load_problem(spec: str):
@@ -73,6 +83,8 @@ def register(app: typer.Typer) -> None:
         api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
         workspace: Optional[Path] = typer.Option(None, "--workspace", help="Run directory."),
+        replace: bool = typer.Option(False, "--replace",
+                                     help="Delete the run already in --workspace and start over."),
         resume: Optional[str] = typer.Option(None, "--resume",
                                              help="Continue this run directory (DIR@N: from iteration N)."),
         max_iterations: Optional[int] = typer.Option(None, "--max-iterations", min=1),
@@ -106,6 +118,8 @@ def register(app: typer.Typer) -> None:
         if max_iterations is not None:
             params["max_iterations"] = max_iterations
         budget = Budget(max_calls=max_calls, max_tokens=max_tokens, max_cost_usd=max_cost, max_wall_s=max_wall)
+        if replace and (resume is not None or workspace is None):
+            raise UserError("--replace goes with --workspace DIR (and not with --resume)", field="--replace")
         resume_dir, resume_iteration = split_resume(resume)
         if resume_iteration is not None:
             params["resume_iteration"] = resume_iteration
@@ -114,7 +128,7 @@ def register(app: typer.Typer) -> None:
         attempt = asyncio.run(run_solve(
             prob, strategy, model, workspace=workspace, budget=budget, api_base=api_base,
             api_key_env=api_key_env, seed=seed, params=params, resume=resume_dir, events=events,
-            max_in_flight=max_in_flight, models_config=models_config))
+            max_in_flight=max_in_flight, models_config=models_config, replace=replace))
         ws_path = Path(attempt.details["workspace"])
         if as_json:
             typer.echo((ws_path / "metrics.json").read_text())
@@ -130,8 +144,12 @@ def split_resume(resume: str | None) -> tuple[Path | None, int | None]:
     if resume is None:
         return None, None
     head, sep, tail = resume.rpartition("@")
-    if sep and tail.isdigit() and not Path(resume).exists():
+    if not sep or Path(resume).exists():
+        return Path(resume), None
+    if tail.isdigit():
         return Path(head), int(tail)
+    if Path(head).is_dir():
+        raise UserError(f"DIR@N needs an iteration number N >= 0, got '{tail}'", path=resume, field="--resume")
     return Path(resume), None
 
 

@@ -35,13 +35,22 @@ def settings_from_params(params: dict[str, Any]) -> LabSettings:
         raise UserError(f"{err['msg']} (got {err.get('input')!r})", field=".".join(map(str, err["loc"]))) from None
 
 
+def resume_iteration(value: Any) -> int | None:
+    """``--param resume_iteration=N``: a whole number N >= 0 (not 1.5, 'abc' or true)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UserError(f"expected an iteration number >= 0 (got {value!r})", field="resume_iteration")
+    return value
+
+
 class LabStrategy:
     name = NAME
 
     async def run(self, ctx: Any) -> Attempt:
         started = time.monotonic()
         params = {k: v for k, v in dict(ctx.params or {}).items() if v is not None}
-        from_iteration = params.pop("resume_iteration", None)
+        from_iteration = resume_iteration(params.pop("resume_iteration", None))
         root, at = split_resume_target(ctx.workspace)
         if at is not None:
             ctx.workspace, from_iteration = root, at
@@ -50,7 +59,7 @@ class LabStrategy:
             raise UserError("cannot resume from an iteration: not a lab run directory", path=root)
         engine = LabEngine(ctx, settings)
         out = await engine.run(resume=bool(ctx.resume) or from_iteration is not None,
-                               from_iteration=int(from_iteration) if from_iteration is not None else None)
+                               from_iteration=from_iteration)
         status = {"complete": "complete", "partially_complete": "partially_complete"}.get(out.status, "no_answer")
         if status == "partially_complete" and not (out.answer_code or out.answer_text):
             status = "no_answer"

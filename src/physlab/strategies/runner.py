@@ -10,6 +10,7 @@ goes to the workspace's error.log). Bad input raises UserError.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import time
@@ -100,6 +101,7 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
             raise UserError("resume needs the run directory", field="--resume")
         if not ws.is_dir():
             raise UserError("no such run directory to resume", path=ws, field="--resume")
+        _check_resumable(ws, problem, strategy)
         return ws, True
     ws = Path(workspace) if workspace is not None else default_workspace(problem, strategy)
     try:
@@ -109,11 +111,79 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
             raise UserError("workspace exists and is not a directory", path=ws, field="--workspace") from None
         if any(ws.iterdir()):
             if not replace:
-                raise UserError("workspace already exists and is not empty (use --resume to continue it)",
-                                path=ws, field="--workspace") from None
+                raise UserError("workspace already exists and is not empty (use --resume to continue it, "
+                                "or --replace to start it over)", path=ws, field="--workspace") from None
+            if not _is_run_dir(ws):
+                raise UserError("--replace only replaces a PhysLab run directory (no PROBLEM.md, calls.jsonl, "
+                                "metrics.json or state.json here); nothing was deleted", path=ws,
+                                field="--workspace") from None
             shutil.rmtree(ws)
             ws.mkdir()
     return ws, False
+
+
+# Strategies that continue a run from what its workspace holds; every other one starts over.
+RESUMABLE = frozenset({"lab"})
+_RUN_FILES = ("PROBLEM.md", "calls.jsonl", "metrics.json", "state.json")
+
+
+def _is_run_dir(ws: Path) -> bool:
+    """A directory a run made (so ``replace`` may delete it), not any directory a typo names."""
+    return any((ws / name).exists() for name in _RUN_FILES)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recorded_run(ws: Path) -> tuple[str | None, str | None, bool]:
+    """(strategy, problem id, has a final answer) of the run in ``ws``, as far as its files say."""
+    metrics = _read_json(ws / "metrics.json")
+    strategy, problem_id = metrics.get("strategy"), metrics.get("problem_id")
+    if (ws / "state.json").is_file():
+        strategy = strategy or "lab"
+        problem_id = problem_id or _read_json(ws / "state.json").get("problem_id")
+    if problem_id is None and (ws / "PROBLEM.md").is_file():
+        first = (ws / "PROBLEM.md").read_text(encoding="utf-8", errors="replace").partition("\n")[0]
+        problem_id = first[2:].strip() if first.startswith("# ") else None
+    return strategy, problem_id, bool(metrics.get("has_answer"))
+
+
+def _check_resumable(ws: Path, problem: Problem, strategy: str) -> None:
+    """``--resume`` continues the same strategy on the same problem, and never throws away an
+    answer a strategy that cannot continue a run has already written."""
+    was_strategy, was_problem, has_answer = recorded_run(ws)
+    if was_strategy and was_strategy != strategy:
+        raise UserError(f"this run was made with --strategy {was_strategy}, not {strategy}; resume it with "
+                        f"--strategy {was_strategy} or start a new --workspace", path=ws, field="--resume")
+    if was_problem and was_problem != problem.id:
+        raise UserError(f"this run is on problem '{was_problem}', not '{problem.id}'; resume it with the same "
+                        "problem or start a new --workspace", path=ws, field="--resume")
+    if has_answer and strategy not in RESUMABLE:
+        raise UserError(f"this {strategy} run already has its answer and {strategy} cannot continue a run "
+                        "(only the lab can); start a new --workspace", path=ws, field="--resume")
+
+
+def _check_replay(model: str, problem: Problem, strategy: str) -> None:
+    """``replay:RUN`` re-serves the responses one strategy got on one problem: another strategy (or,
+    unless PHYSLAB_REPLAY_CHECK=0, another problem) would only diverge at its first request."""
+    if not model.startswith("replay:"):
+        return
+    src = Path(model[len("replay:"):]).expanduser()
+    run_dir = src if src.is_dir() else src.parent
+    was_strategy, was_problem, _ = recorded_run(run_dir)
+    if was_strategy and was_strategy != strategy:
+        raise UserError(f"the replayed run was made with --strategy {was_strategy}, not {strategy}; replay it "
+                        f"with --strategy {was_strategy}", path=run_dir, field="--model")
+    from physlab.llm.replay import replay_checks_requests
+
+    if replay_checks_requests() and was_problem and was_problem != problem.id:
+        raise UserError(f"the replayed run is on problem '{was_problem}', not '{problem.id}' (set "
+                        "PHYSLAB_REPLAY_CHECK=0 to serve its responses anyway)", path=run_dir, field="--model")
 
 
 async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: Path | str | None = None,
@@ -142,6 +212,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     params = dict(params or {})
     emit = events or (lambda *a, **k: None)
     factory = registry.get_factory(strategy)  # unknown / unavailable: UserError before any file
+    _check_replay(model, problem, strategy)
     reg = model_registry or ModelRegistry.load(models_config)
     ws, resuming = _resolve_workspace(problem, strategy, workspace, resume, replace)
     calls_path = ws / "calls.jsonl"
