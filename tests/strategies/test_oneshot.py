@@ -80,3 +80,11 @@ def test_qec_example_end_to_end_graded(tmp_path, capsys, scenario, expected, cod
     assert (ws / "answer.py").read_text() == (tmp_path / "replayed" / "answer.py").read_text()
     reference_bits = "253952"  # a coefficient of the reference answer
     assert reference_bits not in (ws / "PROBLEM.md").read_text()
+
+
+async def test_the_lab_scenario_under_another_strategy_says_so(tmp_path):
+    from physlab.problems import resolve_problem
+
+    att = await run_solve(resolve_problem(QEC), "oneshot", "scripted:lab-qec", workspace=tmp_path / "w")
+    assert att.status == "error" and not att.has_answer
+    assert "plays the lab's roles, not 'solver'" in att.details["error"]  # not an AttributeError

@@ -53,7 +53,11 @@ class QECScenario:
     """One instance per run; decisions come from the prompts and tool returns it receives."""
 
     def __call__(self, role: str, messages: list[ModelMessage], info: AgentInfo):
-        return getattr(self, role)(messages, info, P.prompt(messages))
+        play = getattr(self, role, None)
+        if play is None:  # e.g. scripted:lab-qec asked by another strategy's solver
+            raise RuntimeError(f"scripted scenario {NAME} plays the lab's roles, not '{role}' "
+                               "(use it with --strategy lab; `physlab models` lists the others)")
+        return play(messages, info, P.prompt(messages))
 
     # ---------------------------------------------------------------- before the loop
     def surveyor(self, messages, info, prompt):
