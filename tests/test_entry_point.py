@@ -44,3 +44,27 @@ def test_the_command_line_loads_the_dashboard_only_for_ui():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+def test_a_mistyped_option_or_value_is_one_line_and_exit_2(capsys):
+    """click's usage errors are said like PhysLab's own bad input: one line naming the option."""
+    import pytest
+
+    from physlab.cli import main
+
+    for argv, needle in ((["solve", "p.yaml", "-m", "scripted:echo", "--max-cost", "-1"], "'--max-cost'"),
+                         (["runs", "rewind", "some-run", "--to", "abc"], "'--to'"),
+                         (["bench", "run", "examples", "--no-such-flag"], "--no-such-flag"),
+                         (["runs", "comment", "some-run"], "'text'")):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2, argv
+        assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and needle in err, err
+        assert "--help`" in err  # where to look next
+    with pytest.raises(SystemExit) as exc:  # a group without a command still shows its help
+        main(["bench"])
+    assert exc.value.code == 2 and "export-critpt" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0

@@ -54,12 +54,41 @@ def _root() -> None:
     """PhysLab command line."""
 
 
+# click's exceptions, from wherever this typer takes click (its own copy since typer 0.2x)
+_clicks = importlib.import_module(typer.BadParameter.__module__)
+_NoArgsIsHelp = getattr(_clicks, "NoArgsIsHelpError", type("_NeverRaised", (Exception,), {}))
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, standalone_mode=True)
+        code = app(args=argv, standalone_mode=False)  # click's errors come here, to be one line
     except UserError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except _NoArgsIsHelp as exc:  # `physlab bench`: its help, as typer shows it
+        _typer_error(exc)
+    except _clicks.ClickException as exc:  # a mistyped option or value: one line, like a UserError
+        typer.echo(f"error: {_one_line(exc)}", err=True)
+        sys.exit(exc.exit_code)
+    except _clicks.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(1)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    # Not standalone, typer returns an Exit's code (typer.Exit(1), Ctrl-C's 130) instead of exiting.
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _one_line(exc: Exception) -> str:
+    """click's message on one line; a usage error also names the command's --help."""
+    text = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    return f"{text} (see `{ctx.command_path} --help`)" if ctx is not None else text
+
+
+def _typer_error(exc: Exception) -> None:
+    from typer import rich_utils
+
+    rich_utils.rich_format_error(exc)
+    sys.exit(exc.exit_code)
