@@ -124,16 +124,19 @@ def test_bad_rtol_or_format_in_answers_is_one_line_and_grades_nothing(tmp_path, 
 # -- bench run: mistyped models --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("models", ["scripted:oneshot-wrongg", "replay:/no/such/calls.jsonl",
-                                    "scripted:oneshot-wrong,scripted:nope"])
-def test_mistyped_model_stops_before_the_database_gets_cells(tmp_path, capsys, models):
+@pytest.mark.parametrize("models, extra, field", [
+    ("scripted:oneshot-wrongg", [], "--model"), ("replay:/no/such/calls.jsonl", [], "--model"),
+    ("scripted:oneshot-wrong,scripted:nope", [], "--model"),
+    ("openai:served", ["--api-base", "localhost:8000/v1"], "--api-base"),  # no scheme: not a URL
+])
+def test_mistyped_model_stops_before_the_database_gets_cells(tmp_path, capsys, models, extra, field):
     d = tmp_path / "suite"
     d.mkdir()
     (d / "q.yaml").write_text("id: q\nproblem: What is one?\nanswer_template: |\n  def answer():\n      return ...\n")
     db = tmp_path / "r.sqlite"
-    code, _, err = _cli(capsys, "run", str(d), "--models", models, "--db", str(db), "--no-progress")
+    code, _, err = _cli(capsys, "run", str(d), "--models", models, *extra, "--db", str(db), "--no-progress")
     assert code == 2
-    _one_line_error(err, "--model")
+    _one_line_error(err, field)
     # nothing recorded: no phantom group of never-runnable cells in every later report
     assert not db.exists() or sqlite3.connect(db).execute("SELECT COUNT(*) FROM cells").fetchone()[0] == 0
 

@@ -283,21 +283,14 @@ def _check_names(config) -> None:
 
 def _check_models(config) -> None:
     """Model names that cannot work (a mistyped scripted scenario, a replay file that is not
-    there, --api-base with an offline model) fail before the database is touched, so a typo
-    leaves no never-runnable cells behind to show up in every later report. A missing API key is
-    found by the sweep's warm-up (the cells stay pending for the re-run with the key)."""
-    from physlab.llm.models import parse_spec
-    from physlab.llm.replay import resolve_calls_path
-    from physlab.llm.scripted import get_scenario
+    there, an --api-base that is no URL or goes with an offline model) fail before the database is
+    touched, so a typo leaves no never-runnable cells behind to show up in every later report. A
+    missing API key is found by the sweep's warm-up (the cells stay pending for the re-run with
+    the key)."""
+    from physlab.llm.models import check_model_name
 
     for spec in config.models:
-        provider, rest = parse_spec(spec)
-        if provider == "scripted":
-            get_scenario(rest)
-        elif provider == "replay":
-            resolve_calls_path(rest)
-        if provider in ("scripted", "replay") and config.api_base is not None:
-            raise UserError(f"--api-base does not apply to {provider}: models ({spec})", field="--api-base")
+        check_model_name(spec, config.api_base)
 
 
 def _output_file(path: Optional[Path], flag: str) -> Optional[Path]:

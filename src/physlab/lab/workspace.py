@@ -127,7 +127,9 @@ def split_resume_target(target: str | Path) -> tuple[Path, int | None]:
 
 
 def read_json(path: Path) -> dict:
+    """A run's JSON object file (metrics.json, state.json); {} when missing, damaged or not an object."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return {}
+    return data if isinstance(data, dict) else {}

@@ -20,7 +20,7 @@ from physlab.llm.defaults import ModelDefaults, ModelRegistry
 from physlab.llm.limiter import InFlightLimiter
 from physlab.llm.meter import RunMeter
 from physlab.llm.recording import RecordingModel, RetryPolicy
-from physlab.llm.replay import ReplayBook
+from physlab.llm.replay import ReplayBook, resolve_calls_path
 from physlab.llm.scripted import get_scenario, scripted_model
 
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google-gla": "GEMINI_API_KEY"}
@@ -32,6 +32,21 @@ def parse_spec(spec: str) -> tuple[str, str]:
         raise UserError(f"model '{spec}' should be written provider:model (e.g. openai:gpt-4o, "
                         "scripted:echo, replay:runs/x/calls.jsonl)", field="--model")
     return provider, name
+
+
+def check_model_name(spec: str, api_base: str | None = None) -> None:
+    """What can be known of ``spec`` without a request: its form, a scripted scenario that exists,
+    a replay file that is there, and an --api-base that applies to it and is a usable URL
+    (RunModels checks each run; a sweep checks its models before it records any cell)."""
+    provider, rest = parse_spec(spec)
+    if provider == "scripted":
+        get_scenario(rest)
+    elif provider == "replay":
+        resolve_calls_path(rest)
+    if api_base is not None:
+        if provider in ("scripted", "replay"):
+            raise UserError(f"--api-base does not apply to {provider}: models ({spec})", field="--api-base")
+        check_api_base(api_base)
 
 
 def check_api_base(api_base: str) -> None:
@@ -228,10 +243,7 @@ class RunModels:
         self._book: ReplayBook | None = None
         self._base: Model | None = None
         self._providers = providers
-        if api_base is not None and provider in ("scripted", "replay"):
-            raise UserError(f"--api-base does not apply to {provider}: models", field="--api-base")
-        if api_base is not None:
-            check_api_base(api_base)
+        check_model_name(spec, api_base)
         if provider == "scripted":
             self._scenario = get_scenario(rest)()
             self._scenario_name = rest

@@ -10,7 +10,6 @@ goes to the workspace's error.log). Bad input raises UserError.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import shutil
 import time
@@ -132,21 +131,15 @@ def _is_run_dir(ws: Path) -> bool:
     return any((ws / name).exists() for name in _RUN_FILES)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def recorded_run(ws: Path) -> tuple[str | None, str | None, bool]:
     """(strategy, problem id, has a final answer) of the run in ``ws``, as far as its files say."""
-    metrics = _read_json(ws / "metrics.json")
+    from physlab.lab.workspace import read_json  # the lab's reader of run files (only on resume/replay)
+
+    metrics = read_json(ws / "metrics.json")
     strategy, problem_id = metrics.get("strategy"), metrics.get("problem_id")
     if (ws / "state.json").is_file():
         strategy = strategy or "lab"
-        problem_id = problem_id or _read_json(ws / "state.json").get("problem_id")
+        problem_id = problem_id or read_json(ws / "state.json").get("problem_id")
     if problem_id is None and (ws / "PROBLEM.md").is_file():
         first = (ws / "PROBLEM.md").read_text(encoding="utf-8", errors="replace").partition("\n")[0]
         problem_id = first[2:].strip() if first.startswith("# ") else None
