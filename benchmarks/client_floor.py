@@ -1,10 +1,11 @@
 """The client stack's floor: how fast can 70 two-request cells go with no PhysLab code at all?
 
     python benchmarks/client_floor.py [--cells 70] [--latency 0.2] [--repeat 3] [--new-connections]
+                                      [--only CLIENT ...]
 
 The same load as benchmarks/sweep_efficiency.py (70 cells at once, each two sequential chat
 requests, a ~5,800-character prompt, the stand-in server in its own process with 200 ms latency)
-made by four bare clients, in 1 and 2 processes that start together, cells started the way the
+made by five bare clients, in 1 and 2 processes that start together, cells started the way the
 sweep starts them (physlab.bench.sweep.yield_until_idle) after the heap is frozen as ``bench run``
 freezes it (gc.freeze):
 - httpx: the HTTP client under everything (a JSON POST per request);
@@ -12,7 +13,10 @@ freezes it (gc.freeze):
 - pydantic-ai: ``pydantic_ai.direct.model_request`` on its OpenAI chat model (no agent loop, no
   recording, no workspace): what every PhysLab model request goes through by default;
 - pydantic-ai direct: the same on physlab.llm.direct_openai.DirectOpenAIModel (registry
-  ``client: direct``: the same request body over aiohttp, no openai SDK).
+  ``client: direct``: the same request body without the openai SDK, sent by physlab.llm.http1 to
+  this ``http://`` server);
+- pydantic-ai direct/aiohttp: the same model sending with aiohttp (what it used for every URL
+  before physlab.llm.http1; still its client for ``https://`` servers).
 Prints each one's wall time against the latency-only critical path (2 x latency): the best a sweep
 built on that layer could reach on this machine; and its CPU per request (process time of every
 worker over the timed phase, summed over the processes, divided by the requests made). Each client
@@ -73,9 +77,15 @@ def _worker(kind: str, base: str, cells: int, start_at: float, out: mp.Queue, ne
             from physlab.llm.defaults import ModelDefaults
             from physlab.llm.models import build_provider_model
 
+            from physlab.llm.direct_openai import DirectOpenAIModel
+
             defaults = ModelDefaults(client="direct" if kind == "pydantic-ai direct" else "sdk")
 
             def make() -> None:
+                if kind == "pydantic-ai direct/aiohttp":
+                    models[:] = [DirectOpenAIModel("standin", base_url=base, api_key="x", http1=False)
+                                 for _ in range(cells)]
+                    return
                 models[:] = [build_provider_model("openai:standin", api_base=base, defaults=defaults)
                              for _ in range(cells)]
 
@@ -121,6 +131,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--new-connections", action="store_true",
                     help="Time a pass on new clients, which open their connections (as a sweep's cells do).")
+    ap.add_argument("--only", action="append", metavar="CLIENT",
+                    help="Measure only this client (repeatable), e.g. --only 'pydantic-ai direct'.")
     args = ap.parse_args()
     srv = subprocess.Popen([sys.executable, "-m", "physlab.llm.standin", "--latency", str(args.latency),
                             "--reply", "ok"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -130,7 +142,8 @@ def main() -> int:
           f"{os.cpu_count()} cores; latency-only critical path {path:.2f} s; medians of {args.repeat}; "
           f"timed on {'new' if args.new_connections else 'open'} connections")
     try:
-        for kind in ("httpx", "openai SDK", "pydantic-ai", "pydantic-ai direct"):
+        kinds = ("httpx", "openai SDK", "pydantic-ai", "pydantic-ai direct", "pydantic-ai direct/aiohttp")
+        for kind in [k for k in kinds if not args.only or k in args.only]:
             for procs in (1, 2):
                 walls, cpus = [], []
                 for _ in range(args.repeat):
@@ -147,7 +160,7 @@ def main() -> int:
                     walls.append(max(g[1] for g in got) - min(g[0] for g in got))
                     cpus.append(sum(g[2] for g in got) / sum(g[3] for g in got))
                 wall, cpu = statistics.median(walls), statistics.median(cpus)
-                print(f"{kind:18s} {procs} process(es): wall {wall:.3f} s -> {path / wall:.0%} of the critical path; "
+                print(f"{kind:26s} {procs} process(es): wall {wall:.3f} s -> {path / wall:.0%} of the critical path; "
                       f"CPU {cpu * 1000:.2f} ms/request", flush=True)
     finally:
         srv.communicate("", timeout=30)

@@ -446,20 +446,35 @@ async def test_request_details_without_a_server():
 
 
 # ---- session lifetime -----------------------------------------------------------------------------
-def test_session_is_recreated_on_a_new_event_loop_and_the_old_one_closed():
+def _wait_for(cond, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return cond()
+
+
+@pytest.mark.parametrize("http1", [True, False], ids=["http1", "aiohttp"])
+def test_connections_are_remade_on_a_new_event_loop_and_the_old_ones_closed(http1):
     with StandinServer(ScriptedResponder(["a", "b", "c"])) as srv:
-        model = DirectOpenAIModel("standin", base_url=srv.base_url, api_key="k")
+        model = DirectOpenAIModel("standin", base_url=srv.base_url, api_key="k", http1=http1)
+
+        def client():
+            return model._pool if http1 else model._session
 
         async def ask():
             await model_request(model, HI)
-            return model._session
+            return client()
 
         stopped = asyncio.new_event_loop()  # used, then stopped but not closed
         first = stopped.run_until_complete(ask())
-        second = asyncio.run(ask())  # a new loop: the stopped loop's session is closed on it first
-        assert first is not second and first.closed
-        third = asyncio.run(ask())  # the previous loop is closed now: its sockets are shut down instead
-        assert third is not second and second.closed
+        assert first is not None and srv.open_connections == 1
+        second = asyncio.run(ask())  # a new loop: the stopped loop's connections are closed on it first
+        assert first is not second
+        assert first.sockets() == [] if http1 else first.closed
+        # the previous loop is closed now: its sockets are shut down instead, and the server sees it
+        third = asyncio.run(ask())
+        assert third is not second and (http1 or second.closed)
+        assert _wait_for(lambda: srv.open_connections == 1)
         stopped.close()
 
         async def close():
@@ -469,24 +484,28 @@ def test_session_is_recreated_on_a_new_event_loop_and_the_old_one_closed():
             warnings.simplefilter("always")
             asyncio.run(close())
             gc.collect()
-        assert third.closed and model._session is None
+        assert client() is None and (http1 or third.closed)
+        assert _wait_for(lambda: srv.open_connections == 0)  # its loop is closed: shut down, as above
         assert not [w for w in caught if "Unclosed client session" in str(w.message)]
         assert srv.stats.answered == 3
 
 
-async def test_aclose_closes_the_session_and_the_streaming_fallback_and_the_model_stays_usable():
+@pytest.mark.parametrize("http1", [True, False], ids=["http1", "aiohttp"])
+async def test_aclose_closes_the_connections_and_the_streaming_fallback_and_the_model_stays_usable(http1):
     with StandinServer(ScriptedResponder(["one", "streamed reply", "two"])) as srv:
-        model = DirectOpenAIModel("standin", base_url=srv.base_url, api_key="k")
+        model = DirectOpenAIModel("standin", base_url=srv.base_url, api_key="k", http1=http1)
         await model_request(model, HI)
-        session = model._session
+        client = model._pool if http1 else model._session
         async with Agent(model).run_stream("go") as run:
             assert await run.get_output() == "streamed reply"
         fallback = model._stream_model
         assert srv.requests[1]["stream"] is True and fallback is not None
         await model.aclose()
         await model.aclose()  # twice is fine
-        assert session.closed and model._stream_model is None and fallback.client.is_closed()
-        assert (await model_request(model, HI)).parts == [TextPart("two")]  # a new session
+        assert (client.sockets() == [] if http1 else client.closed)
+        assert model._stream_model is None and fallback.client.is_closed()
+        assert await asyncio.to_thread(_wait_for, lambda: srv.open_connections == 0)
+        assert (await model_request(model, HI)).parts == [TextPart("two")]  # new connections
         await model.aclose()
 
 

@@ -3,9 +3,10 @@
 pydantic-ai's OpenAIChatModel goes through the openai SDK and its HTTP stack; on the development VM
 that costs ~6.6 ms of CPU per request, most of it in the SDK (params transform, request building,
 httpx2/httpcore2/anyio). A sweep of hundreds of concurrent cells needs ~2 ms all-in. This model
-builds the same JSON body (physlab.llm.direct_openai_messages), POSTs it with aiohttp and maps
-the reply to the same ModelResponse. Opt in per model with ``client: direct`` in the model registry;
-the SDK path stays the default.
+builds the same JSON body (physlab.llm.direct_openai_messages), POSTs it -- with
+physlab.llm.http1 to an ``http://`` server (vLLM, Ollama, a LiteLLM proxy on the LAN), with aiohttp
+to an ``https://`` one -- and maps the reply to the same ModelResponse. Opt in per model with
+``client: direct`` in the model registry; the SDK path stays the default.
 
 Errors are the ones RecordingModel retries: HTTP >= 400 -> ModelHTTPError (with ``retry_after`` from
 ``retry-after-ms`` / ``Retry-After``, seconds or an HTTP date), connection failures ->
@@ -43,6 +44,7 @@ from pydantic_ai.profiles import ModelProfile, merge_profile
 from pydantic_ai.settings import ModelSettings
 
 from physlab.llm.direct_openai_messages import build_body, parse_completion
+from physlab.llm.http1 import Http1Pool
 
 # status, headers, body: what a transport returns for one POST (url, headers, body, timeout seconds).
 Reply = tuple[int, Mapping[str, str], bytes]
@@ -70,28 +72,39 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
-async def _retire(session: aiohttp.ClientSession, loop: asyncio.AbstractEventLoop | None) -> None:
-    """Close ``session``, made on ``loop`` (perhaps not the running one), without leaking its connections."""
+async def _close_on(loop: asyncio.AbstractEventLoop | None, close: Callable[[], Awaitable[None]],
+                   sockets: Callable[[], list]) -> bool:
+    """Run ``close()`` on ``loop``, the event loop that made what it closes (perhaps not the running
+    one). False when that loop is closed: nothing can run there, so the sockets are shut down instead
+    (their file descriptors are freed when collected)."""
     if loop is None or loop is asyncio.get_running_loop():
-        await session.close()
+        await close()
     elif loop.is_running():  # still serving in another thread: close it there
-        asyncio.run_coroutine_threadsafe(session.close(), loop)
+        asyncio.run_coroutine_threadsafe(close(), loop)
     elif not loop.is_closed():  # stopped but open: run the close on it, from a helper thread
-        await asyncio.to_thread(loop.run_until_complete, session.close())
-    else:  # closed: nothing can run the close there, so end the pooled connections at the socket
-        connector = session.connector
-        for conns in list(getattr(connector, "_conns", {}).values()):  # aiohttp's pool, only read
-            for proto, _ in conns:
-                sock = proto.transport.get_extra_info("socket") if proto.transport else None
-                if sock is not None:
-                    with suppress(OSError):
-                        sock.shutdown(socket.SHUT_RDWR)
-        if connector is not None:
-            await connector.close()  # on a closed loop this only marks it (and the session) closed
+        await asyncio.to_thread(loop.run_until_complete, close())
+    else:
+        for sock in sockets():
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        return False
+    return True
+
+
+async def _retire(session: aiohttp.ClientSession, loop: asyncio.AbstractEventLoop | None) -> None:
+    """Close ``session``, made on ``loop``, without leaking its connections."""
+    def sockets() -> list:
+        conns = getattr(session.connector, "_conns", {})  # aiohttp's pool, only read
+        return [proto.transport.get_extra_info("socket") for pooled in list(conns.values())
+                for proto, _ in pooled if proto.transport]
+
+    if not await _close_on(loop, session.close, sockets) and session.connector is not None:
+        await session.connector.close()  # on a closed loop this only marks it (and the session) closed
 
 
 class DirectOpenAIModel(Model):
-    """OpenAI chat completions over aiohttp, with OpenAIChatModel's request/response semantics."""
+    """OpenAI chat completions with OpenAIChatModel's request/response semantics, over
+    physlab.llm.http1 for ``http://`` servers and aiohttp for ``https://`` ones."""
 
     # As OpenAIChatModel declares them (they shape the profile and prepare_messages).
     _unsupported_file_inputs = frozenset({"video"})
@@ -100,8 +113,9 @@ class DirectOpenAIModel(Model):
 
     def __init__(self, model_name: str, *, base_url: str, api_key: str | None, timeout_s: float = 600.0,
                  transport: Transport | None = None, settings: ModelSettings | None = None,
-                 profile: Any = None) -> None:
-        """``transport``, for tests and the warm-up, replaces the HTTP client (no socket is opened)."""
+                 profile: Any = None, http1: bool | None = None) -> None:
+        """``transport``, for tests and the warm-up, replaces the HTTP client (no socket is opened).
+        ``http1=False`` sends ``http://`` requests with aiohttp too (by default physlab.llm.http1 does)."""
         super().__init__(settings=settings, profile=profile)
         self._model_name = model_name
         self._base_url = base_url.rstrip("/") + "/"  # like the SDK's: ".../v1/"
@@ -111,8 +125,10 @@ class DirectOpenAIModel(Model):
         self._transport = transport
         self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
                          "Accept": "application/json"}
-        self._session: aiohttp.ClientSession | None = None
+        self._session: aiohttp.ClientSession | None = None  # https://
         self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._plain = self._url.startswith("http://") and http1 is not False
+        self._pool: Http1Pool | None = None  # http://
         self._stream_model: Any = None
         self._stream_loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
@@ -171,6 +187,11 @@ class DirectOpenAIModel(Model):
         try:
             if self._transport is not None:
                 return await self._transport(self._url, headers, data, timeout_s)
+            if self._plain:
+                pool = self._pool
+                if pool is None or pool.loop is not asyncio.get_running_loop():
+                    pool = await self._new_pool()
+                return await pool.post(self._url, headers, data, timeout_s)
             session = self._session
             if session is None or session.closed or self._session_loop is not asyncio.get_running_loop():
                 session = await self._new_session()
@@ -180,7 +201,7 @@ class DirectOpenAIModel(Model):
                 return resp.status, resp.headers, await resp.read()
         except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors (some also connection errors)
             raise ModelTimeoutError(self.model_name, f"Request timed out after {timeout_s:g} s") from exc
-        except (aiohttp.ClientError, OSError) as exc:  # refused, reset, server disconnected, bad HTTP ...
+        except (aiohttp.ClientError, OSError) as exc:  # refused, reset, server disconnected, bad HTTP (both clients)
             raise ModelConnectionError(self.model_name, f"Connection error: {exc or type(exc).__name__}") from exc
 
     async def _new_session(self) -> aiohttp.ClientSession:
@@ -193,6 +214,14 @@ class DirectOpenAIModel(Model):
         if old is not None and not old.closed:
             await _retire(old, old_loop)
         return session
+
+    async def _new_pool(self) -> Http1Pool:
+        """As _new_session, for http:// servers."""
+        old = self._pool
+        pool = self._pool = Http1Pool()
+        if old is not None:
+            await _close_on(old.loop, old.aclose, old.sockets)
+        return pool
 
     def _http_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> ModelHTTPError:
         text = raw.decode(errors="replace").strip()
@@ -243,10 +272,13 @@ class DirectOpenAIModel(Model):
         await _close_quietly(model)
 
     async def aclose(self) -> None:
-        """Close the HTTP session and the streaming fallback's client."""
+        """Close the HTTP connections and the streaming fallback's client."""
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await _retire(session, self._session_loop)
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await _close_on(pool.loop, pool.aclose, pool.sockets)
         await self._close_streaming_model()
 
 

@@ -151,6 +151,11 @@ class StandinServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections the server holds open right now."""
+        return len(self._frontend._connections) if self._frontend is not None else 0
+
     def start(self) -> "StandinServer":
         self._frontend = LoopFrontend(self, self.host, self._port)
         return self
