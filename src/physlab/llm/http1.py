@@ -25,6 +25,7 @@ Errors: a timeout is TimeoutError; refused, reset or closed connections are OSEr
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import zlib
 from collections.abc import Mapping
@@ -267,12 +268,17 @@ class Http1Pool:
             await asyncio.sleep(0)  # let the transports finish closing
 
 
+_NAME = re.compile(r"[^:\s\0]+")
+_VALUE = re.compile(r"[^\r\n\0]*")
+
+
 def _header_block(headers: Mapping[str, str], length: int) -> bytes:
     lines = []
     for name, value in headers.items():
         name, value = str(name), str(value)
-        if any(c in name or c in value for c in "\r\n\0") or not name or ":" in name:
-            raise ValueError(f"invalid HTTP header {name!r}: names need no ':' and neither may hold a line break")
+        if not (_NAME.fullmatch(name) and _VALUE.fullmatch(value)):  # else: a header smuggled into another
+            raise ValueError(f"invalid HTTP header {name!r}: a name needs no ':' or spaces and neither a name "
+                             "nor a value may hold a line break")
         lines.append(f"{name}: {value}\r\n")
     lines.append(f"Content-Length: {length}\r\n\r\n")
     return "".join(lines).encode("latin-1")

@@ -16,9 +16,13 @@ class PromptFolder:
     def __init__(self, folder: Path, label: str = "prompt") -> None:
         self.folder = folder
         self.label = label
+        self._texts: dict[str, str] = {}  # by name: a sweep renders the same prompts for every cell
 
     def load(self, name: str) -> str:
-        return _read(self.folder / f"{name}.md")
+        text = self._texts.get(name)
+        if text is None:
+            text = self._texts[name] = _read(self.folder / f"{name}.md")
+        return text
 
     def render(self, name: str, **values: str) -> str:
         """prompts/<name>.md with every ``{{key}}`` filled; a missing value is a programming error."""
