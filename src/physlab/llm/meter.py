@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 from physlab.llm.errors import BudgetExceeded
 from physlab.llm.usage import Budget, CallRecord, Usage
+from physlab.runfiles import LineLog
 
 
 def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
@@ -77,23 +78,12 @@ class RunMeter:
         """Open calls.jsonl for appending (once; not after :meth:`close`)."""
         if self.calls_path is not None and self._fh is None and not self._closed:
             # One open for a new run (no mkdir, no probe): a sweep opens one of these per cell.
+            # A line a kill cut short is ended by LineLog, so the next record is a line of its own.
             try:
-                self._fh = self.calls_path.open("a", encoding="utf-8")
+                self._fh = LineLog(self.calls_path)
             except FileNotFoundError:
                 self.calls_path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = self.calls_path.open("a", encoding="utf-8")
-            if self._fh.tell() and self._ends_mid_line(self.calls_path):
-                # a kill mid-write left half a line: end it, so the next record is a line of its own
-                self._fh.write("\n")
-
-    @staticmethod
-    def _ends_mid_line(path: Path) -> bool:
-        try:
-            with path.open("rb") as fh:
-                fh.seek(-1, 2)
-                return fh.read(1) != b"\n"
-        except OSError:  # missing or empty
-            return False
+                self._fh = LineLog(self.calls_path)
 
     # ---- UsageMeter protocol -------------------------------------------------------------
     def by_role(self) -> dict[str, Usage]:
@@ -159,8 +149,7 @@ class RunMeter:
             if self._fh is None:
                 self.open()
             if self._fh is not None:
-                self._fh.write(rec.model_dump_json() + "\n")
-                self._fh.flush()
+                self._fh.write_line(rec.__pydantic_serializer__.to_json(rec))
         if self._on_record is not None:
             self._on_record(rec)
         return rec

@@ -31,6 +31,7 @@ from physlab.llm.prompt import problem_text
 from physlab.llm.recording import RetryPolicy
 from physlab.llm.usage import Budget, CallRecord
 from physlab.problems.model import Problem
+from physlab.runfiles import write_file
 from physlab.strategies import registry
 from physlab.strategies.base import Attempt
 from physlab.strategies.context import RunContext
@@ -56,7 +57,7 @@ def write_problem_md(problem: Problem, path: Path) -> None:
     lines.append(problem_text(pub))
     if pub.images:
         lines += ["## Figures", ""] + [f"- {p}" for p in pub.images] + [""]
-    path.write_text("\n".join(lines), encoding="utf-8")
+    write_file(path, "\n".join(lines))
 
 
 class _TextEquivalence:
@@ -69,19 +70,21 @@ class _TextEquivalence:
         return norm(code_a) == norm(code_b)
 
 
-def _graders(problem: Problem, grader: Any, sandbox: Any) -> tuple[Any, Any]:
+def _graders(problem: Problem, grader: Any, sandbox: Any, public: Problem | None = None) -> tuple[Any, Any]:
     """(grader bound to the full problem or None, reference-free Equivalence) from physlab.grading
     (imported lazily). ``grader`` may be a physlab.grading.Grader, an already bound grader
-    (``async grade(code)``), or None (a Grader on this run's sandbox)."""
+    (``async grade(code)``), or None (a Grader on this run's sandbox). ``public``, the problem's
+    public view when the caller has it, saves making it again for the Equivalence."""
+    public = public or problem.public()
     try:
         from physlab.grading import Equivalence, Grader, bind
     except ImportError:  # grading package not installed: ungraded runs, textual equivalence
         bound = grader if (grader is not None and problem.gradable) else None
         return bound, _TextEquivalence()
     if grader is not None and not isinstance(grader, Grader):
-        return (grader if problem.gradable else None), Equivalence(problem, Grader(sandbox))
+        return (grader if problem.gradable else None), Equivalence(public, Grader(sandbox))
     g = grader or Grader(sandbox)
-    return (bind(problem, g) if problem.gradable else None), Equivalence(problem, g)
+    return (bind(problem, g) if problem.gradable else None), Equivalence(public, g)
 
 
 def _critic_reference(problem: Problem, strategy: str, params: dict[str, Any]) -> str | None:
@@ -234,7 +237,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
             files.finish()
         else:
             defer(files.run)
-        bound, equivalence = _graders(problem, grader, sandbox)
+        bound, equivalence = _graders(problem, grader, sandbox, public)
         ctx = RunContext(problem=public, workspace=ws, models=models, usage=meter, budget=budget,
                          sandbox=sandbox, grader=bound, equivalence=equivalence, seed=seed,
                          resume=resuming, params=params, events=emit,
@@ -359,11 +362,11 @@ def _write_answer(attempt: Attempt, problem: Problem, ws: Path) -> None:
     if attempt.answer_code:
         if not attempt.answer_code.endswith("\n"):
             attempt.answer_code += "\n"
-        (ws / py).write_text(attempt.answer_code, encoding="utf-8")
+        write_file(ws / py, attempt.answer_code)
     if attempt.answer_text:
-        (ws / md).write_text(attempt.answer_text.rstrip() + "\n", encoding="utf-8")
+        write_file(ws / md, attempt.answer_text.rstrip() + "\n")
     elif attempt.answer_code:
-        (ws / md).write_text(f"```python\n{attempt.answer_code}```\n", encoding="utf-8")
+        write_file(ws / md, f"```python\n{attempt.answer_code}```\n")
 
 
 async def _grade(attempt: Attempt, problem: Problem, bound: Any) -> Verdict | None:
@@ -401,4 +404,4 @@ def _write_metrics(attempt: Attempt, meter: RunMeter, limiter: InFlightLimiter, 
     }
     # pydantic-core's encoder: json.dumps with indent falls back to the pure-Python encoder (~0.2 ms
     # per run here, paid by every cell of a sweep); same JSON, non-ASCII written as UTF-8.
-    (ws / "metrics.json").write_bytes(pydantic_core.to_json(data, indent=2, fallback=str) + b"\n")
+    write_file(ws / "metrics.json", pydantic_core.to_json(data, indent=2, fallback=str) + b"\n")
