@@ -6,7 +6,6 @@ Plain replacement rather than str.format/Jinja: prompts are full of LaTeX and JS
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import Path
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -21,7 +20,7 @@ class PromptFolder:
     def load(self, name: str) -> str:
         text = self._texts.get(name)
         if text is None:
-            text = self._texts[name] = _read(self.folder / f"{name}.md")
+            text = self._texts[name] = (self.folder / f"{name}.md").read_text(encoding="utf-8")
         return text
 
     def render(self, name: str, **values: str) -> str:
@@ -34,7 +33,3 @@ class PromptFolder:
             raise KeyError(f"{self.label} {name}: missing values for {left}")
         return text
 
-
-@lru_cache(maxsize=None)
-def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
