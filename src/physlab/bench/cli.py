@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from physlab import eventloop
 from physlab.errors import UserError
 
 bench_app = typer.Typer(help="Sweeps over problems x strategies x models, and their reports.",
@@ -85,6 +86,7 @@ def run_cmd(
     )
     _check_names(config)
     _check_models(config)
+    eventloop.loop_factory()  # a bad PHYSLAB_EVENT_LOOP stops here, before any helper worker starts
     if wait_for_start:  # a helper: its Ctrl-C comes from the parent, whatever this process inherited
         import signal
 
@@ -93,7 +95,7 @@ def run_cmd(
     helpers = _spawn_workers(config, workers - 1)
     gate = _start_gate(helpers, wait_for_start)
     try:
-        summary = asyncio.run(run_sweep(config, progress=progress, start_gate=gate))
+        summary = eventloop.run(run_sweep(config, progress=progress, start_gate=gate))
     except BaseException as exc:
         _interrupt(helpers)  # stopped or failed: the helpers stop too and give their cells back
         if isinstance(exc, KeyboardInterrupt) and not wait_for_start:
@@ -378,7 +380,7 @@ def grade_cmd(
 
     store = ResultsStore(db, create=False)
     try:
-        counts = asyncio.run(grade_db(store, answers, regrade=regrade, on_unknown=lambda ids: typer.echo(
+        counts = eventloop.run(grade_db(store, answers, regrade=regrade, on_unknown=lambda ids: typer.echo(
             f"warning: {len(ids)} answer id(s) match no problem in {db}: {', '.join(ids[:5])}"
             + (", ..." if len(ids) > 5 else ""), err=True)))
     finally:

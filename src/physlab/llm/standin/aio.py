@@ -20,6 +20,8 @@ import time
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from physlab import eventloop
+
 if TYPE_CHECKING:
     from physlab.llm.standin.server import Answer, StandinServer
 
@@ -153,7 +155,7 @@ class LoopFrontend:
 
     def __init__(self, srv: "StandinServer", host: str, port: int) -> None:
         self.srv = srv
-        self._loop = asyncio.new_event_loop()
+        self._loop = eventloop.new_event_loop()  # uvloop where installed, like the sweep's workers
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._server: asyncio.AbstractServer | None = None
