@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from physlab.errors import UserError
 from physlab.llm.standin.server import StandinServer
 
 
@@ -46,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         server = StandinServer(responder, latency_s=args.latency, port=args.port).start()
     except OSError as exc:
         print(f"error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except UserError as exc:  # e.g. a bad PHYSLAB_EVENT_LOOP
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print(server.base_url, flush=True)
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
