@@ -29,7 +29,7 @@ because other processes and the VM's speed change how much CPU the sweep gets.
 The sweeps' databases and cell workspaces (six file-system entries a cell) go to a scratch
 directory: ``/dev/shm`` (a tmpfs, memory) where there is one, else the system's temporary directory;
 ``--scratch DIR`` puts them on any other disk. The benchmark measures the executor on 2 cores, not
-the disk: on this VM's ext4 creating a file costs from ~20 us to ~500 us of kernel CPU depending on
+the disk: on this VM's ext4 creating a file costs from ~15 us to ~750 us of kernel CPU depending on
 the hour, which moved the figure more than any change to the code. The file-system type and what
 creating a file costs on it right now are printed with the result.
 """
@@ -119,14 +119,16 @@ def _fs_type(path: Path) -> str:
 
 
 def _file_cost(tmp: Path, n: int = 200) -> float:
-    """Microseconds of CPU to create, write (3 KB) and close one file in ``tmp`` right now."""
+    """Microseconds of CPU to write one new 3 KB file in ``tmp`` right now, the way a run writes
+    its workspace files (physlab.runfiles.write_file)."""
+    from physlab.runfiles import write_file
+
     d = tmp / "probe"
     d.mkdir()
+    data = b"x" * 3000
     t = time.thread_time()
     for i in range(n):
-        fd = os.open(d / f"f{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        os.write(fd, b"x" * 3000)
-        os.close(fd)
+        write_file(d / f"f{i}", data)
     cost = (time.thread_time() - t) / n * 1e6
     shutil.rmtree(d)
     return cost
@@ -264,8 +266,8 @@ def main() -> int:
                       "client_cpu_s": round(med["cpu_s"], 3), "server_cpu_s": round(med["server_cpu_s"], 3),
                       "efficiency_latency_path": round(eff_path, 3), "efficiency_one_cell": round(eff_alone, 3),
                       "efficiency_ideal": round(eff_ideal, 3), "workers": args.workers, "client": args.client,
-                      "repeat": args.repeat, "reference_loop_s": round(speed, 3), "stolen_share": round(med["steal"], 3), "scratch_fs": fs,
-                      "file_create_us": round(file_us, 1)}))
+                      "repeat": args.repeat, "reference_loop_s": round(speed, 3),
+                      "stolen_share": round(med["steal"], 3), "scratch_fs": fs, "file_create_us": round(file_us, 1)}))
     return 0
 
 
