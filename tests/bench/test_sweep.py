@@ -252,7 +252,7 @@ def test_two_workers_share_one_database(tmp_path):
 
 async def test_ungraded_sweep_is_graded_later_and_exported(tmp_path, monkeypatch, capsys):
     """A suite without references: answers are recorded, graded by the real grader when the
-    references arrive, and exported as a CritPt-style payload."""
+    references arrive, and exported in CritPt's format (a batch its server would refuse: not its ids)."""
     monkeypatch.setenv("STANDIN_KEY", "sk-local")
     d = _problem_dir(tmp_path, 4)
     db = tmp_path / "r.sqlite"
@@ -276,11 +276,12 @@ async def test_ungraded_sweep_is_graded_later_and_exported(tmp_path, monkeypatch
     rep = build_report(ResultsStore(db))
     assert (rep.groups[0].graded, rep.groups[0].correct) == (3, 2)
 
-    from physlab.bench.answers import critpt_payload
+    from physlab.bench.critpt_export import build_batches
 
-    payload = critpt_payload(ResultsStore(db))
-    assert [x["problem_id"] for x in payload["submissions"]] == ["q00", "q01", "q02", "q03"]
-    assert all("return 1" in x["generated_code"] for x in payload["submissions"])
+    (batch,) = build_batches(ResultsStore(db))
+    assert [x.problem_id for x in batch.submissions] == ["q00", "q01", "q02", "q03"]
+    assert all("return 1" in x.generated_code for x in batch.submissions)
+    assert "70 of the 70 CritPt test ids missing" in batch.refusal()  # not CritPt's challenges
 
 
 def test_bad_model_stops_the_sweep_with_one_line_and_leaves_cells_pending(tmp_path):

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from physlab.bench.answers import critpt_payload, load_answers
+from physlab.bench.answers import load_answers
+from physlab.bench.critpt_export import build_batches
 from physlab.bench.report import build_report
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.bench.sweep import Sweep, SweepConfig
@@ -75,7 +76,8 @@ def test_report_writes_into_a_missing_directory_and_refuses_a_directory_as_file(
 def test_export_critpt_writes_into_a_missing_directory_and_refuses_a_directory(tmp_path, capsys):
     db = _db(tmp_path / "r.sqlite")
     out = tmp_path / "sub" / "mission.json"
-    code, _, err = _cli(capsys, "export-critpt", "--db", str(db), "--out", str(out))
+    code, _, err = _cli(capsys, "export-critpt", "--db", str(db), "--out", str(out), "--repeat", "0",
+                        "--allow-partial")  # two problems: a batch CritPt's server would refuse
     assert code == 0, err
     assert len(json.loads(out.read_text())["submissions"]) == 2
     code, _, err = _cli(capsys, "export-critpt", "--db", str(db), "--out", str(tmp_path))
@@ -176,9 +178,11 @@ def test_report_keeps_budgets_apart_and_export_asks_which(tmp_path, capsys):
 
     assert "oneshot · scripted:a · max_tokens=500" in accuracy_bars(rep.groups)  # the dashboard tells them apart
     with pytest.raises(UserError, match="--config"):
-        critpt_payload(st)
-    subs = critpt_payload(st, config="max_tokens=500")["submissions"]
-    assert [s["generation_config"]["physlab_cell"].endswith("|max_tokens=500") for s in subs] == [True, True]
+        build_batches(st)
+    batches = build_batches(st, config="max_tokens=500")
+    assert [b.repeat for b in batches] == [0, 1]
+    assert [s.generation_config["physlab_cell"].endswith("|max_tokens=500")
+            for b in batches for s in b.submissions] == [True] * 4
     st.close()
     code, out, _ = _cli(capsys, "report", "--db", str(db), "--csv", str(tmp_path / "s.csv"))
     assert code == 0 and "max_tokens=500" in out

@@ -1,4 +1,4 @@
-"""After a sweep: grade recorded answers when references arrive, and export the CritPt payload."""
+"""After a sweep: grade recorded answers when references arrive (the CritPt export is bench/critpt_export.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Callable
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from physlab.bench.store import ResultsStore, cell_config
+from physlab.bench.store import ResultsStore
 from physlab.errors import UserError
 from physlab.problems.model import ReferenceFormat
 
@@ -104,55 +104,3 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
         store.set_verdict(cell["key"], verdict, reason)
         counts[verdict] = counts.get(verdict, 0) + 1
     return counts
-
-
-def critpt_payload(store: ResultsStore, *, strategy: str | None = None, model: str | None = None,
-                   repeat: int | None = None, model_label: str | None = None,
-                   config: str | None = None) -> dict[str, Any]:
-    """The CritPt batch submission: one entry per challenge with its generated code (a fenced
-    Python block, the form the evaluation API takes). With several repeats, the lowest repeat
-    that produced code is used (or ``repeat`` when given). Cells run at another budget or with
-    other parameters (``config``, as in the report) are another group, never mixed in."""
-    where, params = ["state='done'"], []
-    groups = {(c["strategy"], c["model"]) for c in store.cells("state='done'")}
-    if strategy:
-        where.append("strategy=?")
-        params.append(strategy)
-    if model:
-        where.append("model=?")
-        params.append(model)
-    if repeat is not None:
-        where.append("repeat=?")
-        params.append(repeat)
-    cells = store.cells(" AND ".join(where), tuple(params))
-    if config is not None:
-        cells = [c for c in cells if cell_config(c) == config]
-    chosen_groups = {(c["strategy"], c["model"]) for c in cells}
-    if len(chosen_groups) > 1:
-        raise UserError(f"the database holds {len(groups)} strategy x model groups; choose one with "
-                        f"--strategy and --model", field="--strategy/--model")
-    if not cells:
-        raise UserError("no finished cells match", field="--strategy/--model" + ("/--config" if config else ""))
-    configs = sorted({cell_config(c) for c in cells})
-    if len(configs) > 1:
-        raise UserError(f"these cells were run at {len(configs)} budgets/parameter sets ({', '.join(configs)}); "
-                        f"choose one with --config", field="--config")
-    best: dict[str, dict] = {}
-    for c in sorted(cells, key=lambda c: c["repeat"]):
-        if c["problem_id"] not in best or (not best[c["problem_id"]]["answer_code"] and c["answer_code"]):
-            best[c["problem_id"]] = c
-    (strat, mod), = chosen_groups
-    submissions = []
-    for pid, c in sorted(best.items()):
-        public = store.problem_public(pid) or {}
-        sub_id = (public.get("extra") or {}).get("critpt_problem_id") or pid
-        code = (c["answer_code"] or "").strip()
-        if code and not code.startswith("```"):
-            code = f"```python\n{code}\n```"
-        submissions.append({
-            "problem_id": sub_id,
-            "generated_code": code,
-            "model": model_label or mod,
-            "generation_config": {"scaffold": strat, "physlab_cell": c["key"]},
-        })
-    return {"submissions": submissions, "batch_metadata": {"tool": "physlab", "strategy": strat, "model": mod}}

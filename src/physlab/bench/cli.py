@@ -1,4 +1,4 @@
-"""`physlab bench run | report | grade | export-critpt`."""
+"""`physlab bench run | report | grade`, and the CritPt commands (export-critpt, submit-critpt: bench/critpt_cli.py)."""
 
 from __future__ import annotations
 
@@ -309,7 +309,7 @@ def _output_dir(path: Optional[Path], flag: str) -> Optional[Path]:
     if path is None:
         return None
     if path.exists() and not path.is_dir():
-        raise UserError("is a file; expected a directory for the plots", path=path, field=flag)
+        raise UserError("is a file; expected a directory", path=path, field=flag)
     _make_dir(path, flag)
     return path
 
@@ -389,32 +389,8 @@ def grade_cmd(
     typer.echo(f"graded {total} cells: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
 
-@bench_app.command("export-critpt")
-def export_critpt_cmd(
-    out: Path = typer.Option(..., "--out", help="Where to write the submission JSON."),
-    db: Path = typer.Option(Path("results.sqlite"), "--db"),
-    strategy: Optional[str] = typer.Option(None, "--strategy"),
-    model: Optional[str] = typer.Option(None, "--model"),
-    repeat: Optional[int] = typer.Option(None, "--repeat", min=0),
-    config: Optional[str] = typer.Option(None, "--config",
-                                         help="Budget|params tag (the report's budget|params column) when the "
-                                              "group was run at several."),
-) -> None:
-    """Write the CritPt submission payload: problem id + generated code per challenge."""
-    from physlab.bench.answers import critpt_payload
-    from physlab.bench.store import ResultsStore
-
-    out = _output_file(out, "--out")
-    store = ResultsStore(db, create=False)
-    try:
-        payload = critpt_payload(store, strategy=strategy, model=model, repeat=repeat, config=config)
-    finally:
-        store.close()
-    _writing(out, "--out", lambda: out.write_text(json.dumps(payload, indent=2), encoding="utf-8"))
-    n = len(payload["submissions"])
-    empty = sum(not s["generated_code"] for s in payload["submissions"])
-    typer.echo(f"wrote {n} submissions ({empty} without code) to {out}")
-
-
 def register(app: typer.Typer) -> None:
+    from physlab.bench import critpt_cli
+
+    critpt_cli.register(bench_app)
     app.add_typer(bench_app, name="bench")
