@@ -3,13 +3,16 @@
 Per strategy x model: accuracy over graded cells with a Wilson 95% interval, mean pass@k for every
 k the repeats allow (unbiased estimator per problem, then averaged over problems), tokens / cost /
 wall per problem (median, p90), the share of tokens per role, and the equal-budget view: each
-group's accuracy when every cell is capped at the same number of tokens per problem.
+group's accuracy when every cell is capped at the same number of tokens per problem. Beside them,
+the score CritPt's grading server gave the group's batches (``bench submit-critpt``): per repeat the
+latest graded batch, and CritPt's protocol figure, the mean over the runs, with its spread.
 """
 
 from __future__ import annotations
 
 import csv
 import html
+import statistics
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -44,6 +47,40 @@ class GroupSummary(BaseModel):
     role_share: dict[str, float] = Field(default_factory=dict, description="Share of tokens per role.")
     equal_budget_correct: int | None = None
     equal_budget_accuracy: float | None = None
+    critpt_runs: int = Field(default=0, description="Repeats CritPt's server graded.")
+    critpt_mean: float | None = Field(default=None, description="CritPt accuracy, mean over those runs.")
+    critpt_sd: float | None = None
+
+
+CRITPT_PROTOCOL_RUNS = 5  # CritPt reports the mean accuracy over 5 runs of the 70 challenges (README)
+
+
+class CritptScore(BaseModel):
+    """What CritPt's grading server said about one group's batches."""
+
+    strategy: str
+    model: str
+    config: str = "-"
+    runs: dict[int, float] = Field(description="repeat -> accuracy of its latest graded batch.")
+    graded: int = Field(description="Graded batches in all (a repeat sent twice counts twice).")
+    mean: float
+    sd: float | None = Field(default=None, description="Sample standard deviation over the runs (2+ runs).")
+    low: float
+    high: float
+
+
+def critpt_scores(store: ResultsStore) -> list[CritptScore]:
+    by_group: dict[tuple[str, str, str], list[dict]] = {}
+    for s in store.critpt_submissions("state='scored'"):
+        by_group.setdefault((s["strategy"], s["model"], s["config"]), []).append(s)
+    out = []
+    for (strategy, model, config), subs in sorted(by_group.items()):
+        runs = {s["repeat"]: s["accuracy"] for s in sorted(subs, key=lambda s: s["id"])}  # the latest wins
+        acc = [runs[r] for r in sorted(runs)]
+        out.append(CritptScore(strategy=strategy, model=model, config=config, runs=dict(sorted(runs.items())),
+                               graded=len(subs), mean=statistics.fmean(acc),
+                               sd=statistics.stdev(acc) if len(acc) > 1 else None, low=min(acc), high=max(acc)))
+    return out
 
 
 class Report(BaseModel):
@@ -55,6 +92,7 @@ class Report(BaseModel):
         default_factory=dict, description="'strategy|model' ('strategy|model|config' for a group with a "
                                           "budget or parameters) -> [(token cap, accuracy)].")
     cells_total: int = 0
+    critpt: list[CritptScore] = Field(default_factory=list, description="Scores from CritPt's grading server.")
 
 
 def group_label(g: GroupSummary, *, sep: str = "|") -> str:
@@ -114,6 +152,12 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
         groups.append(g)
 
     report = Report(db=str(store.path), groups=groups, cells_total=len(rows))
+    if isinstance(store, ResultsStore):  # a view of the cells only (the dashboard's filter) has no CritPt record
+        report.critpt = critpt_scores(store)
+        for score in report.critpt:
+            for g in groups:
+                if (g.strategy, g.model, g.config) == (score.strategy, score.model, score.config):
+                    g.critpt_runs, g.critpt_mean, g.critpt_sd = len(score.runs), score.mean, score.sd
     if graded_cells:
         if equal_tokens is None:
             # Default common cap: the cheapest group's p90 tokens per problem, so that the cheapest
@@ -158,6 +202,9 @@ def summary_rows(report: Report) -> list[dict[str, str]]:
             "role_token_share": "; ".join(f"{r}={s:.0%}" for r, s in g.role_share.items()),
             "config": g.config,  # last, so the columns before it keep their places
         })
+        if report.critpt:
+            row.update({"critpt_runs": str(g.critpt_runs), "critpt_accuracy_mean": _fmt(g.critpt_mean, ".4f"),
+                        "critpt_accuracy_sd": _fmt(g.critpt_sd, ".4f")})
         out.append(row)
     return out
 
@@ -190,8 +237,9 @@ def print_report(report: Report, console=None) -> None:
     table = Table(title=f"PhysLab sweep report ({report.db})")
     configs = any(g.config != "-" for g in report.groups)  # the column only when it tells groups apart
     left = ("strategy", "model", "budget|params") if configs else ("strategy", "model")
+    critpt = bool(report.critpt)
     for col in (*left, "done/failed", "accuracy [95% CI]", "pass@k",
-                "tokens med/p90", "cost med $", "wall med s", "equal-budget acc"):
+                "tokens med/p90", "cost med $", "wall med s", "equal-budget acc", *(["CritPt"] if critpt else [])):
         table.add_column(col, justify="left" if col in left else "right")
     for g in report.groups:
         acc = (f"{g.accuracy:.3f} [{g.ci_low:.3f}, {g.ci_high:.3f}] ({g.correct}/{g.graded})"
@@ -202,14 +250,28 @@ def print_report(report: Report, console=None) -> None:
             f"{_fmt(g.tokens_median, '.0f')}/{_fmt(g.tokens_p90, '.0f')}",
             _fmt(g.cost_median, ".3g"), _fmt(g.wall_median, ".3g"),
             _fmt(g.equal_budget_accuracy, ".3f"),
+            *([critpt_cell(g.critpt_mean, g.critpt_sd, g.critpt_runs)] if critpt else []),
         )
     console.print(table)
+    for score in report.critpt:
+        label = " × ".join([score.strategy, score.model] + ([score.config] if score.config != "-" else []))
+        runs = ", ".join(f"r{r} {a:.1%}" for r, a in score.runs.items())
+        console.print(f"CritPt grading server, {label}: {critpt_cell(score.mean, score.sd, len(score.runs))}"
+                      f" — runs: {runs}")
     if report.equal_budget_tokens is not None:
         console.print(f"equal-budget view: every cell capped at {report.equal_budget_tokens:.0f} tokens per problem")
     for g in report.groups:
         if g.role_share:
             console.print(f"{group_label(g, sep=' × ')} token share: "
                           + ", ".join(f"{r} {s:.0%}" for r, s in g.role_share.items()))
+
+
+def critpt_cell(mean: float | None, sd: float | None, runs: int) -> str:
+    """'31.4% ± 2.1 (5 of 5 runs)': CritPt's figure is the mean over 5 runs; fewer are said so."""
+    if mean is None:
+        return ""
+    spread = f" ± {sd:.1%}" if sd is not None else ""
+    return f"{mean:.1%}{spread} ({runs} of {CRITPT_PROTOCOL_RUNS} runs)"
 
 
 def write_html(report: Report, path: str | Path, *, plots_dir: str | Path | None = None) -> Path:

@@ -11,6 +11,11 @@ claim protocol on the cell's unique key. A worker claims a cell with one conditi
 cell runs; it writes the result only while it still holds the claim. A claim whose lease expired,
 or whose worker process is gone (same host), goes back to pending, so an interrupted sweep
 restarts exactly the cells that had not finished.
+
+Batches sent to CritPt's grading server go to ``critpt_submissions`` (one row per POST, written
+before the request leaves, so one that dies in flight still counts toward the day's limit) and
+``critpt_results`` (one row per challenge, next to the cell it came from, with the server's
+per-challenge score when it returns one).
 """
 
 from __future__ import annotations
@@ -110,6 +115,38 @@ CREATE TABLE IF NOT EXISTS worker_runs (
     cpu_s REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (worker, started_at)
 );
+CREATE TABLE IF NOT EXISTS critpt_submissions (
+    id INTEGER PRIMARY KEY,
+    submitted_at REAL NOT NULL,
+    url TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    model TEXT NOT NULL,
+    config TEXT NOT NULL,
+    repeat INTEGER NOT NULL CHECK (repeat >= 0),
+    entries INTEGER NOT NULL CHECK (entries >= 0),
+    state TEXT NOT NULL DEFAULT 'sending'
+        CHECK (state IN ('sending', 'scored', 'rejected', 'error')),
+    http_status INTEGER,
+    accuracy REAL CHECK (accuracy BETWEEN 0 AND 1),
+    timeout_rate REAL CHECK (timeout_rate BETWEEN 0 AND 1),
+    server_timeout_count INTEGER,
+    judge_error_count INTEGER,
+    response_json TEXT,
+    error TEXT,
+    counted INTEGER NOT NULL DEFAULT 1 CHECK (counted IN (0, 1)),
+    CHECK ((state = 'scored') = (accuracy IS NOT NULL))
+);
+CREATE INDEX IF NOT EXISTS critpt_submissions_time ON critpt_submissions(key_id, submitted_at);
+CREATE TABLE IF NOT EXISTS critpt_results (
+    submission_id INTEGER NOT NULL REFERENCES critpt_submissions(id) ON DELETE CASCADE,
+    problem_id TEXT NOT NULL,
+    cell_key TEXT REFERENCES cells(key) ON DELETE SET NULL,
+    score REAL CHECK (score BETWEEN 0 AND 1),
+    detail_json TEXT,
+    PRIMARY KEY (submission_id, problem_id)
+);
+CREATE INDEX IF NOT EXISTS critpt_results_cell ON critpt_results(cell_key);
 """
 
 
@@ -221,6 +258,7 @@ class ResultsStore:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
             self._init_schema()
         except sqlite3.DatabaseError as exc:
             raise UserError(f"not a PhysLab results database ({exc})", path=self.path, field="--db") from None
@@ -421,6 +459,54 @@ class ResultsStore:
         with self.tx() as c:
             c.execute("UPDATE cells SET verdict=?, verdict_reason=?, gradable=1 WHERE key=?",
                       (verdict, reason, key))
+
+    # -- CritPt submissions -------------------------------------------------------------------
+
+    def start_critpt_submission(self, *, url: str, key_id: str, strategy: str, model: str, config: str,
+                                repeat: int, entries: list[tuple[str, str | None]]) -> int:
+        """Record a batch about to be posted: the submission, and one row per (CritPt problem id,
+        cell key) it holds. Returns the submission's id."""
+        with self.tx() as c:
+            sid = c.execute(
+                "INSERT INTO critpt_submissions(submitted_at, url, key_id, strategy, model, config, repeat,"
+                " entries) VALUES (?,?,?,?,?,?,?,?)",
+                (time.time(), url, key_id, strategy, model, config, repeat, len(entries))).lastrowid
+            c.executemany("INSERT INTO critpt_results(submission_id, problem_id, cell_key) VALUES (?,?,?)",
+                          [(sid, pid, key) for pid, key in entries])
+        return sid
+
+    def finish_critpt_submission(self, sid: int, *, state: str, http_status: int | None = None,
+                                 metrics: dict[str, Any] | None = None, response: Any = None,
+                                 error: str | None = None, counted: bool = True,
+                                 results: dict[str, tuple[float | None, Any]] | None = None) -> None:
+        """What the server answered: ``metrics`` (accuracy, timeout_rate, server_timeout_count,
+        judge_error_count) when it graded the batch, ``results`` per CritPt problem id (score,
+        detail) when it returned them; ``counted`` False when the attempt cannot have counted
+        toward the day's limit (never arrived, or refused for the key or the limit itself)."""
+        m = metrics or {}
+        with self.tx() as c:
+            c.execute(
+                "UPDATE critpt_submissions SET state=?, http_status=?, accuracy=?, timeout_rate=?,"
+                " server_timeout_count=?, judge_error_count=?, response_json=?, error=?, counted=? WHERE id=?",
+                (state, http_status, m.get("accuracy"), m.get("timeout_rate"), m.get("server_timeout_count"),
+                 m.get("judge_error_count"), None if response is None else json.dumps(response),
+                 error, int(counted), sid))
+            c.executemany("UPDATE critpt_results SET score=?, detail_json=? WHERE submission_id=? AND problem_id=?",
+                          [(score, json.dumps(detail), sid, pid) for pid, (score, detail) in (results or {}).items()])
+
+    def critpt_submissions(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(
+            f"SELECT * FROM critpt_submissions WHERE {where} ORDER BY id", params)]
+
+    def critpt_results(self, submission_id: int) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(
+            "SELECT * FROM critpt_results WHERE submission_id=? ORDER BY problem_id", (submission_id,))]
+
+    def critpt_counted_since(self, key_id: str, since: float) -> list[float]:
+        """When this key's submissions that may count toward CritPt's daily limit were sent."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT submitted_at FROM critpt_submissions WHERE key_id=? AND submitted_at>=? AND counted=1"
+            " ORDER BY submitted_at", (key_id, since))]
 
     # -- reading ------------------------------------------------------------------------------
 
