@@ -217,3 +217,17 @@ def test_export_asks_which_group_when_the_database_holds_several(tmp_path, capsy
     entries = json.loads(out.read_text())["submissions"]
     assert {e["generation_config"]["strategy"] for e in entries} == {"rsa"}
     assert {e["model"] for e in entries} == {"acme/physlab-rsa"}
+
+
+def test_a_repeat_with_unfinished_cells_says_to_run_the_sweep_again(tmp_path):
+    st = ResultsStore(tmp_path / "r.sqlite")
+    w = worker_id()
+    for pid in PUBLIC_IDS:
+        spec = CellSpec(problem_id=pid, strategy="oneshot", model="scripted:a", repeat=0, suite="critpt")
+        st.add_cells([spec])
+        if pid != "Challenge_42_main":  # this one crashed and waits for the re-run
+            st.claim(spec.key, w)
+            st.finish(spec.key, w, CellResult(status="complete", answer_code="def answer():\n    return 0\n"))
+    (batch,) = build_batches(st)
+    assert batch.refusal() == ("repeat 0: CritPt's server would refuse this batch: 1 of the 70 CritPt test ids "
+                               "missing (Challenge_42_main) (1 cell of this repeat not finished: run the sweep again)")

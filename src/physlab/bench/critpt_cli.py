@@ -157,19 +157,21 @@ def _batches(db: Path, strategy, model, repeat, config, label, messages: bool, a
 
 
 class _progress_bar:
-    """A progress bar on stderr fed by the server's progress events (a spinner until the first)."""
+    """A progress bar on a terminal's stderr fed by the server's progress events (a spinner until
+    the first); the grading takes minutes."""
 
     def __init__(self, enabled: bool, label: str):
         self.enabled, self.label, self.progress, self.task = enabled, label, None, None
 
     def __enter__(self):
-        if not self.enabled:
-            return None
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+        console = Console(stderr=True)
+        if not (self.enabled and console.is_terminal):  # a log file gets the lines around it, not a bar
+            return None
         self.progress = Progress(SpinnerColumn(), TextColumn(f"grading {self.label}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                                  transient=True)
         self.progress.start()
         self.task = self.progress.add_task("grading", total=None)

@@ -50,7 +50,8 @@ class Batch(BaseModel):
         """One line saying why CritPt's server would refuse this batch ('' when it would not)."""
         if self.check.complete:
             return ""
-        hint = f" ({self.unfinished} cells of this repeat not finished: run the sweep again)" if self.unfinished else ""
+        n = self.unfinished
+        hint = f" ({n} cell{'s' * (n != 1)} of this repeat not finished: run the sweep again)" if n else ""
         return f"repeat {self.repeat}: CritPt's server would refuse this batch: {self.check.describe()}{hint}"
 
 
