@@ -12,7 +12,14 @@ import typer
 from physlab.bench.critpt_format import DAILY_LIMIT, DEFAULT_URL
 from physlab.errors import UserError
 
-_GROUP_HELP = "Budget|params tag (the report's budget|params column) when the group was run at several."
+# The options both commands share: which group and repeats, and how the entries are written.
+_DB = typer.Option(Path("results.sqlite"), "--db")
+_STRATEGY = typer.Option(None, "--strategy")
+_MODEL = typer.Option(None, "--model")
+_REPEAT = typer.Option(None, "--repeat", min=0, help="Only this repeat (default: one batch each).")
+_CONFIG = typer.Option(None, "--config", help="Budget|params tag (the report's budget|params column) when the "
+                                              "group was run at several.")
+_LABEL = typer.Option(None, "--model-label", help="The entries' model field (default: the model as api/name).")
 
 
 def register(app: typer.Typer) -> None:
@@ -25,13 +32,12 @@ def export_critpt_cmd(
                                                            "<stem>.r<N>.json, when the group has several)."),
     directory: Optional[Path] = typer.Option(None, "--dir", help="Also (or instead) write CritPt's layout: "
                                                                  "DIR/<repeat>/<problem_id>.json + batch_metadata.json."),
-    db: Path = typer.Option(Path("results.sqlite"), "--db"),
-    strategy: Optional[str] = typer.Option(None, "--strategy"),
-    model: Optional[str] = typer.Option(None, "--model"),
-    repeat: Optional[int] = typer.Option(None, "--repeat", min=0, help="Only this repeat (default: one batch each)."),
-    config: Optional[str] = typer.Option(None, "--config", help=_GROUP_HELP),
-    model_label: Optional[str] = typer.Option(None, "--model-label",
-                                              help="The entries' model field (default: the model as api/name)."),
+    db: Path = _DB,
+    strategy: Optional[str] = _STRATEGY,
+    model: Optional[str] = _MODEL,
+    repeat: Optional[int] = _REPEAT,
+    config: Optional[str] = _CONFIG,
+    model_label: Optional[str] = _LABEL,
     messages: bool = typer.Option(False, "--messages", help="Include each run's conversation as messages."),
     allow_partial: bool = typer.Option(False, "--allow-partial",
                                        help="Write a batch CritPt's server would refuse (for local use)."),
@@ -62,14 +68,13 @@ def export_critpt_cmd(
 
 def submit_critpt_cmd(
     api_key_env: str = typer.Option(..., "--api-key-env", help="Environment variable holding the grading API key."),
-    db: Path = typer.Option(Path("results.sqlite"), "--db"),
+    db: Path = _DB,
     url: str = typer.Option(DEFAULT_URL, "--url", help="The grading endpoint."),
-    strategy: Optional[str] = typer.Option(None, "--strategy"),
-    model: Optional[str] = typer.Option(None, "--model"),
-    repeat: Optional[int] = typer.Option(None, "--repeat", min=0, help="Only this repeat (default: one batch each)."),
-    config: Optional[str] = typer.Option(None, "--config", help=_GROUP_HELP),
-    model_label: Optional[str] = typer.Option(None, "--model-label",
-                                              help="The entries' model field (default: the model as api/name)."),
+    strategy: Optional[str] = _STRATEGY,
+    model: Optional[str] = _MODEL,
+    repeat: Optional[int] = _REPEAT,
+    config: Optional[str] = _CONFIG,
+    model_label: Optional[str] = _LABEL,
     messages: bool = typer.Option(False, "--messages", help="Send each run's conversation as messages."),
     allow_partial: bool = typer.Option(False, "--allow-partial",
                                        help="Send a batch the check says the server will refuse."),
