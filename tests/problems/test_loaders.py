@@ -69,10 +69,11 @@ def test_yaml_list_of_problems(write):
     assert [x.id for x in load_file(p)] == ["a", "b"]
 
 
-def test_yaml_unknown_answer_like_keys_are_hidden(write):
-    [prob] = load_file(write("k.yaml", "problem: q\nanswer_latex: '\\frac12'\ntags: [gr]\n"))
-    assert prob.extra["answer_key_answer_latex"] == "\\frac12" and prob.extra["tags"] == ["gr"]
-    assert "answer_key_answer_latex" not in prob.public().extra
+def test_yaml_metadata_is_kept_and_answer_like_metadata_hidden(write):
+    [prob] = load_file(write("k.yaml", "problem: q\ntags: [gr]\nmetadata: {answer_latex: '\\frac12', year: 2024}\n"))
+    assert prob.extra["answer_key_metadata"] == {"answer_latex": "\\frac12"} and prob.extra["tags"] == ["gr"]
+    assert prob.extra["metadata"] == {"year": 2024}
+    assert "answer_key_metadata" not in prob.public().extra and prob.public().extra["metadata"] == {"year": 2024}
 
 
 def test_json_single_problem_uses_yaml_format(write):

@@ -121,29 +121,16 @@ def show_cmd(
 def check_cmd(
     target: str = typer.Argument(..., help="Suite name, directory, file, or SUITE/ID."),
 ) -> None:
-    """Validate problems and evaluate their Python references with SymPy (trusted files only:
-    the problem file's own template and reference run in this process). Exit 1 if any fails."""
-    from physlab.problems.refcheck import evaluate_reference
+    """Check every file: it loads (keys, template, a reference that fits the template) and its
+    Python or numeric reference evaluates as the grader will evaluate it (trusted files only: the
+    problem file's own template and reference run in this process). Exit 1 if any fails."""
+    from physlab.problems.check import check_target
 
-    path = Path(target).expanduser()
-    if "#" in target or ("/" in target and not path.exists()):
-        problems = [resolve_problem(target)]  # FILE#ID, SUITE/ID, DIR/ID
-    else:
-        problems = load_suite(target)
-    bad = 0
-    for p in problems:
-        if p.reference_format != "python":
-            status = f"ok ({p.reference_format or 'no reference'})"
-        else:
-            try:
-                issues = evaluate_reference(p).issues
-            except ValueError as exc:
-                issues = [str(exc)]
-            status = "ok (python)" if not issues else "FAIL: " + "; ".join(issues)
-            bad += bool(issues)
-        typer.echo(f"{p.qualified_id}: {status}")
-    typer.echo(f"{len(problems)} problems, {bad} with a broken reference")
-    if bad:
+    report = check_target(target)
+    for line in report.lines:
+        typer.echo(str(line))
+    typer.echo(report.summary())
+    if report.failed:
         raise typer.Exit(1)
 
 

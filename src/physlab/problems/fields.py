@@ -3,6 +3,7 @@ which file, which field and what was expected."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -149,3 +150,16 @@ def resolve_images(names: Any, *, base: Path, path: Path, field: str = "images")
             raise ProblemFileError(f"image not found: {name} (looked for {p})", path=path, field=field)
         out.append(p)
     return out
+
+
+def check_keys(data: dict, known: dict[str, str], *, path: Path, where: str = "",
+               aliases: dict[str, str] | None = None) -> None:
+    """Refuse a key that is not one of ``known`` (name -> what it holds), naming the nearest known
+    one: a misspelt ``rtoll`` silently ignored would grade at the default tolerance."""
+    for key in data:
+        if key in known:
+            continue
+        text = str(key)
+        near = (aliases or {}).get(text.lower()) or next(iter(difflib.get_close_matches(text.lower(), known, n=1, cutoff=0.6)), None)
+        hint = f"did you mean '{near}'? ({near}: {known[near]})" if near else f"known keys: {', '.join(known)}"
+        raise ProblemFileError(f"unknown key; {hint}", path=path, field=f"{where}{text}")

@@ -1,21 +1,23 @@
-"""Evaluate a problem's Python reference the way a filled template would produce it.
+"""Evaluate a problem's reference exactly as the grader does, and say what is wrong with it.
 
-This runs TRUSTED code only — the problem file's own template module scope and reference (built-in
-or user-supplied suites) — never model output (that goes through the sandbox). It is used to check
-that references are well-formed SymPy (tests, ``physlab problems check``); grading proper lives in
-``physlab.grading``.
+The value comes from the grader's own reference evaluation (``physlab.grading.rt.reference``: the
+reference's assignments fill the template's blanks inside its ``answer``, which is then called with
+the parameters as SymPy symbols), so ``physlab problems check`` and grading cannot disagree about
+what a reference means. This runs TRUSTED code only -- the problem file's own template and
+reference -- in this process; model output goes through the sandbox.
 """
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 from typing import Any
 
 import sympy as sp
 
+from physlab.grading.rt.reference import number_reference, python_reference
+from physlab.grading.template import template_spec
 from physlab.problems.model import Problem
-from physlab.problems.templates import parse_template
+from physlab.problems.templates import ReturnShape, parse_template
 
 
 @dataclass
@@ -33,43 +35,44 @@ def _leaves(value: Any) -> list[Any]:
     return [value]
 
 
+def shape_issue(expected: ReturnShape, value: Any) -> str | None:
+    """Why ``value`` cannot be what a template returning ``expected`` returns (None if it can)."""
+    if expected.kind == "values":
+        n = len(value) if isinstance(value, (tuple, list)) else 1
+        if n != len(expected.names) or not isinstance(value, (tuple, list)):
+            return f"the template returns {expected.describe()} but the reference gives {n} value{'s' * (n != 1)}"
+    if expected.kind == "mapping":
+        if not isinstance(value, dict):
+            return f"the template returns {expected.describe()} but the reference gives a {type(value).__name__}"
+        if set(map(str, value)) != set(expected.names):
+            return f"the template returns {expected.describe()} but the reference has keys {', '.join(map(str, value))}"
+    return None
+
+
 def evaluate_reference(problem: Problem) -> ReferenceValue:
-    """The reference as a value: a SymPy number/expression, or a tuple/list/dict of them."""
+    """The reference as a value (a SymPy number/expression, or a tuple/list/dict of them) and its
+    issues: a shape the template cannot return, symbols that are not parameters, non-finite values.
+    ValueError when there is nothing to evaluate or it does not evaluate."""
     if problem.reference is None:
         raise ValueError(f"{problem.id}: no reference")
-    if problem.reference_format == "number":
-        return ReferenceValue(sp.Float(problem.reference, 30) if "." in problem.reference or "e" in problem.reference.lower()
-                              else sp.Integer(problem.reference), ())
-    if problem.reference_format != "python":
+    if problem.reference_format not in ("python", "number"):
         raise ValueError(f"{problem.id}: reference format {problem.reference_format} is not evaluable")
-    ns: dict[str, Any] = {"__name__": "physlab_reference"}
-    params: tuple[str, ...] = ()
-    return_expr = None
-    if problem.answer_template:
-        info = parse_template(problem.answer_template)
-        params, return_expr = info.params, info.return_expr
-        exec(compile(problem.answer_template, f"<template {problem.id}>", "exec"), ns)  # trusted: see module doc
-    else:
-        exec("import sympy as sp\nimport numpy as np\nimport math", ns)
-    for name in params:
-        if not isinstance(ns.get(name), sp.Basic):
-            ns[name] = sp.Symbol(name)
-    text = problem.reference.strip()
-    tree = ast.parse(text)
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
-        if return_expr is None:
-            raise ValueError(f"{problem.id}: reference assigns names but the template returns nothing")
+    spec = template_spec(problem.answer_template)
+    params = spec.params_json() or []
     try:
-        if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
-            value = eval(compile(ast.Expression(tree.body[0].value), "<reference>", "eval"), ns)
+        if problem.reference_format == "number":
+            value = number_reference(sp, problem.reference)
         else:
-            exec(compile(text, f"<reference {problem.id}>", "exec"), ns)
-            value = eval(return_expr, ns)
+            value = python_reference(sp, problem.reference.strip(), problem.answer_template, spec.function, params)
     except Exception as exc:  # report which problem and why, in one line
         raise ValueError(f"{problem.id}: reference does not evaluate: {type(exc).__name__}: {exc}") from None
     issues: list[str] = []
+    if problem.answer_template:
+        issue = shape_issue(parse_template(problem.answer_template).returns, value)
+        if issue:
+            issues.append(issue)
     # a parameter may be declared under another symbol name (w = sp.Symbol('omega')): both count
-    allowed = set(params) | {str(ns[name]) for name in params if isinstance(ns.get(name), sp.Symbol)}
+    allowed = {name for param, declared, _ in params for name in (param, declared)}
     for leaf in _leaves(value):
         try:
             leaf = sp.sympify(leaf)
@@ -81,4 +84,4 @@ def evaluate_reference(problem: Problem) -> ReferenceValue:
             issues.append(f"uses symbols that are not answer() parameters: {', '.join(sorted(extra))}")
         if leaf.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
             issues.append(f"not finite: {leaf}")
-    return ReferenceValue(value, params, list(dict.fromkeys(issues)))
+    return ReferenceValue(value, tuple(p for p, _, _ in params), list(dict.fromkeys(issues)))

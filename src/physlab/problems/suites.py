@@ -79,6 +79,11 @@ def _suite_dir(name: str) -> Path | None:
     return builtin_suites().get(name) or imported_suites().get(name)
 
 
+def suite_directory(name: str) -> Path | None:
+    """The directory of the built-in or imported suite called ``name`` (None if there is none)."""
+    return _suite_dir(name) if _NAME_RE.match(name) else None
+
+
 def _known_suite_names() -> list[str]:
     return [s.name for s in list_suites()]
 
@@ -86,7 +91,7 @@ def _known_suite_names() -> list[str]:
 def load_suite(spec: str | Path) -> list[Problem]:
     """A built-in suite name, an imported suite name, a directory, or a multi-problem file."""
     text = str(spec)
-    directory = _suite_dir(text) if _NAME_RE.match(text) else None
+    directory = suite_directory(text)
     if directory is not None:
         return load_directory(directory, suite=text)
     path = Path(text).expanduser()

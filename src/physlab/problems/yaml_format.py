@@ -1,11 +1,13 @@
 """The YAML problem format (as used by physics-intern), also accepted as a JSON object.
 
-Keys: ``problem`` (statement, required), ``answer`` (reference: Python expression or assignments
-in the template's names, a number, or LaTeX), ``answer_template`` (Python defining
-``answer(...)``), optional ``solution``, ``rtol`` (relative tolerance in (0, 1)), ``images``
-(paths relative to the file), ``id`` (default: the file name), ``source``, ``difficulty``,
-``reference_format`` (overrides detection). A file with only ``problem`` is an open question. A
-file may also hold a list of such mappings (each then needs an ``id``).
+Keys (:data:`KNOWN_KEYS`; docs/problems.md has them with an example): ``problem`` (statement,
+required), ``answer`` (reference: Python expression or assignments in the template's names, a
+number, or LaTeX), ``answer_template`` (Python defining ``answer(...)``), optional ``solution``,
+``rtol`` (relative tolerance in (0, 1)), ``images`` (paths relative to the file), ``id`` (default:
+the file name), ``title``, ``source``, ``difficulty``, ``reference_format`` (overrides detection),
+``tags``, ``metadata`` (anything else, kept with the problem). Any other key is refused with the
+nearest known one. A file with only ``problem`` is an open question. A file may also hold a list
+of such mappings (each then needs an ``id``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,40 @@ from pathlib import Path
 from typing import Any
 
 from physlab.errors import ProblemFileError
-from physlab.problems.fields import check_id, get_int, get_rtol, get_str, resolve_images, slug, type_name
+from physlab.problems.fields import (
+    check_id,
+    check_keys,
+    get_int,
+    get_rtol,
+    get_str,
+    resolve_images,
+    slug,
+    type_name,
+)
 from physlab.problems.model import Problem
 from physlab.problems.templates import check_reference, detect_reference_format, parse_template
 
-KNOWN_KEYS = {"problem", "answer", "answer_template", "solution", "rtol", "images", "id", "source",
-              "difficulty", "reference_format", "answer_format", "title"}
+KNOWN_KEYS = {
+    "problem": "the statement, Markdown with LaTeX",
+    "answer": "the reference answer",
+    "answer_template": "Python defining answer(...) with ... blanks",
+    "solution": "a reference solution",
+    "rtol": "relative tolerance for numbers, e.g. 1e-3",
+    "images": "figure files",
+    "id": "the problem's id",
+    "title": "a short title",
+    "source": "where the problem comes from",
+    "difficulty": "an integer",
+    "reference_format": "python, number or latex",
+    "answer_format": "python, number or latex",
+    "tags": "a list of labels",
+    "metadata": "a mapping of anything else",
+}
+# Names people reach for that difflib would not match to ours.
+ALIASES = {"tolerance": "rtol", "tol": "rtol", "rel_tol": "rtol", "reltol": "rtol", "relative_tolerance": "rtol",
+           "statement": "problem", "question": "problem", "template": "answer_template",
+           "code_template": "answer_template", "reference": "answer", "reference_answer": "answer",
+           "final_answer": "answer", "figures": "images", "image": "images", "name": "id"}
 
 
 def _reference(data: dict, template_info, *, path: Path, where: str) -> tuple[str | None, str | None]:
@@ -54,6 +84,7 @@ def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str =
     if not isinstance(data, dict):
         raise ProblemFileError(f"expected a mapping with at least a 'problem' key, got {type_name(data)}",
                                path=path, field=where.rstrip(".") or None)
+    check_keys(data, KNOWN_KEYS, path=path, where=where, aliases=ALIASES)
     statement = get_str(data, "problem", path=path, required=True, where=where)
     template = get_str(data, "answer_template", path=path, where=where)
     info = parse_template(template, path=path, field=f"{where}answer_template") if template is not None else None
@@ -62,12 +93,20 @@ def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str =
     extra: dict[str, Any] = {"format": "yaml"}
     if data.get("title") is not None:
         extra["title"] = str(data["title"])
-    for key, value in data.items():
-        if key in KNOWN_KEYS:
-            continue
-        # Unknown keys are kept; anything that looks like part of the answer key stays hidden.
-        hidden = "answer" in key.lower() or "solution" in key.lower()
-        extra[f"answer_key_{key}" if hidden else key] = value
+    tags = data.get("tags")
+    if tags is not None:
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise ProblemFileError(f"expected a list of strings, got {type_name(tags)}", path=path, field=f"{where}tags")
+        extra["tags"] = tags
+    metadata = data.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise ProblemFileError(f"expected a mapping, got {type_name(metadata)}", path=path, field=f"{where}metadata")
+        # anything that looks like part of the answer key stays hidden (Problem.public drops it)
+        hidden = {str(k): v for k, v in metadata.items() if "answer" in str(k).lower() or "solution" in str(k).lower()}
+        extra["metadata"] = {str(k): v for k, v in metadata.items() if str(k) not in hidden}
+        if hidden:
+            extra["answer_key_metadata"] = hidden
     return Problem(
         id=pid,
         statement=statement.strip(),

@@ -1,0 +1,122 @@
+"""``physlab problems check``: every file of a suite loaded on its own, every reference evaluated
+the grader's way, one line per problem (or per file that does not load) and a summary.
+
+Loading a suite stops at its first bad file (a sweep must not run half a suite); checking one must
+not: a physicist fixing a directory of problems wants every mistake in one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from physlab.errors import UserError
+from physlab.problems.files import load_file, suite_files
+from physlab.problems.model import Problem
+from physlab.problems.suites import load_suite, resolve_problem, suite_directory
+
+
+@dataclass(frozen=True)
+class CheckLine:
+    name: str
+    ok: bool
+    detail: str
+    loaded: bool = True
+    """False for a file that does not load (or clashes with another file's ids)."""
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.detail if self.ok else 'FAIL: ' + self.detail}"
+
+
+@dataclass
+class CheckReport:
+    lines: list[CheckLine] = field(default_factory=list)
+    files: int = 0
+
+    @property
+    def problems(self) -> list[CheckLine]:
+        return [line for line in self.lines if line.loaded]
+
+    @property
+    def failed(self) -> bool:
+        return not all(line.ok for line in self.lines)
+
+    def summary(self) -> str:
+        def count(n: int, word: str) -> str:
+            return f"{n} {word}{'s' * (n != 1)}"
+
+        ok = sum(line.ok for line in self.problems)
+        broken = len(self.problems) - ok
+        unloadable = len(self.lines) - len(self.problems)
+        head = f"{count(self.files, 'file')}, " if self.files else ""
+        parts = [f"{ok} ok"]
+        if broken:
+            parts.append(f"{broken} with a broken reference")
+        if unloadable:
+            parts.append(f"{unloadable} {'file that does' if unloadable == 1 else 'files that do'} not load")
+        return f"{head}{count(len(self.problems), 'problem')}: {', '.join(parts)}"
+
+
+def check_problem(problem: Problem) -> CheckLine:
+    """Evaluate a Python or numeric reference the grader's way (trusted: the problem's own files)."""
+    from physlab.problems.refcheck import evaluate_reference
+
+    fmt = problem.reference_format
+    if fmt not in ("python", "number"):
+        return CheckLine(problem.qualified_id, True, f"ok ({fmt or 'no reference'})")
+    try:
+        issues = evaluate_reference(problem).issues
+    except ValueError as exc:
+        issues = [str(exc)]
+    return CheckLine(problem.qualified_id, not issues, f"ok ({fmt})" if not issues else "; ".join(issues))
+
+
+def _without_path(exc: UserError) -> str:
+    text = str(exc)
+    return text[len(exc.path) + 2:] if exc.path and text.startswith(f"{exc.path}: ") else text
+
+
+def check_directory(directory: Path, suite: str) -> CheckReport:
+    report = CheckReport()
+    seen: dict[str, Path] = {}
+    for f in suite_files(directory):
+        report.files += 1
+        label = f"{suite}/{f.relative_to(directory)}"
+        try:
+            problems = load_file(f)
+        except UserError as exc:
+            report.lines.append(CheckLine(label, False, _without_path(exc), loaded=False))
+            continue
+        clash = next((p.id for p in problems if p.id in seen), None)
+        if clash is not None:
+            report.lines.append(CheckLine(label, False, f"duplicate problem id '{clash}' (also in "
+                                          f"{seen[clash].relative_to(directory)}); ids must be unique in a suite",
+                                          loaded=False))
+            continue
+        for p in problems:
+            seen[p.id] = f
+            report.lines.append(check_problem(p.model_copy(update={"suite": suite})))
+    return report
+
+
+def check_target(target: str) -> CheckReport:
+    """A suite name, a directory, a file, or one problem (``SUITE/ID``, ``FILE#ID``, ``DIR/ID``)."""
+    path = Path(target).expanduser()
+    directory = suite_directory(target)
+    if directory is not None:
+        return check_directory(directory, target)
+    if path.is_dir():
+        return check_directory(path, path.resolve().name)
+    if path.is_file():
+        report = CheckReport(files=1)
+        try:
+            problems = load_file(path)
+        except UserError as exc:
+            report.lines.append(CheckLine(str(path), False, _without_path(exc), loaded=False))
+            return report
+        report.lines.extend(check_problem(p) for p in problems)
+        return report
+    if "#" in target or "/" in target:
+        return CheckReport([check_problem(resolve_problem(target))])
+    load_suite(target)  # not a suite, directory or file: its error names the close matches
+    raise UserError(f"nothing to check at '{target}'")  # pragma: no cover - load_suite raised
