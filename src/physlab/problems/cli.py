@@ -134,39 +134,46 @@ def check_cmd(
         raise typer.Exit(1)
 
 
-def _import(kind: str, source: Path, name: Optional[str], force: bool) -> None:
-    suite, dest, problems = import_suite(kind, source, name=name, force=force)
+def _import(kind: str, source: str, name: Optional[str], force: bool, split: Optional[str] = None,
+            revision: Optional[str] = None) -> None:
+    suite, dest, problems = import_suite(kind, source, name=name, force=force, split=split, revision=revision)
     graded = sum(p.gradable for p in problems)
     typer.echo(f"imported {len(problems)} {kind} problems ({graded} with a reference) as suite '{suite}' -> {dest}")
 
 
-_NAME = typer.Option(None, "--name", help="Suite name (default: the directory or file name).")
+_NAME = typer.Option(None, "--name", help="Suite name (default: the directory, file or dataset name).")
 _FORCE = typer.Option(False, "--force", help="Replace an existing suite of that name.")
+_SPLIT = typer.Option(None, "--split", help="Only this split of a Hugging Face dataset (default: all).")
+_REVISION = typer.Option(None, "--revision", help="Branch, tag or commit of hf:OWNER/NAME (default: main).")
+_HF = " a Hugging Face dataset directory, or hf:OWNER/NAME (downloaded; needs physlab[hf])"
 
 
 @import_app.command("critpt")
-def import_critpt(source: Path = typer.Argument(..., help="Directory (or one file) of CritPt challenge JSON."),
-                  name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
-    """Import CritPt challenges (e.g. CritPt's data/public_test_challenges)."""
-    _import("critpt", source, name, force)
+def import_critpt(source: str = typer.Argument(..., help="Directory (or file) of CritPt challenge JSON," + _HF + "."),
+                  name: Optional[str] = _NAME, force: bool = _FORCE, split: Optional[str] = _SPLIT,
+                  revision: Optional[str] = _REVISION) -> None:
+    """Import CritPt challenges (CritPt's data/public_test_challenges, or hf:CritPt-Benchmark/CritPt)."""
+    _import("critpt", source, name, force, split, revision)
 
 
 @import_app.command("hipho")
-def import_hipho(source: Path = typer.Argument(..., help="A HiPhO JSON file (figures beside it)."),
-                 name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
-    """Import a HiPhO competition file (e.g. IPhO_2025.json) with its figures."""
-    _import("hipho", source, name, force)
+def import_hipho(source: str = typer.Argument(..., help="A HiPhO JSON file (figures beside it)," + _HF + "."),
+                 name: Optional[str] = _NAME, force: bool = _FORCE, split: Optional[str] = _SPLIT,
+                 revision: Optional[str] = _REVISION) -> None:
+    """Import HiPhO exams with their figures (e.g. IPhO_2025.json, or hf:SciYu/HiPhO)."""
+    _import("hipho", source, name, force, split, revision)
 
 
 @import_app.command("tpbench")
-def import_tpbench(source: Path = typer.Argument(..., help="TPBench-style JSON/JSONL file or directory."),
-                   name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
-    """Import TPBench-style records (problem/answer/solution)."""
-    _import("tpbench", source, name, force)
+def import_tpbench(source: str = typer.Argument(..., help="TPBench-style JSON/JSONL file or directory," + _HF + "."),
+                   name: Optional[str] = _NAME, force: bool = _FORCE, split: Optional[str] = _SPLIT,
+                   revision: Optional[str] = _REVISION) -> None:
+    """Import TPBench records (problem/answer/solution; or hf:ZhiqiGao/TPBench)."""
+    _import("tpbench", source, name, force, split, revision)
 
 
 @import_app.command("yaml")
-def import_yaml(source: Path = typer.Argument(..., help="Directory (or file) of YAML problems."),
+def import_yaml(source: str = typer.Argument(..., help="Directory (or file) of YAML problems."),
                 name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
     """Import a directory of YAML problems as a named suite."""
     _import("yaml", source, name, force)

@@ -190,16 +190,41 @@ def resolve_problem(spec: str | Path) -> Problem:
     raise UserError(f"unknown problem '{text}'; {hint}")
 
 
-def import_suite(kind: str, source: str | Path, *, name: str | None = None, force: bool = False) -> tuple[str, Path, list[Problem]]:
+def import_suite(kind: str, source: str | Path, *, name: str | None = None, force: bool = False,
+                 split: str | None = None, revision: str | None = None) -> tuple[str, Path, list[Problem]]:
     """Load and validate everything in ``source``, then store it as an imported suite.
 
-    Returns (name, stored directory, problems). Nothing is written if validation fails.
+    ``source`` is a file or directory in PhysLab's formats, a Hugging Face dataset directory
+    (``physlab.problems.hf``; ``split`` picks one of its splits) or ``hf:OWNER/NAME`` (downloaded
+    at ``revision``). Returns (name, stored directory, problems). Nothing is written if
+    validation fails.
     """
+    from physlab.problems import hf
+
     if kind not in ("critpt", "hipho", "tpbench", "yaml"):
         raise UserError(f"unknown import kind '{kind}'; expected critpt, hipho, tpbench or yaml")
-    src = Path(source).expanduser()
-    if not src.exists():
-        raise ProblemFileError("not found", path=src)
+    text = str(source)
+    local = None if hf.is_hub_name(text) else Path(text).expanduser()
+    if local is not None and not local.exists():
+        raise ProblemFileError("not found", path=local)
+    if kind != "yaml" and (local is None or hf.is_dataset_dir(local)):
+        directory = hf.download(text, revision=revision) if local is None else local
+        if local is not None and revision is not None:
+            raise UserError("--revision is for hf:OWNER/NAME (a local directory is the revision it holds)",
+                            field="--revision")
+        default = text.rsplit("/", 1)[-1] if local is None else local.resolve().name
+        with tempfile.TemporaryDirectory(prefix="physlab-hf-") as tmp:
+            hf.convert(kind, directory, Path(tmp), split=split)
+            return _store_suite(kind, Path(tmp), name=name or default, force=force,
+                                imported_from=text if local is None else str(local.resolve()))
+    if split is not None or revision is not None:
+        raise UserError("--split and --revision are for Hugging Face datasets (a dataset directory or "
+                        "hf:OWNER/NAME)", field="--split" if split is not None else "--revision")
+    return _store_suite(kind, local, name=name, force=force, imported_from=str(local.resolve()))
+
+
+def _store_suite(kind: str, src: Path, *, name: str | None, force: bool,
+                 imported_from: str) -> tuple[str, Path, list[Problem]]:
     problems = load_directory(src) if src.is_dir() else load_file(src)
     if not problems:
         raise ProblemFileError(f"no {kind} problems found", path=src)
@@ -235,9 +260,9 @@ def import_suite(kind: str, source: str | Path, *, name: str | None = None, forc
             shutil.copy2(f, tmp / rel)
         for lic in base.glob("LICENSE*"):
             shutil.copy2(lic, tmp / lic.name)
-        manifest = {"name": name, "kind": kind, "imported_from": str(src.resolve()), "problems": len(problems),
+        manifest = {"name": name, "kind": kind, "imported_from": imported_from, "problems": len(problems),
                     "imported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    "description": f"{kind} import of {src.name} ({len(problems)} problems)"}
+                    "description": f"{kind} import of {imported_from.rstrip('/').rsplit('/', 1)[-1]} ({len(problems)} problems)"}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         stored = load_directory(tmp, suite=name)  # what later runs will see must load too
         if len(stored) != len(problems):
