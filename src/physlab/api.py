@@ -1,0 +1,146 @@
+"""PhysLab from Python (a notebook, a script): load problems, solve one, grade an answer.
+
+The same machinery as the CLI -- ``physlab solve`` is :func:`solve_async` plus printing, ``physlab
+grade`` is :func:`grade_async` -- with Python values in and out: a :class:`~physlab.problems.Problem`
+or a spec string in, an :class:`~physlab.strategies.base.Attempt` or a
+:class:`~physlab.grading.verdict.Verdict` out. Each async function has a blocking twin of the same
+name without ``_async``; the twins also work where an event loop is already running (Jupyter): the
+work then runs on its own loop in a worker thread. docs/api.md has an example.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
+
+from physlab.errors import UserError
+
+if TYPE_CHECKING:
+    from physlab.grading.verdict import Verdict
+    from physlab.llm.usage import Budget
+    from physlab.problems.model import Problem
+    from physlab.strategies.base import Attempt
+
+T = TypeVar("T")
+
+
+def load_problems(spec: str | os.PathLike[str]) -> list[Problem]:
+    """Problems from a suite name (``"examples"``), a directory, a file (every problem in it), or
+    one problem (``"examples/sm_ising_1d"``, ``"file.json#ID"``)."""
+    from physlab.problems import load_suite, resolve_problem
+
+    text = str(spec)
+    path = Path(text).expanduser()
+    if not path.exists() and ("#" in text or "/" in text):
+        return [resolve_problem(text)]
+    return load_suite(text)
+
+
+def load_problem(spec: str | os.PathLike[str]) -> Problem:
+    """One problem: a file holding one, ``FILE#ID``, ``SUITE/ID`` or ``DIR/ID``."""
+    from physlab.problems import resolve_problem
+
+    return resolve_problem(str(spec))
+
+
+def _problem(problem: Any) -> Problem:
+    from physlab.problems.model import Problem
+
+    if isinstance(problem, Problem):
+        return problem
+    if isinstance(problem, (str, os.PathLike)):
+        return load_problem(problem)
+    raise UserError(f"expected a Problem, a problem file or SUITE/ID, got {type(problem).__name__}")
+
+
+async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str = "lab", model: str | None = None, *,
+                      workspace: str | os.PathLike[str] | None = None, budget: Budget | None = None,
+                      max_calls: int | None = None, max_tokens: int | None = None, max_cost: float | None = None,
+                      max_wall: float | None = None, params: dict[str, Any] | None = None, seed: int = 0,
+                      api_base: str | None = None, api_key_env: str | None = None,
+                      resume: str | os.PathLike[str] | None = None, replace: bool = False,
+                      events: Callable[..., None] | None = None) -> Attempt:
+    """Run ``strategy`` with ``model`` on ``problem``, exactly as ``physlab solve`` does: a run
+    workspace is written (``workspace``, default ``runs/<time>-<problem>-<strategy>/``) and the
+    answer graded when the problem has a reference. Returns the Attempt: ``status``,
+    ``answer_code``/``answer_text``, ``verdict``, ``usage`` per role, ``details["workspace"]``.
+
+    ``model``: ``provider:model``, ``scripted:NAME`` or ``replay:RUN_DIR`` (default:
+    ``$PHYSLAB_MODEL``). ``budget`` or the ``max_*`` shortcuts cap calls, tokens, cost (USD) and
+    wall time (s). ``params``: the strategy's parameters (``physlab models`` lists them).
+    ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...)."""
+    from physlab.llm.usage import Budget
+    from physlab.strategies.runner import run_solve
+
+    model = model or os.environ.get("PHYSLAB_MODEL")
+    if not model:
+        raise UserError("no model given: pass model='provider:model' (or scripted:NAME, replay:PATH)", field="model")
+    limits = {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens), ("max_cost_usd", max_cost),
+                                ("max_wall_s", max_wall)) if v is not None}
+    if budget is not None and limits:
+        raise UserError("give either budget=Budget(...) or the max_* shortcuts, not both", field="budget")
+    budget = budget or Budget(**limits)
+    return await run_solve(_problem(problem), strategy, model, workspace=workspace, budget=budget,
+                           api_base=api_base, api_key_env=api_key_env, seed=seed, params=dict(params or {}),
+                           resume=resume, events=events, replace=replace)
+
+
+async def grade_async(problem: Problem | str | os.PathLike[str], candidate: str | os.PathLike[str], *,
+                      timeout: float = 30.0) -> Verdict:
+    """Grade ``candidate`` against ``problem``'s reference, exactly as ``physlab grade`` does (the
+    candidate's code runs in the sandbox). ``candidate`` is Python source or model text (its last
+    fenced python block, or its final answer), or a ``pathlib.Path`` to a file holding either."""
+    from physlab.grading.grader import Grader
+
+    prob = _problem(problem)
+    if prob.reference is None:
+        raise UserError(f"problem '{prob.id}' has no reference answer: nothing to grade against", path=prob.path)
+    if isinstance(candidate, os.PathLike):
+        try:
+            candidate = Path(candidate).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise UserError(f"cannot read the candidate ({exc.strerror or exc})", path=candidate) from None
+    if not isinstance(candidate, str):
+        raise UserError(f"expected the candidate as text or a Path, got {type(candidate).__name__}", field="candidate")
+    return await Grader(timeout_s=timeout).grade(prob, candidate)
+
+
+def _blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to the end from synchronous code, inside a running loop too (Jupyter): then on
+    its own loop in a worker thread, since a running loop cannot be re-entered."""
+    from physlab import eventloop
+
+    try:
+        import asyncio
+
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return eventloop.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = eventloop.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it is
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="physlab-api", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def solve(problem: Problem | str | os.PathLike[str], strategy: str = "lab", model: str | None = None,
+          **options: Any) -> Attempt:
+    """Blocking :func:`solve_async` (same arguments)."""
+    return _blocking(solve_async(problem, strategy, model, **options))
+
+
+def grade(problem: Problem | str | os.PathLike[str], candidate: str | os.PathLike[str], *,
+          timeout: float = 30.0) -> Verdict:
+    """Blocking :func:`grade_async` (same arguments)."""
+    return _blocking(grade_async(problem, candidate, timeout=timeout))
