@@ -1,4 +1,5 @@
-"""`physlab bench run | report | grade`, and the CritPt commands (export-critpt, submit-critpt: bench/critpt_cli.py)."""
+"""`physlab bench run | report | grade | export-inspect`, and the CritPt commands (export-critpt, submit-critpt:
+bench/critpt_cli.py)."""
 
 from __future__ import annotations
 
@@ -387,6 +388,23 @@ def grade_cmd(
         store.close()
     total = sum(counts.values())
     typer.echo(f"graded {total} cells: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+
+@bench_app.command("export-inspect")
+def export_inspect_cmd(
+    out: Path = typer.Option(..., "--out", help="Directory for the logs (then: inspect view --log-dir DIR)."),
+    db: Path = typer.Option(Path("results.sqlite"), "--db"),
+    run: Optional[list[Path]] = typer.Option(None, "--run", help="Export this run directory instead (repeatable)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy"),
+    model: Optional[str] = typer.Option(None, "--model"),
+    with_reference: bool = typer.Option(False, "--with-reference",
+                                        help="Put each problem's reference answer in its sample's target."),
+) -> None:
+    """Write Inspect AI eval logs: one per strategy/model/config, one sample per cell (needs physlab[inspect])."""
+    from physlab.bench.inspect_export import export_command
+
+    files, samples = export_command(out, db=db, runs=run, strategy=strategy, model=model, with_reference=with_reference)
+    typer.echo(f"wrote {len(files)} Inspect logs ({samples} samples) to {out}; view them with: inspect view --log-dir {out}")
 
 
 def register(app: typer.Typer) -> None:
