@@ -89,3 +89,31 @@ def test_bad_input_is_a_user_error_not_a_traceback(tmp_path):
         physlab.grade(42, "x = 1")
     with pytest.raises(UserError, match="cannot read the candidate"):
         physlab.grade(QEC, tmp_path / "missing.py")
+
+
+def test_the_documented_example_runs_as_written(tmp_path, monkeypatch, capsys):
+    """docs/api.md's example, executed: it prints what the page says it does."""
+    import re
+
+    doc = (REPO / "docs" / "api.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", doc, flags=re.S)[0]
+    monkeypatch.chdir(tmp_path)  # its run goes to runs/ under the current directory
+    exec(compile(example, "docs/api.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[1:] == ["quantum_error_correction_main", "True"]
+    assert lines[1].startswith("complete correct 1 runs/") and (tmp_path / lines[1].split()[-1]).is_dir()
+    assert lines[2].startswith("correct") and lines[3].startswith("incorrect")
+
+
+def test_the_readme_shows_the_api_and_the_inspect_export_and_its_example_runs(tmp_path, monkeypatch, capsys):
+    import re
+
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## What you can do")[1].split("\n## ")[0]
+    assert "physlab bench export-inspect" in section and "inspect view --log-dir" in section
+    [example] = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert "physlab.solve(" in example and "physlab.grade(" in example
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("correct runs/") and out[1] == "incorrect"
