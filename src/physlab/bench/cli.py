@@ -398,7 +398,8 @@ def export_inspect_cmd(
     strategy: Optional[str] = typer.Option(None, "--strategy"),
     model: Optional[str] = typer.Option(None, "--model"),
     with_reference: bool = typer.Option(False, "--with-reference",
-                                        help="Put each problem's reference answer in its sample's target."),
+                                        help="Put each problem's reference answer (looked up by suite and id) in its "
+                                             "sample's target."),
 ) -> None:
     """Write Inspect AI eval logs: one per strategy/model/config, one sample per cell (needs physlab[inspect])."""
     from physlab.bench.inspect_export import export_command
