@@ -133,3 +133,43 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert cli("bench", "export-inspect", "--run", str(tmp_path), "--out", str(tmp_path / "o")) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "no metrics.json" in err
+
+
+@pytest.mark.slow
+def test_inspect_view_lists_and_serves_the_exported_logs(sweep, tmp_path):
+    """`inspect view` itself (its server, as the browser app talks to it) lists the logs under the
+    task names of the export and serves each one whole."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.parse
+    import urllib.request
+
+    out = tmp_path / "logs"
+    assert cli("bench", "export-inspect", "--db", str(sweep), "--out", str(out)) == 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "inspect_ai", "view", "--log-dir", str(out), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}/api"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                listing = json.loads(urllib.request.urlopen(f"{base}/logs", timeout=5).read())
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "inspect view did not start"
+                time.sleep(0.2)  # polling for the server to come up, not ordering events
+        files = {f["task"]: f["name"] for f in listing["files"]}
+        assert set(files) == {"physlab-qec-oneshot-scripted-oneshot-qec-correct",
+                              "physlab-qec-two-step-scripted-oneshot-qec-correct"}
+        name = urllib.parse.quote(files["physlab-qec-oneshot-scripted-oneshot-qec-correct"], safe="")
+        log = json.loads(urllib.request.urlopen(f"{base}/logs/{name}", timeout=30).read())
+        assert log["eval"]["solver"] == "oneshot" and len(log["samples"]) == 8
+        assert log["samples"][0]["scores"]["physlab_grader"]["value"] in ("C", "I")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
