@@ -209,3 +209,20 @@ async def test_replay_matches_concurrent_same_role_requests_in_any_order(tmp_pat
     monkeypatch.setenv("PHYSLAB_REPLAY_CHECK", "0")  # unchecked: recorded order, whatever was asked
     models = RunModels(f"replay:{path}", meter=RunMeter())
     assert (await Agent(models.for_role("sampler")).run("anything")).output == "reply to q0"
+
+
+def test_registry_client_direct_is_accepted_for_now_with_one_warning_line(tmp_path, capsys):
+    # The lean direct client is gone: a registry that still asks for it keeps working (requests go
+    # through the openai SDK) and says so in one line naming the file and the entry.
+    f = tmp_path / "models.yaml"
+    f.write_text("models:\n  'openai:qwen3-32b':\n    client: direct\n    max_output_tokens: 100\n"
+                 "  other:\n    client: sdk\n")
+    reg = ModelRegistry.load(f)
+    assert reg.defaults_for("openai:qwen3-32b").max_output_tokens == 100
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("warning: ") and str(f) in err[0] and "openai:qwen3-32b.client" in err[0]
+    assert "openai SDK" in err[0]
+    f.write_text("models:\n  x:\n    client: fast\n")
+    with pytest.raises(UserError, match="x.client"):
+        ModelRegistry.load(f)

@@ -1,5 +1,5 @@
 """Per-model defaults from a small registry YAML (max output tokens, reasoning effort, prices,
-truncation policy, timeout, HTTP client).
+truncation policy, timeout).
 
 Format (``--models-config FILE`` or ``$PHYSLAB_MODELS_CONFIG``)::
 
@@ -12,7 +12,6 @@ Format (``--models-config FILE`` or ``$PHYSLAB_MODELS_CONFIG``)::
         truncation_retries: 1        # finish_reason=length: re-ask this many times ...
         truncation_max_output_tokens: 32768   # ... with a cap raised up to this
         timeout_s: 900
-        client: sdk                  # openai: only; direct = a lean aiohttp client for big sweeps (docs/serving.md)
 
 Local models (an ``--api-base`` server) cost 0 unless a price is set here.
 """
@@ -21,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,7 +40,9 @@ class ModelDefaults(BaseModel):
     truncation_retries: int = 1
     truncation_max_output_tokens: int | None = None
     timeout_s: float = 600.0
-    client: Literal["sdk", "direct"] = "sdk"  # openai: models: the openai SDK, or physlab.llm.direct_openai
+    # Deprecated: the lean `direct` client is gone; both values now mean the provider's SDK (a
+    # registry that still says `direct` gets one warning line from ModelRegistry.load).
+    client: Literal["sdk", "direct"] = "sdk"
 
     @property
     def has_price(self) -> bool:
@@ -85,8 +87,13 @@ class ModelRegistry(BaseModel):
         if not isinstance(raw, dict) or not isinstance(raw.get("models", {}), dict):
             raise UserError("expected a mapping 'models: {<provider:model>: {...}}'", path=p, field="models")
         try:
-            return cls.model_validate({"models": raw.get("models") or {}})
+            registry = cls.model_validate({"models": raw.get("models") or {}})
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(x) for x in err["loc"])
             raise UserError(err["msg"], path=p, field=loc) from None
+        direct = [name for name, d in registry.models.items() if d.client == "direct"]
+        if direct:
+            print(f"warning: {p}: field '{direct[0]}.client': 'direct' is no longer available; requests go "
+                  "through the openai SDK (remove the key: the next release refuses it)", file=sys.stderr)
+        return registry
