@@ -1,4 +1,4 @@
-"""Budgets (enforced before a request is sent), grace, and the in-flight limiter."""
+"""Budgets (enforced before a request is sent), grace, and the in-flight caps."""
 
 from __future__ import annotations
 
@@ -8,21 +8,21 @@ import json
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.concurrency import ConcurrencyLimiter
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from physlab.llm.errors import BudgetExceeded
-from physlab.llm.limiter import InFlightLimiter
 from physlab.llm.meter import RunMeter, read_calls
 from physlab.llm.recording import RecordingModel
 from physlab.llm.usage import Budget, CallRecord
 
 
-def _model(meter, sent, role="solver", limiter=None):
+def _model(meter, sent, role="solver"):
     def fn(messages, info: AgentInfo):
         sent.append(role)
         return ModelResponse(parts=[TextPart("ok")])
 
-    return RecordingModel(FunctionModel(fn), role=role, spec="test:fn", meter=meter, limiter=limiter)
+    return RecordingModel(FunctionModel(fn), role=role, spec="test:fn", meter=meter)
 
 
 async def test_max_calls_raises_before_the_request_is_sent(tmp_path):
@@ -106,63 +106,61 @@ def test_failed_requests_are_recorded_but_not_counted_as_calls(tmp_path):
     assert [json.loads(x)["seq"] for x in lines] == [0, 1]
 
 
-async def test_in_flight_limiter_caps_per_run_and_global():
-    shared = InFlightLimiter(3)
-    runs = [shared.child(2), shared.child(2)]
-    active = {"all": 0, "max_all": 0, 0: 0, 1: 0, "max0": 0, "max1": 0}
+def _held_model(meter, limiters, active, key, gate=None):
+    """A model whose requests count themselves in ``active`` while they are out."""
 
-    async def work(i):
-        async with runs[i].slot():
-            active["all"] += 1
-            active[i] += 1
-            active["max_all"] = max(active["max_all"], active["all"])
-            active[f"max{i}"] = max(active[f"max{i}"], active[i])
-            await asyncio.sleep(0.01)
+    async def fn(messages, info: AgentInfo):
+        active["all"] += 1
+        active[key] += 1
+        active["max_all"] = max(active["max_all"], active["all"])
+        active[f"max_{key}"] = max(active[f"max_{key}"], active[key])
+        try:
+            if gate is not None:
+                await gate.wait()
+            else:
+                await asyncio.sleep(0.01)
+        finally:
             active["all"] -= 1
-            active[i] -= 1
+            active[key] -= 1
+        return ModelResponse(parts=[TextPart("ok")])
 
-    await asyncio.gather(*(work(i % 2) for i in range(20)))
-    assert active["max_all"] == 3  # the global cap holds (and is reached)
-    assert active["max0"] <= 2 and active["max1"] <= 2
-    assert shared.max_seen == 3 and runs[0].max_seen <= 2
+    return RecordingModel(FunctionModel(fn), role="solver", spec="test:fn", meter=meter, limiters=limiters)
+
+
+async def test_in_flight_caps_per_run_and_shared():
+    shared = ConcurrencyLimiter(3)  # one cap for every run (a sweep's), each run also capped at 2
+    meters = [RunMeter(), RunMeter()]
+    active = {"all": 0, "max_all": 0, 0: 0, 1: 0, "max_0": 0, "max_1": 0}
+    models = [_held_model(meters[i], (ConcurrencyLimiter(2), shared), active, i) for i in (0, 1)]
+    await asyncio.gather(*(Agent(models[i % 2]).run(f"q{i}") for i in range(20)))
+    assert active["max_all"] == 3  # the shared cap holds (and is reached)
+    assert active["max_0"] <= 2 and active["max_1"] <= 2
+    # what each run reports in metrics.json as max_in_flight_seen
+    assert [m.max_in_flight_seen for m in meters] == [active["max_0"], active["max_1"]]
+    assert all(m.in_flight == 0 for m in meters) and shared.running_count == 0
 
 
 async def test_a_request_cancelled_while_waiting_gives_its_slots_back():
-    shared = InFlightLimiter(1)
-    run = shared.child(1)
-    other = shared.child(None)
-    holding = asyncio.Event()
+    shared = ConcurrencyLimiter(1)
+    own = ConcurrencyLimiter(1)
+    active = {"all": 0, "max_all": 0, "held": 0, "max_held": 0, "run": 0, "max_run": 0}
     release = asyncio.Event()
-
-    async def hold():
-        async with other.slot():
-            holding.set()
-            await release.wait()
-
-    holder = asyncio.create_task(hold())
-    await holding.wait()
-
-    async def wait_for_slot():
-        async with run.slot():
-            pass
-
-    waiter = asyncio.create_task(wait_for_slot())  # holds run's slot, waits for the shared one
-    await asyncio.sleep(0.01)
-    assert not waiter.done()
+    other = _held_model(RunMeter(), (shared,), active, "held", gate=release)
+    holder = asyncio.create_task(Agent(other).run("hold"))
+    while active["held"] == 0:  # the other run's request is out, holding the shared slot
+        await asyncio.sleep(0)
+    meter = RunMeter()
+    mine = _held_model(meter, (own, shared), active, "run", gate=asyncio.Event())
+    waiter = asyncio.create_task(Agent(mine).run("wait"))  # takes its own slot, waits for the shared one
+    while own.running_count == 0:
+        await asyncio.sleep(0)
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
+    assert (own.running_count, shared.running_count, meter.in_flight) == (0, 1, 0)
     release.set()
     await holder
-    # run's own slot was given back: the next request gets through both caps at once
-    await asyncio.wait_for(wait_for_slot(), timeout=1)
-    assert (shared.in_flight, run.in_flight, other.in_flight) == (0, 0, 0)
-    assert shared.max_seen == 1 and run.max_seen == 1
-
-
-def test_limiter_rejects_bad_cap():
-    with pytest.raises(ValueError):
-        InFlightLimiter(0)
+    assert shared.running_count == 0 and active["max_run"] == 0  # it never reached the model
 
 
 async def test_a_calls_file_cut_short_by_a_kill_still_reads_and_resumes(tmp_path):

@@ -1,8 +1,6 @@
-"""The real `openai:` paths against the stand-in server, each test once per client: ``sdk``
-(pydantic-ai OpenAIChatModel + openai SDK + HTTP) and ``direct`` (physlab.llm.direct_openai over
-aiohttp; streaming goes through its SDK fallback). Token totals equal what the server served, every
-fault kind is survived (or ends with a clear ModelFailure), the in-flight cap holds, streaming usage
-is counted."""
+"""The real `openai:` path (pydantic-ai OpenAIChatModel + openai SDK + HTTP) against the stand-in
+server. Token totals equal what the server served, every fault kind is survived (or ends with a
+clear ModelFailure), the in-flight caps hold, streaming usage is counted."""
 
 from __future__ import annotations
 
@@ -12,10 +10,10 @@ import json
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent
+from pydantic_ai.concurrency import ConcurrencyLimiter
 
 from physlab.llm.defaults import ModelDefaults, ModelRegistry
 from physlab.llm.errors import BudgetExceeded, ModelFailure
-from physlab.llm.limiter import InFlightLimiter
 from physlab.llm.meter import RunMeter, read_calls
 from physlab.llm.models import RunModels
 from physlab.llm.recording import RetryPolicy
@@ -25,19 +23,13 @@ from physlab.llm.usage import Budget
 FAST = RetryPolicy(max_attempts=4, backoff_s=0.01, max_backoff_s=0.05)
 
 
-@pytest.fixture(params=["sdk", "direct"])
-def client(request):
-    return request.param
+def _registry(defaults=None):
+    return ModelRegistry(models={"openai:standin": defaults or ModelDefaults()})
 
 
-def _registry(client, defaults=None):
-    d = (defaults or ModelDefaults()).model_copy(update={"client": client})
-    return ModelRegistry(models={"openai:standin": d})
-
-
-def models_for(srv, meter, *, client, limiter=None, defaults=None, retry=FAST):
-    return RunModels("openai:standin", meter=meter, api_base=srv.base_url, limiter=limiter,
-                     registry=_registry(client, defaults), retry=retry)
+async def models_for(srv, meter, *, limiters=(), defaults=None, retry=FAST):
+    return await RunModels("openai:standin", meter=meter, api_base=srv.base_url, limiters=limiters,
+                           registry=_registry(defaults), retry=retry).open()
 
 
 def assert_totals_match(meter, srv):
@@ -47,11 +39,11 @@ def assert_totals_match(meter, srv):
     assert t.calls == srv.stats.answered
 
 
-async def test_token_totals_equal_what_the_server_served(tmp_path, client):
+async def test_token_totals_equal_what_the_server_served(tmp_path):
     replies = [f"answer number {i} " * (i + 1) for i in range(6)]
     with StandinServer(ScriptedResponder(replies)) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
-        models = models_for(srv, meter, client=client)
+        models = await models_for(srv, meter)
         planner, solver = Agent(models.for_role("planner")), Agent(models.for_role("solver"))
         outs = []
         for i in range(3):
@@ -68,10 +60,10 @@ async def test_token_totals_equal_what_the_server_served(tmp_path, client):
     assert recs[0].response["parts"][0]["content"] == replies[0]
 
 
-async def test_streaming_usage_is_counted(tmp_path, client):
+async def test_streaming_usage_is_counted(tmp_path):
     with StandinServer(ScriptedResponder(["streamed reply with several words"])) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
-        models = models_for(srv, meter, client=client)
+        models = await models_for(srv, meter)
         async with Agent(models.for_role("solver")).run_stream("go") as run:
             out = await run.get_output()
         await models.aclose()
@@ -96,13 +88,13 @@ def _tool_agent(model):
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
-async def test_every_fault_kind_is_survived_and_recorded(tmp_path, kind, client):
+async def test_every_fault_kind_is_survived_and_recorded(tmp_path, kind):
     script = [Reply(tool_calls=[("add", {"a": 2, "b": 3})]), Reply(tool_calls=[("add", {"a": 2, "b": 3})]),
               "the sum is 5", "the sum is 5"]
     defaults = ModelDefaults(timeout_s=0.5) if kind == "slow" else None
     with StandinServer(ScriptedResponder(script)) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
-        models = models_for(srv, meter, client=client, defaults=defaults)
+        models = await models_for(srv, meter, defaults=defaults)
         srv.inject(kind, retry_after=0.3, delay_s=1.5)
         result = await _tool_agent(models.for_role("solver")).run("add 2 and 3")
         await models.aclose()
@@ -130,10 +122,10 @@ async def test_every_fault_kind_is_survived_and_recorded(tmp_path, kind, client)
         assert_totals_match(meter, srv)
 
 
-async def test_retries_are_bounded_and_end_with_model_failure(tmp_path, client):
+async def test_retries_are_bounded_and_end_with_model_failure(tmp_path):
     with StandinServer(ScriptedResponder(["never"])) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
-        models = models_for(srv, meter, client=client, retry=RetryPolicy(max_attempts=3, backoff_s=0.01))
+        models = await models_for(srv, meter, retry=RetryPolicy(max_attempts=3, backoff_s=0.01))
         srv.inject("server_error", times=10)
         with pytest.raises(ModelFailure, match="after 3 attempts"):
             await Agent(models.for_role("solver")).run("x")
@@ -143,12 +135,12 @@ async def test_retries_are_bounded_and_end_with_model_failure(tmp_path, client):
     assert len(recs) == 3 and all(r.error for r in recs) and meter.total().calls == 0
 
 
-async def test_truncated_reply_retried_with_registry_cap(tmp_path, client):
+async def test_truncated_reply_retried_with_registry_cap(tmp_path):
     long = "word " * 200  # 250 tokens
     with StandinServer(ScriptedResponder([long, long, long])) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
         d = ModelDefaults(max_output_tokens=100, truncation_retries=2, truncation_max_output_tokens=400)
-        models = models_for(srv, meter, client=client, defaults=d)
+        models = await models_for(srv, meter, defaults=d)
         out = (await Agent(models.for_role("solver")).run("write")).output
         await models.aclose()
     assert out == long
@@ -159,12 +151,12 @@ async def test_truncated_reply_retried_with_registry_cap(tmp_path, client):
     assert meter.truncated_replies == 2 and meter.total().calls == 3
 
 
-async def test_truncation_retries_are_bounded(tmp_path, client):
+async def test_truncation_retries_are_bounded(tmp_path):
     long = "word " * 200
     with StandinServer(ScriptedResponder([long] * 5)) as srv:
         meter = RunMeter(Budget(), None)
         d = ModelDefaults(max_output_tokens=50, truncation_retries=1)
-        models = models_for(srv, meter, client=client, defaults=d)
+        models = await models_for(srv, meter, defaults=d)
         out = (await Agent(models.for_role("solver")).run("write")).output
         await models.aclose()
     assert srv.stats.requests == 2 and len(out) < len(long)  # reported, not looped
@@ -172,25 +164,25 @@ async def test_truncation_retries_are_bounded(tmp_path, client):
     assert_totals_match(meter, srv)
 
 
-async def test_in_flight_cap_holds_at_the_server(tmp_path, client):
+async def test_in_flight_cap_holds_at_the_server(tmp_path):
     with StandinServer(ScriptedResponder(["ok"], repeat_last=True), latency_s=0.1) as srv:
-        shared = InFlightLimiter(3)
+        shared = ConcurrencyLimiter(3)
         metas = [RunMeter(Budget(), None) for _ in range(2)]
-        sources = [models_for(srv, m, client=client, limiter=shared.child(2)) for m in metas]
+        sources = [await models_for(srv, m, limiters=(ConcurrencyLimiter(2), shared)) for m in metas]
         agents = [Agent(s.for_role("solver")) for s in sources]
         await asyncio.gather(*(agents[i % 2].run(f"q{i}") for i in range(12)))
         for s in sources:
             await s.aclose()
     assert srv.stats.max_in_flight <= 3
     assert srv.stats.max_in_flight >= 2  # the requests really overlapped
-    assert all(s.limiter.max_seen <= 2 for s in sources)
+    assert all(1 <= m.max_in_flight_seen <= 2 for m in metas)
     assert sum(m.total().calls for m in metas) == 12
 
 
-async def test_budget_stops_before_sending(tmp_path, client):
+async def test_budget_stops_before_sending(tmp_path):
     with StandinServer(ScriptedResponder(["a", "b", "c"])) as srv:
         meter = RunMeter(Budget(max_calls=2), tmp_path / "calls.jsonl")
-        models = models_for(srv, meter, client=client)
+        models = await models_for(srv, meter)
         agent = Agent(models.for_role("solver"))
         await agent.run("1")
         await agent.run("2")
@@ -200,10 +192,10 @@ async def test_budget_stops_before_sending(tmp_path, client):
     assert srv.stats.requests == 2
 
 
-async def test_random_tool_responder_produces_schema_valid_calls(tmp_path, client):
+async def test_random_tool_responder_produces_schema_valid_calls(tmp_path):
     with StandinServer(RandomToolResponder(seed=7)) as srv:
         meter = RunMeter(Budget(), None)
-        models = models_for(srv, meter, client=client)
+        models = await models_for(srv, meter)
         for _ in range(5):
             result = await Agent(models.for_role("solver"), output_type=Sum).run("sum?")
             assert isinstance(result.output, Sum)
@@ -211,20 +203,20 @@ async def test_random_tool_responder_produces_schema_valid_calls(tmp_path, clien
     assert srv.stats.answered == 5  # every call was valid first time (no corrective retries)
 
 
-async def test_models_endpoint_and_api_key_env(tmp_path, monkeypatch, client):
-    import httpx
+async def test_models_endpoint_and_api_key_env(tmp_path, monkeypatch):
+    from urllib.request import urlopen
 
     with StandinServer() as srv:
-        r = httpx.get(srv.base_url + "/models")
-        assert r.json()["data"][0]["id"] == "standin"
+        with urlopen(srv.base_url + "/models", timeout=10) as r:
+            assert json.load(r)["data"][0]["id"] == "standin"
         monkeypatch.setenv("MY_KEY", "secret")
-        models = RunModels("openai:standin", meter=RunMeter(), api_base=srv.base_url, api_key_env="MY_KEY",
-                           registry=_registry(client))
+        models = await RunModels("openai:standin", meter=RunMeter(), api_base=srv.base_url,
+                                 api_key_env="MY_KEY").open()
         assert (await Agent(models.for_role("x")).run("hi")).output.startswith("echo: hi")
         await models.aclose()
 
 
-async def test_unreachable_server_fails_cleanly_after_bounded_retries(tmp_path, client):
+async def test_unreachable_server_fails_cleanly_after_bounded_retries(tmp_path):
     import socket
 
     s = socket.socket()
@@ -232,8 +224,8 @@ async def test_unreachable_server_fails_cleanly_after_bounded_retries(tmp_path, 
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
     meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
-    models = RunModels("openai:standin", meter=meter, api_base=f"http://127.0.0.1:{port}/v1",
-                       registry=_registry(client), retry=RetryPolicy(max_attempts=2, backoff_s=0.01))
+    models = await RunModels("openai:standin", meter=meter, api_base=f"http://127.0.0.1:{port}/v1",
+                             retry=RetryPolicy(max_attempts=2, backoff_s=0.01)).open()
     with pytest.raises(ModelFailure, match="after 2 attempts \\(connection\\)"):
         await Agent(models.for_role("solver")).run("x")
     await models.aclose()
@@ -245,11 +237,11 @@ async def test_unreachable_server_fails_cleanly_after_bounded_retries(tmp_path, 
     ("openai:qwen3-32b", False, None),
     ("openai:o3", "low", "low"),  # a known reasoning model: pydantic-ai's own mapping, unchanged
 ])
-async def test_the_registry_reasoning_effort_reaches_the_server(tmp_path, client, spec, effort, sent):
+async def test_the_registry_reasoning_effort_reaches_the_server(tmp_path, spec, effort, sent):
     with StandinServer(ScriptedResponder(["ok"])) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
-        registry = ModelRegistry(models={spec: ModelDefaults(client=client, reasoning_effort=effort)})
-        models = RunModels(spec, meter=meter, api_base=srv.base_url, registry=registry, retry=FAST)
+        registry = ModelRegistry(models={spec: ModelDefaults(reasoning_effort=effort)})
+        models = await RunModels(spec, meter=meter, api_base=srv.base_url, registry=registry, retry=FAST).open()
         out = (await Agent(models.for_role("solver")).run("go")).output
         await models.aclose()
     assert out == "ok"

@@ -3,7 +3,6 @@
 - :class:`RunModels` (``for_role(role)`` -> a recording pydantic-ai model) and :class:`RunMeter`
   (calls.jsonl, totals, budget, ``grace``) implement the ModelSource / UsageMeter protocols of
   :mod:`physlab.strategies.context`.
-- :class:`InFlightLimiter`: per-run and global in-flight caps (passed explicitly).
 - ``scripted:NAME`` scenarios: :func:`register_scenario`; ``replay:PATH``: :mod:`physlab.llm.replay`.
 - :func:`problem_prompt_parts`: user prompt parts (text + images) for a problem.
 - :mod:`physlab.llm.standin`: the OpenAI-compatible stand-in server for tests and benchmarks.
@@ -23,7 +22,6 @@ _LAZY = {
     "parse_spec": "physlab.llm.models",
     "RunMeter": "physlab.llm.meter",
     "read_calls": "physlab.llm.meter",
-    "InFlightLimiter": "physlab.llm.limiter",
     "ModelDefaults": "physlab.llm.defaults",
     "ModelRegistry": "physlab.llm.defaults",
     "RecordingModel": "physlab.llm.recording",

@@ -50,9 +50,7 @@ class RunMeter:
 
     def __init__(self, budget: Budget | None = None, calls_path: str | Path | None = None, *,
                  previous: list[CallRecord] | None = None,
-                 on_record: Callable[[CallRecord], None] | None = None, open_now: bool = True) -> None:
-        """``open_now=False`` leaves opening calls.jsonl to :meth:`open` (a sweep does it once its
-        cells' first requests are out) or to the first record, whichever comes first."""
+                 on_record: Callable[[CallRecord], None] | None = None) -> None:
         self.budget = budget or Budget()
         self._on_record = on_record  # e.g. a sweep's live token count (called for new records only)
         self.calls_path = Path(calls_path) if calls_path else None
@@ -67,23 +65,19 @@ class RunMeter:
         self.failed_requests = 0
         self.retries = 0
         self.truncated_replies = 0
+        self.in_flight = 0  # this run's requests out at the server right now (they hold every slot)
+        self.max_in_flight_seen = 0
         for rec in self.records:
             self._account(rec)
         self._fh = None
         self._closed = False
-        if open_now:
-            self.open()
+        self.open()
 
     def open(self) -> None:
         """Open calls.jsonl for appending (once; not after :meth:`close`)."""
         if self.calls_path is not None and self._fh is None and not self._closed:
-            # One open for a new run (no mkdir, no probe): a sweep opens one of these per cell.
-            # A line a kill cut short is ended by LineLog, so the next record is a line of its own.
-            try:
-                self._fh = LineLog(self.calls_path)
-            except FileNotFoundError:
-                self.calls_path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = LineLog(self.calls_path)
+            self.calls_path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = LineLog(self.calls_path)
 
     # ---- UsageMeter protocol -------------------------------------------------------------
     def by_role(self) -> dict[str, Usage]:
@@ -136,6 +130,16 @@ class RunMeter:
                 self.graced_calls += 1
             self._pending += 1
 
+    @contextmanager
+    def sending(self) -> Iterator[None]:
+        """Counts one request as in flight (``max_in_flight_seen`` in metrics.json)."""
+        self.in_flight += 1
+        self.max_in_flight_seen = max(self.max_in_flight_seen, self.in_flight)
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+
     def release(self) -> None:
         with self._lock:
             self._pending = max(0, self._pending - 1)
@@ -146,10 +150,8 @@ class RunMeter:
             rec.ts = rec.ts or time.time()
             self.records.append(rec)
             self._account(rec)
-            if self._fh is None:
-                self.open()
             if self._fh is not None:
-                self._fh.write_line(rec.__pydantic_serializer__.to_json(rec))
+                self._fh.write_line(rec.model_dump_json())
         if self._on_record is not None:
             self._on_record(rec)
         return rec

@@ -1,8 +1,7 @@
 """Model names -> pydantic-ai models, and the per-run ModelSource strategies draw from.
 
     provider:model      any pydantic-ai provider (openai:, anthropic:, google-gla:, ...)
-    openai:NAME + api_base   any OpenAI-compatible server (vLLM, Ollama, LiteLLM proxy, the stand-in);
-                        registry ``client: direct`` swaps the SDK for physlab.llm.direct_openai
+    openai:NAME + api_base   any OpenAI-compatible server (vLLM, Ollama, LiteLLM proxy, the stand-in)
     scripted:NAME       a registered deterministic scenario (physlab.llm.scripted)
     replay:PATH         a recorded run's calls.jsonl (physlab.llm.replay)
 """
@@ -10,14 +9,15 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from contextlib import AsyncExitStack
+from typing import Any, Sequence
 
+from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import Model
 
 from physlab.errors import UserError
 from physlab.llm.defaults import ModelDefaults, ModelRegistry
-from physlab.llm.limiter import InFlightLimiter
 from physlab.llm.meter import RunMeter
 from physlab.llm.recording import RecordingModel, RetryPolicy
 from physlab.llm.replay import ReplayBook, resolve_calls_path
@@ -75,48 +75,18 @@ def _api_key(provider: str, api_key_env: str | None, required: bool) -> str | No
     return key
 
 
-_SSL_CONTEXT: Any = None
-
-
-def _http_client(timeout_s: float) -> Any:
-    """A fresh HTTP client per run that reuses one default SSL context: building the context loads
-    the CA bundle (~0.15 s of CPU on the event loop), which stalled every other cell of a sweep
-    each time a run started (added by the bench developer; the verify settings are the SDK's
-    defaults, the context is read-only once built)."""
-    global _SSL_CONTEXT
-    from openai import DefaultAsyncHttpxClient
-
-    if _SSL_CONTEXT is None:
-        import httpx2
-
-        _SSL_CONTEXT = httpx2.create_ssl_context()
-    return DefaultAsyncHttpxClient(verify=_SSL_CONTEXT, timeout=timeout_s)
-
-
-def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env: str | None = None,
-                         defaults: ModelDefaults | None = None) -> Model:
-    """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels)."""
-    defaults = defaults or ModelDefaults()
+def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env: str | None = None) -> Model:
+    """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels). Its provider
+    owns its HTTP client: use the model as an async context manager (``async with model:``) and the
+    client is closed on exit. Timeouts and the SDK's retries (off: RecordingModel retries and records
+    every attempt) are set per request by RecordingModel's model settings."""
     provider, name = parse_spec(spec)
-    if defaults.client == "direct":
-        if provider != "openai":
-            raise UserError(f"client: direct only applies to openai: models (got '{spec}'); remove it from "
-                            "this model's registry entry", field="client")
-        from physlab.llm.direct_openai import DirectOpenAIModel
-
-        key = _api_key("openai", api_key_env, required=api_base is None)
-        return DirectOpenAIModel(name, base_url=api_base or "https://api.openai.com/v1", api_key=key,
-                                 timeout_s=defaults.timeout_s)
     if provider == "openai":
-        from openai import AsyncOpenAI
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
         key = _api_key("openai", api_key_env, required=api_base is None)
-        # Our RecordingModel does the retrying (and records each attempt), so the SDK's is off.
-        client = AsyncOpenAI(base_url=api_base, api_key=key or "api-key-not-set", max_retries=0,
-                             timeout=defaults.timeout_s, http_client=_http_client(defaults.timeout_s))
-        return OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
+        return OpenAIChatModel(name, provider=OpenAIProvider(base_url=api_base, api_key=key or "api-key-not-set"))
     if api_base is not None:
         raise UserError(f"--api-base only applies to openai: models (got '{spec}'); an OpenAI-compatible "
                         f"server is addressed as openai:<served-model-name>", field="--api-base")
@@ -141,72 +111,6 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
         raise UserError(f"cannot use model '{spec}': {str(exc).splitlines()[0]}", field="--model") from None
 
 
-class ProviderPool:
-    """Provider models shared by the runs of one process, e.g. a sweep's cells: instead of a new
-    pydantic-ai model + SDK client + HTTP connection pool per run (~4 ms of CPU to build, and a
-    fresh connection each time), a run leases one that at most ``runs_per_client`` running runs
-    share. Not one client for all: httpcore re-checks every idle keep-alive connection of a pool
-    (a socket poll each) whenever a request starts or ends, so a single pool behind hundreds of
-    cells costs O(cells) per request. The direct client (``client: direct``, aiohttp) has no such
-    cost: its connector hands out idle connections from a per-host deque, so one client serves every
-    run (building another costs ~1 ms of CPU: the model profile, a new session). Whoever creates the
-    pool closes it; runs return their lease. Not process-global: two sweeps in one process each own
-    theirs."""
-
-    def __init__(self, runs_per_client: int = 8) -> None:
-        self.runs_per_client = max(1, runs_per_client)
-        self._clients: dict[tuple[Any, ...], list[list[Any]]] = {}  # key -> [[model, leases], ...]
-
-    def acquire(self, spec: str, *, api_base: str | None, api_key_env: str | None,
-                defaults: ModelDefaults) -> Model:
-        shards = self._clients.setdefault((spec, api_base, api_key_env, defaults.timeout_s, defaults.client), [])
-        cap = self.runs_per_client if defaults.client == "sdk" else float("inf")
-        free = [s for s in shards if s[1] < cap]
-        if free:
-            shard = min(free, key=lambda s: s[1])
-        else:
-            shard = [build_provider_model(spec, api_base=api_base, api_key_env=api_key_env,
-                                          defaults=defaults), 0]
-            shards.append(shard)
-        shard[1] += 1
-        return shard[0]
-
-    def release(self, model: Model) -> None:
-        for shards in self._clients.values():
-            for shard in shards:
-                if shard[0] is model:
-                    shard[1] = max(0, shard[1] - 1)
-                    return
-
-    @property
-    def clients(self) -> int:
-        return sum(len(s) for s in self._clients.values())
-
-    async def aclose(self) -> None:
-        clients, self._clients = self._clients, {}
-        for shards in clients.values():
-            for model, _ in shards:
-                await close_provider_model(model)
-
-
-async def close_provider_model(model: Model | None) -> None:
-    """Close the SDK client behind a provider model (its HTTP connections), if it has one, or the
-    HTTP session of a DirectOpenAIModel."""
-    aclose = getattr(model, "aclose", None)
-    if aclose is not None:
-        try:
-            await aclose()
-        except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
-            pass
-        return
-    client = getattr(getattr(model, "_provider", None), "client", None)
-    if client is not None and hasattr(client, "close"):
-        try:
-            await client.close()
-        except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
-            pass
-
-
 def _price_fn(spec: str, defaults: ModelDefaults, local: bool):
     def cost(resp: ModelResponse) -> float:
         if defaults.has_price:
@@ -223,38 +127,41 @@ def _price_fn(spec: str, defaults: ModelDefaults, local: bool):
 
 class RunModels:
     """The ModelSource of one run: ``for_role(role)`` gives a RecordingModel bound to the run's
-    meter (calls.jsonl, budget) and in-flight limiter. Models for one role are cached. With a
-    ``providers`` pool the provider model comes from (and stays open in) the pool."""
+    meter (calls.jsonl, budget) and in-flight limiters. Models for one role are cached.
 
-    def __init__(self, spec: str, *, meter: RunMeter, limiter: InFlightLimiter | None = None,
+    Use it as an async context manager (``async with RunModels(...) as models``): a provider model
+    built here is closed on exit. A ``provider`` model passed in stays open, its caller's to close:
+    a sweep builds one per model and shares it between its cells, so they reuse its connections
+    instead of each opening its own (the SDK's intended use: one client, many requests)."""
+
+    def __init__(self, spec: str, *, meter: RunMeter, limiters: Sequence[AbstractConcurrencyLimiter] = (),
                  api_base: str | None = None, api_key_env: str | None = None,
                  registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
-                 providers: ProviderPool | None = None) -> None:
+                 provider: Model | None = None) -> None:
         self.name = spec
         self.meter = meter
-        self.limiter = limiter or InFlightLimiter(None)
+        self.limiters = tuple(limiters)
         self.retry = retry or RetryPolicy()
         self.registry = registry or ModelRegistry()
         self.defaults = self.registry.defaults_for(spec)
-        provider, rest = parse_spec(spec)
-        self.kind = provider if provider in ("scripted", "replay") else "provider"
+        kind, rest = parse_spec(spec)
+        self.kind = kind if kind in ("scripted", "replay") else "provider"
         self._roles: dict[str, RecordingModel] = {}
         self._scenario: Any = None
         self._book: ReplayBook | None = None
         self._base: Model | None = None
-        self._providers = providers
+        self._owned: Model | None = None  # the provider model this run built (and closes)
+        self._stack = AsyncExitStack()
         check_model_name(spec, api_base)
-        if provider == "scripted":
+        if kind == "scripted":
             self._scenario = get_scenario(rest)()
             self._scenario_name = rest
-        elif provider == "replay":
+        elif kind == "replay":
             self._book = ReplayBook(rest)
-        elif providers is not None:
-            self._base = providers.acquire(spec, api_base=api_base, api_key_env=api_key_env,
-                                           defaults=self.defaults)
+        elif provider is not None:
+            self._base = provider
         else:
-            self._base = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env,
-                                              defaults=self.defaults)
+            self._base = self._owned = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env)
         self._cost = (self._book.cost_of if self._book else
                       _price_fn(spec, self.defaults, local=api_base is not None or self.kind == "scripted"))
 
@@ -268,14 +175,24 @@ class RunModels:
                 assert self._base is not None
                 base = self._base
             self._roles[role] = RecordingModel(
-                base, role=role, spec=self.name, meter=self.meter, limiter=self.limiter,
+                base, role=role, spec=self.name, meter=self.meter, limiters=self.limiters,
                 defaults=self.defaults, retry=self.retry, cost=self._cost,
                 model_label=self._book.model_of if self._book else None)
         return self._roles[role]
 
+    async def open(self) -> "RunModels":
+        """Open the provider model this run built (its HTTP client is closed by :meth:`aclose`)."""
+        if self._owned is not None:
+            await self._stack.enter_async_context(self._owned)
+            self._owned = None  # entered once
+        return self
+
+    async def __aenter__(self) -> "RunModels":
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     async def aclose(self) -> None:
-        if self._providers is not None:
-            if self._base is not None:
-                self._providers.release(self._base)
-        else:
-            await close_provider_model(self._base)
+        """Close what this run opened (idempotent)."""
+        await self._stack.aclose()

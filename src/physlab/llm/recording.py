@@ -2,7 +2,8 @@
 
 Per role, it
 - enforces the run's Budget before each request (BudgetExceeded, nothing sent),
-- holds an in-flight slot (per-run limiter, itself bounded by the shared one) while a request is out,
+- holds a slot of each of the run's in-flight limiters (pydantic-ai ``ConcurrencyLimiter``s: the
+  run's own cap, then the one a sweep shares) while a request is out,
 - retries 429 (honouring Retry-After), 5xx, timeouts, connection errors and empty/invalid replies a
   bounded number of times (the provider SDK's own retries are switched off: ``max_retries=0``, so
   every attempt is visible and recorded here),
@@ -21,9 +22,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Sequence
+
+from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 
 from pydantic_ai.exceptions import (
     ContentFilterError,
@@ -40,7 +43,6 @@ from pydantic_ai.settings import ModelSettings
 
 from physlab.llm.defaults import ModelDefaults
 from physlab.llm.errors import BudgetExceeded, ModelFailure, ReplayError
-from physlab.llm.limiter import InFlightLimiter
 from physlab.llm.meter import RunMeter
 from physlab.llm.usage import CallRecord
 
@@ -120,18 +122,30 @@ class RecordingModel(WrapperModel):
     """Wraps one provider/scripted/replay model for one role of one run."""
 
     def __init__(self, wrapped: Model, *, role: str, spec: str, meter: RunMeter,
-                 limiter: InFlightLimiter | None = None, defaults: ModelDefaults | None = None,
+                 limiters: Sequence[AbstractConcurrencyLimiter] = (), defaults: ModelDefaults | None = None,
                  retry: RetryPolicy | None = None, cost: CostFn | None = None,
                  model_label: Callable[[ModelResponse], str] | None = None) -> None:
         super().__init__(wrapped)
         self.role = role
         self.spec = spec
         self.meter = meter
-        self.limiter = limiter or InFlightLimiter(None)
+        self.limiters = tuple(limiters)
         self.defaults = defaults or ModelDefaults()
         self.retry = retry or RetryPolicy()
         self._cost = cost or (lambda r: 0.0)
         self._label = model_label or (lambda r: spec)
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """One request's hold on every limiter, the run's own first (a run waiting on its own cap
+        holds none of the shared slots). Taken here rather than by wrapping the model in pydantic-ai's
+        ConcurrencyLimitedModel so that the recorded latency leaves out the wait for a slot."""
+        async with AsyncExitStack() as stack:
+            for limiter in self.limiters:
+                await limiter.acquire(f"model:{self.spec}")
+                stack.callback(limiter.release)
+            with self.meter.sending():
+                yield
 
     # Settings the seam always applies underneath what the strategy asked for.
     def _base_settings(self) -> ModelSettings:
@@ -193,7 +207,7 @@ class RecordingModel(WrapperModel):
             self.meter.admit()
             start = time.monotonic()
             try:
-                async with self.limiter.slot():
+                async with self._slot():
                     start = time.monotonic()
                     resp = await self.wrapped.request(messages, settings, model_request_parameters)
             except Exception as exc:
@@ -252,7 +266,7 @@ class RecordingModel(WrapperModel):
         self.meter.admit()
         start = time.monotonic()
         try:
-            async with self.limiter.slot():
+            async with self._slot():
                 async with self.wrapped.request_stream(messages, settings, model_request_parameters,
                                                        run_context) as stream:
                     yield stream
