@@ -1,45 +1,29 @@
-"""A run's small files, written with as few system calls as the job needs.
-
-A sweep writes five files per cell (PROBLEM.md, calls.jsonl, ANSWER.md, answer.py, metrics.json)
-while other cells wait for the event loop. ``Path.write_text`` spends seven system calls on one
-(open, fstat, a terminal check, two seeks, write, close) and ~40 us on the 2-core development VM;
-``os.open``/``os.write``/``os.close`` need three and ~16 us. Appended lines (calls.jsonl) go out
-with one ``os.write`` each (the kernel writes a regular file's whole buffer at once): nothing
-waits in a buffer if the process dies.
-"""
+"""A run's files: a whole file replaced at once, and calls.jsonl appended one whole line at a time."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
-_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def write_file(path: str | Path, data: str | bytes) -> None:
-    """Create or replace ``path`` with ``data`` (text is written as UTF-8)."""
-    fd = os.open(path, _CREATE, 0o666)
-    try:
-        _write_all(fd, data.encode("utf-8") if isinstance(data, str) else data)
-    finally:
-        os.close(fd)
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Replace ``path`` with ``data`` (text as UTF-8) in one step: whoever reads it meanwhile (the
+    dashboard, a resume) sees the old file or the new one, and a kill mid-write leaves the old one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(tmp, path)
 
 
 class LineLog:
-    """A file opened once for appending whole lines (created if missing)."""
+    """A file opened once for appending whole lines (created if missing). Each line is flushed as
+    it is written, so a kill loses at most the line being written; a line a kill cut short is ended
+    when the file is opened again, so the next one starts a line of its own."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fd: int | None = os.open(path, _APPEND, 0o666)
-        if os.lseek(self._fd, 0, os.SEEK_END) and not self._ends_with_newline():
-            _write_all(self._fd, b"\n")  # a kill mid-write left half a line: the next one starts afresh
+        self._fh = open(self.path, "ab")  # noqa: SIM115 - closed by close()
+        if self._fh.tell() and not self._ends_with_newline():
+            self._fh.write(b"\n")
 
     def _ends_with_newline(self) -> bool:
         with open(self.path, "rb") as fh:
@@ -47,12 +31,9 @@ class LineLog:
             return fh.read(1) == b"\n"
 
     def write_line(self, line: str | bytes) -> None:
-        if self._fd is None:
-            raise ValueError(f"{self.path}: the log is closed")
         data = line.encode("utf-8") if isinstance(line, str) else line
-        _write_all(self._fd, data + b"\n")
+        self._fh.write(data + b"\n")
+        self._fh.flush()
 
     def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        self._fh.close()

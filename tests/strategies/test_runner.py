@@ -9,10 +9,10 @@ import time
 
 import pytest
 from pydantic_ai import Agent
+from pydantic_ai.concurrency import ConcurrencyLimiter
 
 from physlab.cli import main
 from physlab.errors import UserError
-from physlab.llm.limiter import InFlightLimiter
 from physlab.llm.recording import RetryPolicy
 from physlab.llm.scripted import register_scenario
 from physlab.llm.standin import ScriptedResponder, StandinServer
@@ -203,7 +203,7 @@ async def test_standin_persistent_failure_ends_with_error_status(tmp_path):
 
 async def test_in_flight_cap_holds_through_the_runner(tmp_path):
     with StandinServer(ScriptedResponder(["ok"], repeat_last=True), latency_s=0.05) as srv:
-        shared = InFlightLimiter(8)
+        shared = ConcurrencyLimiter(8)
         att = await run_solve(problem(), "test-parallel", "openai:standin", api_base=srv.base_url,
                               workspace=tmp_path / "w", limiter=shared, max_in_flight=3)
     m = json.loads((tmp_path / "w" / "metrics.json").read_text())
@@ -267,50 +267,6 @@ async def test_budget_inside_an_exception_group_is_still_a_budget_stop(tmp_path)
                           budget=Budget(max_calls=2))
     assert att.status == "no_answer" and att.stop_reason == "budget:max_calls"
     assert not (tmp_path / "w" / "error.log").exists()
-
-
-async def test_deferred_file_setup_runs_when_called_or_before_the_run_ends(tmp_path):
-    # A sweep defers opening calls.jsonl and writing PROBLEM.md until its cells' first requests
-    # are out; whoever holds the deferred setup may run it, or the run does it itself at its end.
-    held = []
-    ws = tmp_path / "held"
-    att = await run_solve(problem(), "oneshot", "scripted:test-code", workspace=ws, defer=held.append)
-    assert att.status == "complete" and len(held) == 1
-    assert "Return twice" in (ws / "PROBLEM.md").read_text()  # nobody ran it: the run did
-    assert len((ws / "calls.jsonl").read_text().splitlines()) == 1
-    held[0]()  # running it again later changes nothing
-    assert len((ws / "calls.jsonl").read_text().splitlines()) == 1
-
-    class Early(TwoCalls):  # the holder runs the setup while the strategy is still working
-        async def run(self, ctx):
-            held[-1]()
-            assert (ctx.workspace / "PROBLEM.md").is_file()
-            return await super().run(ctx)
-
-    registry.register_strategy("test-early-setup", Early)
-    ws2 = tmp_path / "early"
-    att = await run_solve(problem(), "test-early-setup", "scripted:echo", workspace=ws2, defer=held.append)
-    assert len(held) == 2 and len((ws2 / "calls.jsonl").read_text().splitlines()) == 2
-
-
-async def test_a_deferred_setup_that_fails_fails_its_run_not_the_holder(tmp_path, monkeypatch):
-    import physlab.strategies.runner as runner
-
-    def no_disk(*a, **k):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(runner, "write_problem_md", no_disk)
-    held = []
-
-    class RunsHeld(TwoCalls):
-        async def run(self, ctx):
-            held[-1]()  # the holder (a sweep, between cells) runs it: nothing raises here
-            return await super().run(ctx)
-
-    registry.register_strategy("test-runs-held", RunsHeld)
-    with pytest.raises(OSError, match="No space left"):  # the run itself fails, as it did before
-        await run_solve(problem(), "test-runs-held", "scripted:echo", workspace=tmp_path / "run",
-                        defer=held.append)
 
 
 async def test_replace_restarts_an_unfinished_workspace_and_plain_runs_refuse_it(tmp_path):

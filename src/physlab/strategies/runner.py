@@ -19,19 +19,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pydantic_core
+from pydantic_ai.concurrency import AbstractConcurrencyLimiter, ConcurrencyLimiter
+from pydantic_ai.models import Model
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
 from physlab.llm.defaults import ModelRegistry
 from physlab.llm.errors import BudgetExceeded, ModelFailure, ReplayError
-from physlab.llm.limiter import InFlightLimiter
 from physlab.llm.meter import RunMeter, read_calls
-from physlab.llm.models import ProviderPool, RunModels
+from physlab.llm.models import RunModels
 from physlab.llm.prompt import problem_text
 from physlab.llm.recording import RetryPolicy
 from physlab.llm.usage import Budget, CallRecord
 from physlab.problems.model import Problem
-from physlab.runfiles import write_file
+from physlab.runfiles import write_atomic
 from physlab.strategies import registry
 from physlab.strategies.base import Attempt
 from physlab.strategies.context import RunContext
@@ -57,7 +58,7 @@ def write_problem_md(problem: Problem, path: Path) -> None:
     lines.append(problem_text(pub))
     if pub.images:
         lines += ["## Figures", ""] + [f"- {p}" for p in pub.images] + [""]
-    write_file(path, "\n".join(lines))
+    path.write_text("\n".join(lines), encoding="utf-8")
 
 
 class _TextEquivalence:
@@ -185,24 +186,21 @@ def _check_replay(model: str, problem: Problem, strategy: str) -> None:
 async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: Path | str | None = None,
                     budget: Budget | None = None, api_base: str | None = None,
                     api_key_env: str | None = None, seed: int = 0, params: dict[str, Any] | None = None,
-                    resume: Path | str | bool | None = None, limiter: InFlightLimiter | None = None,
+                    resume: Path | str | bool | None = None, limiter: AbstractConcurrencyLimiter | None = None,
                     sandbox: Any = None, grader: Any = None, events: Any = None,
                     max_in_flight: int | None = None, models_config: Path | str | None = None,
                     model_registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
-                    providers: ProviderPool | None = None,
+                    provider: Model | None = None,
                     on_call: Callable[[CallRecord], None] | None = None,
-                    defer: Callable[[Callable[[], None]], None] | None = None,
                     replace: bool = False) -> Attempt:
     """Run ``strategy`` with ``model`` on ``problem``; returns the Attempt (also in metrics.json).
 
-    ``limiter`` is the shared (global) in-flight limiter; this run takes a child of it capped at
-    ``max_in_flight``. ``grader`` is a physlab.grading grader (bound here to the full problem) or
-    an already bound one (``async grade(code) -> Verdict``). ``providers`` shares provider models
-    (SDK clients, connection pools) between runs of one process; ``on_call`` sees each
-    calls.jsonl record as it is written. ``defer``, when given, is handed the run's file setup
-    (opening calls.jsonl, writing PROBLEM.md) to call when convenient -- a sweep calls it once its
-    cells' first requests are out, so starting many cells is not held up by file creation; the run
-    does it itself before it ends if nobody has. ``replace`` removes what an earlier, unfinished
+    ``limiter`` is an in-flight limiter shared with other runs (a sweep's: pydantic-ai's
+    ``ConcurrencyLimiter``); ``max_in_flight`` caps this run's own requests too. ``grader`` is a
+    physlab.grading grader (bound here to the full problem) or an already bound one
+    (``async grade(code) -> Verdict``). ``provider`` is a provider model for ``model`` that the
+    caller built and closes (a sweep shares one between its cells); ``on_call`` sees each
+    calls.jsonl record as it is written. ``replace`` removes what an earlier, unfinished
     try left in ``workspace`` (a sweep restarting a cell) instead of refusing it."""
     budget = budget or Budget()
     params = dict(params or {})
@@ -213,30 +211,22 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     ws, resuming = _resolve_workspace(problem, strategy, workspace, resume, replace)
     calls_path = ws / "calls.jsonl"
     previous = read_calls(calls_path) if resuming and calls_path.is_file() else None
-    meter = RunMeter(budget, calls_path, previous=previous, on_record=on_call, open_now=defer is None)
-    run_limiter = limiter.child(max_in_flight) if limiter is not None else InFlightLimiter(max_in_flight)
+    meter = RunMeter(budget, calls_path, previous=previous, on_record=on_call)
+    own_cap = [ConcurrencyLimiter(max_in_flight, name="run")] if max_in_flight else []
+    limiters = own_cap + ([limiter] if limiter is not None else [])
     models = None
-    files: _Deferred | None = None
     started_at = datetime.now(timezone.utc)
     t0 = time.monotonic()
     try:
-        models = RunModels(model, meter=meter, limiter=run_limiter, api_base=api_base,
-                           api_key_env=api_key_env, registry=reg, retry=retry, providers=providers)
+        models = RunModels(model, meter=meter, limiters=limiters, api_base=api_base,
+                           api_key_env=api_key_env, registry=reg, retry=retry, provider=provider)
+        await models.open()
         if sandbox is None:
             from physlab.sandbox import default_sandbox
 
             sandbox = default_sandbox()
         public = problem.public()
-
-        def setup_files() -> None:
-            meter.open()
-            write_problem_md(public, ws / "PROBLEM.md")
-
-        files = _Deferred(setup_files)
-        if defer is None:
-            files.finish()
-        else:
-            defer(files.run)
+        write_problem_md(public, ws / "PROBLEM.md")
         bound, equivalence = _graders(problem, grader, sandbox, public)
         ctx = RunContext(problem=public, workspace=ws, models=models, usage=meter, budget=budget,
                          sandbox=sandbox, grader=bound, equivalence=equivalence, seed=seed,
@@ -244,7 +234,6 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
                          critic_reference=_critic_reference(problem, strategy, params))
         emit("run_started", strategy=strategy, model=model, problem_id=problem.id, workspace=str(ws))
         attempt = await _run_strategy(factory, ctx, strategy, model, problem, budget, ws)
-        files.finish()
         attempt.wall_s = time.monotonic() - t0
         attempt.usage_by_role = meter.by_role()
         attempt.strategy, attempt.model, attempt.problem_id = strategy, model, problem.id
@@ -253,7 +242,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
         attempt.details = {**attempt.details, "workspace": str(ws)}
         _write_answer(attempt, problem, ws)
         attempt.verdict = await _grade(attempt, problem, bound)
-        _write_metrics(attempt, meter, run_limiter, ws, seed=seed, api_base=api_base, started_at=started_at)
+        _write_metrics(attempt, meter, ws, seed=seed, api_base=api_base, started_at=started_at)
         emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
              verdict=attempt.verdict.verdict if attempt.verdict else None)
         return attempt
@@ -263,38 +252,9 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
             _discard_if_untouched(ws)  # bad input: leave no half-made workspace behind
         raise
     finally:
-        if files is not None:
-            files.cancel()
         meter.close()
         if models is not None:
             await models.aclose()
-
-
-class _Deferred:
-    """Setup work a run may hand to someone else to do later (see run_solve's ``defer``): done at
-    most once; an error is kept for the run itself to raise (whoever calls :meth:`run` for it --
-    a sweep between cells -- must not fail because of one run's files)."""
-
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self._fn: Callable[[], None] | None = fn
-        self._error: Exception | None = None
-
-    def run(self) -> None:
-        fn, self._fn = self._fn, None
-        if fn is not None:
-            try:
-                fn()
-            except Exception as exc:  # noqa: BLE001 - re-raised by finish(), in the run
-                self._error = exc
-
-    def finish(self) -> None:
-        self.run()
-        if self._error is not None:
-            raise self._error
-
-    def cancel(self) -> None:
-        """The run ended without finishing it: a later :meth:`run` does nothing."""
-        self._fn = None
 
 
 async def _run_strategy(factory: Any, ctx: RunContext, strategy: str, model: str, problem: Problem,
@@ -362,11 +322,11 @@ def _write_answer(attempt: Attempt, problem: Problem, ws: Path) -> None:
     if attempt.answer_code:
         if not attempt.answer_code.endswith("\n"):
             attempt.answer_code += "\n"
-        write_file(ws / py, attempt.answer_code)
+        (ws / py).write_text(attempt.answer_code, encoding="utf-8")
     if attempt.answer_text:
-        write_file(ws / md, attempt.answer_text.rstrip() + "\n")
+        (ws / md).write_text(attempt.answer_text.rstrip() + "\n", encoding="utf-8")
     elif attempt.answer_code:
-        write_file(ws / md, f"```python\n{attempt.answer_code}```\n")
+        (ws / md).write_text(f"```python\n{attempt.answer_code}```\n", encoding="utf-8")
 
 
 async def _grade(attempt: Attempt, problem: Problem, bound: Any) -> Verdict | None:
@@ -383,7 +343,7 @@ async def _grade(attempt: Attempt, problem: Problem, bound: Any) -> Verdict | No
         return Verdict(verdict="invalid", reason=f"grader failed: {type(exc).__name__}: {exc}"[:500])
 
 
-def _write_metrics(attempt: Attempt, meter: RunMeter, limiter: InFlightLimiter, ws: Path, *, seed: int,
+def _write_metrics(attempt: Attempt, meter: RunMeter, ws: Path, *, seed: int,
                    api_base: str | None, started_at: datetime) -> None:
     data: dict[str, Any] = {
         "problem_id": attempt.problem_id,
@@ -395,13 +355,13 @@ def _write_metrics(attempt: Attempt, meter: RunMeter, limiter: InFlightLimiter, 
         "verdict": attempt.verdict.contract_json() if attempt.verdict else None,
         "wall_s": round(attempt.wall_s, 4),
         **meter.summary(),
-        "max_in_flight_seen": limiter.max_seen,
+        "max_in_flight_seen": meter.max_in_flight_seen,
         "seed": seed,
         "api_base": api_base,
         "started_at": started_at.isoformat(),
         "finished_at": datetime.now(timezone.utc).isoformat(),
         "details": attempt.details,
     }
-    # pydantic-core's encoder: json.dumps with indent falls back to the pure-Python encoder (~0.2 ms
-    # per run here, paid by every cell of a sweep); same JSON, non-ASCII written as UTF-8.
-    write_file(ws / "metrics.json", pydantic_core.to_json(data, indent=2, fallback=str) + b"\n")
+    # metrics.json is the run's record that it finished (resume, the dashboard, `runs show` read it):
+    # replaced whole. pydantic's encoder: it takes models and values json.dumps would refuse.
+    write_atomic(ws / "metrics.json", pydantic_core.to_json(data, indent=2, fallback=str) + b"\n")
