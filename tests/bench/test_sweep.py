@@ -47,7 +47,7 @@ def _check_db_matches_workspaces(db: Path) -> None:
         assert cell["input_tokens"] == sum(x["input_tokens"] for x in lines)
         metrics = json.loads((ws / "metrics.json").read_text())
         assert metrics["status"] == cell["status"]
-        assert (ws / "PROBLEM.md").read_text().startswith(f"# {cell['problem_id']}")  # deferred, not lost
+        assert (ws / "PROBLEM.md").read_text().startswith(f"# {cell['problem_id']}")
 
 
 async def test_sweep_runs_every_cell_once_and_skips_them_on_rerun(tmp_path):

@@ -1,7 +1,9 @@
 """The sweep executor: every (problem, strategy, model, repeat) cell, concurrently, resumable.
 
 One process runs up to ``concurrency`` cells at a time on one event loop. Everything on the model
-path is async; model requests from all cells go through one shared in-flight limiter; sandbox work
+path is async; model requests from all cells go through one shared in-flight limiter (pydantic-ai's
+``ConcurrencyLimiter``) and one provider model per model name (so the cells share its HTTP
+connections); sandbox work
 (model-written code, grading) goes through one bounded pool so CPU-heavy scripts queue instead of
 starving the model I/O. Cells are claimed in the results database before they run (see
 ``physlab.bench.store``), so an interrupted sweep resumes where it stopped and several worker
@@ -11,19 +13,19 @@ processes (on one machine or many, sharing one database file) each run a disjoin
 from __future__ import annotations
 
 import asyncio
-import collections
 import os
 import random
 import re
 import time
 import traceback
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from pydantic import BaseModel, Field
+from pydantic_ai.concurrency import ConcurrencyLimiter
 
-from physlab.bench.batch_writer import BatchWriter
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, params_tag, worker_id
 from physlab.errors import UserError
 from physlab.llm.meter import read_calls
@@ -112,14 +114,6 @@ class BoundedSandbox:
         return getattr(self._inner, name)
 
 
-def make_limiter(max_inflight: int) -> Any:
-    """The llm package's in-flight limiter, shared by every cell of the sweep (each run takes a
-    child of it, so the cap is global to this process)."""
-    from physlab.llm.limiter import InFlightLimiter
-
-    return InFlightLimiter(max_inflight)
-
-
 SolveFn = Callable[..., Awaitable[Any]]
 
 
@@ -138,11 +132,9 @@ class Sweep:
                  wait_for_others: bool = True, poll_s: float = 1.0):
         self.config = config
         self.store = store or ResultsStore(config.db)
-        self._runs_dir = config.runs_dir()  # resolved once: Path.resolve is a syscall per part
-        self._models: Any = None  # the model registry, read once by the warm-up
-        self._made_dirs: set[Path] = set()
-        # Setup work cells hand back to run once their first requests are out (run_solve's defer).
-        self._later: collections.deque[Callable[[], None]] = collections.deque()
+        self._runs_dir = config.runs_dir()
+        self._models: Any = None  # the model registry, read once before the first cell
+        self._providers: dict[str, Any] = {}  # model name -> the provider model its cells share
         self._own_store = store is None
         self.worker = worker_id()
         self._solve = solve
@@ -154,11 +146,6 @@ class Sweep:
         self._grader = None
         self.wait_for_others = wait_for_others
         self.poll_s = poll_s
-        # Starting cells (see yield_until_idle): a loop turn under pace_busy_s counts as idle; no cell waits
-        # more than pace_max_s to start. Measured with benchmarks/sweep_efficiency.py: 2-4 ms
-        # busy, 50-100 ms max did best; without pacing the 70-cell sweep took ~25% longer.
-        self.pace_busy_s = 0.003
-        self.pace_max_s = 0.1
 
     # -- setup ----------------------------------------------------------------------------------
 
@@ -202,9 +189,7 @@ class Sweep:
         cfg = self.config
         workspace = self._runs_dir / _safe(spec.suite) / _safe(
             f"{spec.problem_id}__{spec.strategy}__{spec.model}__r{spec.repeat}__{_config_dirname(spec.config)}")
-        if workspace.parent not in self._made_dirs:
-            workspace.parent.mkdir(parents=True, exist_ok=True)
-            self._made_dirs.add(workspace.parent)
+        workspace.parent.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         seen: list[CallRecord] = []
 
@@ -220,8 +205,8 @@ class Sweep:
                 problem, spec.strategy, spec.model, workspace=workspace, budget=cfg.budget,
                 api_base=cfg.api_base, api_key_env=cfg.api_key_env, seed=cfg.seed + spec.repeat,
                 params=dict(cfg.params), resume=False, limiter=self.limiter, sandbox=self.sandbox,
-                grader=self._shared_grader(), providers=self.providers, on_call=on_call,
-                model_registry=self._models, defer=self._later.append,
+                grader=self._shared_grader(), provider=self._providers.get(spec.model), on_call=on_call,
+                model_registry=self._models,
                 replace=True,  # an unfinished earlier try: the cell restarts from scratch
             )
         except (asyncio.CancelledError, UserError):
@@ -254,7 +239,7 @@ class Sweep:
             usage_by_role=usage_by_role, wall_s=attempt.wall_s or (time.monotonic() - start),
             workspace=str(workspace), calls=calls,
         )
-        if await self._writer.finish(spec.key, self.worker, result):
+        if await self._db(self.store.finish, spec.key, self.worker, result):
             total = Usage()
             for u in usage_by_role.values():
                 total = total.add(u)
@@ -289,57 +274,40 @@ class Sweep:
 
     # -- the sweep ------------------------------------------------------------------------------
 
-    async def _warm_up(self) -> None:
-        """Pay the one-time costs before the first cell instead of inside the first cells (where
-        every other cell waits on them): strategy modules, one provider client per model (a bad
-        model name or a missing key stops the sweep here, exit 2, before any cell is claimed),
-        the message serializer pydantic builds lazily on first use, and for OpenAI-compatible
-        models a dry run of the request path (physlab.llm.warmup)."""
-        from pydantic_ai.models import ModelRequestParameters
-
+    async def _prepare(self, stack: AsyncExitStack) -> None:
+        """What every cell needs, done once before the first is claimed: the strategies (an
+        unavailable one stops the sweep here), the model registry (a bad file too), and one provider
+        model per model name, open until the sweep ends (a missing API key stops the sweep here,
+        exit 2, with every cell still pending)."""
         from physlab.llm.defaults import ModelRegistry
-        from physlab.llm.models import parse_spec
-        from physlab.llm.recording import dump_request
+        from physlab.llm.models import build_provider_model, parse_spec
         from physlab.strategies import registry
 
         for strategy in self.config.strategies:
             registry.get_factory(strategy)
-        # Read once here (a bad file stops the sweep before any cell), not once per cell.
-        models = self._models = ModelRegistry.load(None)
-        clients = {models.defaults_for(spec).client for spec in self.config.models
-                   if parse_spec(spec)[0] == "openai"}
-        if clients:
-            from physlab.llm.warmup import warm_openai_path
-
-            await warm_openai_path(clients.pop() if len(clients) == 1 else "both")
+        self._models = ModelRegistry.load(None)
         for spec in self.config.models:
-            if parse_spec(spec)[0] in ("scripted", "replay"):
-                continue
-            model = self.providers.acquire(spec, api_base=self.config.api_base,
-                                           api_key_env=self.config.api_key_env,
-                                           defaults=models.defaults_for(spec))
-            self.providers.release(model)
-        dump_request([], None, ModelRequestParameters())
+            if parse_spec(spec)[0] not in ("scripted", "replay"):
+                model = build_provider_model(spec, api_base=self.config.api_base,
+                                             api_key_env=self.config.api_key_env)
+                self._providers[spec] = await stack.enter_async_context(model)
 
     async def run(self, start_gate: Callable[[], Awaitable[None]] | None = None) -> SweepSummary:
-        """Run the grid. ``start_gate``, when given, is awaited after the warm-up and before the
-        first cell is claimed (so the worker processes of one machine start claiming together)."""
+        """Run the grid. ``start_gate``, when given, is awaited once the sweep is ready and before
+        the first cell is claimed (so the worker processes of one machine start claiming together)."""
         from concurrent.futures import ThreadPoolExecutor
 
         cfg = self.config
         t0 = time.monotonic()
         self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="physlab-db")
-        from physlab.llm.models import ProviderPool
-
-        self.providers = ProviderPool()  # SDK clients + connection pools shared by the cells
-        self._writer = BatchWriter(self._db, self.store.finish_many)
+        stack = AsyncExitStack()
         try:
             by_id, specs = self.plan()
             if self._solve is None:
                 from physlab.strategies.runner import run_solve
 
                 self._solve = run_solve
-            self.limiter = make_limiter(cfg.max_inflight or cfg.concurrency)
+            self.limiter = ConcurrencyLimiter(cfg.max_inflight or cfg.concurrency, name="sweep")
             from physlab.sandbox import default_sandbox
 
             self.sandbox = BoundedSandbox(default_sandbox(), cfg.sandbox_workers or os.cpu_count() or 2)
@@ -347,7 +315,7 @@ class Sweep:
             await self._db(self.store.reap)
             states = await self._db(self.store.cell_states, [s.key for s in specs])
             self.summary.skipped_done = sum(states.get(s.key) == "done" for s in specs)
-            await self._warm_up()
+            await self._prepare(stack)
             if start_gate is not None:
                 await start_gate()
             started, cpu0 = time.time(), time.process_time()
@@ -372,8 +340,7 @@ class Sweep:
             self.summary.wall_s = time.monotonic() - t0
             return self.summary
         finally:
-            await self._writer.drain()
-            await self.providers.aclose()
+            await stack.aclose()
             self._db_pool.shutdown(wait=True)
             if self._own_store:
                 self.store.close()
@@ -439,10 +406,6 @@ class Sweep:
                             task = tg.create_task(one(spec_of[key]))
                             running.add(task)
                             task.add_done_callback(running.discard)
-                            await yield_until_idle(self.pace_busy_s, self.pace_max_s)
-                        continue
-                    if self._later:
-                        await self._run_later()
                         continue
                     await asyncio.wait(set(running), return_when=asyncio.FIRST_COMPLETED)
         except* UserError as eg:
@@ -452,33 +415,8 @@ class Sweep:
                 keys = sorted(not_started)
                 await asyncio.shield(self._db(lambda: [self.store.release(k, self.worker) for k in keys]))
 
-    async def _run_later(self) -> None:
-        """The file setup the started cells deferred (calls.jsonl, PROBLEM.md), now that no cell is
-        waiting to start: starting 35 cells in a row used to pay ~0.3 ms of file creation each
-        before the next cell's first request could go out. One piece per loop turn, so replies and
-        requests already under way are not held up either; a cell that ends first does its own."""
-        while self._later:
-            self._later.popleft()()
-            await yield_until_idle(self.pace_busy_s, self.pace_max_s)
-
     def _progress(self, total: int, already: int) -> "_Progress":
         return _Progress(total, already, enabled=self.show_progress)
-
-
-async def yield_until_idle(busy_s: float, max_s: float) -> None:
-    """Give the event loop to the tasks already running until one turn of it takes less than
-    ``busy_s`` (little else is waiting to run), or for at most ``max_s``.
-
-    A sweep calls this after starting each cell. Started all at once, cells advance in lockstep
-    (asyncio runs ready tasks in turn): every cell does its CPU work between two requests while none
-    of them has a request out, so the CPU idles through each model latency and the sweep takes about
-    latency chain + all its CPU instead of overlapping the two."""
-    deadline = time.monotonic() + max_s
-    while time.monotonic() < deadline:
-        t = time.perf_counter()
-        await asyncio.sleep(0)
-        if time.perf_counter() - t < busy_s:
-            return
 
 
 def _si(n: float) -> str:
