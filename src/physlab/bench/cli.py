@@ -10,7 +10,6 @@ from typing import Optional
 
 import typer
 
-from physlab import eventloop
 from physlab.errors import UserError
 
 bench_app = typer.Typer(help="Sweeps over problems x strategies x models, and their reports.",
@@ -67,7 +66,7 @@ def run_cmd(
                                 help="Worker processes on this machine sharing the database and splitting "
                                      "--concurrency/--max-inflight; one per core uses every core."),
     wait_for_start: bool = typer.Option(False, "--wait-for-start", hidden=True,
-                                        help="(helper workers) warm up, print 'ready', wait for a line on stdin."),
+                                        help="(helper workers) get ready, print 'ready', wait for a line on stdin."),
 ) -> None:
     """Run every (problem, strategy, model, repeat) cell; re-run the same command to resume."""
     from physlab.bench.sweep import SweepConfig, run_sweep
@@ -87,7 +86,6 @@ def run_cmd(
     )
     _check_names(config)
     _check_models(config)
-    eventloop.loop_factory()  # a bad PHYSLAB_EVENT_LOOP stops here, before any helper worker starts
     if wait_for_start:  # a helper: its Ctrl-C comes from the parent, whatever this process inherited
         import signal
 
@@ -96,7 +94,7 @@ def run_cmd(
     helpers = _spawn_workers(config, workers - 1)
     gate = _start_gate(helpers, wait_for_start)
     try:
-        summary = eventloop.run(run_sweep(config, progress=progress, start_gate=gate))
+        summary = asyncio.run(run_sweep(config, progress=progress, start_gate=gate))
     except BaseException as exc:
         _interrupt(helpers)  # stopped or failed: the helpers stop too and give their cells back
         if isinstance(exc, KeyboardInterrupt) and not wait_for_start:
@@ -157,7 +155,7 @@ def per_worker(config, workers: int):
 
 class _Helpers(list):
     """The extra worker processes of one `bench run`, and the pids of those that said they are
-    ready (warmed up and waiting at the start gate)."""
+    ready (prepared and waiting at the start gate)."""
 
     def __init__(self, procs: list) -> None:
         super().__init__(procs)
@@ -166,7 +164,7 @@ class _Helpers(list):
 
 def _spawn_workers(config, n: int) -> _Helpers:
     """Extra worker processes running the same sweep; the database's claim protocol splits the
-    cells between them (the same path as workers on other machines). They warm up, say 'ready' and
+    cells between them (the same path as workers on other machines). They get ready, say 'ready' and
     wait for the word to start, so no process claims every cell while the others still import.
     Each runs in its own process group: a terminal's Ctrl-C reaches the parent only, which stops
     them as fits the state they are in (see _interrupt)."""
@@ -184,24 +182,16 @@ START_TIMEOUT_S = 300.0
 
 
 def _start_gate(helpers: list, wait_for_start: bool):
-    """What a `bench run` process does between its warm-up and its first cell: move everything
-    loaded so far out of the garbage collector's way (gc.freeze: the imports and warm-up leave a
-    large heap of long-lived objects that every full collection would otherwise walk again --
-    ~0.1 s per collection here), then start together with the other workers of this machine."""
-    together = _release_helpers(helpers) if helpers else (_wait_for_start if wait_for_start else None)
-
-    async def gate() -> None:
-        import gc
-
-        gc.freeze()
-        if together is not None:
-            await together()
-
-    return gate
+    """What a `bench run` process does once it is ready and before its first cell: start together
+    with the other workers of this machine (so no process claims every cell while the others still
+    import)."""
+    if helpers:
+        return _release_helpers(helpers)
+    return _wait_for_start if wait_for_start else None
 
 
 def _release_helpers(helpers: _Helpers):
-    """The parent's start gate: once it is warm itself, wait until every helper is ready (or has
+    """The parent's start gate: once it is ready itself, wait until every helper is ready (or has
     died, or START_TIMEOUT_S passed), then tell them all to start."""
 
     def wait_ready() -> None:
@@ -288,8 +278,8 @@ def _check_models(config) -> None:
     """Model names that cannot work (a mistyped scripted scenario, a replay file that is not
     there, an --api-base that is no URL or goes with an offline model) fail before the database is
     touched, so a typo leaves no never-runnable cells behind to show up in every later report. A
-    missing API key is found by the sweep's warm-up (the cells stay pending for the re-run with
-    the key)."""
+    missing API key is found when the sweep builds its model clients, before any cell is claimed
+    (the cells stay pending for the re-run with the key)."""
     from physlab.llm.models import check_model_name
 
     for spec in config.models:
@@ -381,7 +371,7 @@ def grade_cmd(
 
     store = ResultsStore(db, create=False)
     try:
-        counts = eventloop.run(grade_db(store, answers, regrade=regrade, on_unknown=lambda ids: typer.echo(
+        counts = asyncio.run(grade_db(store, answers, regrade=regrade, on_unknown=lambda ids: typer.echo(
             f"warning: {len(ids)} answer id(s) match no problem in {db}: {', '.join(ids[:5])}"
             + (", ..." if len(ids) > 5 else ""), err=True)))
     finally:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 import yaml
 
-from physlab import eventloop
 from physlab.errors import UserError
 
 STRATEGY_HELP = ("lab|oneshot|two-step|rsa|manager|tpbench-vote|tpbench-bon|tpbench-weak|tpbench-sympy|"
@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
             params["resume_iteration"] = resume_iteration
         prob = load_problem(problem)
         events = _progress_sink(console_mode, strategy, quiet=quiet or as_json)
-        attempt = eventloop.run(run_solve(
+        attempt = asyncio.run(run_solve(
             prob, strategy, model, workspace=workspace, budget=budget, api_base=api_base,
             api_key_env=api_key_env, seed=seed, params=params, resume=resume_dir, events=events,
             max_in_flight=max_in_flight, models_config=models_config, replace=replace))

@@ -87,9 +87,9 @@ async def rescore_run(run_dir: Path | str, judge_model: str, *, api_base: str | 
 
 def register_rescore(runs_app: Any) -> None:
     """Add ``rescore DIR --judge M`` to the ``physlab runs`` typer app (called by the lab's CLI)."""
-    import typer
+    import asyncio
 
-    from physlab import eventloop
+    import typer
 
     @runs_app.command("rescore")
     def rescore_cmd(
@@ -102,7 +102,7 @@ def register_rescore(runs_app: Any) -> None:
     ) -> None:
         """Re-score stored SCALAR transcripts with another Judge (Actor and Critic are not re-run)."""
         for d in run_dirs:
-            res = eventloop.run(rescore_run(d, judge, api_base=api_base, api_key_env=api_key_env,
+            res = asyncio.run(rescore_run(d, judge, api_base=api_base, api_key_env=api_key_env,
                                           temperature=temperature))
             summary = {"run_dir": str(d), **res.summary()}
             if as_json:
