@@ -1,5 +1,5 @@
-"""The stand-in's hand-parsed HTTP (physlab.llm.standin.aio): keep-alive, pipelining, the error
-answers, and the bodies it refuses, seen from plain sockets and the standard library's client."""
+"""The stand-in's HTTP: keep-alive, pipelining, the error answers, and the bodies it refuses, seen
+from plain sockets and the standard library's client."""
 
 from __future__ import annotations
 
@@ -75,3 +75,17 @@ def test_a_client_that_leaves_before_its_answer_does_not_stop_the_server():
         assert conn.getresponse().status == 200
         conn.close()
     assert srv.stats.requests == 2 and srv.stats.in_flight == 0
+
+
+def test_latency_drawn_per_request_is_applied_and_recorded_per_completion():
+    drawn = iter([0.05, 0.3])
+    with StandinServer(ScriptedResponder(["fast", "slow"]), latency_s=lambda body: next(drawn)) as srv:
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+        ids = []
+        for _ in range(2):
+            conn.request("POST", "/v1/chat/completions", CHAT, {"Content-Type": "application/json"})
+            ids.append(json.loads(conn.getresponse().read())["id"])
+        conn.close()
+    (t1, l1), (t2, l2) = srv.served[ids[0]], srv.served[ids[1]]
+    assert (l1, l2) == (0.05, 0.3)
+    assert t2 - t1 >= 0.05  # the second request was sent after the first one's latency

@@ -44,15 +44,6 @@ def test_serves_one_completion_and_reports_it_when_stdin_closes():
     assert stats["max_in_flight"] == 1
 
 
-def test_a_bad_event_loop_setting_is_one_error_line_and_exit_2(monkeypatch):
-    monkeypatch.setenv("PHYSLAB_EVENT_LOOP", "trio")
-    proc = _start()
-    out, err = proc.communicate(timeout=30)
-    assert (proc.returncode, out) == (2, "")
-    assert err.strip().splitlines() == [
-        "error: field 'PHYSLAB_EVENT_LOOP': expected one of auto, uvloop, asyncio, got 'trio'"], err
-
-
 def test_missing_reply_file_is_one_error_line_and_exit_2(tmp_path):
     missing = tmp_path / "no_such_reply.txt"
     proc = _start("--reply-file", str(missing))

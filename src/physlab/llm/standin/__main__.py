@@ -1,5 +1,4 @@
-"""Run the stand-in server on its own (127.0.0.1), e.g. to try a sweep setup without a model, or
-to keep its CPU out of the process being measured (benchmarks/sweep_efficiency.py):
+"""Run the stand-in server on its own (127.0.0.1), e.g. to try a sweep setup without a model:
 
     python -m physlab.llm.standin [--latency 0.2] [--reply TEXT | --reply-file FILE] [--port N]
 
@@ -18,7 +17,6 @@ import threading
 import time
 from pathlib import Path
 
-from physlab.errors import UserError
 from physlab.llm.standin.server import StandinServer
 
 
@@ -47,9 +45,6 @@ def main(argv: list[str] | None = None) -> int:
         server = StandinServer(responder, latency_s=args.latency, port=args.port).start()
     except OSError as exc:
         print(f"error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except UserError as exc:  # e.g. a bad PHYSLAB_EVENT_LOOP
-        print(f"error: {exc}", file=sys.stderr)
         return 2
     print(server.base_url, flush=True)
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()

@@ -1,17 +1,22 @@
 """The project's OpenAI-compatible stand-in server (tests and benchmarks; 127.0.0.1 only).
 
-One event loop in a background thread on a random free port (``physlab.llm.standin.aio``): the
-simulated latency is a timer per request, so the concurrency it observes is real, and it owns its
+The standard library's threading HTTP server on a random free port: a thread per connection, so
+the concurrency it observes is real (the simulated latency is that thread waiting), and it owns its
 sockets, so "dropped connection" is a true drop (an ASGI app cannot close the socket without
-answering). It replaced a thread-per-connection server that cost ~2.5x the CPU per request.
+answering).
 
     with StandinServer(ScriptedResponder([...]), latency_s=0.2) as srv:
         srv.inject("rate_limit", retry_after=1)     # next request gets 429 + Retry-After
         ... openai:standin --api-base srv.base_url ...
         srv.stats.prompt_tokens, srv.stats.completion_tokens, srv.stats.max_in_flight
 
+``latency_s`` is seconds, or a callable ``(request_body) -> seconds`` drawn per request (a
+benchmark's latency distribution); ``srv.served`` maps each completion's id to when its request
+arrived and the latency it was given.
+
 Endpoints: POST /v1/chat/completions (tools, tool_calls, streaming SSE with a final usage chunk when
-``stream_options.include_usage``), GET /v1/models.
+``stream_options.include_usage``), GET /v1/models. Keep-alive and pipelined requests are served in
+order on one connection; errors are JSON with a message.
 
 Token counting: ceil(characters / 4) of every message's text, tool-call arguments and tool
 definitions for the prompt, and of the reply's text and arguments for the completion. The server
@@ -28,13 +33,16 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import socket
+import sys
 import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
 
-from physlab.llm.standin.aio import LoopFrontend
 from physlab.llm.standin.responders import EchoResponder, Reply, Responder, args_json, as_reply
 
 FAULT_KINDS = ("rate_limit", "server_error", "slow", "length", "malformed_tool_json", "unknown_tool",
@@ -126,8 +134,116 @@ class StandinStats:
         return self.prompt_tokens + self.completion_tokens
 
 
+MAX_BODY = 64 * 1024 * 1024
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One client connection (keep-alive: its requests are answered in order, one at a time)."""
+
+    protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # an answer's head and body leave in one write, flushed after each request
+    server: "_HTTPServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet, like a test fixture
+        pass
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's error answers (a malformed request line, ...) as JSON too."""
+        self.close_connection = True
+        self._json(code, {"error": {"message": message or HTTPStatus(code).phrase, "type": "invalid_request_error"}})
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        for name, value in {"Content-Type": "application/json", "Content-Length": str(len(data)),
+                            **(headers or {})}.items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        if self.path.split("?", 1)[0].rstrip("/") in ("/v1/models", "/models"):
+            self._json(200, {"object": "list", "data": [{"id": self.server.standin.model_name, "object": "model",
+                                                         "created": 0, "owned_by": "physlab-standin"}]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self.send_error(411, "send a Content-Length body (chunked bodies are not supported by the stand-in)")
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY:
+            return self.send_error(400, "bad Content-Length")
+        raw = self.rfile.read(length)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in ("/v1/chat/completions", "/chat/completions"):
+            return self._json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+        try:
+            body = json.loads(raw or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+        srv = self.server.standin
+        arrived = time.time()
+        fault, latency, delay = srv.admit(body)
+        try:
+            if self.server.stopping.wait(delay):  # stopped meanwhile: dropped, as by a stopped server
+                self.close_connection = True
+                return
+            t0 = time.perf_counter()
+            answer = srv.answer(body, fault)
+            if answer.kind == "drop":
+                self.close_connection = True
+                return
+            if answer.kind == "stream":  # the events, then the connection closes (no chunked encoding)
+                self.close_connection = True
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(b"".join(answer.payload))
+            else:
+                self._json(answer.status, answer.payload, answer.headers)
+            self.wfile.flush()
+            srv.answered(answer, time.perf_counter() - t0, arrived, latency)
+        except OSError:  # the client left before its answer
+            self.close_connection = True
+        finally:
+            srv.done()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    request_queue_size = 1024  # a sweep's cells connect all at once
+    stopping: threading.Event
+    standin: "StandinServer"
+
+    def __init__(self, standin: "StandinServer", address: tuple[str, int]) -> None:
+        self.standin = standin
+        self.stopping = threading.Event()
+        self.connections: set[socket.socket] = set()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):  # a client that went away is no error here
+            super().handle_error(request, client_address)
+
+
 class StandinServer:
-    def __init__(self, responder: Responder | None = None, *, latency_s: float = 0.0,
+    def __init__(self, responder: Responder | None = None, *,
+                 latency_s: float | Callable[[dict[str, Any]], float] = 0.0,
                  model_name: str = "standin", host: str = "127.0.0.1", port: int = 0) -> None:
         self.responder: Responder = responder or EchoResponder()
         self.latency_s = latency_s
@@ -136,34 +252,43 @@ class StandinServer:
         self._port = port
         self.stats = StandinStats()
         self.requests: list[dict[str, Any]] = []
+        self.served: dict[str, tuple[float, float]] = {}  # completion id -> (arrival time, latency given)
         self._faults: deque[Fault] = deque()
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._ids = itertools.count(1)
-        self._frontend: LoopFrontend | None = None
+        self._http: _HTTPServer | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
     @property
     def port(self) -> int:
-        assert self._frontend is not None, "server not started"
-        return self._frontend.server_address[1]
+        assert self._http is not None, "server not started"
+        return self._http.server_address[1]
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
-    @property
-    def open_connections(self) -> int:
-        """Client connections the server holds open right now."""
-        return len(self._frontend._connections) if self._frontend is not None else 0
-
     def start(self) -> "StandinServer":
-        self._frontend = LoopFrontend(self, self.host, self._port)
+        self._http = _HTTPServer(self, (self.host, self._port))
+        threading.Thread(target=self._http.serve_forever, name="physlab-standin", daemon=True).start()
         return self
 
     def stop(self) -> None:
-        if self._frontend is not None:
-            self._frontend.stop()
-            self._frontend = None
+        """Stop serving: answers still pending are dropped, open connections closed; returns once
+        every request is over."""
+        http, self._http = self._http, None
+        if http is None:
+            return
+        http.shutdown()
+        http.stopping.set()
+        for conn in list(http.connections):  # wakes the threads waiting for a connection's next request
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        http.server_close()
+        with self._lock:
+            self._lock.wait_for(lambda: self.stats.in_flight == 0, timeout=10)
 
     def __enter__(self) -> "StandinServer":
         return self.start()
@@ -183,10 +308,12 @@ class StandinServer:
         with self._lock:
             return self._faults.popleft() if self._faults else None
 
-    # ---- answering (the front-end, physlab.llm.standin.aio, sends it) ---------------------------
-    def admit(self, body: dict[str, Any]) -> tuple[Fault | None, float]:
-        """Count a received request; the fault it gets and the delay before its answer."""
+    # ---- answering (the HTTP handler above sends it) -------------------------------------------
+    def admit(self, body: dict[str, Any]) -> tuple[Fault | None, float, float]:
+        """Count a received request; the fault it gets, its latency and the delay before its answer
+        (the latency, plus a `slow` fault's)."""
         fault = self._next_fault()
+        latency = self.latency_s(body) if callable(self.latency_s) else self.latency_s
         with self._lock:
             self.stats.requests += 1
             self.requests.append(body)
@@ -194,8 +321,8 @@ class StandinServer:
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
             if fault:
                 self.stats.faults[fault.kind] += 1
-        delay = self.latency_s + (float(fault.opts.get("delay_s", 2.0)) if fault and fault.kind == "slow" else 0)
-        return fault, delay
+        delay = latency + (float(fault.opts.get("delay_s", 2.0)) if fault and fault.kind == "slow" else 0)
+        return fault, latency, delay
 
     def answer(self, body: dict[str, Any], fault: Fault | None) -> "Answer":
         """What to send back for ``body`` (after its delay)."""
@@ -220,12 +347,15 @@ class StandinServer:
             return Answer("stream", 200, sse_events(completion, include_usage), counted=counted)
         return Answer("json", 200, completion, counted=counted)
 
-    def answered(self, answer: "Answer", handling_s: float) -> None:
-        """An answer went out: add the tokens it reported."""
+    def answered(self, answer: "Answer", handling_s: float, arrived: float, latency: float) -> None:
+        """An answer went out: add the tokens it reported, and note when its request arrived."""
         if answer.counted is None:
             return
         answered, n_prompt, n_completion = answer.counted
+        completion = answer.payload if answer.kind == "json" else None
         with self._lock:
+            if completion is not None and "id" in completion:
+                self.served[completion["id"]] = (arrived, latency)
             self.stats.answered += answered
             self.stats.prompt_tokens += n_prompt
             self.stats.completion_tokens += n_completion
@@ -235,6 +365,7 @@ class StandinServer:
         """A request admitted by :meth:`admit` is over (answered, dropped, or its client left)."""
         with self._lock:
             self.stats.in_flight -= 1
+            self._lock.notify_all()
 
     # ---- building replies ------------------------------------------------------------------
     def build(self, body: dict[str, Any], fault: Fault | None) -> tuple[dict[str, Any], Reply, int, int]:
