@@ -2,7 +2,7 @@
 
 Runs N sequential requests through the real `openai:` path (pydantic-ai OpenAIChatModel + openai
 SDK + httpx) against the zero-latency stand-in server on 127.0.0.1, twice: bare, and through the
-RecordingModel (budget check, in-flight slot, calls.jsonl record with full request/response).
+RecordingModel (budget check, in-flight slots, calls.jsonl record with full request/response).
 Prints:
 - client overhead per call = client wall per call - server handling time per call
   (everything PhysLab + pydantic-ai + the SDK + HTTP add on the client side),
@@ -59,20 +59,21 @@ async def main(calls: int, history: int) -> None:
     reply = "the answer is " + "x " * 100
     with StandinServer(ScriptedResponder([reply], repeat_last=True), latency_s=0.0) as srv, \
             tempfile.TemporaryDirectory() as tmp:
-        bare = build_provider_model("openai:standin", api_base=srv.base_url)
-        await time_calls(bare, messages, 20)  # warm up (imports, connection pool)
-        before = (srv.stats.answered, srv.stats.handling_s)
-        bare_t = await time_calls(bare, messages, calls)
-        bare_cpu = statistics.median(CPU)
-        bare_server = (srv.stats.handling_s - before[1]) / (srv.stats.answered - before[0])
+        async with build_provider_model("openai:standin", api_base=srv.base_url) as bare:
+            await time_calls(bare, messages, 20)  # warm up (imports, connection pool)
+            before = (srv.stats.answered, srv.stats.handling_s)
+            bare_t = await time_calls(bare, messages, calls)
+            bare_cpu = statistics.median(CPU)
+            bare_server = (srv.stats.handling_s - before[1]) / (srv.stats.answered - before[0])
 
         meter = RunMeter(Budget(max_calls=10 * calls), Path(tmp) / "calls.jsonl")
-        wrapped = RunModels("openai:standin", meter=meter, api_base=srv.base_url).for_role("solver")
-        await time_calls(wrapped, messages, 20)
-        before = (srv.stats.answered, srv.stats.handling_s)
-        wrapped_t = await time_calls(wrapped, messages, calls)
-        wrapped_cpu = statistics.median(CPU)
-        wrapped_server = (srv.stats.handling_s - before[1]) / (srv.stats.answered - before[0])
+        async with RunModels("openai:standin", meter=meter, api_base=srv.base_url) as models:
+            wrapped = models.for_role("solver")
+            await time_calls(wrapped, messages, 20)
+            before = (srv.stats.answered, srv.stats.handling_s)
+            wrapped_t = await time_calls(wrapped, messages, calls)
+            wrapped_cpu = statistics.median(CPU)
+            wrapped_server = (srv.stats.handling_s - before[1]) / (srv.stats.answered - before[0])
         meter.close()
         jsonl_kb = (Path(tmp) / "calls.jsonl").stat().st_size / 1024 / (calls + 20)
 
