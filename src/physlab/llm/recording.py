@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Sequence
 
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter
-
 from pydantic_ai.exceptions import (
     ContentFilterError,
     ModelAPIError,
