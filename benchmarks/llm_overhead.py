@@ -1,7 +1,7 @@
 """Client-side overhead per model call (target < 5 ms/call).
 
 Runs N sequential requests through the real `openai:` path (pydantic-ai OpenAIChatModel + openai
-SDK + httpx) against the zero-latency stand-in server on 127.0.0.1, twice: bare, and through the
+SDK + its HTTP client) against the zero-latency stand-in server on 127.0.0.1, twice: bare, and through the
 RecordingModel (budget check, in-flight slots, calls.jsonl record with full request/response).
 Prints:
 - client overhead per call = client wall per call - server handling time per call
