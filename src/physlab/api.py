@@ -110,19 +110,17 @@ async def grade_async(problem: Problem | str | os.PathLike[str], candidate: str 
 def _blocking(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to the end from synchronous code, inside a running loop too (Jupyter): then on
     its own loop in a worker thread, since a running loop cannot be re-entered."""
-    from physlab import eventloop
+    import asyncio
 
     try:
-        import asyncio
-
         asyncio.get_running_loop()
     except RuntimeError:
-        return eventloop.run(coro)
+        return asyncio.run(coro)
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["value"] = eventloop.run(coro)
+            box["value"] = asyncio.run(coro)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it is
             box["error"] = exc
 
