@@ -29,7 +29,7 @@ _COMMAND_MODULES = (
     "physlab.grading.cli",
     "physlab.sandbox.cli",
     "physlab.strategies.cli",
-    "physlab.lab.cli",
+    "physlab.runs.cli",
     "physlab.bench.cli",
     "physlab.web.cli",
 )
