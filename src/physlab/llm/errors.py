@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 
 class BudgetExceeded(Exception):
     """A Budget limit was reached. Strategies catch it and end cleanly (status partially_complete
@@ -19,3 +21,30 @@ class ModelFailure(Exception):
 class ReplayError(ModelFailure):
     """A ``replay:`` model ran out of recorded responses for a role, or the run asked for something
     other than what was recorded (the replay diverged)."""
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def find_error(exc: BaseException | None, kind: type[E]) -> E | None:
+    """The first ``kind`` in ``exc`` itself, the members of an exception group, or the chain of
+    causes and contexts: pydantic-ai, task groups and ``raise ... from`` wrap our errors, and a
+    strategy or the lab must still see that a budget ran out or the model failed for good."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, kind):
+            return e
+        if isinstance(e, BaseExceptionGroup):
+            todo[:0] = list(e.exceptions)
+        todo.append(e.__cause__ or e.__context__)
+    return None
+
+
+def budget_error(exc: BaseException | None) -> BudgetExceeded | None:
+    """The BudgetExceeded inside ``exc`` (see :func:`find_error`), or None."""
+    return find_error(exc, BudgetExceeded)
