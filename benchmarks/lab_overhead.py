@@ -29,7 +29,7 @@ from physlab.llm.scripted import final_answer, tool_call
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
 from physlab.sandbox import default_sandbox
-from physlab.strategies.context import RunContext
+from physlab.runs.context import RunContext
 
 PROMPT_SIZES: dict[int, int] = {}
 

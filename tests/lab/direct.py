@@ -12,7 +12,7 @@ from physlab.lab.engine import LabEngine, LabSettings
 from physlab.llm.meter import RunMeter
 from physlab.llm.usage import Budget
 from physlab.sandbox import default_sandbox
-from physlab.strategies.context import RunContext
+from physlab.runs.context import RunContext
 
 
 class FunctionSource:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from physlab.errors import UserError
-from physlab.strategies.lab import settings_from_params
+from physlab.strategies.lab import LabStrategy
 
 from tests.lab.helpers import solve, state_of
 from tests.lab.mini import mini_problem, register
@@ -21,8 +21,11 @@ async def test_finished_run_replays_offline(tmp_path):
 
 
 def test_params_are_validated():
-    assert settings_from_params({"max_iterations": "5", "critic_every": 0}).max_iterations == 5
-    with pytest.raises(UserError, match="unknown parameter"):
-        settings_from_params({"max_iteration": 5})
-    with pytest.raises(UserError, match="parallel_workers"):
-        settings_from_params({"parallel_workers": 0})
+    settings = LabStrategy.configured({"max_iterations": "5", "critic_every": 0}).params.settings()
+    assert (settings.max_iterations, settings.critic_every) == (5, 0)
+    with pytest.raises(UserError, match="strategy lab: unknown --param 'max_iteration'; expected one of: max_iterations"):
+        LabStrategy.configured({"max_iteration": 5})
+    with pytest.raises(UserError, match="strategy lab: --param parallel_workers: input should be greater than"):
+        LabStrategy.configured({"parallel_workers": 0})
+    with pytest.raises(UserError, match="--param resume_iteration"):
+        LabStrategy.configured({"resume_iteration": -1})

@@ -14,7 +14,7 @@ from physlab.llm.scripted import register_scenario
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
 from physlab.sandbox import Sandbox, default_sandbox
-from physlab.strategies.context import RunContext
+from physlab.runs.context import RunContext
 
 _ids = itertools.count()
 
@@ -50,8 +50,7 @@ def solution(expr: str, reasoning: str = "Each gate survives with probability 1-
 
 
 def make_ctx(tmp_path: Path, scenario: Callable[[], Any], *, problem: Problem | None = None,
-             params: dict[str, Any] | None = None, budget: Budget | None = None,
-             seed: int = 0) -> RunContext:
+             budget: Budget | None = None, seed: int = 0) -> RunContext:
     name = f"test-sampling-{next(_ids)}"
     register_scenario(name, scenario)
     full = problem or make_problem()
@@ -62,7 +61,7 @@ def make_ctx(tmp_path: Path, scenario: Callable[[], Any], *, problem: Problem | 
     grader, equivalence = _graders(full, sandbox)
     return RunContext(problem=full.public(), workspace=tmp_path, models=models, usage=meter,
                       budget=budget, sandbox=sandbox, grader=grader, equivalence=equivalence,
-                      seed=seed, params=dict(params or {}))
+                      seed=seed)
 
 
 def _graders(problem: Problem, sandbox: Sandbox) -> tuple[Any, Any]:

@@ -106,10 +106,9 @@ def _wind_down_scenario(log: dict):
 
 async def test_wind_down_removes_dispatch_tool(tmp_path):
     log: dict = {}
-    ctx = make_ctx(tmp_path, _wind_down_scenario(log),
-                   params={"max_iterations": 2, "iteration_tokens": 1000,
-                           "wind_down_fraction": 0.5})
-    attempt = await Manager().run(ctx)
+    ctx = make_ctx(tmp_path, _wind_down_scenario(log))
+    attempt = await Manager.configured({"max_iterations": 2, "iteration_tokens": 1000,
+                                        "wind_down_fraction": 0.5}).run(ctx)
     tools = log["tools"]
     assert "dispatch_subagent" in tools[0]
     # after the subagent's long reply the iteration is past 50% of its tokens: dispatch is gone,
@@ -145,10 +144,9 @@ async def test_budget_ends_with_forced_best_answer(tmp_path):
     assert attempt.usage.calls == 4
 
 
-async def test_bad_param(tmp_path):
+def test_bad_param():
     import pytest
     from physlab.errors import UserError
 
-    ctx = make_ctx(tmp_path, _budget_scenario(), params={"wind_down_fraction": "1.5"})
-    with pytest.raises(UserError, match="wind_down_fraction"):
-        await Manager().run(ctx)
+    with pytest.raises(UserError, match="--param wind_down_fraction: input should be less than or equal to 1"):
+        Manager.configured({"wind_down_fraction": "1.5"})

@@ -1,5 +1,6 @@
-"""PhysicsMinions with scripted models: CV counting and reset, verifier order, visual JSON loop,
-iteration cap, budget end, answer extraction."""
+"""PhysicsMinions with scripted models: CV counting and reset, verifier order, the visual loop
+(descriptions and reviews through output tools, malformed ones retried), iteration cap, budget end,
+answer extraction."""
 
 from __future__ import annotations
 
@@ -9,17 +10,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart, ModelRequest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from physlab.llm.errors import BudgetExceeded
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
 from physlab.sandbox.core import Sandbox
+from physlab.runs.context import RunContext
 from physlab.strategies.base import Strategy
-from physlab.strategies.context import RunContext
 from physlab.strategies.minions import Minions
-from physlab.strategies.minions.visual import validate_description
+from physlab.strategies.minions.visual import FigureDescription
+from physlab.strategies.sampling import OUTPUT_RETRIES
 from stub_ctx import NoUsage, ScriptModels
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -27,7 +29,7 @@ PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
 
 
 def _prompt_parts(messages: list[ModelMessage]) -> list[Any]:
-    for msg in reversed(messages):
+    for msg in messages:  # the first prompt: a retry's request holds only the error
         if isinstance(msg, ModelRequest):
             for part in msg.parts:
                 if isinstance(part, UserPromptPart):
@@ -37,7 +39,9 @@ def _prompt_parts(messages: list[ModelMessage]) -> list[Any]:
 
 @dataclass
 class Script:
-    """Per-role reply queues; records (role, prompt text, number of images) of every request."""
+    """Per-role reply queues; records (role, prompt text, number of images) of every request. A
+    role with an output tool (verifiers, the visual studio) gets a JSON reply as that tool's
+    call, as a real model gives it; any other reply to it is prose, which pydantic-ai retries."""
 
     replies: dict[str, list[str | Callable[[str], str]]]
     calls: list[tuple[str, str, int]] = field(default_factory=list)
@@ -55,7 +59,10 @@ class Script:
             if not queue:
                 raise AssertionError(f"unexpected call for role {role}")
             item = queue.pop(0) if len(queue) > 1 else queue[0]
-            return ModelResponse(parts=[TextPart(item(text) if callable(item) else item)])
+            reply = item(text) if callable(item) else item
+            if info.output_tools and not info.allow_text_output and reply.lstrip().startswith("{"):
+                return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, reply)])
+            return ModelResponse(parts=[TextPart(reply)])
 
         return FunctionModel(respond)
 
@@ -63,9 +70,9 @@ class Script:
         return [c[0] for c in self.calls]
 
 
-def make_ctx(tmp_path: Path, script: Script, problem: Problem, **params: Any) -> RunContext:
+def make_ctx(tmp_path: Path, script: Script, problem: Problem) -> RunContext:
     return RunContext(problem=problem.public(), workspace=tmp_path, models=ScriptModels(script), usage=NoUsage(),
-                      budget=Budget(), sandbox=Sandbox(), grader=None, equivalence=None, params=params)
+                      budget=Budget(), sandbox=Sandbox(), grader=None, equivalence=None)
 
 
 PASS = '{"verdict": "pass", "issues": []}'
@@ -97,7 +104,7 @@ async def test_accepts_after_two_consecutive_passes_and_runs_general_only_after_
 async def test_general_verifier_never_called_when_physics_fails_and_bug_report_reaches_introspector(tmp_path):
     script = Script({"solver": [SOL], "introspector": [SOL, "fixed solution \\boxed{1}", SOL, SOL, SOL],
                      "physics_verifier": [FAIL_PHYS], "general_verifier": [PASS]})
-    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN, max_iterations=3))
+    attempt = await Minions.configured({"max_iterations": 3}).run(make_ctx(tmp_path, script, OPEN))
     assert "general_verifier" not in script.roles()
     assert attempt.stop_reason == "iteration_cap" and attempt.details["accepted"] is False
     assert attempt.status == "complete" and attempt.answer_text  # last solution returned, said so
@@ -128,14 +135,26 @@ async def test_iteration_cap_with_alternating_verdicts(tmp_path):
     assert attempt.stop_reason == "iteration_cap"
 
 
-async def test_cv_param_and_unparsable_verifier_is_a_failure(tmp_path):
+async def test_cv_param_and_a_verifier_without_a_valid_review_is_a_failure(tmp_path):
+    # prose, then a verdict outside the schema, then prose again: after its retries the check fails
+    unreadable = ["looks fine I guess", '{"verdict": "fine", "issues": []}', "really fine"]
+    assert len(unreadable) == 1 + OUTPUT_RETRIES
     script = Script({"solver": [SOL], "introspector": [SOL],
-                     "physics_verifier": ["looks fine I guess", PASS], "general_verifier": [PASS]})
-    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN, cv=3, self_improve=False))
+                     "physics_verifier": [*unreadable, PASS], "general_verifier": [PASS]})
+    attempt = await Minions.configured({"cv": 3, "self_improve": False}).run(make_ctx(tmp_path, script, OPEN))
     review = attempt.details["review"]
     assert review[0]["passed"] is False and review[0]["parsed"] is False
     assert [r["consecutive_passes"] for r in review] == [0, 1, 2, 3]
     assert script.roles()[:2] == ["solver", "physics_verifier"]  # no self-improvement call
+    assert script.roles().count("physics_verifier") == len(unreadable) + 3
+
+
+async def test_a_malformed_review_is_retried_with_its_validation_error(tmp_path):
+    script = Script({"solver": [SOL], "introspector": [SOL],
+                     "physics_verifier": ['{"verdict": "PASS"}', PASS], "general_verifier": [PASS]})
+    attempt = await Minions.configured({"cv": 1, "self_improve": False}).run(make_ctx(tmp_path, script, OPEN))
+    assert attempt.details["accepted"] is True and attempt.details["review"][0]["parsed"] is True
+    assert script.roles() == ["solver", "physics_verifier", "physics_verifier", "general_verifier"]
 
 
 async def test_visual_studio_validates_json_and_loops_until_cv_passes(tmp_path):
@@ -143,11 +162,11 @@ async def test_visual_studio_validates_json_and_loops_until_cv_passes(tmp_path):
     img.write_bytes(PNG)
     problem = Problem(id="p2", statement="Read the plot.", images=[img], reference="1",
                       reference_format="latex")
-    bad = "here is the figure: axes x and y"  # not JSON -> schema failure, no verifier call
-    wrong_shape = json.dumps({"summary": "missing figure_type"})
+    bad = "here is the figure: axes x and y"  # prose, not the output tool: retried, then a schema failure
+    wrong_shape = json.dumps({"summary": "missing figure_type"})  # retried with the error, then a failure
     script = Script({
         "visual_inspector": [bad],
-        "visual_introspector": [wrong_shape, FIG, FIG, FIG],
+        "visual_introspector": [wrong_shape] * (1 + OUTPUT_RETRIES) + [FIG, FIG, FIG],
         "visual_verifier": ['{"verdict": "fail", "issues": ["y axis is logarithmic"]}', PASS, PASS],
         "solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS], "general_verifier": [PASS],
     })
@@ -156,11 +175,11 @@ async def test_visual_studio_validates_json_and_loops_until_cv_passes(tmp_path):
     trace = json.loads((ws / "minions_trace.json").read_text())
     fig = trace["figures"][0]
     assert fig["verified"] is True
-    # not JSON -> schema failure; wrong shape -> schema failure; then the Verifier: fail, pass, pass
+    # prose -> schema failure; wrong shape -> schema failure; then the Verifier: fail, pass, pass
     assert [r["stage"] for r in fig["rounds"]] == ["schema", "schema", "verifier", "verifier", "verifier"]
     assert [r["consecutive_passes"] for r in fig["rounds"]] == [0, 0, 0, 1, 2]
-    assert "not a JSON object" in fig["rounds"][0]["issues"][0]
-    assert "figure_type" in fig["rounds"][1]["issues"][0]
+    assert "tool call" in fig["rounds"][0]["issues"][0]
+    assert "figure_type: Field required" in fig["rounds"][1]["issues"][0]
     assert script.roles().count("visual_verifier") == 3  # schema failures cost no Verifier call
     # the refinement after the verifier failure carries its issue
     intro = [t for r, t, _ in script.calls if r == "visual_introspector"]
@@ -177,16 +196,16 @@ async def test_visual_off_and_images_withheld(tmp_path):
     problem = Problem(id="p3", statement="Read the plot.", images=[img])
     script = Script({"solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS],
                      "general_verifier": [PASS]})
-    await Minions().run(make_ctx(tmp_path, script, problem, visual=False, send_images=False))
+    await Minions.configured({"visual": False, "send_images": False}).run(make_ctx(tmp_path, script, problem))
     assert not any(r.startswith("visual") for r in script.roles())
     assert all(n == 0 for _, _, n in script.calls)
 
 
-def test_validate_description():
-    ok, err = validate_description("```json\n" + FIG + "\n```")
-    assert ok is not None and err is None
-    none, err = validate_description('{"figure_type": "plot"}')
-    assert none is None and "summary" in err
+def test_figure_description_schema_is_what_the_inspector_is_asked_for():
+    assert FigureDescription.model_validate_json(FIG).figure_type == "plot"
+    schema = FigureDescription.model_json_schema()
+    assert {"figure_type", "summary"} <= set(schema["required"])
+    assert "plot | diagram" in schema["properties"]["figure_type"]["description"]
 
 
 async def test_budget_end_keeps_best_solution(tmp_path):
@@ -226,11 +245,18 @@ async def test_reference_never_in_prompts(tmp_path):
     assert "1. Expression" in script.calls[0][1]  # public answer types still guide the format
 
 
-async def test_unknown_param_is_a_user_error(tmp_path):
+def test_params_are_the_papers_and_bad_ones_are_one_line_errors():
     from physlab.errors import UserError
 
-    with pytest.raises(UserError):
-        await Minions().run(make_ctx(tmp_path, Script({}), OPEN, cvv=3))
+    p = Minions().params
+    assert (p.cv, p.max_iterations, p.temperature, p.visual_cv, p.visual_max_iterations) == (2, 5, 0.6, 2, 5)
+    assert Minions.configured({"cv": 3}).params.visual_cv == 3  # the visual loop follows cv unless set
+    with pytest.raises(UserError, match="strategy minions: unknown --param 'cvv'; expected one of: "):
+        Minions.configured({"cvv": 3})
+    with pytest.raises(UserError, match=r"--param cv: input should be greater than or equal to 1 \(got 0\)"):
+        Minions.configured({"cv": 0})
+    with pytest.raises(UserError, match="--param cv: expected int, got True"):
+        Minions.configured({"cv": True})
 
 
 async def test_visual_failure_falls_back_to_text_only(tmp_path):

@@ -41,7 +41,7 @@ async def test_prompt_is_public_problem_plus_template_with_images(tmp_path):
 
 async def test_unknown_parameter_is_a_user_error(tmp_path):
     prob = Problem(id="p", statement="s")
-    with pytest.raises(UserError, match="no parameter 'n'"):
+    with pytest.raises(UserError, match="strategy oneshot: unknown --param 'n'; expected one of: temperature"):
         await run_solve(prob, "oneshot", "scripted:echo", workspace=tmp_path / "w", params={"n": 3})
     for bad in ("hot", "5"):  # not a number, out of [0, 2]: bad input, not an errored run graded invalid
         with pytest.raises(UserError, match="--param temperature"):

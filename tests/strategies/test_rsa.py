@@ -43,9 +43,8 @@ def _scenario(log: dict):
 
 async def test_aggregation_sees_k_distinct_candidates_and_votes_by_equivalence(tmp_path):
     log: dict = {}
-    ctx = make_ctx(tmp_path, _scenario(log),
-                   params={"population": 4, "subset_size": 3, "rounds": 3, "concurrency": 1}, seed=7)
-    attempt = await RSA().run(ctx)
+    ctx = make_ctx(tmp_path, _scenario(log), seed=7)
+    attempt = await RSA.configured({"population": 4, "subset_size": 3, "rounds": 3, "concurrency": 1}).run(ctx)
     assert attempt.status == "complete"
     assert attempt.usage.calls == 4 * 3
     assert set(attempt.usage_by_role) == {"generator", "aggregator"}
@@ -64,19 +63,16 @@ async def test_aggregation_sees_k_distinct_candidates_and_votes_by_equivalence(t
 async def test_subsets_follow_the_seed(tmp_path):
     runs = []
     for seed in (1, 1, 2):
-        ctx = make_ctx(tmp_path / f"s{len(runs)}", _scenario({}), problem=OPEN,
-                       params={"population": 4, "subset_size": 2, "rounds": 2}, seed=seed)
-        attempt = await RSA().run(ctx)
+        ctx = make_ctx(tmp_path / f"s{len(runs)}", _scenario({}), problem=OPEN, seed=seed)
+        attempt = await RSA.configured({"population": 4, "subset_size": 2, "rounds": 2}).run(ctx)
         runs.append(attempt.details["rounds"][1]["subsets"])
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
 
 
 async def test_budget_mid_round_returns_best_so_far(tmp_path):
-    ctx = make_ctx(tmp_path, _scenario({}), params={"population": 4, "subset_size": 2,
-                                                    "rounds": 4, "concurrency": 1},
-                   budget=Budget(max_calls=6), problem=OPEN)
-    attempt = await RSA().run(ctx)
+    ctx = make_ctx(tmp_path, _scenario({}), budget=Budget(max_calls=6), problem=OPEN)
+    attempt = await RSA.configured({"population": 4, "subset_size": 2, "rounds": 4, "concurrency": 1}).run(ctx)
     assert attempt.status == "partially_complete"
     assert attempt.stop_reason == "budget:max_calls"
     assert "Final Answer" in attempt.answer_text
@@ -90,6 +86,6 @@ async def test_defaults_and_validation(tmp_path):
     attempt = await RSA().run(ctx)
     assert attempt.usage.calls == 24  # 6 x 4, the physics-intern comparison's setting
     assert all(len(s) == 2 for s in log["subsets"])
-    bad = make_ctx(tmp_path / "bad", _scenario({}), params={"population": 2, "subset_size": 3})
-    with pytest.raises(UserError, match="subset_size"):
-        await RSA().run(bad)
+    with pytest.raises(UserError, match=r"strategy rsa: --param subset_size: expected at most population \(2\), got 3"):
+        RSA.configured({"population": 2, "subset_size": 3})
+    assert RSA.configured({"max_iterations": 2}).params.rounds == 2  # --max-iterations sets T

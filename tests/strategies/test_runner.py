@@ -19,7 +19,8 @@ from physlab.llm.standin import ScriptedResponder, StandinServer
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
 from physlab.strategies import registry
-from physlab.strategies.base import Attempt
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import StrategyParams
 from physlab.strategies.runner import run_solve
 
 TEMPLATE = "def answer(x):\n    y = ...\n    return y\n"
@@ -42,7 +43,7 @@ def cli(*args: str) -> int:
     return exc.value.code
 
 
-class TwoCalls:
+class TwoCalls(Strategy):
     """Test strategy: two sequential solver calls (budget tests)."""
     name = "test-two-calls"
 
@@ -54,7 +55,7 @@ class TwoCalls:
                        status="complete", answer_text=first + second)
 
 
-class Parallel:
+class Parallel(Strategy):
     """Test strategy: eight concurrent requests (in-flight cap tests)."""
     name = "test-parallel"
 
@@ -65,19 +66,25 @@ class Parallel:
                        status="complete", answer_text="\n".join(o.output for o in outs))
 
 
-class Buggy:
+class Buggy(Strategy):
     name = "test-buggy"
 
     async def run(self, ctx):
         raise ZeroDivisionError("strategy bug")
 
 
-class SeesContext:
+class SeesParams(StrategyParams):
+    k: int = 0
+
+
+class SeesContext(Strategy[SeesParams]):
     name = "test-sees"
+    Params = SeesParams
     seen: dict = {}
 
     async def run(self, ctx):
-        SeesContext.seen = {"problem": ctx.problem, "workspace": ctx.workspace, "params": ctx.params}
+        SeesContext.seen = {"problem": ctx.problem, "workspace": ctx.workspace, "params": self.params,
+                            "reference": ctx.reference_solution}
         return Attempt(strategy=self.name, model="", problem_id="", status="complete", answer_text="x")
 
 
@@ -94,7 +101,7 @@ async def test_workspace_contract_and_public_context(tmp_path):
     att = await run_solve(problem(keyed=True), "test-sees", "scripted:echo", workspace=ws, params={"k": 1})
     seen = SeesContext.seen
     assert seen["problem"].reference is None and seen["problem"].solution is None
-    assert seen["workspace"] == ws and seen["params"] == {"k": 1}
+    assert seen["workspace"] == ws and seen["params"] == SeesParams(k=1) and seen["reference"] is None
     pm = (ws / "PROBLEM.md").read_text()
     assert "Return twice" in pm and "def answer(x)" in pm
     assert "2*x" not in pm and "SECRET" not in pm
@@ -244,10 +251,10 @@ def test_registry_lists_every_contract_strategy():
     for name in ("lab", "oneshot", "two-step", "rsa", "manager", "tpbench-vote", "tpbench-bon", "tpbench-weak",
                  "tpbench-sympy", "multi-round", "minions", "scalar"):
         assert name in registry.names()
-    assert "oneshot" in registry.available()
+        assert issubclass(registry.get(name), Strategy) and registry.get(name).name == name
 
 
-class GroupedBudget:
+class GroupedBudget(Strategy):
     name = "test-grouped"
 
     async def run(self, ctx):

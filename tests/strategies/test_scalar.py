@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart, UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from physlab.errors import UserError
@@ -17,7 +19,8 @@ from physlab.llm.errors import BudgetExceeded
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
 from physlab.sandbox.core import Sandbox
-from physlab.strategies.context import RunContext
+from physlab.runs.context import RunContext
+from physlab.strategies.sampling import OUTPUT_RETRIES
 from physlab.strategies.scalar import Scalar
 from physlab.strategies.scalar.analysis import load_records
 from physlab.strategies.scalar.personas import FEEDBACK, PERSONAS
@@ -64,6 +67,8 @@ class Script:
             self.calls.append((role, system, user))
             queue = self.replies[role]
             item = queue.pop(0) if len(queue) > 1 else queue[0]
+            if info.output_tools and item.startswith("{"):  # the Judge answers through its tool
+                return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, item)])
             return ModelResponse(parts=[TextPart(item)])
 
         return FunctionModel(respond)
@@ -88,10 +93,10 @@ PROBLEM = Problem(id="q1", statement="Compute the decay width of Phi -> phi phi.
                   reference=r"\boxed{W}", reference_format="latex", solution="SECRET_REFERENCE_SOLUTION")
 
 
-def make_ctx(tmp_path: Path, script: Script, *, grader=None, reference=None, **params) -> RunContext:
+def make_ctx(tmp_path: Path, script: Script, *, grader=None, reference=None) -> RunContext:
     return RunContext(problem=PROBLEM.public(), workspace=tmp_path, models=ScriptModels(script), usage=NoUsage(),
-                      budget=Budget(), sandbox=Sandbox(), grader=grader, equivalence=None, params=params,
-                      critic_reference=reference)
+                      budget=Budget(), sandbox=Sandbox(), grader=grader, equivalence=None,
+                      reference_solution=reference)
 
 
 def test_twelve_personas_five_strategies():
@@ -125,7 +130,7 @@ async def test_stagnation_stop(tmp_path):
     assert a.stop_reason == "stagnation" and a.details["scores"] == [60, 63, 61]
     assert [t.progress for t in load_transcript(tmp_path).turns] == [None, False, False]
     s2 = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(30, 6), judge(33, 6), judge(40, 6), judge(40, 6)]})
-    a2 = await Scalar().run(make_ctx(tmp_path / "b", s2, stagnation_patience=1))
+    a2 = await Scalar.configured({"stagnation_patience": 1}).run(make_ctx(tmp_path / "b", s2))
     assert a2.stop_reason == "stagnation" and a2.details["scores"] == [60, 63]
 
 
@@ -139,7 +144,9 @@ def test_stagnated_helper():
 
 
 async def test_judge_parse_failure_is_recorded_and_fails_the_turn(tmp_path):
-    s = Script({"actor": ["a"], "critic": ["c"], "judge": ["I think it is right (85/100)", judge(45)]})
+    # prose instead of the evaluation tool, on the request and on every retry
+    s = Script({"actor": ["a"], "critic": ["c"],
+                "judge": ["I think it is right (85/100)"] * (1 + OUTPUT_RETRIES) + [judge(45)]})
     a = await Scalar().run(make_ctx(tmp_path, s))
     assert a.details["scores"] == [None, 85] and a.details["passes"] == [False, True]
     assert a.details["judge_parse_failures"] == 1
@@ -167,7 +174,8 @@ async def test_reference_free_critic_by_default_and_nobody_sees_the_reference(tm
 
 async def test_reference_conditioned_critic_only_when_asked(tmp_path):
     s = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(20), judge(45)]})
-    await Scalar().run(make_ctx(tmp_path, s, reference="SECRET_REFERENCE_SOLUTION", critic_reference="true"))
+    await Scalar.configured({"critic_reference": "true"}).run(
+        make_ctx(tmp_path, s, reference="SECRET_REFERENCE_SOLUTION"))
     for role, system, user in s.calls:
         if role == "critic":
             assert "SECRET_REFERENCE_SOLUTION" in user and "Never" in system
@@ -177,19 +185,20 @@ async def test_reference_conditioned_critic_only_when_asked(tmp_path):
 
 
 async def test_critic_reference_without_reference_is_a_user_error(tmp_path):
-    with pytest.raises(UserError):
-        await Scalar().run(make_ctx(tmp_path, Script({}), critic_reference="true"))
+    with pytest.raises(UserError, match="needs a reference solution"):
+        await Scalar.configured({"critic_reference": True}).run(make_ctx(tmp_path, Script({})))
 
 
 async def test_persona_and_feedback_reach_the_prompts(tmp_path):
     s = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(45)]})
-    await Scalar().run(make_ctx(tmp_path, s, expertise="novice", style="skeptical", feedback="pedagogical"))
+    await Scalar.configured({"expertise": "novice", "style": "skeptical", "feedback": "pedagogical"}).run(
+        make_ctx(tmp_path, s))
     actor_sys = next(c[1] for c in s.calls if c[0] == "actor")
     critic_sys = next(c[1] for c in s.calls if c[0] == "critic")
     assert "graduate student" in actor_sys and "Doubt every assumption" in actor_sys
     assert "Socratic" in critic_sys
-    with pytest.raises(UserError):
-        await Scalar().run(make_ctx(tmp_path, Script({}), feedback="harsh"))
+    with pytest.raises(UserError, match="strategy scalar: --param feedback: input should be 'adversarial'"):
+        Scalar.configured({"feedback": "harsh"})
 
 
 async def test_budget_end_keeps_last_attempt(tmp_path):
@@ -205,11 +214,11 @@ async def test_rescore_with_another_judge(tmp_path):
     s = Script({"actor": ["\\boxed{V}", "\\boxed{W}"], "critic": ["c"], "judge": [judge(30, 6), judge(45)]})
     await Scalar().run(make_ctx(tmp_path, s, grader=grader))
     # the new Judge is harsher on turn 1 and cannot parse-fail silently on turn 0
-    s2 = Script({"judge": ["garbage", judge(38, 8)]})
+    s2 = Script({"judge": ["garbage"] * (1 + OUTPUT_RETRIES) + [judge(38, 8)]})
     res = await rescore_transcript(tmp_path, s2.model("judge"), "scripted:harsh")
     assert res.scores == [None, 78] and res.passes == [False, False] and not res.converged
     assert (tmp_path / rescore_file_name("scripted:harsh")).is_file()
-    assert all(c[0] == "judge" for c in s2.calls) and len(s2.calls) == 2  # actor/critic not re-run
+    assert all(c[0] == "judge" for c in s2.calls) and len(s2.calls) == 2 + OUTPUT_RETRIES  # actor/critic not re-run
     # grader equivalence was reused: a lenient judge that says "not equivalent" still passes turn 1
     s3 = Script({"judge": [judge(45, eq=False)]})
     res3 = await rescore_transcript(tmp_path, s3.model("judge"), "scripted:lenient")

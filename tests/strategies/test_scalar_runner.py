@@ -60,17 +60,38 @@ def test_scalar_demo_through_runner_and_rescore_cli(tmp_path):
     assert (tmp_path / "rep" / "score_update_field.png").read_bytes()[:4] == b"\x89PNG"
 
 
-async def test_runner_supplies_the_reference_only_when_asked(tmp_path):
+async def test_the_reference_is_supplied_only_to_parameters_that_ask_for_it(tmp_path):
     problem = Problem(id="q", statement="Find x.", reference="42", reference_format="number",
                       solution="SECRET_WORKED_SOLUTION")
-    from physlab.strategies import runner
+    from physlab.strategies import registry, runner
 
-    assert runner._critic_reference(problem, "scalar", {"critic_reference": True}) == "SECRET_WORKED_SOLUTION"
-    assert runner._critic_reference(problem, "scalar", {}) is None
-    assert runner._critic_reference(problem, "oneshot", {"critic_reference": True}) is None
+    asks = registry.get("scalar").Params.parse("scalar", {"critic_reference": True})
+    assert asks.sees_reference and runner._reference_for(problem, "scalar", asks) == "SECRET_WORKED_SOLUTION"
+    assert runner._reference_for(problem, "scalar", registry.get("scalar").Params()) is None
+    # no other strategy's parameters can ask for it
+    for name in registry.names():
+        assert not registry.get(name).Params().sees_reference or name == "scalar"
+    with pytest.raises(UserError, match="unknown --param 'critic_reference'"):
+        registry.get("oneshot").Params.parse("oneshot", {"critic_reference": True})
 
 
 async def test_critic_reference_on_open_question_is_bad_input(tmp_path):
     with pytest.raises(UserError):
         await run_solve(OPEN, "scalar", "scripted:scalar-demo", workspace=tmp_path / "r",
                         params={"critic_reference": True})
+
+
+async def test_a_reference_conditioned_run_is_marked_and_only_its_critic_sees_the_key(tmp_path):
+    problem = Problem(id="q", statement="Find x.", reference="42", reference_format="number",
+                      solution="SECRET_WORKED_SOLUTION")
+    ws = tmp_path / "r"
+    await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=ws, params={"critic_reference": True})
+    metrics = json.loads((ws / "metrics.json").read_text())
+    assert metrics["details"]["reference_conditioned"] is True
+    for line in (ws / "calls.jsonl").read_text().splitlines():
+        call = json.loads(line)
+        assert ("SECRET_WORKED_SOLUTION" in json.dumps(call["request"])) == (call["role"] == "critic")
+    plain = tmp_path / "plain"
+    await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=plain)
+    assert "reference_conditioned" not in json.loads((plain / "metrics.json").read_text())["details"]
+    assert "SECRET" not in (plain / "calls.jsonl").read_text()

@@ -3,19 +3,17 @@ weak verifier / SymPy-augmented verifier with pairwise tie-break."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
 from physlab.errors import UserError
-from physlab.llm.scripted import last_user_text, tool_call
-from physlab.strategies.tpbench_bon import TPBenchBestOfN
-from physlab.strategies.tpbench_sympy import TPBenchSympy
-from physlab.strategies.tpbench_vote import TPBenchVote
-from physlab.strategies.tpbench_weak import VARIANTS, TPBenchWeak
-from physlab.strategies.tpbench.pool import same_outputs
-from physlab.strategies.tpbench.select import parse_choice, parse_yes_no
+from physlab.llm.scripted import final_answer, first_user_text, last_user_text, text, tool_call
+from physlab.strategies.tpbench.best_of_n import TPBenchBestOfN
+from physlab.strategies.tpbench.candidates import same_outputs
+from physlab.strategies.tpbench.sympy_check import TPBenchSympy
+from physlab.strategies.tpbench.vote import TPBenchVote
+from physlab.strategies.tpbench.weak import VARIANTS, TPBenchWeak
 
 from sampling_ctx import make_ctx, make_problem, solution
 
@@ -40,8 +38,8 @@ def _generator(cycle, log=None, judge=None):
 
 
 async def test_vote_groups_equivalent_answers_written_differently(tmp_path):
-    ctx = make_ctx(tmp_path, _generator(VOTE_CYCLE), params={"n_samples": 7})
-    attempt = await TPBenchVote().run(ctx)
+    ctx = make_ctx(tmp_path, _generator(VOTE_CYCLE))
+    attempt = await TPBenchVote.configured({"n_samples": 7}).run(ctx)
     assert attempt.status == "complete"
     assert attempt.details["group_sizes"] == [4, 3], attempt.details["candidates"]
     assert attempt.details["n_points"] == 5
@@ -53,8 +51,8 @@ async def test_vote_groups_equivalent_answers_written_differently(tmp_path):
 
 async def test_vote_leaves_out_candidates_that_do_not_evaluate(tmp_path):
     cycle = ["1 - 2*p", "undefined_name + p", "1 - 2*p"]
-    ctx = make_ctx(tmp_path, _generator(cycle), params={"n_samples": 3})
-    attempt = await TPBenchVote().run(ctx)
+    ctx = make_ctx(tmp_path, _generator(cycle))
+    attempt = await TPBenchVote.configured({"n_samples": 3}).run(ctx)
     assert attempt.details["group_sizes"] == [2]
     (bad,) = [c for c in attempt.details["candidates"] if "undefined_name" in c["code"]]
     assert bad["group"] is None and bad["eval_error"]
@@ -62,8 +60,8 @@ async def test_vote_leaves_out_candidates_that_do_not_evaluate(tmp_path):
 
 async def test_best_of_n_uses_the_grader_as_oracle(tmp_path):
     cycle = ["1 - 2*p", "1 - 2*p", "1 - p", "p**2 - 2*p + 1"]
-    ctx = make_ctx(tmp_path, _generator(cycle), params={"n_samples": 4})
-    attempt = await TPBenchBestOfN().run(ctx)
+    ctx = make_ctx(tmp_path, _generator(cycle))
+    attempt = await TPBenchBestOfN.configured({"n_samples": 4}).run(ctx)
     assert attempt.details["oracle_found"] is True
     assert "p**2 - 2*p + 1" in attempt.answer_code
     verdicts = attempt.details["oracle_verdicts"]
@@ -73,10 +71,9 @@ async def test_best_of_n_uses_the_grader_as_oracle(tmp_path):
 
 
 async def test_best_of_n_refuses_a_problem_without_reference(tmp_path):
-    ctx = make_ctx(tmp_path, _generator(["1 - p"]), problem=make_problem(reference=None),
-                   params={"n_samples": 2})
+    ctx = make_ctx(tmp_path, _generator(["1 - p"]), problem=make_problem(reference=None))
     with pytest.raises(UserError, match="no reference answer"):
-        await TPBenchBestOfN().run(ctx)
+        await TPBenchBestOfN.configured({"n_samples": 2}).run(ctx)
     assert ctx.usage.total().calls == 0
 
 
@@ -87,19 +84,18 @@ def _weak_judge(log):
         log.setdefault(role, []).append(prompt)
         if role == "verifier":
             final = re.findall(r"Final Answer: F = (.*)", prompt)[-1]
-            return json.dumps({"is_solution_correct": "no" if final == "1 - 2*p" else "yes"})
+            return final_answer(info, {"is_solution_correct": "no" if final == "1 - 2*p" else "yes"})
         a1 = prompt.split("Attempt 1:")[1].split("Attempt 2:")[0]
         choice = 1 if "F = (1 - p)**2" in a1 else 2
-        return f'Reasoning...\n{{"correct_attempt": "{choice}", "analysis": "x"}}'
+        return final_answer(info, {"analysis": "Reasoning...", "correct_attempt": choice})
     return judge
 
 
 async def test_weak_verifier_scores_and_tie_break_picks_pairwise_winner(tmp_path):
     log: dict = {}
     cycle = ["1 - p", "1 - 2*p", "(1 - p)**2", "1 - 2*p"]
-    ctx = make_ctx(tmp_path, _generator(cycle, judge=_weak_judge(log)),
-                   params={"n_samples": 4, "k_verif": 6, "k_tie": 3})
-    attempt = await TPBenchWeak().run(ctx)
+    ctx = make_ctx(tmp_path, _generator(cycle, judge=_weak_judge(log)))
+    attempt = await TPBenchWeak.configured({"n_samples": 4, "k_verif": 6, "k_tie": 3}).run(ctx)
     assert attempt.status == "complete" and attempt.stop_reason == "tie_break"
     scores = attempt.details["scores"]
     sizes = attempt.details["group_sizes"]
@@ -118,9 +114,8 @@ async def test_weak_verifier_scores_and_tie_break_picks_pairwise_winner(tmp_path
 
 async def test_weak_single_top_score_needs_no_tie_break(tmp_path):
     log: dict = {}
-    ctx = make_ctx(tmp_path, _generator(["1 - 2*p", "(1 - p)**2"], judge=_weak_judge(log)),
-                   params={"n_samples": 2, "k_verif": 2})
-    attempt = await TPBenchWeak().run(ctx)
+    ctx = make_ctx(tmp_path, _generator(["1 - 2*p", "(1 - p)**2"], judge=_weak_judge(log)))
+    attempt = await TPBenchWeak.configured({"n_samples": 2, "k_verif": 2}).run(ctx)
     assert attempt.stop_reason == "verified" and "tiebreaker" not in log
     assert "F = (1 - p)**2" in attempt.answer_text
 
@@ -157,9 +152,9 @@ def _sympy_agent(log):
                           "sympy_script_content": _script(checks[i]),
                           "script_stdout": stdout, "script_stderr": "",
                           "is_correct": stdout == "True", "error_explanation": ""})
-        return json.dumps({"sympy_verification": steps,
-                           "overall_score": int(all(s["is_correct"] for s in steps)),
-                           "general_feedback": "checked"})
+        return final_answer(info, {"sympy_verification": steps,
+                                   "overall_score": int(all(s["is_correct"] for s in steps)),
+                                   "general_feedback": "checked"})
     return judge
 
 
@@ -182,8 +177,8 @@ def _sympy_generator(log):
 
 async def test_sympy_verifier_runs_step_scripts_and_a_wrong_step_fails(tmp_path):
     log: dict = {}
-    ctx = make_ctx(tmp_path, _sympy_generator(log), params={"n_samples": 2, "k_verif": 1})
-    attempt = await TPBenchSympy().run(ctx)
+    ctx = make_ctx(tmp_path, _sympy_generator(log))
+    attempt = await TPBenchSympy.configured({"n_samples": 2, "k_verif": 1}).run(ctx)
     assert attempt.status == "complete"
     scores = attempt.details["scores"]
     group_of = {("wrong" if "F = 1 - 2*p" in c["code"] else "right"): c["group"]
@@ -198,12 +193,36 @@ async def test_sympy_verifier_runs_step_scripts_and_a_wrong_step_fails(tmp_path)
     assert "F = (1 - p)**2" in attempt.answer_text
 
 
-def test_parsers_and_output_comparison():
-    assert parse_yes_no('blah {"is_solution_correct": "yes"}') == 1
-    assert parse_yes_no('{"is_solution_correct": no}') == 0
-    assert parse_yes_no("no json") is None
-    assert parse_choice('{"correct_attempt": "2", "analysis": "{nested}"}') == 2
-    assert parse_choice('{"correct_attempt": 3}') is None
+async def test_malformed_verdicts_are_retried_and_a_verifier_without_one_says_no(tmp_path):
+    """A verifier whose verdict is outside its schema is sent the validation error by pydantic-ai
+    and asked again; one that only ever answers in prose (never through its output tool) is asked
+    1 + OUTPUT_RETRIES times and then counts as "no": it did not endorse the solution."""
+    from physlab.strategies.sampling import OUTPUT_RETRIES
+
+    requests: dict[str, list[int]] = {"wrong": [], "right": []}
+
+    def judge(role, messages, info):
+        assert role == "verifier"
+        which = "wrong" if "F = 1 - 2*p" in first_user_text(messages) else "right"
+        requests[which].append(len(messages))
+        if which == "wrong":
+            return text('{"is_solution_correct": "yes"}')  # prose that looks right, never the tool
+        if len(messages) == 1:
+            return final_answer(info, {"is_solution_correct": "maybe"})  # not a verdict: retried
+        return final_answer(info, {"is_solution_correct": "yes"})
+
+    ctx = make_ctx(tmp_path, _generator(["1 - 2*p", "(1 - p)**2"], judge=judge))
+    attempt = await TPBenchWeak.configured({"n_samples": 2, "k_verif": 1, "concurrency": 1}).run(ctx)
+    assert "F = (1 - p)**2" in attempt.answer_text and attempt.stop_reason == "verified"
+    assert sorted(attempt.details["scores"].values()) == [0.0, 1.0]
+    votes = {r["vote"] for recs in attempt.details["checks"].values() for r in recs}
+    assert votes == {1, None}  # None: no valid verdict, scored as "no"
+    assert requests["right"] == [1, 3]  # the retry carries the invalid call and the error
+    assert len(requests["wrong"]) == 1 + OUTPUT_RETRIES
+    assert attempt.usage.calls == 2 + 2 + 1 + OUTPUT_RETRIES  # generators, then every verifier request
+
+
+def test_output_comparison():
     assert same_outputs([1.0, 2.0], [1.0 + 1e-13, 2.0])
     assert not same_outputs([1.0, 2.0], [1.0, 2.001])
     assert VARIANTS == ("weak_verify_1", "weak_verify_2", "weak_verify_3")
@@ -213,7 +232,7 @@ async def test_samples_run_concurrently_within_the_bound():
     import asyncio
 
     from physlab.llm.errors import BudgetExceeded
-    from physlab.strategies.tpbench_common import gather_bounded
+    from physlab.strategies.sampling import gather_bounded
 
     live = {"now": 0, "max": 0}
 
@@ -250,17 +269,15 @@ async def test_open_question_groups_by_final_answer_line(tmp_path):
                 state["n"] += 1
                 return texts[(state["n"] - 1) % 3]
             yes = "no gap" not in last_user_text(messages)
-            return json.dumps({"is_solution_correct": "yes" if yes else "no"})
+            return final_answer(info, {"is_solution_correct": "yes" if yes else "no"})
         return respond
 
-    ctx = make_ctx(tmp_path, factory, problem=make_problem(template=False),
-                   params={"n_samples": 3})
-    vote = await TPBenchVote().run(ctx)
+    ctx = make_ctx(tmp_path, factory, problem=make_problem(template=False))
+    vote = await TPBenchVote.configured({"n_samples": 3}).run(ctx)
     assert vote.details["group_sizes"] == [2, 1]
     assert "gap closes" in vote.answer_text and vote.answer_code is None
-    ctx = make_ctx(tmp_path / "weak", factory, problem=make_problem(template=False),
-                   params={"n_samples": 3, "k_verif": 2})
-    weak = await TPBenchWeak().run(ctx)
+    ctx = make_ctx(tmp_path / "weak", factory, problem=make_problem(template=False))
+    weak = await TPBenchWeak.configured({"n_samples": 3, "k_verif": 2}).run(ctx)
     assert weak.status == "complete" and "gap closes" in weak.answer_text
 
 
@@ -274,20 +291,18 @@ async def test_budget_cuts_verification_and_keeps_the_best_so_far(tmp_path):
             if role == "generator":
                 state["n"] += 1
                 return f"Work.\nFinal Answer: answer {state['n'] % 2}"
-            return json.dumps({"is_solution_correct": "yes"})
+            return final_answer(info, {"is_solution_correct": "yes"})
         return respond
 
     ctx = make_ctx(tmp_path, factory, problem=make_problem(template=False),
-                   params={"n_samples": 4, "k_verif": 3, "concurrency": 1},
                    budget=Budget(max_calls=6))
-    attempt = await TPBenchWeak().run(ctx)
+    attempt = await TPBenchWeak.configured({"n_samples": 4, "k_verif": 3, "concurrency": 1}).run(ctx)
     assert attempt.status == "partially_complete"
     assert attempt.stop_reason == "budget:max_calls"
     assert attempt.answer_text and attempt.usage.calls == 6
     # only the first class got its (two) checks in before the budget ran out
     assert attempt.details["scores"] == {"0": 1.0}
 
-    ctx = make_ctx(tmp_path / "gen", factory, problem=make_problem(template=False),
-                   params={"n_samples": 4, "concurrency": 1}, budget=Budget(max_calls=2))
-    vote = await TPBenchVote().run(ctx)
+    ctx = make_ctx(tmp_path / "gen", factory, problem=make_problem(template=False), budget=Budget(max_calls=2))
+    vote = await TPBenchVote.configured({"n_samples": 4, "concurrency": 1}).run(ctx)
     assert vote.status == "partially_complete" and vote.details["n_generated"] == 2

@@ -62,6 +62,6 @@ async def test_unknown_param_is_a_user_error(tmp_path):
     import pytest
     from physlab.errors import UserError
 
-    ctx = make_ctx(tmp_path, _scenario({}), params={"roundz": "3"})
+    ctx = make_ctx(tmp_path, _scenario({}))
     with pytest.raises(UserError, match="unknown --param 'roundz'"):
-        await TwoStep().run(ctx)
+        await TwoStep.configured({"roundz": "3"}).run(ctx)

@@ -256,22 +256,12 @@ def _close_quietly(stream) -> None:
 
 
 def _check_names(config) -> None:
-    """Unknown strategies fail fast (exit 2), not as N failed cells."""
-    try:
-        from physlab.strategies import registry  # owned by the strategies developer
-    except ImportError:
-        return
-    known = None
-    for attr in ("names", "available", "list_strategies"):
-        fn = getattr(registry, attr, None)
-        if callable(fn):
-            known = set(fn())
-            break
-    if known:
-        bad = [s for s in config.strategies if s not in known]
-        if bad:
-            raise UserError(f"unknown strategy {bad[0]!r}; expected one of {', '.join(sorted(known))}",
-                            field="--strategies")
+    """Unknown strategies, and parameters one of them does not take, fail fast (exit 2), not as
+    N failed cells."""
+    from physlab.strategies import registry
+
+    for strategy in config.strategies:
+        registry.get(strategy).Params.parse(strategy, config.params)
 
 
 def _check_models(config) -> None:

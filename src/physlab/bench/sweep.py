@@ -284,7 +284,7 @@ class Sweep:
         from physlab.strategies import registry
 
         for strategy in self.config.strategies:
-            registry.get_factory(strategy)
+            registry.get(strategy)
         self._models = ModelRegistry.load(None)
         for spec in self.config.models:
             if parse_spec(spec)[0] not in ("scripted", "replay"):

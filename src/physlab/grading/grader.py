@@ -294,7 +294,7 @@ def _run_sync(coro):
 
 
 class BoundGrader:
-    """The grader bound to one problem (implements strategies.context.BoundGrader): strategies
+    """The grader bound to one problem (implements runs.context.BoundGrader): strategies
     get verdicts, never the reference."""
 
     def __init__(self, problem: Problem, grader: Grader) -> None:
@@ -308,7 +308,7 @@ class BoundGrader:
 
 
 class Equivalence:
-    """Reference-free comparison bound to one problem (implements strategies.context.Equivalence).
+    """Reference-free comparison bound to one problem (implements runs.context.Equivalence).
     Keeps only the public view of the problem."""
 
     def __init__(self, problem: Problem, grader: Grader | None = None) -> None:

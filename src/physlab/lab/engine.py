@@ -27,7 +27,8 @@ from physlab.lab.roles._base import LabEnv
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState
 from physlab.lab.workspace import RunWorkspace
-from physlab.llm.errors import BudgetExceeded, ModelFailure
+from physlab.llm.errors import ModelFailure, budget_error
+from physlab.runs.context import RunContext
 
 
 class LabSettings(BaseModel):
@@ -53,17 +54,6 @@ class LabOutcome:
     answer_text: str | None
 
 
-def budget_error(exc: BaseException) -> BudgetExceeded | None:
-    if isinstance(exc, BudgetExceeded):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for e in exc.exceptions:
-            if (b := budget_error(e)) is not None:
-                return b
-    cause = exc.__cause__ or exc.__context__
-    return budget_error(cause) if isinstance(cause, BaseException) and cause is not exc else None
-
-
 def fatal(exc: BaseException) -> bool:
     """Errors that end the run instead of being recorded as one failed role call."""
     return budget_error(exc) is not None or isinstance(exc, ModelFailure)
@@ -74,7 +64,7 @@ def _short(exc: BaseException) -> str:
 
 
 class LabEngine:
-    def __init__(self, ctx: Any, settings: LabSettings | None = None) -> None:
+    def __init__(self, ctx: RunContext, settings: LabSettings | None = None) -> None:
         self.ctx = ctx
         self.cfg = settings or LabSettings()
         self.ws = RunWorkspace(ctx.workspace)

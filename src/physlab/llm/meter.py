@@ -46,7 +46,7 @@ def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
 
 
 class RunMeter:
-    """Implements the ``UsageMeter`` protocol of :mod:`physlab.strategies.context`."""
+    """Implements the ``UsageMeter`` protocol of :mod:`physlab.runs.context`."""
 
     def __init__(self, budget: Budget | None = None, calls_path: str | Path | None = None, *,
                  previous: list[CallRecord] | None = None,

@@ -1,5 +1,6 @@
-"""Every scaffold, one module each, behind one Strategy protocol returning one Attempt."""
+"""Every scaffold, one module (or folder) each, all of the one Strategy type returning one Attempt."""
 
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
+from physlab.strategies.params import StrategyParams
 
-__all__ = ["Attempt", "AttemptStatus", "Strategy"]
+__all__ = ["Attempt", "AttemptStatus", "Strategy", "StrategyParams"]

@@ -1,13 +1,15 @@
-"""The Strategy protocol and the one Attempt record every strategy returns."""
+"""The Strategy type every scaffold is, and the one Attempt record every strategy returns."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Literal, Mapping, Self, TypeVar
 
 from pydantic import BaseModel, Field
 
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Usage
+from physlab.runs.context import RunContext
+from physlab.strategies.params import StrategyParams
 
 AttemptStatus = Literal[
     "complete",  # a final answer was produced the normal way
@@ -42,12 +44,27 @@ class Attempt(BaseModel):
         return bool(self.answer_code or self.answer_text)
 
 
-@runtime_checkable
-class Strategy(Protocol):
-    """A scaffold. ``run`` receives the run context (problem, models, budget, sandbox, grader,
-    workspace) built by the runner and returns one Attempt. Prompts must be built from
-    ``problem.public()``: the reference answer is never shown to a model."""
+P = TypeVar("P", bound=StrategyParams)
 
-    name: str
 
-    async def run(self, ctx: Any) -> Attempt: ...
+class Strategy(Generic[P]):
+    """A scaffold, built with its parameters. ``run`` receives the run context (problem, models,
+    budget, sandbox, grader, workspace) built by the runner and returns one Attempt. Prompts are
+    built from ``ctx.problem``, the public view: the reference answer is never shown to a model.
+
+    A subclass sets ``name`` (its ``--strategy``), ``Params`` (its parameter model) and a one-line
+    docstring (``physlab strategies list``), and is registered in ``physlab.strategies.registry``."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[StrategyParams]] = StrategyParams
+
+    def __init__(self, params: P | None = None) -> None:
+        self.params: P = params if params is not None else self.Params()  # type: ignore[assignment]
+
+    @classmethod
+    def configured(cls, values: Mapping[str, Any] | None = None) -> Self:
+        """The strategy with the user's parameter values (one UserError line when one is bad)."""
+        return cls(cls.Params.parse(cls.name, values))  # type: ignore[arg-type]
+
+    async def run(self, ctx: RunContext) -> Attempt:
+        raise NotImplementedError

@@ -59,14 +59,66 @@ def load_problem(spec: str):
     return resolve_problem(spec)
 
 
+strategies_app = typer.Typer(help="The strategies (scaffolds) and their parameters.", no_args_is_help=True)
+
+
+@strategies_app.command("list")
+def list_strategies() -> None:
+    """Every --strategy name, with what it does."""
+    from physlab.strategies import registry
+
+    for name in registry.names():
+        typer.echo(f"{name:14s} {_summary(registry.get(name))}")
+
+
+@strategies_app.command("show")
+def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `physlab strategies list`)."),
+                  as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """Every parameter of a strategy: its default, what it means, and where the default comes from."""
+    import json
+
+    from physlab.strategies import registry
+
+    kind = registry.get(name)
+    params = kind.Params.describe()
+    if as_json:
+        typer.echo(json.dumps({"strategy": name, "summary": _summary(kind),
+                               "params": [p.model_dump(mode="json") for p in params]}, indent=2))
+        return
+    typer.echo(f"{name}: {_summary(kind)}")
+    if not params:
+        typer.echo("no parameters")
+        return
+    typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):")
+    for p in params:
+        typer.echo(f"  {p.name} = {_shown(p.default)}  ({p.type})")
+        typer.echo(f"      {p.description}")
+        typer.echo(f"      default from: {p.source}")
+
+
+def _summary(kind: Any) -> str:
+    return (kind.__doc__ or "").strip().splitlines()[0] if kind.__doc__ else ""
+
+
+def _shown(value: Any) -> str:
+    """A default as it would be written after --param KEY= (YAML)."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def register(app: typer.Typer) -> None:
+    app.add_typer(strategies_app, name="strategies")
+
     @app.command("models")
     def models() -> None:
         """List the strategies and the built-in scripted models (no key needed)."""
         from physlab.llm.scripted import scenario_names
         from physlab.strategies import registry
 
-        typer.echo("strategies: " + ", ".join(registry.available()))
+        typer.echo("strategies: " + ", ".join(registry.names()) + " (see `physlab strategies show NAME`)")
         typer.echo("scripted models (--model scripted:NAME):")
         for name, description in sorted(scenario_names().items()):
             typer.echo(f"  {name:22s} {description}")

@@ -1,60 +1,63 @@
-"""`--strategy lab`: the research lab (physlab.lab) behind the Strategy protocol.
+"""`--strategy lab`: the research lab (physlab.lab) as a Strategy.
 
-Parameters (ctx.params): max_iterations, critic_every, parallel_workers, max_dispatches,
-max_critiques, code_timeout_s, code_memory_mb, tool_retries, request_limit,
-max_consecutive_failures, resume_iteration. Resume: ``ctx.resume`` continues the run in
-``ctx.workspace`` from its last commit; ``resume_iteration`` (or a workspace given as ``DIR@N``)
-continues from the end of iteration N instead (later iterations stay in the run's git history).
+Parameters: the lab's own ``LabSettings`` and ``resume_iteration``. Resume: ``ctx.resume`` continues
+the run in ``ctx.workspace`` from its last commit; ``resume_iteration`` (or a workspace given as
+``DIR@N``) continues from the end of iteration N instead (later iterations stay in the run's git
+history).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
-
-from pydantic import ValidationError
 
 from physlab.errors import UserError
 from physlab.lab.engine import LabEngine, LabSettings
 from physlab.lab.workspace import split_resume_target
-from physlab.strategies.base import Attempt
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import PHYSICS_INTERN, StrategyParams, param
 
-NAME = "lab"
-
-
-def settings_from_params(params: dict[str, Any]) -> LabSettings:
-    known = set(LabSettings.model_fields) | {"resume_iteration"}
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise UserError(f"unknown parameter(s) {', '.join(unknown)} for --strategy lab "
-                        f"(known: {', '.join(sorted(known))})", field="params")
-    try:
-        return LabSettings(**{k: v for k, v in params.items() if k in LabSettings.model_fields and v is not None})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise UserError(f"{err['msg']} (got {err.get('input')!r})", field=".".join(map(str, err["loc"]))) from None
+_ENGINEERING = f"PhysLab: an engineering bound; {PHYSICS_INTERN} gives no number"
 
 
-def resume_iteration(value: Any) -> int | None:
-    """``--param resume_iteration=N``: a whole number N >= 0 (not 1.5, 'abc' or true)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UserError(f"expected an iteration number >= 0 (got {value!r})", field="resume_iteration")
-    return value
+class LabParams(StrategyParams, LabSettings):
+    resume_iteration: int | None = param(None, "Continue the run from the end of iteration N (--resume DIR@N).",
+                                         "PhysLab: a run continues from its last commit", ge=0)
+
+    sources = {
+        "max_iterations": f"PhysLab: above the median of 8 iterations physics-intern needed on CritPt "
+                          f"({PHYSICS_INTERN} §5)",
+        "critic_every": f"PhysLab: the senior critic audits 'periodically' ({PHYSICS_INTERN} §3), no number given",
+        **{k: _ENGINEERING for k in ("parallel_workers", "max_dispatches", "max_critiques", "code_timeout_s",
+                                     "code_memory_mb", "tool_retries", "request_limit",
+                                     "max_consecutive_failures", "windows")},
+    }
+
+    descriptions = {
+        "max_iterations": "Iterations before the formatter writes the best supported answer.",
+        "code_timeout_s": "Seconds one Computer script may run in the sandbox.",
+        "code_memory_mb": "Memory one Computer script may use in the sandbox.",
+        "tool_retries": "Corrections sent back to a role whose output or tool call is refused.",
+        "max_consecutive_failures": "Failed role calls in a row that end the run.",
+    }
+
+    def settings(self) -> LabSettings:
+        return LabSettings(**self.model_dump(include=set(LabSettings.model_fields)))
 
 
-class LabStrategy:
-    name = NAME
+class LabStrategy(Strategy[LabParams]):
+    """The research lab: nine roles, adversarial review, a persistent research state in git."""
 
-    async def run(self, ctx: Any) -> Attempt:
+    name = "lab"
+    Params = LabParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
         started = time.monotonic()
-        params = {k: v for k, v in dict(ctx.params or {}).items() if v is not None}
-        from_iteration = resume_iteration(params.pop("resume_iteration", None))
+        from_iteration = self.params.resume_iteration
         root, at = split_resume_target(ctx.workspace)
         if at is not None:
             ctx.workspace, from_iteration = root, at
-        settings = settings_from_params(params)
+        settings = self.params.settings()
         if from_iteration is not None and not (root / ".git").exists():
             raise UserError("cannot resume from an iteration: not a lab run directory", path=root)
         engine = LabEngine(ctx, settings)
@@ -65,7 +68,7 @@ class LabStrategy:
             status = "no_answer"
         s = out.state
         return Attempt(
-            strategy=NAME, model=getattr(ctx.models, "name", ""), problem_id=ctx.problem.id, status=status,
+            strategy=self.name, model=ctx.models.name, problem_id=ctx.problem.id, status=status,
             stop_reason=out.stop_reason or ("orchestrator declared completion" if status == "complete" else out.status),
             answer_text=out.answer_text, answer_code=out.answer_code,
             usage_by_role=dict(ctx.usage.by_role()), wall_s=time.monotonic() - started,
@@ -74,6 +77,3 @@ class LabStrategy:
                      "lab_status": s.status, "timings": engine.timings},
         )
 
-
-def strategy() -> LabStrategy:
-    return LabStrategy()

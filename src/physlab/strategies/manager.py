@@ -31,17 +31,31 @@ from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
-from physlab.llm.errors import ModelFailure
+from physlab.grading.extract import extract_code
+from physlab.llm.errors import ModelFailure, budget_error
+from physlab.runs.context import RunContext
 from physlab.sandbox import SandboxLimits
-from physlab.strategies.base import Attempt
-from physlab.strategies.tpbench_common import (
-    answer_requirements, budget_reason, check_known_params, error_text, extract_code, finish,
-    is_budget_error, load_prompt, model_settings, param_float, param_int, render,
-    with_images,
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import PHYSICS_INTERN, ModelParams, param
+from physlab.strategies.sampling import (
+    answer_requirements, budget_reason, error_text, finish, load_prompt, model_settings, render, with_images,
 )
 
-NAME = "manager"
 _MAX_TOOL_OUTPUT = 20_000
+_OURS = "PhysLab: the write-up gives no number"
+
+
+class ManagerParams(ModelParams):
+    max_iterations: int = param(10, "Iterations (each a fresh run of the manager).", _OURS, ge=1)
+    iteration_tokens: int = param(200_000, "Token budget of one iteration, its subagents included.",
+                                  _OURS, ge=1000)
+    wind_down_fraction: float = param(0.8, "Share of the iteration budget after which the dispatch tool "
+                                      "is withdrawn and the manager told to wrap up.", _OURS, ge=0.0, le=1.0)
+    scratchpad_window: int = param(5, "Scratchpad entries shown to the manager (the most recent).",
+                                   f"{PHYSICS_INTERN} §4, AutoPhysicist: 'only the last 5 entries shown'", ge=1)
+    code_timeout_s: float = param(60.0, "Seconds one subagent script may run in the sandbox.", _OURS, ge=1.0)
+    max_requests_per_iteration: int = param(60, "Model requests one iteration may make (tool loops included).",
+                                            _OURS, ge=1)
 
 
 class FinalAnswer(BaseModel):
@@ -64,7 +78,7 @@ class ManagerState:
         return [(i + 1, self.scratchpad[i]) for i in range(start, len(self.scratchpad))]
 
 
-def iteration_prompt(ctx: Any, state: ManagerState, iteration: int, max_iterations: int,
+def iteration_prompt(ctx: RunContext, state: ManagerState, iteration: int, max_iterations: int,
                      window: int, note: str) -> str:
     memory = "\n\n".join(f"[{i + 1}] {m}" for i, m in enumerate(state.memory)) or "(empty)"
     scratch = "\n\n".join(f"[{n}] {s}" for n, s in state.scratch_window(window)) or "(empty)"
@@ -79,24 +93,21 @@ def _clip(text: str, limit: int = _MAX_TOOL_OUTPUT) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n... [{len(text) - limit} chars cut]"
 
 
-class Manager:
-    name = NAME
+class Manager(Strategy[ManagerParams]):
+    """AutoPhysicist: one research manager dispatching subagents it writes the prompts of."""
 
-    async def run(self, ctx: Any) -> Attempt:
-        check_known_params(ctx, NAME, ["max_iterations", "iteration_tokens", "wind_down_fraction",
-                                       "scratchpad_window", "code_timeout_s",
-                                       "max_requests_per_iteration"])
-        max_iterations = param_int(ctx, NAME, "max_iterations", 10, minimum=1)
-        iteration_tokens = param_int(ctx, NAME, "iteration_tokens", 200_000, minimum=1000)
-        wind_down = param_float(ctx, NAME, "wind_down_fraction", 0.8, minimum=0.0, maximum=1.0)
-        window = param_int(ctx, NAME, "scratchpad_window", 5, minimum=1)
-        code_timeout = param_float(ctx, NAME, "code_timeout_s", 60.0, minimum=1.0)
-        max_requests = param_int(ctx, NAME, "max_requests_per_iteration", 60, minimum=1)
-        settings = model_settings(ctx, NAME)
+    name = "manager"
+    Params = ManagerParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
+        p = self.params
+        max_iterations, iteration_tokens, window = p.max_iterations, p.iteration_tokens, p.scratchpad_window
+        code_timeout, max_requests = p.code_timeout_s, p.max_requests_per_iteration
+        settings = model_settings(p)
         started = time.monotonic()
         state = ManagerState()
         system = render("manager_system", window=str(window))
-        wind_down_at = int(iteration_tokens * (wind_down if wind_down is not None else 0.8))
+        wind_down_at = int(iteration_tokens * p.wind_down_fraction)
 
         async def run_python(code: str) -> str:
             """Run a Python script in the sandbox and return its exit code, stdout and stderr."""
@@ -157,7 +168,7 @@ class Manager:
         tools = [Tool(dispatch_subagent, name="dispatch_subagent", prepare=prepare_dispatch),
                  Tool(write_to_permanent_memory), Tool(write_to_scratchpad)]
         stop_reason = "max_iterations"
-        budget_error: BaseException | None = None
+        budget_hit: BaseException | None = None
         note = ""
         for iteration in range(1, max_iterations + 1):
             current = {"iteration": iteration, "final_iteration": iteration == max_iterations}
@@ -166,7 +177,7 @@ class Manager:
                 tools=tools, output_type=[submit, str])
             prompt = iteration_prompt(ctx, state, iteration, max_iterations, window, note)
             current["scratchpad_shown"] = [n for n, _ in state.scratch_window(window)]
-            ctx.events("iteration", strategy=NAME, iteration=iteration)
+            ctx.events("iteration", strategy=self.name, iteration=iteration)
             try:
                 result = await agent.run(
                     with_images(ctx, prompt), model_settings=settings,
@@ -179,12 +190,12 @@ class Manager:
                 state.iterations.append(_iteration_record(current))
                 continue
             except Exception as exc:  # noqa: BLE001
-                if not is_budget_error(exc):
+                if budget_error(exc) is None:
                     current["ended"] = f"error: {error_text(exc)}"
                     state.iterations.append(_iteration_record(current))
                     return self._attempt(ctx, state, started, "error", "model_error",
                                          error=error_text(exc))
-                budget_error = exc
+                budget_hit = exc
                 current["ended"] = "budget"
                 state.iterations.append(_iteration_record(current))
                 stop_reason = budget_reason(exc)
@@ -200,10 +211,10 @@ class Manager:
             state.iterations.append(_iteration_record(current))
             note = ""
         return await self._wrap_up(ctx, state, started, "partially_complete", stop_reason,
-                                   settings, graced=budget_error is not None)
+                                   settings, graced=budget_hit is not None)
 
-    async def _wrap_up(self, ctx: Any, state: ManagerState, started: float, status: str,
-                       reason: str, settings: Any, *, graced: bool) -> Attempt:
+    async def _wrap_up(self, ctx: RunContext, state: ManagerState, started: float, status: str,
+                       reason: str, settings: dict[str, Any] | None, *, graced: bool) -> Attempt:
         """The forced wind-down: only submit_final_answer is offered, once."""
         agent: Agent[None, FinalAnswer] = Agent(
             ctx.models.for_role("manager"), instructions=load_prompt("manager_system_final"),
@@ -225,7 +236,7 @@ class Manager:
         state.final = result.output
         return self._attempt(ctx, state, started, status, reason)
 
-    def _attempt(self, ctx: Any, state: ManagerState, started: float, status: str, reason: str,
+    def _attempt(self, ctx: RunContext, state: ManagerState, started: float, status: str, reason: str,
                  error: str | None = None) -> Attempt:
         text = code = None
         if state.final is not None:
@@ -237,7 +248,7 @@ class Manager:
                    "scratchpad": state.scratchpad, "forced_wrap_up": reason != "submitted"}
         if error:
             details["error"] = error
-        return finish(ctx, NAME, status, reason, started=started, answer_text=text,
+        return finish(ctx, self.name, status, reason, started=started, answer_text=text,
                       answer_code=code, details=details)
 
 
@@ -249,6 +260,3 @@ def _iteration_record(current: dict[str, Any]) -> dict[str, Any]:
     ]
     return rec
 
-
-def strategy() -> Manager:
-    return Manager()

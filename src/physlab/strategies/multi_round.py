@@ -14,25 +14,33 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from physlab.strategies.base import Attempt
-from physlab.strategies.tpbench_common import (
-    answer_requirements, ask, budget_reason, check_known_params, error_text, extract_code,
-    finish, is_budget_error, load_prompt, model_settings, param_int, render,
+from physlab.grading.extract import extract_code
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import TPBENCH, ModelParams, param
+from physlab.strategies.sampling import (
+    answer_requirements, ask, ended_by, error_text, finish, load_prompt, model_settings, render,
 )
 
-NAME = "multi-round"
+
+class MultiRoundParams(ModelParams):
+    extra_rounds: int = param(4, "Reasoning rounds after the first, each from the summary of the ones before.",
+                              f"{TPBENCH} §4.3, Tables 1-3: the largest setting, '4+Round Reasoning'", ge=0)
+
+    @classmethod
+    def from_max_iterations(cls, n: int) -> dict[str, Any]:
+        return {"extra_rounds": n - 1}  # --max-iterations N: N rounds in all
 
 
-class MultiRound:
-    name = NAME
+class MultiRound(Strategy[MultiRoundParams]):
+    """TPBench's sequential multi-round reasoning, carrying a summary from round to round."""
 
-    async def run(self, ctx: Any) -> Attempt:
-        check_known_params(ctx, NAME, ["extra_rounds"])
-        # --max-iterations N means N reasoning rounds in all when extra_rounds is not given
-        iterations = (ctx.params or {}).get("max_iterations")
-        default_extra = int(iterations) - 1 if isinstance(iterations, int) else 4
-        extra = param_int(ctx, NAME, "extra_rounds", default_extra, minimum=0)
-        settings = model_settings(ctx, NAME)
+    name = "multi-round"
+    Params = MultiRoundParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
+        extra = self.params.extra_rounds
+        settings = model_settings(self.params)
         started = time.monotonic()
         problem = ctx.problem
         statement = problem.statement.strip()
@@ -62,27 +70,20 @@ class MultiRound:
             code = extract_code(conclusion) if problem.has_template else None
             record.update(answer_code=code, conclusion=conclusion)
             rounds.append(record)
-            ctx.events("round", strategy=NAME, round=r, has_answer=bool(code or conclusion))
+            ctx.events("round", strategy=self.name, round=r, has_answer=bool(code or conclusion))
             if code or not problem.has_template:
                 best = (conclusion, code)
             summary = conclusion
         details = {"extra_rounds": extra, "rounds": rounds,
                    "answers": [r.get("answer_code") for r in rounds]}
         if stop is not None:
-            budget = is_budget_error(stop)
-            reason = budget_reason(stop) if budget else "model_error"
-            if best is None:
-                return finish(ctx, NAME, "no_answer" if budget else "error", reason,
-                              started=started, details=details)
-            return finish(ctx, NAME, "partially_complete" if budget else "error", reason,
-                          started=started, answer_text=best[0], answer_code=best[1],
+            status, reason = ended_by(stop, answered=best is not None)
+            return finish(ctx, self.name, status, reason, started=started,
+                          answer_text=best[0] if best else None, answer_code=best[1] if best else None,
                           details=details)
         if best is None:
-            return finish(ctx, NAME, "no_answer", "no_code_in_reply", started=started,
+            return finish(ctx, self.name, "no_answer", "no_code_in_reply", started=started,
                           details=details)
-        return finish(ctx, NAME, "complete", "rounds_done", started=started, answer_text=best[0],
+        return finish(ctx, self.name, "complete", "rounds_done", started=started, answer_text=best[0],
                       answer_code=best[1], details=details)
 
-
-def strategy() -> MultiRound:
-    return MultiRound()

@@ -8,19 +8,17 @@ Also registers the built-in scripted scenarios used by tests and demos:
 
 from __future__ import annotations
 
-import re
 import time
-from typing import Any
 
-from physlab.errors import UserError
+from physlab.grading.extract import extract_code
 from physlab.llm.errors import BudgetExceeded, ModelFailure
 from physlab.llm.prompt import problem_prompt_parts
 from physlab.llm.scripted import register_scenario
 from physlab.llm.text import ask_text
-from physlab.strategies.base import Attempt
-from physlab.strategies.tpbench_common import model_settings
-
-NAME = "oneshot"
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import ModelParams
+from physlab.strategies.sampling import model_settings
 
 SYSTEM = (
     "You are a careful theoretical physicist. Solve the problem you are given. Reason step by step, "
@@ -34,40 +32,21 @@ WITH_TEMPLATE = (
 OPEN_QUESTION = "End your reply with a line that starts with 'Final Answer:'."
 
 
-def extract_code(text: str | None) -> str | None:
-    """The grader's extractor (physlab.grading.extract) when it is installed; otherwise a local
-    fallback: the last fenced python block (preferring one that defines a function)."""
-    if not text:
-        return None
-    try:
-        from physlab.grading.extract import extract_code as grading_extract
-    except ImportError:
-        grading_extract = None
-    if grading_extract is not None:
-        return grading_extract(text)
-    blocks = re.findall(r"```(?:python|py)?[ \t]*\n(.*?)```", text, flags=re.DOTALL)
-    if not blocks:
-        return None
-    with_def = [b for b in blocks if re.search(r"^\s*def \w+\(", b, flags=re.MULTILINE)]
-    return (with_def or blocks)[-1].strip() + "\n"
+class OneShot(Strategy[ModelParams]):
+    """One request: the problem and its template in, the filled template out."""
 
+    name = "oneshot"
+    Params = ModelParams
 
-class OneShot:
-    name = NAME
-
-    async def run(self, ctx: Any) -> Attempt:
-        unknown = sorted(set(ctx.params) - {"temperature", "max_iterations"})  # one call: no iterations
-        if unknown:
-            raise UserError(f"oneshot takes no parameter '{unknown[0]}' (known: temperature)", field="--param")
-        settings = model_settings(ctx, NAME)  # a temperature that is not a number in [0, 2] is bad input
+    async def run(self, ctx: RunContext) -> Attempt:
         started = time.monotonic()
         problem = ctx.problem
         after = WITH_TEMPLATE if problem.has_template else OPEN_QUESTION
-        ctx.events("step", strategy=NAME, step="solve")
+        ctx.events("step", strategy=self.name, step="solve")
         status, reason, reply, details = "complete", "answered", None, {}
         try:
             reply, _ = await ask_text(ctx.models.for_role("solver"), problem_prompt_parts(problem, after=after),
-                                      system=SYSTEM, settings=settings)
+                                      system=SYSTEM, settings=model_settings(self.params))
         except BudgetExceeded as exc:
             status, reason = "no_answer", f"budget:{exc.limit}"
             details["error"] = str(exc)
@@ -77,7 +56,7 @@ class OneShot:
         code = extract_code(reply) if problem.has_template else None
         if reply is not None and problem.has_template and code is None:
             status, reason = "no_answer", "no_code_in_reply"
-        return Attempt(strategy=NAME, model=ctx.models.name, problem_id=problem.id, status=status,
+        return Attempt(strategy=self.name, model=ctx.models.name, problem_id=problem.id, status=status,
                        stop_reason=reason, answer_text=reply, answer_code=code,
                        usage_by_role=ctx.usage.by_role(), wall_s=time.monotonic() - started,
                        details=details)

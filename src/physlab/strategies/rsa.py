@@ -6,27 +6,47 @@ member is an aggregation of K candidates drawn without replacement from the prev
 majority vote over the grader's reference-free equivalence classes of the last population's
 filled templates (so "(1-p)**2" and "1 - 2*p + p**2" vote together).
 
-Parameters (``--param``): ``population`` N (default 6), ``subset_size`` K (2), ``rounds`` T (4)
--- the values of the physics-intern comparison (about 24 requests); the RSA paper used 16/4/10.
-``--max-iterations`` sets T when ``rounds`` is not given.
+Parameters: ``population`` N, ``subset_size`` K, ``rounds`` T (see :class:`RSAParams`; the RSA
+paper itself used 16/4/10). ``--max-iterations`` sets T when ``rounds`` is not given.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from typing import Any
+from typing import Any, Self
 
-from physlab.strategies.base import Attempt
-from physlab.strategies.tpbench_common import (
-    answer_requirements, ask, budget_reason, check_known_params, concurrency, error_text,
-    extract_code, final_answer_line, finish, gather_bounded, model_settings, param_int, render,
+from pydantic import model_validator
+
+from physlab.grading.extract import extract_code, extract_final_answer
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
+from physlab.strategies.sampling import (
+    answer_requirements, ask, budget_reason, error_text, finish, gather_bounded, model_settings, render,
 )
 
-NAME = "rsa"
+_RSA_RUN = f"{PHYSICS_INTERN} §4 (RSA on the example puzzle, about 24 requests: N, K, T = 6, 2, 4)"
 
 
-async def equivalence_classes(ctx: Any, codes: list[str]) -> list[list[int]]:
+class RSAParams(SamplingParams):
+    population: int = param(6, "Solutions in each round's population (N).", _RSA_RUN, ge=1)
+    subset_size: int = param(2, "Candidates shown to each aggregation (K).", _RSA_RUN, ge=1)
+    rounds: int = param(4, "Rounds: the first sampling, then T-1 aggregations (T).", _RSA_RUN, ge=1)
+
+    @classmethod
+    def from_max_iterations(cls, n: int) -> dict[str, Any]:
+        return {"rounds": n}
+
+    @model_validator(mode="after")
+    def _subset_fits(self) -> Self:
+        if self.subset_size > self.population:
+            raise ValueError(f"--param subset_size: expected at most population ({self.population}), "
+                             f"got {self.subset_size}")
+        return self
+
+
+async def equivalence_classes(ctx: RunContext, codes: list[str]) -> list[list[int]]:
     """Group codes by the run's reference-free equivalence (the grader's, never string match)."""
     # Identical strings are equivalent without asking: only distinct codes go to the grader.
     distinct: list[str] = []
@@ -35,19 +55,7 @@ async def equivalence_classes(ctx: Any, codes: list[str]) -> list[list[int]]:
         if code not in where:
             where[code] = len(distinct)
             distinct.append(code)
-    eq = ctx.equivalence
-    bulk = getattr(eq, "equivalence_classes", None)
-    if bulk is not None:
-        local = [list(c) for c in await bulk(distinct)]
-    else:
-        local = []
-        for i, code in enumerate(distinct):
-            for cls in local:
-                if await eq.equivalent(distinct[cls[0]], code):
-                    cls.append(i)
-                    break
-            else:
-                local.append([i])
+    local = await ctx.equivalence.equivalence_classes(distinct)
     member = {d: k for k, cls in enumerate(local) for d in cls}
     classes: dict[int, list[int]] = {}
     for i, code in enumerate(codes):
@@ -56,7 +64,7 @@ async def equivalence_classes(ctx: Any, codes: list[str]) -> list[list[int]]:
     return sorted(classes.values(), key=lambda c: c[0])
 
 
-async def vote(ctx: Any, texts: list[str]) -> tuple[int | None, list[list[int]]]:
+async def vote(ctx: RunContext, texts: list[str]) -> tuple[int | None, list[list[int]]]:
     """Index (into ``texts``) of the majority answer and the classes it was chosen from.
 
     Templated problems vote over equivalence classes of the extracted code (texts without code are
@@ -71,7 +79,7 @@ async def vote(ctx: Any, texts: list[str]) -> tuple[int | None, list[list[int]]]
     else:
         keyed: dict[str, list[int]] = {}
         for i, t in enumerate(texts):
-            key = " ".join((final_answer_line(t) or t).split()).lower()
+            key = " ".join((extract_final_answer(t) or t).split()).lower()
             keyed.setdefault(key, []).append(i)
         classes = list(keyed.values())
     if not classes:
@@ -80,21 +88,16 @@ async def vote(ctx: Any, texts: list[str]) -> tuple[int | None, list[list[int]]]
     return classes[0][0], classes
 
 
-class RSA:
-    name = NAME
+class RSA(Strategy[RSAParams]):
+    """Recursive Self-Aggregation: a population of solutions, recombined in rounds, then a vote."""
 
-    async def run(self, ctx: Any) -> Attempt:
-        check_known_params(ctx, NAME, ["population", "subset_size", "rounds"])
-        n = param_int(ctx, NAME, "population", 6, minimum=1)
-        k = param_int(ctx, NAME, "subset_size", 2, minimum=1)
-        # --max-iterations caps the rounds when --param rounds is not given
-        t = param_int(ctx, NAME, "rounds", (ctx.params or {}).get("max_iterations", 4), minimum=1)
-        if k > n:
-            from physlab.errors import UserError
-            raise UserError(f"strategy {NAME}: --param subset_size: expected at most "
-                            f"population ({n}), got {k}")
-        settings = model_settings(ctx, NAME)
-        limit = concurrency(ctx, NAME)
+    name = "rsa"
+    Params = RSAParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
+        n, k, t = self.params.population, self.params.subset_size, self.params.rounds
+        settings = model_settings(self.params)
+        limit = self.params.concurrency
         rng = random.Random(ctx.seed)
         started = time.monotonic()
         problem = ctx.problem
@@ -114,7 +117,7 @@ class RSA:
         budget_hit = next((o.error for o in outcomes if o.budget), None)
         rounds.append({"round": 1, "answers": [extract_code(p) for p in population],
                        "errors": [error_text(o.error) for o in outcomes if not o.ok]})
-        ctx.events("round", strategy=NAME, round=1, population=len(population))
+        ctx.events("round", strategy=self.name, round=1, population=len(population))
 
         for r in range(2, t + 1):
             if budget_hit is not None or len(population) < k:
@@ -137,26 +140,23 @@ class RSA:
                            "answers": [extract_code(p) for p in new],
                            "errors": [error_text(o.error) for o in outcomes if not o.ok]})
             population = new
-            ctx.events("round", strategy=NAME, round=r, population=len(population))
+            ctx.events("round", strategy=self.name, round=r, population=len(population))
 
         details: dict[str, Any] = {"population": n, "subset_size": k, "rounds_planned": t,
                                    "rounds_done": len(rounds), "rounds": rounds}
         if not population:
             status = "no_answer"
-            return finish(ctx, NAME, status, budget_reason(budget_hit) if budget_hit else
+            return finish(ctx, self.name, status, budget_reason(budget_hit) if budget_hit else
                           "no_samples", started=started, details=details)
         chosen, classes = await vote(ctx, population)
         details["final_classes"] = classes
         if chosen is None:
-            return finish(ctx, NAME, "no_answer", "no_code_in_population", started=started,
+            return finish(ctx, self.name, "no_answer", "no_code_in_population", started=started,
                           details=details)
         details["chosen"] = chosen
         status = "partially_complete" if budget_hit is not None else "complete"
         reason = budget_reason(budget_hit) if budget_hit is not None else "voted"
         text = population[chosen]
-        return finish(ctx, NAME, status, reason, started=started, answer_text=text,
+        return finish(ctx, self.name, status, reason, started=started, answer_text=text,
                       answer_code=extract_code(text), details=details)
 
-
-def strategy() -> RSA:
-    return RSA()

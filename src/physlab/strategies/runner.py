@@ -25,7 +25,7 @@ from pydantic_ai.models import Model
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
 from physlab.llm.defaults import ModelRegistry
-from physlab.llm.errors import BudgetExceeded, ModelFailure, ReplayError
+from physlab.llm.errors import ModelFailure, ReplayError, budget_error, find_error
 from physlab.llm.meter import RunMeter, read_calls
 from physlab.llm.models import RunModels
 from physlab.llm.prompt import problem_text
@@ -34,8 +34,9 @@ from physlab.llm.usage import Budget, CallRecord
 from physlab.problems.model import Problem
 from physlab.runfiles import write_atomic
 from physlab.strategies import registry
-from physlab.strategies.base import Attempt
-from physlab.strategies.context import RunContext
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import StrategyParams
 
 # A strategy that ignores the wall budget is cancelled this long after it (the budget check before
 # each request normally ends it first; the slack lets a forced formatter finish).
@@ -61,39 +62,30 @@ def write_problem_md(problem: Problem, path: Path) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
-class _TextEquivalence:
-    """Fallback when physlab.grading has no Equivalence yet: equal after whitespace normalisation."""
-
-    async def equivalent(self, code_a: str, code_b: str) -> bool:
-        def norm(s: str) -> str:
-            return re.sub(r"\s+", " ", s or "").strip()
-
-        return norm(code_a) == norm(code_b)
-
-
 def _graders(problem: Problem, grader: Any, sandbox: Any, public: Problem | None = None) -> tuple[Any, Any]:
-    """(grader bound to the full problem or None, reference-free Equivalence) from physlab.grading
-    (imported lazily). ``grader`` may be a physlab.grading.Grader, an already bound grader
-    (``async grade(code)``), or None (a Grader on this run's sandbox). ``public``, the problem's
-    public view when the caller has it, saves making it again for the Equivalence."""
+    """(grader bound to the full problem or None, reference-free Equivalence). ``grader`` may be a
+    physlab.grading.Grader, an already bound grader (``async grade(code)``), or None (a Grader on
+    this run's sandbox). ``public``, the problem's public view when the caller has it, saves making
+    it again for the Equivalence."""
+    from physlab.grading import Equivalence, Grader, bind  # SymPy and friends: only once a run starts
+
     public = public or problem.public()
-    try:
-        from physlab.grading import Equivalence, Grader, bind
-    except ImportError:  # grading package not installed: ungraded runs, textual equivalence
-        bound = grader if (grader is not None and problem.gradable) else None
-        return bound, _TextEquivalence()
     if grader is not None and not isinstance(grader, Grader):
         return (grader if problem.gradable else None), Equivalence(public, Grader(sandbox))
     g = grader or Grader(sandbox)
     return (bind(problem, g) if problem.gradable else None), Equivalence(public, g)
 
 
-def _critic_reference(problem: Problem, strategy: str, params: dict[str, Any]) -> str | None:
-    """SCALAR's reference-conditioned Critic (--param critic_reference=true) is the one place a
-    prompt may hold the answer key: hand it the reference solution explicitly, only then."""
-    if strategy != "scalar" or str(params.get("critic_reference", "")).strip().lower() not in ("true", "1", "yes", "on"):
+def _reference_for(problem: Problem, strategy: str, params: StrategyParams) -> str | None:
+    """The reference solution, for a strategy whose parameters ask to see it (the one exception
+    to "no prompt holds the answer key": SCALAR's reference-conditioned Critic); None otherwise."""
+    if not params.sees_reference:
         return None
-    return problem.solution or problem.reference
+    reference = problem.solution or problem.reference
+    if not reference:
+        raise UserError(f"strategy {strategy}: its parameters ask for the reference solution, and problem "
+                        f"'{problem.id}' has none")
+    return reference
 
 
 def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | None,
@@ -203,9 +195,10 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     calls.jsonl record as it is written. ``replace`` removes what an earlier, unfinished
     try left in ``workspace`` (a sweep restarting a cell) instead of refusing it."""
     budget = budget or Budget()
-    params = dict(params or {})
     emit = events or (lambda *a, **k: None)
-    factory = registry.get_factory(strategy)  # unknown / unavailable: UserError before any file
+    kind = registry.get(strategy)  # unknown name or bad parameters: UserError before any file
+    scaffold = kind(kind.Params.parse(strategy, params))
+    reference = _reference_for(problem, strategy, scaffold.params)
     _check_replay(model, problem, strategy)
     reg = model_registry or ModelRegistry.load(models_config)
     ws, resuming = _resolve_workspace(problem, strategy, workspace, resume, replace)
@@ -230,16 +223,17 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
         bound, equivalence = _graders(problem, grader, sandbox, public)
         ctx = RunContext(problem=public, workspace=ws, models=models, usage=meter, budget=budget,
                          sandbox=sandbox, grader=bound, equivalence=equivalence, seed=seed,
-                         resume=resuming, params=params, events=emit,
-                         critic_reference=_critic_reference(problem, strategy, params))
+                         resume=resuming, events=emit, reference_solution=reference)
         emit("run_started", strategy=strategy, model=model, problem_id=problem.id, workspace=str(ws))
-        attempt = await _run_strategy(factory, ctx, strategy, model, problem, budget, ws)
+        attempt = await _run_strategy(scaffold, ctx, strategy, model, problem, budget, ws)
         attempt.wall_s = time.monotonic() - t0
         attempt.usage_by_role = meter.by_role()
         attempt.strategy, attempt.model, attempt.problem_id = strategy, model, problem.id
         if attempt.status in ("complete", "partially_complete") and not attempt.has_answer:
             attempt.status = "no_answer"
         attempt.details = {**attempt.details, "workspace": str(ws)}
+        if reference is not None:  # saw the answer key: never ranked beside solvers
+            attempt.details["reference_conditioned"] = True
         _write_answer(attempt, problem, ws)
         attempt.verdict = await _grade(attempt, problem, bound)
         _write_metrics(attempt, meter, ws, seed=seed, api_base=api_base, started_at=started_at)
@@ -257,7 +251,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
             await models.aclose()
 
 
-async def _run_strategy(factory: Any, ctx: RunContext, strategy: str, model: str, problem: Problem,
+async def _run_strategy(scaffold: Strategy, ctx: RunContext, strategy: str, model: str, problem: Problem,
                         budget: Budget, ws: Path) -> Attempt:
     def ended(status: str, reason: str, **details: Any) -> Attempt:
         return Attempt(strategy=strategy, model=model, problem_id=problem.id, status=status,  # type: ignore[arg-type]
@@ -265,27 +259,18 @@ async def _run_strategy(factory: Any, ctx: RunContext, strategy: str, model: str
 
     hard = budget.max_wall_s * HARD_WALL_FACTOR + HARD_WALL_SLACK_S if budget.max_wall_s else None
     try:
-        strat = factory()
-        return await asyncio.wait_for(strat.run(ctx), hard)
+        return await asyncio.wait_for(scaffold.run(ctx), hard)
     except UserError:
         raise
-    except BudgetExceeded as exc:
-        return ended("no_answer", f"budget:{exc.limit}", error=str(exc))
     except asyncio.TimeoutError:
         return ended("no_answer", "budget:max_wall", error=f"strategy cancelled {hard:.0f}s after start")
-    except ReplayError as exc:
-        return ended("error", "replay_error", error=str(exc))
-    except ModelFailure as exc:
-        return ended("error", "model_failure", error=str(exc))
     except Exception as exc:
-        # pydantic-ai / task groups may wrap ours (ExceptionGroup, __cause__): unwrap first
-        inner = _find(exc, (BudgetExceeded, ReplayError, ModelFailure))
-        if isinstance(inner, BudgetExceeded):
-            return ended("no_answer", f"budget:{inner.limit}", error=str(inner))
-        if isinstance(inner, ReplayError):
-            return ended("error", "replay_error", error=str(inner))
-        if isinstance(inner, ModelFailure):
-            return ended("error", "model_failure", error=str(inner))
+        # pydantic-ai / task groups may wrap ours (ExceptionGroup, __cause__): look inside first
+        if (spent := budget_error(exc)) is not None:
+            return ended("no_answer", f"budget:{spent.limit}", error=str(spent))
+        if (failure := find_error(exc, ModelFailure)) is not None:
+            reason = "replay_error" if isinstance(failure, ReplayError) else "model_failure"
+            return ended("error", reason, error=str(failure))
         # a strategy bug: recorded in error.log, not shown as a traceback
         (ws / "error.log").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
         return ended("error", f"exception:{type(exc).__name__}", error=str(exc)[:2000])
@@ -301,18 +286,6 @@ def _discard_if_untouched(ws: Path) -> None:
     calls = ws / "calls.jsonl"
     if names <= {"PROBLEM.md", "calls.jsonl"} and (not calls.exists() or calls.stat().st_size == 0):
         shutil.rmtree(ws, ignore_errors=True)
-
-
-def _find(exc: BaseException | None, types: tuple[type, ...], depth: int = 0) -> BaseException | None:
-    if exc is None or depth > 8:
-        return None
-    if isinstance(exc, types):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for sub in exc.exceptions:
-            if (found := _find(sub, types, depth + 1)) is not None:
-                return found
-    return _find(exc.__cause__ or exc.__context__, types, depth + 1)
 
 
 def _write_answer(attempt: Attempt, problem: Problem, ws: Path) -> None:
@@ -334,8 +307,6 @@ async def _grade(attempt: Attempt, problem: Problem, bound: Any) -> Verdict | No
         return None
     if not answered(attempt):
         return Verdict(verdict="invalid", reason=f"no answer ({attempt.status}: {attempt.stop_reason})")
-    if bound is None:
-        return attempt.verdict  # grading package not available: leave ungraded
     candidate = attempt.answer_code or attempt.answer_text or ""
     try:
         return await bound.grade(candidate)

@@ -14,21 +14,23 @@ the strategy's name. What it plays:
   algebra slip. The SymPy verifier writes one script per CHECK and runs it with its tool -- in the
   sandbox -- and grades from the printed result, so a wrong step really fails the candidate;
 - the weak verifier says yes to the correct and to the plausible wrong answer (a tie), the
-  tie-breaker prefers the correct one; RSA's aggregator keeps a correct candidate when it sees one;
+  tie-breaker prefers the correct one (verifiers, the tie-breaker and the SymPy grader answer
+  through their output tools, as real models do); RSA's aggregator keeps a correct candidate when it sees one;
   multi-round is wrong in round 0 and right afterwards; the manager dispatches a subagent that
   checks the low-order expansion with real SymPy code before submitting.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
-from physlab.llm.scripted import Reply, first_user_text, last_user_text, register_scenario, text, tool_call
+from physlab.llm.scripted import (
+    Reply, final_answer, first_user_text, last_user_text, register_scenario, text, tool_call,
+)
 
 _HEAD = "import sympy as sp\n\np = sp.symbols('p')\n\ndef answer(p):\n"
 _N = ("(sp.Rational(16, 25)*p**2 - sp.Rational(128, 125)*p**3 + sp.Rational(2048, 3375)*p**4"
@@ -99,8 +101,8 @@ def check_script(identity: str) -> str:
             "print(sp.simplify(sp.expand(lhs - rhs)) == 0)\n")
 
 
-def sympy_verifier_turn(messages: list[ModelMessage]) -> Reply:
-    """The step-wise SymPy grader: one script per CHECK line, then the Appendix A.4 JSON built
+def sympy_verifier_turn(messages: list[ModelMessage], info: AgentInfo) -> Reply:
+    """The step-wise SymPy grader: one script per CHECK line, then the Appendix A.4 report built
     from what the sandbox printed."""
     task = first_user_text(messages)
     solution = task.split("Candidate solution to grade:", 1)[-1]
@@ -119,14 +121,14 @@ def sympy_verifier_turn(messages: list[ModelMessage]) -> Reply:
                       "script_stderr": "", "is_correct": ok,
                       "error_explanation": "confirmed" if ok else f"SymPy disagrees: {identity}"})
     score = int(all(s["is_correct"] for s in steps))
-    return json.dumps({"sympy_verification": steps, "overall_score": score,
-                       "general_feedback": "all steps check" if score else "a step fails"})
+    return final_answer(info, {"sympy_verification": steps, "overall_score": score,
+                               "general_feedback": "all steps check" if score else "a step fails"})
 
 
-def _tiebreak(prompt: str) -> str:
+def _tiebreak(prompt: str, info: AgentInfo) -> Reply:
     a1 = prompt.split("Attempt 1:", 1)[-1].split("Attempt 2:", 1)[0]
     choice = 1 if any(n in CORRECT for n in _which(a1)) else 2
-    return f'Attempt {choice} is right.\n{{"correct_attempt": {choice}, "analysis": "scripted"}}'
+    return final_answer(info, {"analysis": f"Attempt {choice} is right (scripted).", "correct_attempt": choice})
 
 
 def _manager_turn(messages: list[ModelMessage], info: AgentInfo, state: dict[str, Any]) -> Reply:
@@ -174,12 +176,12 @@ def sampling_qec():
             return CANDIDATES[good[0] if good else (seen[0] if seen else "wrong-all-detected")]
         if role == "verifier":
             if any(t.name == "run_sympy_script" for t in info.function_tools):
-                return sympy_verifier_turn(messages)
+                return sympy_verifier_turn(messages, info)
             shown = _which(prompt)
             yes = bool(shown) and shown[0] != "wrong-all-detected"
-            return json.dumps({"is_solution_correct": "yes" if yes else "no"})
+            return final_answer(info, {"is_solution_correct": "yes" if yes else "no"})
         if role == "tiebreaker":
-            return _tiebreak(prompt)
+            return _tiebreak(prompt, info)
         if role == "solver":
             return CANDIDATES["correct-factored"].split("```python")[0]
         if role in ("formatter",):

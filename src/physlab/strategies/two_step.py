@@ -10,35 +10,35 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from physlab.strategies.base import Attempt
-from physlab.strategies.tpbench_common import (
-    answer_requirements, ask, budget_reason, check_known_params, error_text, extract_code,
-    finish, is_budget_error, model_settings, render,
+from physlab.grading.extract import extract_code
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import ModelParams
+from physlab.strategies.sampling import (
+    answer_requirements, ask, ended_by, error_text, finish, model_settings, render,
 )
 
-NAME = "two-step"
 
+class TwoStep(Strategy[ModelParams]):
+    """CritPt's procedure: derive freely, then fill the template in the same conversation."""
 
-class TwoStep:
-    name = NAME
+    name = "two-step"
+    Params = ModelParams
 
-    async def run(self, ctx: Any) -> Attempt:
-        check_known_params(ctx, NAME, [])
-        settings = model_settings(ctx, NAME)
+    async def run(self, ctx: RunContext) -> Attempt:
+        settings = model_settings(self.params)
         started = time.monotonic()
         problem = ctx.problem
         derive_prompt = render("two_step_derive", problem=problem.statement.strip())
         try:
             derivation, history = await ask(ctx, "solver", derive_prompt, settings=settings)
         except Exception as exc:  # noqa: BLE001
-            status = "no_answer" if is_budget_error(exc) else "error"
-            reason = budget_reason(exc) if is_budget_error(exc) else "model_error"
-            return finish(ctx, NAME, status, reason, started=started,
-                          details={"error": error_text(exc)})
-        ctx.events("step", strategy=NAME, step="derive")
+            status, reason = ended_by(exc, answered=False)
+            return finish(ctx, self.name, status, reason, started=started, details={"error": error_text(exc)})
+        ctx.events("step", strategy=self.name, step="derive")
         details: dict[str, Any] = {"derivation": derivation}
         if not problem.has_template:
-            return finish(ctx, NAME, "complete", "answered", started=started,
+            return finish(ctx, self.name, "complete", "answered", started=started,
                           answer_text=derivation, details=details)
         populate_prompt = render("two_step_populate", requirements=answer_requirements(problem))
         try:
@@ -47,16 +47,11 @@ class TwoStep:
         except Exception as exc:  # noqa: BLE001
             details["error"] = error_text(exc)
             # The derivation is the best answer we have; its code (if it wrote one) is kept.
-            status = "partially_complete" if is_budget_error(exc) else "error"
-            reason = budget_reason(exc) if is_budget_error(exc) else "model_error"
-            return finish(ctx, NAME, status, reason, started=started, answer_text=derivation,
+            status, reason = ended_by(exc, answered=True)
+            return finish(ctx, self.name, status, reason, started=started, answer_text=derivation,
                           answer_code=extract_code(derivation), details=details)
         details["populate_reply"] = filled
         code = extract_code(filled)
-        return finish(ctx, NAME, "complete" if code else "no_answer",
+        return finish(ctx, self.name, "complete" if code else "no_answer",
                       "answered" if code else "no_code_in_reply", started=started,
                       answer_text=derivation + "\n\n" + filled, answer_code=code, details=details)
-
-
-def strategy() -> TwoStep:
-    return TwoStep()

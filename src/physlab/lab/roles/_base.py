@@ -10,6 +10,7 @@ from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.usage import UsageLimits
 
+from physlab.runs.context import RunContext
 from physlab.sandbox.types import SandboxLimits
 
 
@@ -17,7 +18,7 @@ from physlab.sandbox.types import SandboxLimits
 class LabEnv:
     """What a role call needs from the run: the RunContext pieces, settings and an event hook."""
 
-    ctx: Any                                  # physlab.strategies.context.RunContext
+    ctx: RunContext
     code_timeout_s: float = 120.0
     code_memory_mb: int = 4096
     tool_retries: int = 3

@@ -1,16 +1,17 @@
-"""Helpers shared by the PhysicsMinions studios: prompt files, verifier replies, answer format."""
+"""Helpers shared by the PhysicsMinions studios: prompt files, the verifiers' review, answer format."""
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 
+from physlab.problems.model import Problem
+from physlab.runs.context import RunContext
 from physlab.strategies.prompt_files import PromptFolder
-from physlab.strategies.tpbench_common import answer_requirements
+from physlab.strategies.sampling import answer_requirements, ask_structured
 
 PROMPTS = Path(__file__).with_name("prompts")
 
@@ -18,59 +19,32 @@ PROMPTS = Path(__file__).with_name("prompts")
 _PROMPTS = PromptFolder(PROMPTS, "minions prompt")
 render = _PROMPTS.render
 
+NO_REVIEW = "The verifier gave no valid review; re-check the whole solution."
+
 
 class Review(BaseModel):
-    """One verifier's decision."""
+    """One verifier's decision, given through its `submit_review` tool."""
 
-    verdict: str  # "pass" | "fail"
-    issues: list[str] = Field(default_factory=list)
-    parsed: bool = True
-    raw: str = ""
+    verdict: Literal["pass", "fail"]
+    issues: list[str] = Field(default_factory=list,
+                              description="One precise sentence per error: where it is and what is wrong.")
 
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
 
 
-def json_object(text: str) -> Any:
-    """The JSON object in a reply: a ```json fence, the whole reply, or the outermost braces."""
-    m = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.DOTALL)
-    candidates = [m.group(1)] if m else []
-    s = text.strip()
-    candidates.append(s)
-    i, j = s.find("{"), s.rfind("}")
-    if 0 <= i < j:
-        candidates.append(s[i: j + 1])
-    for c in candidates:
-        try:
-            return json.loads(c)
-        except (json.JSONDecodeError, ValueError):
-            continue
-    raise ValueError("no JSON object in the reply")
-
-
-def parse_review(reply: str) -> Review:
-    """A verifier reply: strict JSON {"verdict", "issues"}; a bare 'VERDICT: PASS/FAIL' line is
-    accepted too. Anything else is a failed review (never an accidental pass)."""
+async def review(ctx: RunContext, role: str, content: Any, settings: dict[str, Any] | None) -> Review | None:
+    """A verifier's Review of ``content`` (its prompt, and the images it is to look at); None when
+    it gave no valid review after its retries (the caller fails the check: never an accidental pass)."""
     try:
-        data = json_object(reply)
-        verdict = str(data.get("verdict", "")).strip().lower()
-        issues = data.get("issues") or []
-        if isinstance(issues, str):
-            issues = [issues]
-        if verdict in ("pass", "fail"):
-            return Review(verdict=verdict, issues=[str(i) for i in issues], raw=reply)
-    except (ValueError, AttributeError):
-        pass
-    m = re.findall(r"verdict\s*[:=]\s*\**\s*(pass|fail)", reply, re.IGNORECASE)
-    if m:
-        return Review(verdict=m[-1].lower(), issues=[] if m[-1].lower() == "pass" else [reply.strip()[-2000:]],
-                      raw=reply)
-    return Review(verdict="fail", parsed=False, raw=reply,
-                  issues=["The verifier's reply could not be read as a verdict; re-check the whole solution."])
+        return await ask_structured(ctx, role, content, Review, tool="submit_review", settings=settings,
+                                    images=False)
+    except UnexpectedModelBehavior:
+        return None
 
 
-def requirements(problem: Any) -> str:
+def requirements(problem: Problem) -> str:
     """How to give the final answer: fill the template, else boxed answers (with the public
     answer types and units of a HiPhO item, when the problem lists them)."""
     if problem.answer_template:
@@ -87,7 +61,7 @@ def requirements(problem: Any) -> str:
     return render("boxed_requirements", parts=parts)
 
 
-async def ask(ctx: Any, role: str, content: Any, *, system: str | None = None,
+async def ask(ctx: RunContext, role: str, content: Any, *, system: str | None = None,
               settings: dict[str, Any] | None = None, history: list[Any] | None = None
               ) -> tuple[str, list[Any]]:
     """One plain-text request for ``role``: ``content`` is the prompt text, or a list of text and

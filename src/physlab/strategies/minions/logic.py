@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from physlab.runs.context import RunContext
 from physlab.strategies.minions.common import ask, render
 
 ROLE_SOLVER = "solver"
@@ -14,7 +15,7 @@ ROLE_INTROSPECTOR = "introspector"
 
 @dataclass
 class LogicStudio:
-    ctx: Any
+    ctx: RunContext
     problem_text: str
     figures: str
     requirements: str

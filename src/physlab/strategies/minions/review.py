@@ -9,7 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from physlab.strategies.minions.common import ask, parse_review, render
+from physlab.runs.context import RunContext
+from physlab.strategies.minions.common import NO_REVIEW, Review, render, review
 
 ROLE_PHYSICS = "physics_verifier"
 ROLE_GENERAL = "general_verifier"
@@ -30,7 +31,7 @@ class ReviewOutcome(BaseModel):
 
 @dataclass
 class ReviewStudio:
-    ctx: Any
+    ctx: RunContext
     problem_text: str
     figures: str
     images: list[Any]
@@ -41,13 +42,16 @@ class ReviewStudio:
 
     async def review(self, solution: str) -> ReviewOutcome:
         values = dict(problem=self.problem_text, figures=self.figures, solution=solution)
-        reply, _ = await ask(self.ctx, ROLE_PHYSICS, self._content(render("physics_verifier", **values)),
-                             settings=self.settings)
-        physics = parse_review(reply)
-        if not physics.passed:
-            return ReviewOutcome(passed=False, stage="physics", issues=physics.issues, parsed=physics.parsed)
-        reply, _ = await ask(self.ctx, ROLE_GENERAL, self._content(render("general_verifier", **values)),
-                             settings=self.settings)
-        general = parse_review(reply)
-        return ReviewOutcome(passed=general.passed, stage="general", issues=general.issues,
-                             parsed=general.parsed)
+        for stage, role in (("physics", ROLE_PHYSICS), ("general", ROLE_GENERAL)):
+            prompt = render(f"{stage}_verifier", **values)
+            verdict = await review(self.ctx, role, self._content(prompt), self.settings)
+            outcome = _outcome(stage, verdict)
+            if not outcome.passed:  # the General-Verifier only sees what passed the physics check
+                return outcome
+        return outcome
+
+
+def _outcome(stage: str, verdict: Review | None) -> ReviewOutcome:
+    if verdict is None:
+        return ReviewOutcome(passed=False, stage=stage, issues=[NO_REVIEW], parsed=False)
+    return ReviewOutcome(passed=verdict.passed, stage=stage, issues=verdict.issues)

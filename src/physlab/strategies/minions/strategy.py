@@ -7,67 +7,71 @@ solution; a failure resets the count and the Introspector refines the solution f
 The solution is accepted after ``cv`` consecutive passes; when the cap is hit the last solution is
 returned with ``accepted: false`` and stop reason ``iteration_cap``.
 
-Params (``--param k=v``): cv (2), max_iterations (5), visual (true), visual_cv (2),
-visual_max_iterations (5), self_improve (true), send_images (true: raw figures also go to the
-studios as images, next to the JSON), temperature (0.6, the paper's).
+Parameters: :class:`MinionsParams` (``physlab strategies show minions``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
-from typing import Any
+from typing import Any, Self
 
-from physlab.strategies.base import Attempt
+from pydantic import model_validator
+
+from physlab.grading.extract import extract_code
+from physlab.llm.errors import budget_error
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.minions.common import ask, render, requirements
 from physlab.strategies.minions.logic import LogicStudio
 from physlab.strategies.minions.review import ReviewStudio
 from physlab.strategies.minions.visual import FigureResult, describe_figure, figures_block, image_content
-from physlab.strategies.tpbench_common import (
-    budget_reason, check_known_params, error_text, finish, is_budget_error, param_bool,
-    param_float, param_int,
-)
+from physlab.strategies.params import MINIONS, ModelParams, param
+from physlab.strategies.sampling import ended_by, error_text, finish, model_settings
 
-NAME = "minions"
-PARAMS = ("cv", "max_iterations", "visual", "visual_cv", "visual_max_iterations", "self_improve",
-          "send_images")
 TRACE_FILE = "minions_trace.json"
 
 
-def extract_template_code(text: str | None) -> str | None:
-    """The filled template in a reply (the grader's extractor; last fenced python block if the
-    grading package is not importable)."""
-    if not text:
-        return None
-    try:
-        from physlab.grading.extract import extract_code
-    except ImportError:
-        blocks = re.findall(r"```python\s*\n(.*?)```", text, re.DOTALL)
-        return blocks[-1].strip() + "\n" if blocks else None
-    return extract_code(text)
+class MinionsParams(ModelParams):
+    temperature: float | None = param(0.6, "Sampling temperature of every request.",
+                                      f"{MINIONS}, Method Summary: 'temperature=0.6'", ge=0.0, le=2.0)
+    cv: int = param(2, "Consecutive Review Studio passes that accept a solution (CV).",
+                    f"{MINIONS} §4.5: 'CV=2 as an empirically efficient setting'", ge=1, le=50)
+    max_iterations: int = param(5, "Review rounds before the last solution is returned unaccepted.",
+                                f"{MINIONS}, Method Summary: 'maximum 5 iterations per problem'", ge=1, le=100)
+    visual: bool = param(True, "Describe the problem's figures with the Visual Studio first.",
+                         f"{MINIONS} §3.2: the Visual Studio's structured JSON", )
+    visual_cv: int | None = param(None, "Consecutive passes that accept a figure description (unset: cv).",
+                                  f"{MINIONS} §3.2: the same CV loop as the Review Studio", ge=1, le=50)
+    visual_max_iterations: int | None = param(
+        None, "Checks of one figure description before it is kept unverified (unset: max_iterations).",
+        f"{MINIONS} §3.2: the same iteration cap as the Review Studio", ge=1, le=100)
+    self_improve: bool = param(True, "The Introspector improves the Solver's first solution before review.",
+                               f"{MINIONS}, Method Summary: the Logic Studio generates and refines")
+    send_images: bool = param(True, "The raw figures also go to the studios, next to their JSON descriptions.",
+                              "PhysLab: a multimodal model can check the description against the pixels")
+
+    @model_validator(mode="after")
+    def _visual_defaults(self) -> Self:
+        self.visual_cv = self.visual_cv or self.cv
+        self.visual_max_iterations = self.visual_max_iterations or self.max_iterations
+        return self
 
 
-class Minions:
-    name = NAME
+class Minions(Strategy[MinionsParams]):
+    """PhysicsMinions: Visual, Logic and Review studios; accepted after CV consecutive passes."""
 
-    async def run(self, ctx: Any) -> Attempt:
-        check_known_params(ctx, NAME, PARAMS)
-        cv = param_int(ctx, NAME, "cv", 2, minimum=1, maximum=50)
-        max_iter = param_int(ctx, NAME, "max_iterations", 5, minimum=1, maximum=100)
-        use_visual = param_bool(ctx, NAME, "visual", True)
-        visual_cv = param_int(ctx, NAME, "visual_cv", cv, minimum=1, maximum=50)
-        visual_max = param_int(ctx, NAME, "visual_max_iterations", max_iter, minimum=1, maximum=100)
-        self_improve = param_bool(ctx, NAME, "self_improve", True)
-        send_images = param_bool(ctx, NAME, "send_images", True)
-        temperature = param_float(ctx, NAME, "temperature", 0.6, minimum=0.0, maximum=2.0)
-        settings = {"temperature": temperature} if temperature is not None else None
+    name = "minions"
+    Params = MinionsParams
 
+    async def run(self, ctx: RunContext) -> Attempt:
+        p = self.params
+        cv, max_iter, use_visual, self_improve = p.cv, p.max_iterations, p.visual, p.self_improve
+        visual_cv, visual_max = p.visual_cv or cv, p.visual_max_iterations or max_iter
+        settings = model_settings(p)
         started = time.monotonic()
         problem = ctx.problem
-        trace: dict[str, Any] = {"params": {"cv": cv, "max_iterations": max_iter, "visual": use_visual,
-                                            "visual_cv": visual_cv, "visual_max_iterations": visual_max,
-                                            "self_improve": self_improve, "send_images": send_images},
+        trace: dict[str, Any] = {"params": p.model_dump(exclude={"temperature"}),
                                  "figures": [], "iterations": [], "solutions": []}
         solution: str | None = None
         accepted = False
@@ -78,18 +82,18 @@ class Minions:
             if exc is not None:
                 trace["error"] = error_text(exc)
             self._write_trace(ctx, trace)
-            code = extract_template_code(solution) if problem.has_template else None
+            code = extract_code(solution) if problem.has_template else None
             details = {"accepted": accepted, "iterations": len(trace["iterations"]),
                        "review": trace["iterations"], "figures_verified": [f["verified"] for f in trace["figures"]],
                        "trace_file": TRACE_FILE}
             if exc is not None:
                 details["error"] = error_text(exc)
-            return finish(ctx, NAME, status, reason, started=started, answer_text=solution,
+            return finish(ctx, self.name, status, reason, started=started, answer_text=solution,
                           answer_code=code, details=details)
 
         try:
             figures: list[FigureResult] = []
-            images = [p for p in problem.images if p.exists()] if problem.images else []
+            images = [img for img in problem.images if img.exists()] if problem.images else []
             images_ok = True
             if use_visual and images:
                 for img in images:
@@ -98,16 +102,16 @@ class Minions:
                                                     self_improve=self_improve, settings=settings,
                                                     context=problem.statement[-3000:])
                     except Exception as exc:  # noqa: BLE001 - e.g. a text-only model refusing images
-                        if is_budget_error(exc):
+                        if budget_error(exc) is not None:
                             raise
                         images_ok = False
                         trace["figures"].append({"image": img.name, "verified": False, "error": error_text(exc)})
-                        ctx.events("step", strategy=NAME, step="visual_failed", image=img.name)
+                        ctx.events("step", strategy=self.name, step="visual_failed", image=img.name)
                         break
                     figures.append(fig)
                     trace["figures"].append(fig.model_dump())
             # a model that failed on the figures gets text only from here on
-            raw_images = [image_content(p) for p in images] if send_images and images_ok else []
+            raw_images = [image_content(img) for img in images] if p.send_images and images_ok else []
             reqs = requirements(problem)
             fig_text = figures_block(figures)
             logic = LogicStudio(ctx, problem.statement, fig_text, reqs, raw_images, settings)
@@ -115,7 +119,7 @@ class Minions:
 
             solution = await logic.solve()
             trace["solutions"].append({"step": "solver", "text": solution})
-            ctx.events("step", strategy=NAME, step="solve")
+            ctx.events("step", strategy=self.name, step="solve")
             if self_improve:
                 solution = await logic.improve(solution)
                 trace["solutions"].append({"step": "self_improve", "text": solution})
@@ -126,7 +130,7 @@ class Minions:
                 trace["iterations"].append({"iteration": it, "passed": outcome.passed, "stage": outcome.stage,
                                             "parsed": outcome.parsed, "issues": outcome.issues,
                                             "consecutive_passes": passes})
-                ctx.events("step", strategy=NAME, step="review", iteration=it, passed=outcome.passed,
+                ctx.events("step", strategy=self.name, step="review", iteration=it, passed=outcome.passed,
                            stage=outcome.stage, consecutive=passes)
                 if passes >= cv:
                     accepted, stop = True, "accepted"
@@ -134,18 +138,16 @@ class Minions:
                 if not outcome.passed and it < max_iter:
                     solution = await logic.refine(solution, outcome.bug_report())
                     trace["solutions"].append({"step": f"refine_{it}", "text": solution})
-            if problem.has_template and not extract_template_code(solution):
+            if problem.has_template and not extract_code(solution):
                 filled, _ = await ask(ctx, "formatter", render("formatter", requirements=reqs, solution=solution),
                                       settings=settings)
                 solution = solution + "\n\n" + filled
             return done("complete", stop)
         except Exception as exc:  # noqa: BLE001 - every failure ends the run cleanly with what we have
-            if is_budget_error(exc):
-                return done("partially_complete" if solution else "no_answer", budget_reason(exc), exc)
-            return done("error", "model_error", exc)
+            return done(*ended_by(exc, answered=bool(solution)), exc)
 
     @staticmethod
-    def _write_trace(ctx: Any, trace: dict[str, Any]) -> None:
+    def _write_trace(ctx: RunContext, trace: dict[str, Any]) -> None:
         try:
             ws = ctx.workspace
             if ws is not None:
@@ -154,6 +156,3 @@ class Minions:
         except OSError:
             pass
 
-
-def strategy() -> Minions:
-    return Minions()

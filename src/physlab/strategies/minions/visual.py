@@ -1,8 +1,9 @@
-"""Visual Studio: figure -> validated JSON description (Inspector, Introspector, Verifier).
+"""Visual Studio: figure -> validated description (Inspector, Introspector, Verifier).
 
-For each figure: the Inspector writes a JSON description; the Introspector refines it; then the
-Verifier checks it against the figure. A description that is not valid JSON of the expected shape
-fails without spending a Verifier call (the schema error is the bug report). A failed check resets
+For each figure: the Inspector writes a description (a :class:`FigureDescription`, through its
+output tool: pydantic-ai sends a malformed one back with the validation error); the Introspector
+refines it; then the Verifier checks it against the figure. A description that still does not
+validate after the retries fails without spending a Verifier call. A failed check resets
 the consecutive-pass count and sends the issues back to the Introspector. The figure is accepted
 after ``cv`` consecutive passes, or the loop stops after ``max_rounds`` checks and keeps the last
 valid description, marked unverified.
@@ -17,8 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_ai import BinaryContent
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 
-from physlab.strategies.minions.common import ask, json_object, parse_review, render
+from physlab.runs.context import RunContext
+from physlab.strategies.minions.common import NO_REVIEW, render, review
+from physlab.strategies.sampling import OUTPUT_RETRIES, ask_structured
 
 ROLE_INSPECTOR = "visual_inspector"
 ROLE_INTROSPECTOR = "visual_introspector"
@@ -30,15 +34,15 @@ class Axis(BaseModel):
     name: str
     quantity: str | None = None
     unit: str | None = None
-    scale: str | None = None
-    range: list[Any] | None = None
+    scale: str | None = Field(default=None, description="linear or log")
+    range: list[Any] | None = Field(default=None, description="[min, max] visible on the axis")
 
 
 class Curve(BaseModel):
     model_config = ConfigDict(extra="allow")
     label: str
     description: str | None = None
-    points: list[Any] = Field(default_factory=list)
+    points: list[Any] = Field(default_factory=list, description="Representative [x, y] points read off the axes.")
 
 
 class Quantity(BaseModel):
@@ -53,37 +57,27 @@ class FigureDescription(BaseModel):
     """The structured description the Logic Studio receives instead of the raw pixels."""
 
     model_config = ConfigDict(extra="allow")
-    figure_type: str
-    summary: str
+    figure_type: str = Field(description="plot | diagram | circuit | table | photo | other")
+    summary: str = Field(description="What the figure shows, one or two sentences.")
     axes: list[Axis] = Field(default_factory=list)
     curves: list[Curve] = Field(default_factory=list)
     labelled_quantities: list[Quantity] = Field(default_factory=list)
-    geometry: list[str] = Field(default_factory=list)
-    notes: str = ""
+    geometry: list[str] = Field(default_factory=list, description="One geometric fact per entry.")
+    notes: str = Field(default="", description="Reading precision, anything ambiguous.")
 
 
-SCHEMA_HINT = """{
-  "figure_type": "plot | diagram | circuit | table | photo | other",
-  "summary": "what the figure shows, one or two sentences",
-  "axes": [{"name": "x", "quantity": "...", "unit": "...", "scale": "linear|log", "range": [min, max]}],
-  "curves": [{"label": "...", "description": "...", "points": [[x, y], ...]}],
-  "labelled_quantities": [{"symbol": "...", "meaning": "...", "value": null, "unit": null}],
-  "geometry": ["one fact per entry"],
-  "notes": "reading precision, anything ambiguous"
-}"""
-
-
-def validate_description(text: str) -> tuple[FigureDescription | None, str | None]:
-    """(description, None) when ``text`` is a JSON object of the expected shape, else (None, why)."""
+async def _description(ctx: RunContext, role: str, prompt: str, picture: BinaryContent,
+                       settings: dict[str, Any] | None) -> tuple[FigureDescription | None, str | None]:
+    """(description, None), or (None, why) when the role gave no valid one after its retries."""
     try:
-        data = json_object(text)
-    except ValueError as exc:
-        return None, f"The reply is not a JSON object ({exc})."
-    try:
-        return FigureDescription.model_validate(data), None
-    except ValidationError as exc:
-        errs = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:8])
-        return None, f"The JSON does not have the required shape: {errs}."
+        desc = await ask_structured(ctx, role, [prompt, picture], FigureDescription, tool="submit_description",
+                                    settings=settings, images=False)
+    except UnexpectedModelBehavior as exc:
+        cause = exc.__cause__
+        why = ("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in cause.errors()[:8])
+               if isinstance(cause, ValidationError) else str(cause or exc))
+        return None, f"No valid description after {OUTPUT_RETRIES} retries: {why}"
+    return desc, None
 
 
 def image_content(path: Path) -> BinaryContent:
@@ -98,20 +92,17 @@ class FigureResult(BaseModel):
     rounds: list[dict[str, Any]] = Field(default_factory=list)
 
 
-async def describe_figure(ctx: Any, image: Path, *, cv: int, max_rounds: int, self_improve: bool,
+async def describe_figure(ctx: RunContext, image: Path, *, cv: int, max_rounds: int, self_improve: bool,
                           settings: dict[str, Any] | None, context: str) -> FigureResult:
     """Run the Inspector/Introspector/Verifier loop on one figure."""
     picture = image_content(image)
     result = FigureResult(image=Path(image).name)
     head = f"Problem context (for orientation only):\n{context}\n\n"
-    text, _ = await ask(ctx, ROLE_INSPECTOR, [head + render("inspector", schema=SCHEMA_HINT), picture],
-                        settings=settings)
-    desc, problem_ = validate_description(text)
+    desc, problem_ = await _description(ctx, ROLE_INSPECTOR, head + render("inspector"), picture, settings)
     if desc is not None and self_improve:
-        refined, _ = await ask(ctx, ROLE_INTROSPECTOR, [render(
+        new, problem_ = await _description(ctx, ROLE_INTROSPECTOR, render(
             "visual_introspector", feedback="Improve it on your own reading of the figure.",
-            description=desc.model_dump_json(indent=1), schema=SCHEMA_HINT), picture], settings=settings)
-        new, problem_ = validate_description(refined)
+            description=desc.model_dump_json(indent=1)), picture, settings)
         desc = new if new is not None else desc
         problem_ = None if new is not None else problem_
     last_valid = desc
@@ -121,10 +112,11 @@ async def describe_figure(ctx: Any, image: Path, *, cv: int, max_rounds: int, se
             review_issues, passed, parsed = [problem_ or "invalid description"], False, True
             stage = "schema"
         else:
-            reply, _ = await ask(ctx, ROLE_VERIFIER, [render(
-                "visual_verifier", description=desc.model_dump_json(indent=1)), picture], settings=settings)
-            review = parse_review(reply)
-            review_issues, passed, parsed, stage = review.issues, review.passed, review.parsed, "verifier"
+            verdict = await review(ctx, ROLE_VERIFIER, [render(
+                "visual_verifier", description=desc.model_dump_json(indent=1)), picture], settings)
+            stage, parsed = "verifier", verdict is not None
+            review_issues = verdict.issues if verdict is not None else [NO_REVIEW]
+            passed = verdict is not None and verdict.passed
         passes = passes + 1 if passed else 0
         result.rounds.append({"round": round_no, "stage": stage, "passed": passed, "parsed": parsed,
                               "issues": review_issues, "consecutive_passes": passes})
@@ -138,10 +130,8 @@ async def describe_figure(ctx: Any, image: Path, *, cv: int, max_rounds: int, se
             f"- {i}" for i in review_issues)
         base = desc.model_dump_json(indent=1) if desc is not None else (last_valid.model_dump_json(indent=1)
                                                                          if last_valid else "{}")
-        refined, _ = await ask(ctx, ROLE_INTROSPECTOR, [render(
-            "visual_introspector", feedback=feedback, description=base, schema=SCHEMA_HINT), picture],
-            settings=settings)
-        desc, problem_ = validate_description(refined)
+        desc, problem_ = await _description(ctx, ROLE_INTROSPECTOR, render(
+            "visual_introspector", feedback=feedback, description=base), picture, settings)
         if desc is not None:
             last_valid = desc
     final = desc or last_valid

@@ -2,6 +2,6 @@
 
 from physlab.strategies.scalar import scenarios as _scenarios  # noqa: F401 - registers scalar-demo
 from physlab.strategies.scalar.rescore import register_report, register_rescore, register_scalar_runs, rescore_run
-from physlab.strategies.scalar.strategy import NAME, Scalar, strategy
+from physlab.strategies.scalar.strategy import Scalar, ScalarParams
 
-__all__ = ["NAME", "Scalar", "register_report", "register_rescore", "register_scalar_runs", "rescore_run", "strategy"]
+__all__ = ["Scalar", "ScalarParams", "register_report", "register_rescore", "register_scalar_runs", "rescore_run"]

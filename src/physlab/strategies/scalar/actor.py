@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from physlab.runs.context import RunContext
 from physlab.strategies.minions.common import ask
 from physlab.strategies.scalar.common import render
 
@@ -14,7 +15,7 @@ ROLE = "actor"
 
 @dataclass
 class Actor:
-    ctx: Any
+    ctx: RunContext
     persona: str
     requirements: str
     settings: dict[str, Any] | None = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from physlab.runs.context import RunContext
 from physlab.strategies.minions.common import ask
 from physlab.strategies.scalar.common import render
 
@@ -25,7 +26,7 @@ def dialogue_text(turns: list[tuple[str, str | None]]) -> str:
 
 @dataclass
 class Critic:
-    ctx: Any
+    ctx: RunContext
     strategy_text: str
     reference: str | None = None
     settings: dict[str, Any] | None = None

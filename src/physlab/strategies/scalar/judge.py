@@ -1,16 +1,22 @@
-"""The Judge: outside the loop, scores each Actor turn with the rubric (strict JSON). Eq(A, R)
-comes from PhysLab's grader when the problem is gradable (the Judge never sees the reference);
-otherwise the Judge's own equivalence decision is used."""
+"""The Judge: outside the loop, scores each Actor turn with the rubric (a structured reply: the
+``submit_evaluation`` tool's arguments are a :class:`JudgeReply`). Eq(A, R) comes from PhysLab's
+grader when the problem is gradable (the Judge never sees the reference); otherwise the Judge's
+own equivalence decision is used."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from physlab.llm.text import ask_text
+from pydantic_ai import capture_run_messages
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models import Model
 
+from physlab.strategies.sampling import structured_reply
 from physlab.strategies.scalar.common import render
 from physlab.strategies.scalar.rubric import (
-    CRITIC_MAX, ERROR_CATEGORIES, FLAGS, MISSING_LABELS, JudgeVerdict, parse_judge_reply, with_equivalence,
+    CRITIC_MAX, ERROR_CATEGORIES, FLAGS, MISSING_LABELS, JudgeReply, JudgeVerdict, unparsed_verdict,
+    verdict_from_reply, with_equivalence,
 )
 
 ROLE = "judge"
@@ -28,12 +34,28 @@ def user_prompt(problem_text: str, attempt: str, turn: int, feedback_before: str
                   feedback=feedback_before or "(none: first attempt)", critique=critique or "(none)")
 
 
-async def score(model: Any, problem_text: str, attempt: str, turn: int, feedback_before: str | None,
+async def score(model: Model, problem_text: str, attempt: str, turn: int, feedback_before: str | None,
                 critique: str | None, settings: dict[str, Any] | None = None) -> JudgeVerdict:
-    """One Judge call on one Actor turn (``model`` is a pydantic-ai Model)."""
-    reply, _ = await ask_text(model, user_prompt(problem_text, attempt, turn, feedback_before, critique),
-                              system=system_prompt(), settings=settings)
-    return parse_judge_reply(reply)
+    """One Judge evaluation of one Actor turn. A reply that does not validate goes back to the
+    Judge with the error (pydantic-ai's output retries); one that still fails is a failing,
+    unparsed verdict that keeps the Judge's last reply."""
+    with capture_run_messages() as messages:
+        try:
+            reply = await structured_reply(model, user_prompt(problem_text, attempt, turn, feedback_before, critique),
+                                           JudgeReply, tool="submit_evaluation", system=system_prompt(),
+                                           settings=settings)
+        except UnexpectedModelBehavior as exc:
+            return unparsed_verdict(str(exc), last_reply(messages))
+    return verdict_from_reply(reply)
+
+
+def last_reply(messages: list[ModelMessage]) -> str:
+    """What the model last said: its text, or the arguments of its tool call."""
+    for msg in reversed(messages):
+        if isinstance(msg, ModelResponse):
+            calls = [p for p in msg.parts if isinstance(p, ToolCallPart)]
+            return calls[-1].args_as_json_str() if calls else (msg.text or "")
+    return ""
 
 
 def apply_equivalence(verdict: JudgeVerdict, grader_verdict: dict[str, Any] | None) -> JudgeVerdict:

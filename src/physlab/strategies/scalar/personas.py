@@ -3,8 +3,6 @@ Critic feedback strategies. The texts are ours; the axes and their meaning follo
 
 from __future__ import annotations
 
-from physlab.errors import UserError
-
 EXPERTISE: dict[str, str] = {
     "expert": "You are a senior theoretical physicist, fluent in quantum field theory, string theory "
               "and the mathematical methods they rely on.",
@@ -37,16 +35,5 @@ FEEDBACK: dict[str, str] = {
 PERSONAS: list[tuple[str, str]] = [(e, s) for e in EXPERTISE for s in STYLE]
 
 
-def check_choice(kind: str, value: str, options: dict[str, str]) -> str:
-    v = str(value).strip().lower()
-    if v not in options:
-        raise UserError(f"strategy scalar: --param {kind}: expected one of {', '.join(options)}, got {value!r}")
-    return v
-
-
 def persona_text(expertise: str, style: str) -> str:
     return " ".join(t for t in (EXPERTISE[expertise], STYLE[style]) if t)
-
-
-def persona_label(expertise: str, style: str) -> str:
-    return f"{expertise}/{style}"

@@ -14,7 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import typer
 from pydantic import BaseModel, Field
+from pydantic_ai.models import Model
 
 from physlab.strategies.scalar import judge as judge_mod
 from physlab.strategies.scalar.rubric import JudgeVerdict
@@ -50,7 +52,7 @@ def rescore_file_name(judge_model: str) -> str:
     return "scalar_rescore_" + re.sub(r"[^A-Za-z0-9._-]+", "_", judge_model) + ".json"
 
 
-async def rescore_transcript(run_dir: Path | str, model: Any, judge_name: str,
+async def rescore_transcript(run_dir: Path | str, model: Model, judge_name: str,
                              settings: dict[str, Any] | None = None) -> Rescore:
     """Score every stored turn with ``model`` (a pydantic-ai Model) and write the result file."""
     run_dir = Path(run_dir)
@@ -85,11 +87,9 @@ async def rescore_run(run_dir: Path | str, judge_model: str, *, api_base: str | 
         await models.aclose()
 
 
-def register_rescore(runs_app: Any) -> None:
-    """Add ``rescore DIR --judge M`` to the ``physlab runs`` typer app (called by the lab's CLI)."""
+def register_rescore(runs_app: typer.Typer) -> None:
+    """Add ``rescore DIR --judge M`` to the ``physlab runs`` typer app (physlab.runs.cli)."""
     import asyncio
-
-    import typer
 
     @runs_app.command("rescore")
     def rescore_cmd(
@@ -113,10 +113,8 @@ def register_rescore(runs_app: Any) -> None:
                            f"-> {rescore_file_name(judge)}")
 
 
-def register_report(runs_app: Any) -> None:
+def register_report(runs_app: typer.Typer) -> None:
     """Add ``scalar-report PATH... [--judge M] [--by feedback] [--out DIR]`` to ``physlab runs``."""
-    import typer
-
     from physlab.errors import UserError
     from physlab.strategies.scalar import analysis
 
@@ -151,7 +149,7 @@ def register_report(runs_app: Any) -> None:
             typer.echo(f"-> {out / 'report.json'}")
 
 
-def register_scalar_runs(runs_app: Any) -> None:
+def register_scalar_runs(runs_app: typer.Typer) -> None:
     """Both SCALAR commands of ``physlab runs``: rescore and scalar-report."""
     register_rescore(runs_app)
     register_report(runs_app)

@@ -1,14 +1,13 @@
 """The SCALAR Judge's rubric (seed 003, Appendix C): six scores totalling 100, final-answer
 equivalence, error taxonomy, binary flags, missing-content labels, optional Critic scores; the
-strict-JSON parser; and the pass rule Eq AND total >= 80 AND correctness >= 40."""
+Judge's reply as a pydantic model (its output tool's arguments, validated by pydantic-ai); and the
+pass rule Eq AND total >= 80 AND correctness >= 40."""
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 SCORE_MAX: dict[str, int] = {
     "correctness": 50, "rigor": 10, "logical_flow": 10, "justification": 10, "completeness": 10,
@@ -37,9 +36,31 @@ PASS_TOTAL = 80
 PASS_CORRECTNESS = 40
 
 
+RubricScores = create_model("RubricScores", **{  # type: ignore[call-overload]
+    k: (float, Field(ge=0, le=top)) for k, top in SCORE_MAX.items()})
+CriticScores = create_model("CriticScores", **{  # type: ignore[call-overload]
+    k: (float | None, Field(default=None, ge=0, le=top)) for k, top in CRITIC_MAX.items()})
+
+
+class JudgeReply(BaseModel):
+    """The Judge's evaluation of one Actor turn, as it gives it (Appendix C, 'Implementation note':
+    a strict object of these fields). A reply outside the rubric's ranges does not validate and is
+    sent back to the Judge; unknown taxonomy labels are kept aside, not fatal."""
+
+    final_answer: str | None = Field(default=None, description="The solver's final result, as stated.")
+    final_answer_equivalent: bool = Field(description="Whether that result is the correct one.")
+    scores: RubricScores  # type: ignore[valid-type]
+    error_categories: list[str] = Field(default_factory=list)
+    flags: dict[str, bool] = Field(default_factory=dict, description="NAME: true for each problem present.")
+    missing: list[str] = Field(default_factory=list)
+    critic_scores: CriticScores | None = None  # type: ignore[valid-type]
+    summary: str = Field(default="", description="Two sentences.")
+
+
 class JudgeVerdict(BaseModel):
-    """One Judge evaluation of one Actor turn. ``parsed=False`` means the reply was not valid
-    strict JSON of this shape: the verdict then fails and the raw reply is kept."""
+    """One Judge evaluation of one Actor turn, as stored in the transcript. ``parsed=False`` means
+    the Judge gave no valid evaluation after its retries: the verdict then fails and its last
+    reply is kept."""
 
     parsed: bool = True
     parse_error: str | None = None
@@ -72,71 +93,30 @@ def pass_rule(equivalent: bool, total: float | None, correctness: float | None) 
     return total >= PASS_TOTAL and correctness >= PASS_CORRECTNESS
 
 
-def _json_text(reply: str) -> str:
-    m = re.search(r"```(?:json)?\s*(\{.*\})\s*```", reply, re.DOTALL)
-    if m:
-        return m.group(1)
-    return reply.strip()
+def verdict_from_reply(reply: JudgeReply) -> JudgeVerdict:
+    """The stored verdict of a validated reply (pass rule on the Judge's own equivalence)."""
+    scores = reply.scores.model_dump()
+    cats, flags, missing = reply.error_categories, reply.flags, reply.missing
+    critic = {k: v for k, v in reply.critic_scores.model_dump().items() if v is not None} \
+        if reply.critic_scores is not None else None
+    total = sum(scores.values())
+    return JudgeVerdict(
+        raw=reply.model_dump_json(), scores=scores, total=total,
+        judge_equivalent=reply.final_answer_equivalent, equivalent=reply.final_answer_equivalent,
+        final_answer=reply.final_answer,
+        error_categories=[c for c in cats if c in ERROR_CATEGORIES],
+        flags={k: v for k, v in flags.items() if k in FLAGS},
+        missing=[m for m in missing if m in MISSING_LABELS],
+        unknown_labels=[c for c in cats if c not in ERROR_CATEGORIES] + [k for k in flags if k not in FLAGS]
+        + [m for m in missing if m not in MISSING_LABELS],
+        critic_scores=critic or None, critic_total=sum(critic.values()) if critic else None,
+        summary=reply.summary, passed=pass_rule(reply.final_answer_equivalent, total, scores["correctness"]),
+    )
 
 
-def _number(v: Any, where: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ValueError(f"{where}: expected a number, got {v!r}")
-    return float(v)
-
-
-def parse_judge_reply(reply: str) -> JudgeVerdict:
-    """Strictly parse the Judge's JSON. Any deviation (not JSON, a missing or out-of-range score,
-    a non-boolean equivalence) yields a failing verdict with ``parsed=False`` and the reply kept.
-    Unknown taxonomy labels are not fatal: they are kept aside in ``unknown_labels``."""
-    try:
-        data = json.loads(_json_text(reply))
-        if not isinstance(data, dict):
-            raise ValueError("the reply is not a JSON object")
-        raw_scores = data.get("scores")
-        if not isinstance(raw_scores, dict):
-            raise ValueError("'scores' must be an object")
-        scores: dict[str, float] = {}
-        for key, top in SCORE_MAX.items():
-            if key not in raw_scores:
-                raise ValueError(f"scores.{key} is missing")
-            value = _number(raw_scores[key], f"scores.{key}")
-            if not 0 <= value <= top:
-                raise ValueError(f"scores.{key}={value:g} is outside [0, {top}]")
-            scores[key] = value
-        eq = data.get("final_answer_equivalent")
-        if not isinstance(eq, bool):
-            raise ValueError("'final_answer_equivalent' must be true or false")
-        unknown: list[str] = []
-        cats = [str(c) for c in data.get("error_categories") or []]
-        unknown += [c for c in cats if c not in ERROR_CATEGORIES]
-        flags_in = data.get("flags") or {}
-        if isinstance(flags_in, list):  # a list of raised flags is accepted too
-            flags_in = {str(f): True for f in flags_in}
-        if not isinstance(flags_in, dict):
-            raise ValueError("'flags' must be an object of booleans")
-        flags = {str(k): bool(v) for k, v in flags_in.items() if str(k) in FLAGS}
-        unknown += [str(k) for k in flags_in if str(k) not in FLAGS]
-        missing = [str(m) for m in data.get("missing") or []]
-        unknown += [m for m in missing if m not in MISSING_LABELS]
-        critic = data.get("critic_scores")
-        critic_scores = None
-        if isinstance(critic, dict):
-            critic_scores = {k: min(max(_number(critic[k], f"critic_scores.{k}"), 0.0), float(top))
-                             for k, top in CRITIC_MAX.items() if k in critic}
-        total = sum(scores.values())
-        return JudgeVerdict(
-            raw=reply, scores=scores, total=total, judge_equivalent=eq, equivalent=eq,
-            final_answer=(str(data["final_answer"]) if data.get("final_answer") is not None else None),
-            error_categories=[c for c in cats if c in ERROR_CATEGORIES],
-            flags=flags, missing=[m for m in missing if m in MISSING_LABELS], unknown_labels=unknown,
-            critic_scores=critic_scores,
-            critic_total=sum(critic_scores.values()) if critic_scores else None,
-            summary=str(data.get("summary") or ""),
-            passed=pass_rule(eq, total, scores["correctness"]),
-        )
-    except (ValueError, TypeError, json.JSONDecodeError) as exc:
-        return JudgeVerdict(parsed=False, parse_error=str(exc)[:300], raw=reply, passed=False)
+def unparsed_verdict(error: str, raw: str) -> JudgeVerdict:
+    """A Judge that gave no valid evaluation: the turn fails and the reply is kept (Appendix C)."""
+    return JudgeVerdict(parsed=False, parse_error=error[:300], raw=raw, passed=False)
 
 
 def with_equivalence(verdict: JudgeVerdict, equivalent: bool, source: str,

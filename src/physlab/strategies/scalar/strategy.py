@@ -7,36 +7,60 @@ coming from PhysLab's grader when the problem is gradable. The run stops when a 
 last ``stagnation_patience`` Critic turns each moved it by at most ``stagnation_delta`` points).
 The transcript goes to ``scalar_transcript.json`` for re-scoring by other Judges.
 
-Params: expertise (expert|novice|default), style (meticulous|physical|skeptical|default),
-feedback (adversarial|strict|pedagogical|lenient|default), max_iterations (4), stagnation_delta
-(5), stagnation_patience (2), critic_reference (false; true needs the runner to supply
-``ctx.critic_reference``), temperature (0.7, the paper's).
+Parameters: :class:`ScalarParams` (``physlab strategies show scalar``). ``critic_reference=true``
+is the paper's setting: the Critic sees the reference solution, which the runner hands over only
+because these parameters ask for it (``sees_reference``); such a run is reference-conditioned.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from physlab.errors import UserError
-from physlab.strategies.base import Attempt
+from physlab.grading.extract import extract_code
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.minions.common import requirements
-from physlab.strategies.minions.strategy import extract_template_code
 from physlab.strategies.minions.visual import image_content
+from physlab.strategies.params import SCALAR, ModelParams, param
+from physlab.strategies.sampling import ended_by, error_text, finish, model_settings
 from physlab.strategies.scalar import judge as judge_mod
 from physlab.strategies.scalar.actor import Actor
 from physlab.strategies.scalar.critic import Critic
-from physlab.strategies.scalar.personas import EXPERTISE, FEEDBACK, STYLE, check_choice, persona_text
+from physlab.strategies.scalar.personas import EXPERTISE, FEEDBACK, STYLE, persona_text
 from physlab.strategies.scalar.rubric import JudgeVerdict
 from physlab.strategies.scalar.transcript import TRANSCRIPT_FILE, ScalarTranscript, TurnRecord
-from physlab.strategies.tpbench_common import (
-    budget_reason, check_known_params, error_text, finish, is_budget_error, param_bool, param_float,
-    param_int,
-)
 
-NAME = "scalar"
-PARAMS = ("expertise", "style", "feedback", "max_iterations", "stagnation_delta", "stagnation_patience",
-          "critic_reference")
+_NO_PROMPT = "'default' adds no pre-prompt (the paper's baseline)"
+
+
+class ScalarParams(ModelParams):
+    temperature: float | None = param(0.7, "Sampling temperature of every request.",
+                                      f"{SCALAR} §2.3: 'T=0.7'", ge=0.0, le=2.0)
+    expertise: Literal[tuple(EXPERTISE)] = param(  # type: ignore[valid-type]
+        "default", "Actor persona: expertise level.", f"{SCALAR} Appendix A, 'Expertise level'; {_NO_PROMPT}")
+    style: Literal[tuple(STYLE)] = param(  # type: ignore[valid-type]
+        "default", "Actor persona: reasoning style.", f"{SCALAR} Appendix A, 'Reasoning style'; {_NO_PROMPT}")
+    feedback: Literal[tuple(FEEDBACK)] = param(  # type: ignore[valid-type]
+        "default", "Critic feedback strategy.", f"{SCALAR} Appendix A, 'Feedback strategies'; {_NO_PROMPT}")
+    max_iterations: int = param(4, "Actor turns at most (T_max).",
+                                f"{SCALAR} Appendix D, 'Iteration range': T_max = 4 (DeepSeek-family runs)",
+                                ge=1, le=100)
+    stagnation_delta: float = param(5.0, "A score change of at most this many points counts as no progress.",
+                                    f"{SCALAR} Appendix C, 'Progress signal': delta 'typically set to 5 points'",
+                                    ge=0.0, le=100.0)
+    stagnation_patience: int = param(2, "Consecutive turns without progress that stop the run (0: never).",
+                                     "PhysLab: the paper names a score-stagnation trigger without its window",
+                                     ge=0, le=100)
+    critic_reference: bool = param(False, "The Critic sees the reference solution (the run is then "
+                                   "reference-conditioned, never ranked beside solvers).",
+                                   f"PhysLab: off, so the run measures a solver; on is the paper's setting "
+                                   f"({SCALAR} §2.1)")
+
+    @property
+    def sees_reference(self) -> bool:
+        return self.critic_reference
 
 
 def stagnated(scores: list[float | None], delta: float, patience: int) -> bool:
@@ -50,7 +74,7 @@ def stagnated(scores: list[float | None], delta: float, patience: int) -> bool:
     return all(abs(b - a) <= delta for a, b in zip(tail, tail[1:]))  # type: ignore[operator]
 
 
-async def grade_turn(ctx: Any, text: str, code: str | None) -> dict[str, Any] | None:
+async def grade_turn(ctx: RunContext, text: str, code: str | None) -> dict[str, Any] | None:
     """The grader's verdict on a turn's final answer (None when the problem is not gradable)."""
     if ctx.grader is None:
         return None
@@ -61,41 +85,35 @@ async def grade_turn(ctx: Any, text: str, code: str | None) -> dict[str, Any] | 
         return {"verdict": "invalid", "reason": f"grader failed: {error_text(exc)}"}
 
 
-class Scalar:
-    name = NAME
+class Scalar(Strategy[ScalarParams]):
+    """SCALAR: an Actor-Critic dialogue scored turn by turn by an out-of-loop Judge."""
 
-    async def run(self, ctx: Any) -> Attempt:
-        check_known_params(ctx, NAME, PARAMS)
-        p = ctx.params or {}
-        expertise = check_choice("expertise", p.get("expertise", "default"), EXPERTISE)
-        style = check_choice("style", p.get("style", "default"), STYLE)
-        feedback = check_choice("feedback", p.get("feedback", "default"), FEEDBACK)
-        max_iter = param_int(ctx, NAME, "max_iterations", 4, minimum=1, maximum=100)
-        delta = param_float(ctx, NAME, "stagnation_delta", 5.0, minimum=0.0, maximum=100.0) or 0.0
-        patience = param_int(ctx, NAME, "stagnation_patience", 2, minimum=0, maximum=100)
-        use_reference = param_bool(ctx, NAME, "critic_reference", False)
-        temperature = param_float(ctx, NAME, "temperature", 0.7, minimum=0.0, maximum=2.0)
-        settings = {"temperature": temperature} if temperature is not None else None
-        reference = getattr(ctx, "critic_reference", None) if use_reference else None
-        if use_reference and not reference:
+    name = "scalar"
+    Params = ScalarParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
+        p = self.params
+        expertise, style, feedback = p.expertise, p.style, p.feedback
+        max_iter, delta, patience = p.max_iterations, p.stagnation_delta, p.stagnation_patience
+        settings = model_settings(p)
+        reference = ctx.reference_solution if p.critic_reference else None
+        if p.critic_reference and not reference:
             raise UserError("strategy scalar: --param critic_reference=true needs a reference solution, "
-                            "and the run has none (the problem has no solution/reference, or the runner "
-                            "did not supply it)")
+                            "and the problem has none (no solution or reference answer)")
 
         started = time.monotonic()
         problem = ctx.problem
         reqs = requirements(problem)
-        images = [image_content(p) for p in problem.images if p.exists()]
+        images = [image_content(img) for img in problem.images if img.exists()]
         actor = Actor(ctx, persona_text(expertise, style), reqs, settings)
         critic = Critic(ctx, FEEDBACK[feedback], reference, settings)
         judge_model = ctx.models.for_role(judge_mod.ROLE)
         transcript = ScalarTranscript(
             problem_id=problem.id, problem_statement=problem.statement, has_template=problem.has_template,
-            gradable=ctx.grader is not None, model=getattr(ctx.models, "name", ""),
-            judge_model=getattr(ctx.models, "name", ""),
+            gradable=ctx.grader is not None, model=ctx.models.name, judge_model=ctx.models.name,
             config={"expertise": expertise, "style": style, "persona": f"{expertise}/{style}",
                     "feedback": feedback, "critic_reference": bool(reference), "max_iterations": max_iter,
-                    "stagnation_delta": delta, "stagnation_patience": patience, "temperature": temperature})
+                    "stagnation_delta": delta, "stagnation_patience": patience, "temperature": p.temperature})
         text: str | None = None
         code: str | None = None
         stop = "iteration_cap"
@@ -109,7 +127,7 @@ class Scalar:
                        "judge_parse_failures": sum(not t.judge.parsed for t in transcript.turns)}
             if exc is not None:
                 details["error"] = error_text(exc)
-            return finish(ctx, NAME, status, reason, started=started, answer_text=text, answer_code=code,
+            return finish(ctx, self.name, status, reason, started=started, answer_text=text, answer_code=code,
                           details=details)
 
         try:
@@ -120,7 +138,7 @@ class Scalar:
                     text = await actor.first(problem.statement, images)
                 else:
                     text = await actor.revise(previous_critique or "")
-                code = extract_template_code(text) if problem.has_template else None
+                code = extract_code(text) if problem.has_template else None
                 critique = await critic.review(problem.statement, earlier, text, turn)
                 grader_verdict = await grade_turn(ctx, text, code)
                 verdict: JudgeVerdict = await judge_mod.score(judge_model, problem.statement, text, turn,
@@ -134,7 +152,7 @@ class Scalar:
                                                    grader_verdict=grader_verdict, judge=verdict,
                                                    progress=progress))
                 self._save(ctx, transcript)
-                ctx.events("step", strategy=NAME, turn=turn, score=verdict.total, passed=verdict.passed)
+                ctx.events("step", strategy=self.name, turn=turn, score=verdict.total, passed=verdict.passed)
                 earlier.append((text, critique))
                 previous_critique = critique
                 if verdict.passed:
@@ -148,12 +166,10 @@ class Scalar:
                     break
             return done("complete", stop)
         except Exception as exc:  # noqa: BLE001 - end cleanly with the last attempt
-            if is_budget_error(exc):
-                return done("partially_complete" if text else "no_answer", budget_reason(exc), exc)
-            return done("error", "model_error", exc)
+            return done(*ended_by(exc, answered=bool(text)), exc)
 
     @staticmethod
-    def _save(ctx: Any, transcript: ScalarTranscript) -> None:
+    def _save(ctx: RunContext, transcript: ScalarTranscript) -> None:
         try:
             if ctx.workspace is not None:
                 ctx.workspace.mkdir(parents=True, exist_ok=True)
@@ -161,6 +177,3 @@ class Scalar:
         except OSError:
             pass
 
-
-def strategy() -> Scalar:
-    return Scalar()

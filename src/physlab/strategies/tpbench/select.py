@@ -1,45 +1,40 @@
-"""TPBench stages 2-3 helpers (seed 002, §3.5, Algorithm 2): reading the verifiers' JSON verdicts,
-keeping the classes within delta of the best score, and the pairwise tie-break."""
+"""TPBench stages 2-3 (seed 002, §3.5, Algorithm 2): score every distinct candidate with a
+verifier, keep the classes within delta of the best score, and break ties pairwise. The
+verifiers' and tie-breakers' replies are pydantic models (structured output), not parsed text."""
 
 from __future__ import annotations
 
-import re
-from typing import Any
+import random
+from typing import Any, Awaitable, Callable, Literal
 
-from physlab.strategies.tpbench.pool import Pool
-from physlab.strategies.tpbench_common import (
-    answer_requirements, ask, concurrency, gather_bounded, model_settings, parse_json_object,
-    render,
+from pydantic import BaseModel, Field
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt
+from physlab.strategies.params import TPBENCH, param
+from physlab.strategies.sampling import (
+    answer_requirements, ask_structured, budget_reason, gather_bounded, model_settings, render,
 )
+from physlab.strategies.tpbench.candidates import Pool, TPBenchParams, attempt_from_group, pool_details
 
-def parse_yes_no(text: str | None) -> int | None:
-    """1/0 from {"is_solution_correct": "yes"|"no"} (None when the reply has no verdict)."""
-    obj = parse_json_object(text)
-    value: Any = obj.get("is_solution_correct") if obj else None
-    if value is None and text:
-        found = re.findall(r'is_solution_correct"?\s*[:=]\s*"?(yes|no|true|false)', text, re.I)
-        value = found[-1] if found else None
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, str) and value.strip().lower() in {"yes", "true", "1"}:
-        return 1
-    if isinstance(value, str) and value.strip().lower() in {"no", "false", "0"}:
-        return 0
-    return None
+Job = Callable[[], Awaitable[Any]]
 
 
-def parse_choice(text: str | None) -> int | None:
-    """1 or 2 from {"correct_attempt": ...} (None when the reply has no choice)."""
-    obj = parse_json_object(text)
-    value: Any = obj.get("correct_attempt") if obj else None
-    if value is None and text:
-        found = re.findall(r'correct_attempt"?\s*[:=]\s*"?([12])', text)
-        value = found[-1] if found else None
-    try:
-        choice = int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-    return choice if choice in (1, 2) else None
+class VerifierParams(TPBenchParams):
+    k_verif: int = param(10, "Verifications of each distinct candidate (k_verif).",
+                         f"{TPBENCH} §3.5, stage 2: 'queried k_verif times (here 10)'", ge=1)
+    delta: float = param(0.05, "Classes scoring within delta of the best go on to the tie-break.",
+                         f"{TPBENCH} §3.5, stage 2: delta = 0.05", ge=0.0, le=1.0)
+    k_tie: int = param(5, "Votes on each pair of best classes in the tie-break (k_tie).",
+                       "PhysLab: §3.5 leaves k_tie open; odd, so a pair's vote cannot tie", ge=1)
+
+
+class TieBreakChoice(BaseModel):
+    """The tie-breaker's decision between two attempts."""
+
+    analysis: str = Field(description="Where the other attempt goes wrong (LaTeX for mathematics).")
+    correct_attempt: Literal[1, 2] = Field(description="The attempt that is correct (or closer to correct).")
 
 
 def select_best(scores: dict[int, float], delta: float) -> list[int]:
@@ -50,8 +45,8 @@ def select_best(scores: dict[int, float], delta: float) -> list[int]:
     return sorted(g for g, s in scores.items() if s >= top - delta - 1e-12)
 
 
-async def pairwise_tie_break(ctx: Any, strategy: str, pool: Pool, groups: list[int],
-                             k_tie: int, scores: dict[int, float]
+async def pairwise_tie_break(ctx: RunContext, strategy: str, params: VerifierParams, pool: Pool,
+                             groups: list[int], scores: dict[int, float]
                              ) -> tuple[int, dict[str, Any], BaseException | None]:
     """Stage 3: every unordered pair of the best groups is compared k_tie times by the model; the
     pair's majority winner gets the matchup; the group with the most matchups wins (ties: higher
@@ -61,33 +56,36 @@ async def pairwise_tie_break(ctx: Any, strategy: str, pool: Pool, groups: list[i
     """
     problem = ctx.problem.statement.strip()
     requirements = answer_requirements(ctx.problem)
-    settings = model_settings(ctx, strategy)
+    settings = model_settings(params)
     pairs = [(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]]
-    jobs = []
+    jobs: list[Job] = []
     meta: list[tuple[int, int, bool]] = []
     for a, b in pairs:
-        for j in range(k_tie):
+        for j in range(params.k_tie):
             swapped = j % 2 == 1
             first, second = (b, a) if swapped else (a, b)
             prompt = render("tiebreak", problem=problem, requirements=requirements,
                             attempt_1=pool.representative(first).text or "",
                             attempt_2=pool.representative(second).text or "")
 
-            def job(prompt: str = prompt):
-                async def run() -> str:
-                    text, _ = await ask(ctx, "tiebreaker", prompt, settings=settings)
-                    return text
+            def job(prompt: str = prompt) -> Job:
+                async def run() -> int | None:
+                    try:
+                        reply = await ask_structured(ctx, "tiebreaker", prompt, TieBreakChoice,
+                                                     tool="choose_attempt", settings=settings)
+                    except UnexpectedModelBehavior:  # no valid choice after the retries: no vote
+                        return None
+                    return reply.correct_attempt
                 return run
             jobs.append(job())
             meta.append((a, b, swapped))
-    outcomes = await gather_bounded(jobs, concurrency(ctx, strategy))
+    outcomes = await gather_bounded(jobs, params.concurrency)
     budget_hit = next((o.error for o in outcomes if o.budget), None)
     tally: dict[tuple[int, int], list[int]] = {p: [0, 0] for p in pairs}
     for (a, b, swapped), out in zip(meta, outcomes):
-        choice = parse_choice(out.value) if out.ok else None
-        if choice is None:
+        if not out.ok or out.value is None:
             continue
-        a_won = (choice == 1) != swapped
+        a_won = (out.value == 1) != swapped
         tally[(a, b)][0 if a_won else 1] += 1
     wins = {g: 0 for g in groups}
     matchups = []
@@ -99,3 +97,55 @@ async def pairwise_tie_break(ctx: Any, strategy: str, pool: Pool, groups: list[i
     best = sorted(groups, key=lambda g: (-wins[g], -scores.get(g, 0.0),
                                          -len(pool.groups[g]), g))[0]
     return best, {"matchups": matchups, "wins": wins}, budget_hit
+
+
+async def verify_and_select(ctx: RunContext, strategy: str, params: VerifierParams, pool: Pool,
+                            make_jobs: Callable[[int, int, random.Random], list[Job]],
+                            score_of: Callable[[list], tuple[float | None, list]],
+                            started: float) -> Attempt:
+    """Stages 2 and 3 for either verifier; ``make_jobs(group, k, rng)`` returns k job factories
+    and ``score_of(outcomes)`` their score (None when no check finished)."""
+    rng = random.Random(ctx.seed)
+    details: dict[str, Any] = {**pool_details(pool, params.n_points), "k_verif": params.k_verif,
+                               "delta": params.delta, "k_tie": params.k_tie}
+    if not pool.groups:
+        return attempt_from_group(ctx, strategy, pool, None, started=started,
+                                  reason="no_valid_candidate", details=details)
+    jobs: list[Job] = []
+    owners: list[int] = []
+    for g in range(len(pool.groups)):
+        group_jobs = make_jobs(g, params.k_verif, rng)
+        jobs.extend(group_jobs)
+        owners.extend([g] * len(group_jobs))
+    outcomes = await gather_bounded(jobs, params.concurrency)
+    budget_hit = next((o.error for o in outcomes if o.budget), None)
+    scores: dict[int, float] = {}
+    checks: dict[int, list] = {}
+    for g in range(len(pool.groups)):
+        mine = [o for o, owner in zip(outcomes, owners) if owner == g]
+        score, records = score_of(mine)
+        checks[g] = records
+        if score is not None:
+            scores[g] = score
+    details["scores"] = {str(g): s for g, s in scores.items()}
+    details["checks"] = {str(g): r for g, r in checks.items()}
+    if not scores:  # no verification finished: fall back to the majority class
+        details["fallback"] = "majority (no verification finished)"
+        reason = budget_reason(budget_hit) if budget_hit is not None else "fallback_vote"
+        return attempt_from_group(ctx, strategy, pool, 0, started=started, reason=reason,
+                                  details=details, partial=True)
+    best = select_best(scores, params.delta)
+    details["best_groups"] = best
+    chosen = best[0]
+    partial = budget_hit is not None
+    reason = "verified"
+    if len(best) > 1:
+        chosen, record, tie_budget = await pairwise_tie_break(ctx, strategy, params, pool, best, scores)
+        details["tie_break"] = record
+        partial = partial or tie_budget is not None
+        budget_hit = budget_hit or tie_budget
+        reason = "tie_break"
+    if budget_hit is not None:
+        reason = budget_reason(budget_hit)
+    return attempt_from_group(ctx, strategy, pool, chosen, started=started, reason=reason,
+                              details=details, partial=partial)

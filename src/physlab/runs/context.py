@@ -3,14 +3,15 @@
 The runner (``physlab.strategies.runner``) builds a :class:`RunContext` for one run; strategies
 never construct models, sandboxes or graders themselves. Everything here is per run: two
 concurrent runs share nothing except the explicitly shared in-flight limiter and sandbox pool.
+A strategy's parameters are not here: the strategy object is built with them (``Strategy.params``).
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 from pydantic_ai.models import Model
 
@@ -49,9 +50,15 @@ class BoundGrader(Protocol):
 
 
 class Equivalence(Protocol):
-    """Reference-free comparison of two candidate answers (for votes and aggregation)."""
+    """Reference-free comparison of candidate answers (for votes and aggregation)."""
 
     async def equivalent(self, code_a: str, code_b: str) -> bool: ...
+
+    async def equivalence_classes(self, codes: list[str]) -> list[list[int]]:
+        """Indices of ``codes`` grouped by equivalence (codes that do not evaluate in no group)."""
+
+    async def evaluate_at_points(self, code: str, n_points: int = 5, seed: int = 0) -> list[complex | None] | None:
+        """The filled template's values at ``n_points`` seeded test points (None: it does not run)."""
 
 
 EventSink = Callable[..., None]
@@ -69,9 +76,8 @@ class RunContext:
     equivalence: Equivalence
     seed: int = 0
     resume: bool = False
-    params: dict[str, Any] = field(default_factory=dict)
     events: EventSink = lambda *a, **k: None  # noqa: E731 - progress/console events (kind, **data)
-    # The reference solution for SCALAR's reference-conditioned Critic: the one prompt that may hold
-    # the answer key, and only when the run asks for it (--param critic_reference=true). The runner
-    # fills it explicitly; everywhere else it stays None.
-    critic_reference: str | None = None
+    # The reference solution, for the one prompt that may hold the answer key (SCALAR's
+    # reference-conditioned Critic). The runner fills it only when the strategy's parameters ask
+    # for it (``StrategyParams.sees_reference``); everywhere else it stays None.
+    reference_solution: str | None = None

@@ -1,6 +1,7 @@
 """TPBench stage 1 (seed 002, §3.3-3.5): generate N candidates concurrently, evaluate each filled
 template at M test points with the grader's reference-free evaluator (in the sandbox), and group
-functionally identical candidates; plus the Attempt built from a chosen group."""
+functionally identical candidates; plus the parameters every TPBench strategy shares and the
+Attempt built from a chosen group."""
 
 from __future__ import annotations
 
@@ -9,11 +10,20 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
+from physlab.grading.extract import extract_code, extract_final_answer
+from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, AttemptStatus
-from physlab.strategies.tpbench_common import (
-    answer_requirements, ask, budget_reason, concurrency, error_text, extract_code,
-    final_answer_line, finish, gather_bounded, model_settings, param_int, render,
+from physlab.strategies.params import TPBENCH, SamplingParams, param
+from physlab.strategies.sampling import (
+    answer_requirements, ask, budget_reason, error_text, finish, gather_bounded, model_settings, render,
 )
+
+
+class TPBenchParams(SamplingParams):
+    n_samples: int = param(50, "Candidate solutions generated (N).", f"{TPBENCH} §3.3: N=50 candidates", ge=1)
+    n_points: int = param(5, "Test points at which candidates are evaluated and compared (M).",
+                          f"{TPBENCH} §3.5, stage 1: M=5 test inputs", ge=1, le=100)
+
 
 @dataclass
 class Candidate:
@@ -21,7 +31,7 @@ class Candidate:
     text: str | None = None
     code: str | None = None
     error: str | None = None
-    outputs: list[Any] | None = None  # the output vector at the M test points
+    outputs: list[complex | None] | None = None  # the output vector at the M test points
     eval_error: str | None = None
     group: int | None = None
 
@@ -41,12 +51,12 @@ class Pool:
         return self.candidates[self.groups[group][0]]
 
 
-async def generate_candidates(ctx: Any, strategy: str, n: int, *, role: str = "generator"
-                              ) -> tuple[list[Candidate], BaseException | None]:
+async def generate_candidates(ctx: RunContext, strategy: str, params: TPBenchParams, *,
+                              role: str = "generator") -> tuple[list[Candidate], BaseException | None]:
     """N independent solutions with the default generation prompt (run concurrently)."""
     prompt = render("tpbench_generate", problem=ctx.problem.statement.strip(),
                     requirements=answer_requirements(ctx.problem))
-    settings = model_settings(ctx, strategy)
+    settings = model_settings(params)
 
     def job() -> Callable[[], Awaitable[str]]:
         async def run() -> str:
@@ -54,7 +64,7 @@ async def generate_candidates(ctx: Any, strategy: str, n: int, *, role: str = "g
             return text
         return run
 
-    outcomes = await gather_bounded([job() for _ in range(n)], concurrency(ctx, strategy))
+    outcomes = await gather_bounded([job() for _ in range(params.n_samples)], params.concurrency)
     candidates: list[Candidate] = []
     budget_hit = None
     for i, out in enumerate(outcomes):
@@ -68,20 +78,10 @@ async def generate_candidates(ctx: Any, strategy: str, n: int, *, role: str = "g
     return candidates, budget_hit
 
 
-def _as_number(value: Any) -> complex | None:
-    try:
-        return complex(value)
-    except (TypeError, ValueError):
-        pass
-    try:  # SymPy numbers and numpy scalars
-        return complex(getattr(value, "evalf", lambda: value)())
-    except (TypeError, ValueError):
-        return None
-
-
-def same_outputs(a: Sequence[Any], b: Sequence[Any], rtol: float = 1e-8, atol: float = 1e-12
-                 ) -> bool:
-    """Output vectors are the same function's values: equal up to floating-point noise.
+def same_outputs(a: Sequence[complex | None], b: Sequence[complex | None], rtol: float = 1e-8,
+                 atol: float = 1e-12) -> bool:
+    """Output vectors are the same function's values: equal up to floating-point noise (a point
+    where neither is a finite number agrees; one finite and one not does not).
 
     The paper calls candidates equivalent when their output tuples are identical; we compare with
     a tight tolerance instead because an expanded and a factored form of one expression can differ
@@ -90,50 +90,26 @@ def same_outputs(a: Sequence[Any], b: Sequence[Any], rtol: float = 1e-8, atol: f
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
-        nx, ny = _as_number(x), _as_number(y)
-        if nx is None or ny is None:
-            if repr(x) != repr(y):
-                return False
-            continue
-        if any(math.isnan(v) for v in (nx.real, nx.imag, ny.real, ny.imag)):
-            if not (math.isnan(abs(nx)) and math.isnan(abs(ny))):
-                return False
-            continue
-        if abs(nx - ny) > atol + rtol * max(abs(nx), abs(ny)):
+        finite_x = x is not None and math.isfinite(abs(x))
+        finite_y = y is not None and math.isfinite(abs(y))
+        if finite_x != finite_y:
+            return False
+        if finite_x and abs(x - y) > atol + rtol * max(abs(x), abs(y)):  # type: ignore[operator]
             return False
     return True
 
 
-def _outputs_of(result: Any) -> tuple[list[Any] | None, str | None]:
-    """Normalise what the grader's evaluate_at_points returns to (values, error)."""
-    if result is None:
-        return None, "no result"
-    if isinstance(result, (list, tuple)):
-        return list(result), None
-    error = getattr(result, "error", None)
-    for attr in ("outputs", "values", "vector"):
-        if hasattr(result, attr):
-            values = getattr(result, attr)
-            return (list(values) if values is not None else None), error
-    if isinstance(result, dict):
-        values = result.get("outputs", result.get("values"))
-        return (list(values) if values is not None else None), result.get("error")
-    return None, f"unexpected evaluation result {type(result).__name__}"
-
-
-async def evaluate_candidate(ctx: Any, code: str, m: int, seed: int) -> tuple[list[Any] | None, str | None]:
+async def evaluate_candidate(ctx: RunContext, code: str, m: int, seed: int
+                             ) -> tuple[list[complex | None] | None, str | None]:
     """The candidate's output vector at M test points (run in the sandbox by the grader)."""
-    evaluator = getattr(ctx.equivalence, "evaluate_at_points", None)
-    if evaluator is None:
-        raise RuntimeError("the run context's equivalence checker cannot evaluate at points")
     try:
-        result = await evaluator(code, n_points=m, seed=seed)
+        values = await ctx.equivalence.evaluate_at_points(code, n_points=m, seed=seed)
     except Exception as exc:  # noqa: BLE001 - a candidate whose code fails is just invalid
         return None, error_text(exc)
-    return _outputs_of(result)
+    return (values, None) if values is not None else (None, "does not evaluate at the test points")
 
 
-async def distinct_pool(ctx: Any, strategy: str, candidates: list[Candidate], m: int,
+async def distinct_pool(ctx: RunContext, strategy: str, params: TPBenchParams, candidates: list[Candidate],
                         budget_hit: BaseException | None = None) -> Pool:
     """Stage 1: group candidates whose filled templates give the same outputs at M points.
 
@@ -143,10 +119,10 @@ async def distinct_pool(ctx: Any, strategy: str, candidates: list[Candidate], m:
     if not ctx.problem.has_template:
         return _text_pool(ctx, strategy, candidates, budget_hit)
     usable = [c for c in candidates if c.code]
-    limit = concurrency(ctx, strategy)
-    sem = asyncio.Semaphore(limit)
+    m = params.n_points
+    sem = asyncio.Semaphore(params.concurrency)
 
-    results: dict[str, tuple[list[Any] | None, str | None]] = {}
+    results: dict[str, tuple[list[complex | None] | None, str | None]] = {}
 
     async def evaluate(code: str) -> None:
         async with sem:
@@ -157,7 +133,7 @@ async def distinct_pool(ctx: Any, strategy: str, candidates: list[Candidate], m:
     for c in usable:
         c.outputs, c.eval_error = results[c.code or ""]
     groups: list[list[int]] = []
-    reps: list[list[Any]] = []
+    reps: list[list[complex | None]] = []
     for pos, c in enumerate(candidates):
         if c.outputs is None:
             continue
@@ -176,7 +152,7 @@ async def distinct_pool(ctx: Any, strategy: str, candidates: list[Candidate], m:
     return Pool(candidates=candidates, groups=groups, budget_hit=budget_hit)
 
 
-def _text_pool(ctx: Any, strategy: str, candidates: list[Candidate],
+def _text_pool(ctx: RunContext, strategy: str, candidates: list[Candidate],
                budget_hit: BaseException | None) -> Pool:
     """Open question (no template, nothing to evaluate): candidates whose "Final Answer:" lines
     agree after normalising case and whitespace form one class. Much weaker than evaluating a
@@ -185,7 +161,7 @@ def _text_pool(ctx: Any, strategy: str, candidates: list[Candidate],
     for pos, c in enumerate(candidates):
         if c.text is None:
             continue
-        key = " ".join((final_answer_line(c.text) or c.text).split()).lower()
+        key = " ".join((extract_final_answer(c.text) or c.text).split()).lower()
         keyed.setdefault(key, []).append(pos)
     groups = sorted(keyed.values(), key=lambda g: (-len(g), g[0]))
     for g, members in enumerate(groups):
@@ -205,24 +181,12 @@ def pool_details(pool: Pool, m: int) -> dict[str, Any]:
     }
 
 
-# ----------------------------------------------------------------- TPBench shared run shape
-
-TPBENCH_PARAMS = ("n_samples", "n_points")
-
-
-def tpbench_sizes(ctx: Any, strategy: str) -> tuple[int, int]:
-    """N candidates (default 50) and M test points (default 5), as in the paper."""
-    n = param_int(ctx, strategy, "n_samples", 50, minimum=1)
-    m = param_int(ctx, strategy, "n_points", 5, minimum=1, maximum=100)
-    return n, m
+async def build_pool(ctx: RunContext, strategy: str, params: TPBenchParams) -> Pool:
+    candidates, budget_hit = await generate_candidates(ctx, strategy, params)
+    return await distinct_pool(ctx, strategy, params, candidates, budget_hit)
 
 
-async def build_pool(ctx: Any, strategy: str, n: int, m: int) -> Pool:
-    candidates, budget_hit = await generate_candidates(ctx, strategy, n)
-    return await distinct_pool(ctx, strategy, candidates, m, budget_hit)
-
-
-def attempt_from_group(ctx: Any, strategy: str, pool: Pool, group: int | None, *,
+def attempt_from_group(ctx: RunContext, strategy: str, pool: Pool, group: int | None, *,
                        started: float, reason: str, details: dict[str, Any],
                        partial: bool = False) -> Attempt:
     if group is None:

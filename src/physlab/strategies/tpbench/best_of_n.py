@@ -15,26 +15,25 @@ import time
 from typing import Any
 
 from physlab.errors import UserError
-from physlab.strategies.base import Attempt
-from physlab.strategies.tpbench.pool import (
-    TPBENCH_PARAMS, attempt_from_group, build_pool, pool_details, tpbench_sizes,
-)
-from physlab.strategies.tpbench_common import check_known_params, error_text
-
-NAME = "tpbench-bon"
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.sampling import error_text
+from physlab.strategies.tpbench.candidates import TPBenchParams, attempt_from_group, build_pool, pool_details
 
 
-class TPBenchBestOfN:
-    name = NAME
+class TPBenchBestOfN(Strategy[TPBenchParams]):
+    """TPBench best-of-N with the grader as oracle: an upper bound, not a method (needs a reference)."""
 
-    async def run(self, ctx: Any) -> Attempt:
-        check_known_params(ctx, NAME, TPBENCH_PARAMS)
+    name = "tpbench-bon"
+    Params = TPBenchParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
         if ctx.grader is None:
-            raise UserError(f"strategy {NAME}: problem {ctx.problem.id!r} has no reference answer; "
+            raise UserError(f"strategy {self.name}: problem {ctx.problem.id!r} has no reference answer; "
                             "best-of-N uses the grader as an oracle (an upper bound), so it needs one")
-        n, m = tpbench_sizes(ctx, NAME)
+        m = self.params.n_points
         started = time.monotonic()
-        pool = await build_pool(ctx, NAME, n, m)
+        pool = await build_pool(ctx, self.name, self.params)
         verdicts: list[dict[str, Any]] = []
         chosen = None
         for g in range(len(pool.groups)):
@@ -53,9 +52,6 @@ class TPBenchBestOfN:
         group = chosen if chosen is not None else (0 if pool.groups else None)
         reason = "oracle_correct" if chosen is not None else (
             "no_correct_candidate" if group is not None else "no_valid_candidate")
-        return attempt_from_group(ctx, NAME, pool, group, started=started, reason=reason,
+        return attempt_from_group(ctx, self.name, pool, group, started=started, reason=reason,
                                   details=details)
 
-
-def strategy() -> TPBenchBestOfN:
-    return TPBenchBestOfN()

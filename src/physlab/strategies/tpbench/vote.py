@@ -10,30 +10,22 @@ candidates are grouped by their normalised "Final Answer:" line instead.
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from physlab.strategies.base import Attempt
-from physlab.strategies.tpbench.pool import (
-    TPBENCH_PARAMS, attempt_from_group, build_pool, pool_details, tpbench_sizes,
-)
-from physlab.strategies.tpbench_common import check_known_params
-
-NAME = "tpbench-vote"
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.tpbench.candidates import TPBenchParams, attempt_from_group, build_pool, pool_details
 
 
-class TPBenchVote:
-    name = NAME
+class TPBenchVote(Strategy[TPBenchParams]):
+    """TPBench majority vote over N candidates grouped by their values at M test points."""
 
-    async def run(self, ctx: Any) -> Attempt:
-        check_known_params(ctx, NAME, TPBENCH_PARAMS)
-        n, m = tpbench_sizes(ctx, NAME)
+    name = "tpbench-vote"
+    Params = TPBenchParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
         started = time.monotonic()
-        pool = await build_pool(ctx, NAME, n, m)
+        pool = await build_pool(ctx, self.name, self.params)
         group = 0 if pool.groups else None
-        return attempt_from_group(ctx, NAME, pool, group, started=started,
+        return attempt_from_group(ctx, self.name, pool, group, started=started,
                                   reason="voted" if group is not None else "no_valid_candidate",
-                                  details=pool_details(pool, m))
-
-
-def strategy() -> TPBenchVote:
-    return TPBenchVote()
+                                  details=pool_details(pool, self.params.n_points))

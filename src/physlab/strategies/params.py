@@ -1,0 +1,139 @@
+"""Strategy parameters: one pydantic model per scaffold, like the lab's ``LabSettings``.
+
+Values come from ``--param KEY=VALUE`` (YAML scalars), a ``--config`` YAML file or a sweep's
+``--param``; :meth:`StrategyParams.parse` turns them into the strategy's model or raises one
+``UserError`` line (unknown key, wrong type, out of range). Every field says where its default
+comes from (``source``: a seed paper's file and section, or PhysLab's own choice and why);
+``physlab strategies show NAME`` prints them.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, ClassVar, Mapping, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from physlab.errors import UserError
+
+# The four seed documents (DESIGN.md: where they give a number, that number is the default).
+PHYSICS_INTERN = "seed 000_dd0601bf2cd9213d.txt (physics-intern)"
+MINIONS = "seed 001_9f18fe12820138a3.txt (PhysicsMinions)"
+TPBENCH = "seed 002_ceab526c39556c16.txt (TPBench test-time scaling)"
+SCALAR = "seed 003_7316701f887a3352.txt (SCALAR)"
+
+
+def param(default: Any, description: str, source: str, **constraints: Any) -> Any:
+    """A parameter field: its default, what it means, and where the default comes from."""
+    return Field(default, description=description, json_schema_extra={"source": source}, **constraints)
+
+
+class ParamInfo(BaseModel):
+    """One parameter as `physlab strategies show` lists it."""
+
+    name: str
+    type: str
+    default: Any
+    description: str
+    source: str
+
+
+class StrategyParams(BaseModel):
+    """A strategy's parameters (none for this base). Subclasses add fields made with :func:`param`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # For fields a subclass inherits from a model it does not own (the lab's LabSettings): where
+    # their defaults come from, and what they mean when the field itself does not say.
+    sources: ClassVar[dict[str, str]] = {}
+    descriptions: ClassVar[dict[str, str]] = {}
+
+    @property
+    def sees_reference(self) -> bool:
+        """The run hands this strategy the reference solution (``RunContext.reference_solution``).
+        False for every solver; only a paper setting that conditions a prompt on the answer key
+        says True, and such runs are marked reference-conditioned."""
+        return False
+
+    @classmethod
+    def from_max_iterations(cls, n: int) -> dict[str, Any]:
+        """The values ``--max-iterations N`` stands for (given explicitly, a value wins). A
+        strategy with a ``max_iterations`` field takes N as it is; one without iterations ignores it."""
+        return {"max_iterations": n} if "max_iterations" in cls.model_fields else {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, data: Any) -> Any:
+        # pydantic reads true as 1 for an int; `--param n_samples=true` is a mistake, not 1.
+        if isinstance(data, dict):
+            for key, value in data.items():
+                info = cls.model_fields.get(key)
+                if isinstance(value, bool) and info is not None and not _allows_bool(info.annotation):
+                    raise ValueError(f"--param {key}: expected {_type_name(info.annotation)}, got {value!r}")
+        return data
+
+    @classmethod
+    def parse(cls, strategy: str, values: Mapping[str, Any] | None) -> Self:
+        """The parameters from user values, or one UserError line naming the strategy and the key."""
+        data = {k: v for k, v in (values or {}).items()}
+        if "max_iterations" not in cls.model_fields and "max_iterations" in data:
+            n = data.pop("max_iterations")
+            if isinstance(n, int) and not isinstance(n, bool):
+                data = {**cls.from_max_iterations(n), **data}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _one_line(strategy, cls, exc) from None
+
+    @classmethod
+    def describe(cls) -> list[ParamInfo]:
+        out = []
+        for name, info in cls.model_fields.items():
+            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            default = info.default_factory() if info.default_factory is not None else info.default  # type: ignore[call-arg]
+            out.append(ParamInfo(name=name, type=_type_name(info.annotation), default=default,
+                                 description=info.description or cls.descriptions.get(name, ""),
+                                 source=str(extra.get("source") or cls.sources.get(name, ""))))
+        return out
+
+
+def _one_line(strategy: str, cls: type[StrategyParams], exc: ValidationError) -> UserError:
+    err = exc.errors()[0]
+    key = ".".join(str(x) for x in err["loc"])
+    if err["type"] == "extra_forbidden":
+        known = ", ".join(cls.model_fields) or "none"
+        return UserError(f"strategy {strategy}: unknown --param '{key}'; expected one of: {known}")
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if not key:  # a check across fields (model_validator): the message names its keys
+        return UserError(f"strategy {strategy}: {msg}")
+    return UserError(f"strategy {strategy}: --param {key}: {msg[:1].lower() + msg[1:]} (got {err.get('input')!r})")
+
+
+def _allows_bool(annotation: Any) -> bool:
+    return annotation is bool or bool in typing.get_args(annotation)
+
+
+def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is typing.Literal:
+        return "|".join(str(a) for a in typing.get_args(annotation))
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if args and type(None) in typing.get_args(annotation):
+        return _type_name(args[0]) + " or none"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+class ModelParams(StrategyParams):
+    """Parameters of every scaffold that sends its own requests: the sampling temperature."""
+
+    temperature: float | None = param(
+        None, "Sampling temperature of every request (unset: the provider's default).",
+        "PhysLab: the provider's default, as the papers' own runs (the seeds that fix one override it)",
+        ge=0.0, le=2.0)
+
+
+class SamplingParams(ModelParams):
+    """Parameters of the scaffolds that sample many requests at once (RSA, TPBench)."""
+
+    concurrency: int = param(
+        8, "Requests of this run in flight at once (also capped by --max-in-flight).",
+        "PhysLab: a fair share of a provider's rate limit; the papers do not bound it", ge=1, le=256)

@@ -1,0 +1,192 @@
+"""The sampling toolkit: the steps the sampling scaffolds (two-step, RSA, manager, TPBench,
+multi-round) and the studios of PhysicsMinions and SCALAR are built from.
+
+- prompt files (``prompts/<name>.md``, ``{{placeholder}}`` substitution so LaTeX and JSON braces
+  in the templates need no escaping) and the answer requirements every prompt ends with;
+- one text request through a role's model (``physlab.llm.text.ask_text``: no agent loop, no tools),
+  and one structured reply (a judge's or a verifier's verdict: pydantic-ai structured output);
+- bounded concurrent sampling that keeps whatever finished when the budget runs out;
+- building the one ``Attempt`` record, with the stop reason a budget gives.
+
+Parameters are pydantic models (``physlab.strategies.params``); the TPBench candidate pool and its
+verifier selection are in ``tpbench/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
+
+from pydantic import BaseModel
+from pydantic_ai import Agent, ToolOutput
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model
+
+from physlab.llm.errors import budget_error
+from physlab.llm.text import ask_text
+from physlab.problems.model import Problem
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, AttemptStatus
+from physlab.strategies.params import ModelParams
+from physlab.strategies.prompt_files import PromptFolder
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+# Retries a judge or verifier gets when its structured reply does not validate: pydantic-ai sends
+# the validation error back and asks again (paid from the run's budget like any request).
+OUTPUT_RETRIES = 2
+
+PROMPTS_DIR = Path(__file__).with_name("prompts")
+
+
+def model_settings(params: ModelParams) -> dict[str, Any] | None:
+    """pydantic-ai model settings from a strategy's parameters (None: the provider's defaults)."""
+    return {"temperature": params.temperature} if params.temperature is not None else None
+
+
+# -------------------------------------------------------------------------------------- prompts
+
+
+_PROMPTS = PromptFolder(PROMPTS_DIR)
+load_prompt = _PROMPTS.load
+render = _PROMPTS.render
+
+
+def answer_requirements(problem: Problem) -> str:
+    """How the final answer must be given: the template (when there is one) or ANSWER.md prose."""
+    if problem.answer_template:
+        return render("answer_requirements_template", template=problem.answer_template.strip())
+    return load_prompt("answer_requirements_open").strip()
+
+
+# ---------------------------------------------------------------------------- model requests
+
+
+def with_images(ctx: RunContext, prompt: str) -> str | list[Any]:
+    """The prompt plus the public problem's figures (pydantic-ai BinaryContent parts)."""
+    if not ctx.problem.images:
+        return prompt
+    from physlab.llm.prompt import image_parts
+
+    return [prompt, *image_parts(ctx.problem.images)]
+
+
+async def ask(ctx: RunContext, role: str, prompt: str, *, system: str | None = None,
+              settings: dict[str, Any] | None = None, history: Sequence[ModelMessage] | None = None
+              ) -> tuple[str, list[ModelMessage]]:
+    """One plain-text request for ``role``; returns (text, all messages for a follow-up).
+
+    The problem's figures are attached to a fresh conversation (a follow-up already has them)."""
+    return await ask_text(ctx.models.for_role(role), with_images(ctx, prompt) if not history else prompt,
+                          system=system, settings=settings, history=history)
+
+
+async def structured_reply(model: Model, prompt: str | list[Any], output: type[M], *, tool: str,
+                           system: str | None = None, settings: dict[str, Any] | None = None) -> M:
+    """One reply from ``model`` as an ``output`` model, given through the output tool ``tool``
+    (pydantic-ai structured output in tool mode). A reply that does not validate is sent back
+    with the error, up to OUTPUT_RETRIES times; after that pydantic-ai raises
+    ``UnexpectedModelBehavior``, which the caller records as no verdict."""
+    agent = Agent(model, output_type=ToolOutput(output, name=tool), instructions=system, retries=OUTPUT_RETRIES)
+    result = await agent.run(prompt, model_settings=settings)  # type: ignore[arg-type]
+    return result.output
+
+
+async def ask_structured(ctx: RunContext, role: str, prompt: str | list[Any], output: type[M], *,
+                         tool: str, system: str | None = None, settings: dict[str, Any] | None = None,
+                         images: bool = True) -> M:
+    """:func:`structured_reply` from ``role``'s model. The problem's figures go along unless
+    ``images`` is false or ``prompt`` already lists its own parts."""
+    content = with_images(ctx, prompt) if images and isinstance(prompt, str) else prompt
+    return await structured_reply(ctx.models.for_role(role), content, output, tool=tool, system=system,
+                                  settings=settings)
+
+
+@dataclass
+class Outcome:
+    """Result of one concurrent job: ``value`` or the error that stopped it."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def budget(self) -> bool:
+        return budget_error(self.error) is not None
+
+
+async def gather_bounded(factories: Sequence[Callable[[], Awaitable[T]]], limit: int
+                         ) -> list[Outcome]:
+    """Run the jobs concurrently, at most ``limit`` at once; keep results in order.
+
+    A job that hits the budget or a model failure is recorded as an error instead of cancelling
+    its siblings, so the strategy can continue with what finished. Once one job hits the budget
+    the jobs not yet started are skipped (they would only fail the same way).
+    """
+    sem = asyncio.Semaphore(max(1, limit))
+    stopped: list[BaseException] = []
+
+    async def one(factory: Callable[[], Awaitable[T]]) -> Outcome:
+        async with sem:
+            if stopped:
+                return Outcome(error=stopped[0])
+            try:
+                return Outcome(value=await factory())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - recorded, reported in details
+                if budget_error(exc) is not None:
+                    stopped.append(exc)
+                return Outcome(error=exc)
+
+    return list(await asyncio.gather(*(one(f) for f in factories)))
+
+
+def error_text(exc: BaseException | None) -> str | None:
+    if exc is None:
+        return None
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+# --------------------------------------------------------------------------------- attempts
+
+
+def finish(ctx: RunContext, strategy: str, status: AttemptStatus, stop_reason: str, *,
+           started: float, answer_text: str | None = None, answer_code: str | None = None,
+           details: dict[str, Any] | None = None) -> Attempt:
+    """The one Attempt record; usage comes from the run's meter (every call is recorded there)."""
+    if status in ("complete", "partially_complete") and not (answer_text or answer_code):
+        status = "no_answer"
+    return Attempt(
+        strategy=strategy,
+        model=ctx.models.name,
+        problem_id=ctx.problem.id,
+        status=status,
+        stop_reason=stop_reason,
+        answer_text=answer_text,
+        answer_code=answer_code,
+        usage_by_role=dict(ctx.usage.by_role()),
+        wall_s=time.monotonic() - started,
+        details=details or {},
+    )
+
+
+def budget_reason(exc: BaseException | None) -> str:
+    """``budget:<limit>`` for the budget that ``exc`` (or an error it wraps) ran into."""
+    found = budget_error(exc)
+    return f"budget:{found.limit}" if found is not None else "budget"
+
+
+def ended_by(exc: BaseException, *, answered: bool) -> tuple[AttemptStatus, str]:
+    """(status, stop reason) of a run a request error ended: a budget keeps what was answered
+    (partially complete) or has nothing (no answer); any other error is an error."""
+    if budget_error(exc) is not None:
+        return ("partially_complete" if answered else "no_answer"), budget_reason(exc)
+    return "error", "model_error"

@@ -1,0 +1,149 @@
+"""`tpbench-sympy`: TPBench sampling-based search with the SymPy-augmented step-wise verifier
+(§3.5, prompt and JSON of Appendix A.4).
+
+Stages 1 and 3 are those of ``tpbench-weak``. In stage 2 each distinct candidate gets k_verif (10)
+independent checks by a grading agent (role ``verifier``) that splits the derivation into numbered
+steps and, for every calculation step, writes a SymPy script and runs it with its
+``run_sympy_script`` tool -- in ``ctx.sandbox``, never in this process. The agent submits the report
+of Appendix A.4 through its output tool (:class:`SympyReport`). A check passes when the report
+validates, ``overall_score`` is 1 and no step is marked incorrect; the candidate's score is the
+fraction of passing checks. Default delta = 0.05.
+
+Each reported step is matched with the scripts the tool really ran: a step whose script was never
+run is executed now and its real output recorded (``rerun``), so the stored JSON never holds
+invented script output.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic_ai import Agent, Tool, ToolOutput
+from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai.usage import UsageLimits
+
+from physlab.runs.context import RunContext
+from physlab.sandbox import SandboxLimits
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import param
+from physlab.strategies.sampling import (
+    OUTPUT_RETRIES, answer_requirements, load_prompt, model_settings, render,
+)
+from physlab.strategies.tpbench.candidates import build_pool
+from physlab.strategies.tpbench.select import Job, VerifierParams, verify_and_select
+
+_CLIP = 20_000
+
+
+class SympyParams(VerifierParams):
+    script_timeout_s: float = param(60.0, "Seconds one verification script may run in the sandbox.",
+                                    "PhysLab: the paper gives no limit", ge=1.0)
+    max_requests_per_check: int = param(40, "Model requests one verification may make (its tool loop).",
+                                        "PhysLab: the paper gives no limit", ge=2)
+
+
+class SympyStep(BaseModel):
+    step_number: int
+    calculation_description: str
+    sympy_script_content: str
+    script_stdout: str = ""
+    script_stderr: str = ""
+    is_correct: bool
+    error_explanation: str = ""
+
+
+class SympyReport(BaseModel):
+    """The grading agent's report (Appendix A.4)."""
+
+    sympy_verification: list[SympyStep]
+    overall_score: Literal[0, 1]
+    general_feedback: str = ""
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _CLIP else text[:_CLIP] + "\n...[truncated]"
+
+
+async def run_check(ctx: RunContext, task: str, settings: dict[str, Any] | None, *, timeout_s: float,
+                    max_requests: int) -> dict[str, Any]:
+    """One verification run: the agent's report, completed with the real script outputs."""
+    executed: list[dict[str, Any]] = []
+
+    async def run_sympy_script(script: str) -> str:
+        """Run a self-contained Python/SymPy script in the sandbox; returns STDOUT and STDERR."""
+        res = await ctx.sandbox.run(script, limits=SandboxLimits(timeout_s=timeout_s))
+        executed.append({"script": script, "stdout": res.stdout, "stderr": res.stderr,
+                         "exit_code": res.exit_code, "timed_out": res.timed_out})
+        note = " (timed out)" if res.timed_out else ""
+        return _clip(f"EXIT CODE: {res.exit_code}{note}\nSTDOUT:\n{res.stdout}\n"
+                     f"STDERR:\n{res.stderr}")
+
+    agent = Agent(ctx.models.for_role("verifier"), instructions=load_prompt("sympy_verifier"),
+                  tools=[Tool(run_sympy_script, name="run_sympy_script")],
+                  output_type=ToolOutput(SympyReport, name="submit_report"), retries=OUTPUT_RETRIES)
+    record: dict[str, Any] = {"scripts_run": 0}
+    try:
+        result = await agent.run(task, model_settings=settings,  # type: ignore[arg-type]
+                                 usage_limits=UsageLimits(request_limit=max_requests))
+    except UsageLimitExceeded as exc:  # the agent never reported: the check does not pass
+        record.update(scripts_run=len(executed), passed=False, problem=f"unfinished: {exc}")
+        return record
+    except UnexpectedModelBehavior as exc:  # no valid report after the retries
+        record.update(scripts_run=len(executed), passed=False, problem=f"no valid report: {exc}")
+        return record
+    report = result.output
+    record["scripts_run"] = len(executed)
+    steps = [step.model_dump() for step in report.sympy_verification]
+    for step in steps:
+        script = step["sympy_script_content"]
+        ran = next((e for e in reversed(executed) if e["script"].strip() == script.strip()), None)
+        if ran is None and script.strip():
+            res = await ctx.sandbox.run(script, limits=SandboxLimits(timeout_s=timeout_s))
+            ran = {"stdout": res.stdout, "stderr": res.stderr, "exit_code": res.exit_code}
+            step["rerun"] = True
+        if ran is not None:
+            step["script_stdout"] = ran["stdout"]
+            step["script_stderr"] = ran["stderr"]
+    wrong = [s["step_number"] for s in steps if not s["is_correct"]]
+    record.update(report={**report.model_dump(), "sympy_verification": steps},
+                  overall_score=report.overall_score, wrong_steps=wrong,
+                  passed=report.overall_score == 1 and not wrong)
+    return record
+
+
+class TPBenchSympy(Strategy[SympyParams]):
+    """TPBench sampling-based search with the SymPy-augmented step-wise verifier."""
+
+    name = "tpbench-sympy"
+    Params = SympyParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
+        p = self.params
+        started = time.monotonic()
+        pool = await build_pool(ctx, self.name, p)
+        settings = model_settings(p)
+        problem = ctx.problem.statement.strip()
+        requirements = answer_requirements(ctx.problem)
+
+        def make_jobs(g: int, k: int, rng: random.Random) -> list[Job]:
+            task = render("sympy_verifier_task", problem=problem, requirements=requirements,
+                          solution=pool.representative(g).text or "")
+
+            def job() -> Job:
+                async def run() -> dict[str, Any]:
+                    return await run_check(ctx, task, settings, timeout_s=p.script_timeout_s,
+                                           max_requests=p.max_requests_per_check)
+                return run
+            return [job() for _ in range(k)]
+
+        def score_of(outcomes: list) -> tuple[float | None, list]:
+            done = [o.value for o in outcomes if o.ok]
+            records = done + [{"error": str(o.error)[:200]} for o in outcomes if not o.ok]
+            if not done:
+                return None, records
+            return sum(1 for r in done if r["passed"]) / len(done), records
+
+        return await verify_and_select(ctx, self.name, p, pool, make_jobs, score_of, started)

@@ -1,0 +1,83 @@
+"""`tpbench-weak`: TPBench sampling-based search with a simple weak verifier (§3.5).
+
+Stage 1: N candidates, grouped by their outputs at M test points (see tpbench/candidates.py).
+Stage 2: each distinct candidate is judged k_verif (10) times by the model (role ``verifier``);
+each judgement uses one of the three verification prompts, drawn with the seeded RNG, and answers
+yes/no through its output tool (a pydantic model; no valid verdict after the retries counts as
+no); the score is the fraction of yes among the judgements that finished. The classes scoring
+within ``delta`` of the best are kept (default 0.05; with k_verif=10 that is "the top score").
+Stage 3: if more than one is kept, a pairwise tie-break (k_tie votes per pair, role ``tiebreaker``)
+picks the final answer.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Literal
+
+from pydantic import BaseModel
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+from physlab.runs.context import RunContext
+from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.sampling import answer_requirements, ask_structured, model_settings, render
+from physlab.strategies.tpbench.candidates import build_pool
+from physlab.strategies.tpbench.select import Job, VerifierParams, verify_and_select
+
+VARIANTS = ("weak_verify_1", "weak_verify_2", "weak_verify_3")
+
+
+class WeakVerdict(BaseModel):
+    """The simple verifier's judgement of one solution (Appendix A.3)."""
+
+    is_solution_correct: Literal["yes", "no"]
+
+
+class TPBenchWeak(Strategy[VerifierParams]):
+    """TPBench sampling-based search: N candidates, a simple yes/no verifier, a pairwise tie-break."""
+
+    name = "tpbench-weak"
+    Params = VerifierParams
+
+    async def run(self, ctx: RunContext) -> Attempt:
+        started = time.monotonic()
+        pool = await build_pool(ctx, self.name, self.params)
+        settings = model_settings(self.params)
+        problem = ctx.problem.statement.strip()
+        requirements = answer_requirements(ctx.problem)
+
+        def make_jobs(g: int, k: int, rng: random.Random) -> list[Job]:
+            solution = pool.representative(g).text or ""
+            jobs = []
+            for _ in range(k):
+                variant = rng.choice(VARIANTS)
+                prompt = render(variant, problem=problem, requirements=requirements,
+                                solution=solution)
+
+                def job(prompt: str = prompt, variant: str = variant) -> Job:
+                    async def run() -> tuple[str, int | None]:
+                        try:
+                            verdict = await ask_structured(ctx, "verifier", prompt, WeakVerdict,
+                                                           tool="submit_verdict", settings=settings)
+                        except UnexpectedModelBehavior:
+                            return variant, None
+                        return variant, int(verdict.is_solution_correct == "yes")
+                    return run
+                jobs.append(job())
+            return jobs
+
+        def score_of(outcomes: list) -> tuple[float | None, list]:
+            votes = []
+            records = []
+            for o in outcomes:
+                if not o.ok:
+                    records.append({"error": str(o.error)[:200]})
+                    continue
+                variant, vote = o.value
+                records.append({"variant": variant, "vote": vote})
+                # No verdict after the retries counts as "no": the verifier did not endorse it.
+                votes.append(vote or 0)
+            return (sum(votes) / len(votes) if votes else None), records
+
+        return await verify_and_select(ctx, self.name, self.params, pool, make_jobs, score_of, started)
