@@ -75,14 +75,15 @@ def with_images(ctx: RunContext, prompt: str) -> str | list[Any]:
     return [prompt, *image_parts(ctx.problem.images)]
 
 
-async def ask(ctx: RunContext, role: str, prompt: str, *, system: str | None = None,
-              settings: dict[str, Any] | None = None, history: Sequence[ModelMessage] | None = None
-              ) -> tuple[str, list[ModelMessage]]:
+async def ask(ctx: RunContext, role: str, prompt: str | list[Any], *, system: str | None = None,
+              settings: dict[str, Any] | None = None, history: Sequence[ModelMessage] | None = None,
+              images: bool = True) -> tuple[str, list[ModelMessage]]:
     """One plain-text request for ``role``; returns (text, all messages for a follow-up).
 
-    The problem's figures are attached to a fresh conversation (a follow-up already has them)."""
-    return await ask_text(ctx.models.for_role(role), with_images(ctx, prompt) if not history else prompt,
-                          system=system, settings=settings, history=history)
+    The problem's figures are attached to a fresh conversation (a follow-up already has them)
+    unless ``images`` is false or ``prompt`` already lists its own parts (text and images)."""
+    content = with_images(ctx, prompt) if images and not history and isinstance(prompt, str) else prompt
+    return await ask_text(ctx.models.for_role(role), content, system=system, settings=settings, history=history)
 
 
 async def structured_reply(model: Model, prompt: str | list[Any], output: type[M], *, tool: str,

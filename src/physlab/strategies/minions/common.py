@@ -59,15 +59,3 @@ def requirements(problem: Problem) -> str:
             lines.append(f"{i + 1}. {t}" + (f" (unit: {u})" if u not in (None, "", "None") else ""))
         parts = "\nThe expected answers, in order:\n" + "\n".join(lines)
     return render("boxed_requirements", parts=parts)
-
-
-async def ask(ctx: RunContext, role: str, content: Any, *, system: str | None = None,
-              settings: dict[str, Any] | None = None, history: list[Any] | None = None
-              ) -> tuple[str, list[Any]]:
-    """One plain-text request for ``role``: ``content`` is the prompt text, or a list of text and
-    images (pydantic-ai ``BinaryContent``) when figures go along. Images are attached only where a
-    studio asks for them (the shared helper attaches every problem figure to every request)."""
-    from physlab.llm.text import ask_text
-
-    return await ask_text(ctx.models.for_role(role), content, system=system, settings=settings,
-                          history=history)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from physlab.runs.context import RunContext
-from physlab.strategies.minions.common import ask, render
+from physlab.strategies.minions.common import render
+from physlab.strategies.sampling import ask
 
 ROLE_SOLVER = "solver"
 ROLE_INTROSPECTOR = "introspector"
@@ -22,23 +23,23 @@ class LogicStudio:
     images: list[Any]
     settings: dict[str, Any] | None = None
 
-    def _content(self, prompt: str) -> Any:
-        return [prompt, *self.images] if self.images else prompt
+    async def _ask(self, role: str, prompt: str) -> str:
+        # the studio's own images (none when the figures are withheld), not every problem figure
+        content = [prompt, *self.images] if self.images else prompt
+        text, _ = await ask(self.ctx, role, content, settings=self.settings, images=False)
+        return text
 
     async def solve(self) -> str:
         prompt = render("solver", requirements=self.requirements, problem=self.problem_text,
                         figures=self.figures)
-        text, _ = await ask(self.ctx, ROLE_SOLVER, self._content(prompt), settings=self.settings)
-        return text
+        return await self._ask(ROLE_SOLVER, prompt)
 
     async def improve(self, solution: str) -> str:
         prompt = render("introspector_improve", requirements=self.requirements, problem=self.problem_text,
                         figures=self.figures, solution=solution)
-        text, _ = await ask(self.ctx, ROLE_INTROSPECTOR, self._content(prompt), settings=self.settings)
-        return text
+        return await self._ask(ROLE_INTROSPECTOR, prompt)
 
     async def refine(self, solution: str, bug_report: str) -> str:
         prompt = render("introspector_fix", requirements=self.requirements, problem=self.problem_text,
                         figures=self.figures, solution=solution, bug_report=bug_report)
-        text, _ = await ask(self.ctx, ROLE_INTROSPECTOR, self._content(prompt), settings=self.settings)
-        return text
+        return await self._ask(ROLE_INTROSPECTOR, prompt)

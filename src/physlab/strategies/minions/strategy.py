@@ -22,12 +22,12 @@ from physlab.grading.extract import extract_code
 from physlab.llm.errors import budget_error
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
-from physlab.strategies.minions.common import ask, render, requirements
+from physlab.strategies.minions.common import render, requirements
 from physlab.strategies.minions.logic import LogicStudio
 from physlab.strategies.minions.review import ReviewStudio
 from physlab.strategies.minions.visual import FigureResult, describe_figure, figures_block, image_content
 from physlab.strategies.params import MINIONS, ModelParams, param
-from physlab.strategies.sampling import ended_by, error_text, finish, model_settings
+from physlab.strategies.sampling import ask, ended_by, error_text, finish, model_settings
 
 TRACE_FILE = "minions_trace.json"
 
@@ -140,7 +140,7 @@ class Minions(Strategy[MinionsParams]):
                     trace["solutions"].append({"step": f"refine_{it}", "text": solution})
             if problem.has_template and not extract_code(solution):
                 filled, _ = await ask(ctx, "formatter", render("formatter", requirements=reqs, solution=solution),
-                                      settings=settings)
+                                      settings=settings, images=False)
                 solution = solution + "\n\n" + filled
             return done("complete", stop)
         except Exception as exc:  # noqa: BLE001 - every failure ends the run cleanly with what we have

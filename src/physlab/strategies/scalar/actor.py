@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from physlab.runs.context import RunContext
-from physlab.strategies.minions.common import ask
+from physlab.strategies.sampling import ask
 from physlab.strategies.scalar.common import render
 
 ROLE = "actor"
@@ -28,7 +28,8 @@ class Actor:
     async def first(self, problem_text: str, images: list[Any]) -> str:
         prompt = render("actor_first", problem=problem_text, requirements=self.requirements)
         content: Any = [prompt, *images] if images else prompt
-        text, self.history = await ask(self.ctx, ROLE, content, system=self.system, settings=self.settings)
+        text, self.history = await ask(self.ctx, ROLE, content, system=self.system, settings=self.settings,
+                                       images=False)
         return text
 
     async def revise(self, feedback: str) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from physlab.runs.context import RunContext
-from physlab.strategies.minions.common import ask
+from physlab.strategies.sampling import ask
 from physlab.strategies.scalar.common import render
 
 ROLE = "critic"
@@ -44,5 +44,5 @@ class Critic:
     async def review(self, problem_text: str, earlier: list[tuple[str, str | None]], attempt: str,
                      turn: int) -> str:
         text, _ = await ask(self.ctx, ROLE, self.prompt(problem_text, earlier, attempt, turn),
-                            system=self.system, settings=self.settings)
+                            system=self.system, settings=self.settings, images=False)
         return text
