@@ -3,11 +3,13 @@ actions reaching the run's inbox (and malformed ones changing nothing), SSE chan
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
 import pytest
 from fastapi.testclient import TestClient
+from urllib.parse import quote
 
 from physlab.lab import inbox
 from physlab.lab.state import transitions as T
@@ -55,6 +57,33 @@ def test_run_json_calls_and_files(client):
     assert "[[4,2,2]]" in client.get("/api/runs/lab1/files/PROBLEM.md").text
     assert client.get("/api/runs/lab1/files/calls.jsonl").status_code == 404    # not a served file
     assert client.get("/api/runs/nope").status_code == 404
+
+
+def test_hostile_text_from_any_run_file_is_escaped_on_every_page(tmp_path):
+    """Whatever a model or a run wrote (metrics, calls, answers, a run directory's own name) is text
+    on the page, never markup; and the pages forbid inline scripts anyway (CSP)."""
+    from tests.web.helpers import XSS, call_line, write_metrics
+
+    root = tmp_path / "runs"
+    ws = root / "x<svg onload=alert(1)>"
+    write_metrics(ws, strategy=XSS, model=XSS, problem_id=XSS,
+                  verdict={"verdict": "incorrect", "reason": XSS})
+    (ws / "calls.jsonl").write_text(call_line(XSS, XSS, XSS).replace('"error":null', f'"error":{json.dumps(XSS)}'))
+    (ws / "ANSWER.md").write_text("The answer $x^2$ " + XSS)
+    (ws / "answer.py").write_text("def answer():\n    return '" + XSS + "'\n")
+    (ws / "PROBLEM.md").write_text(XSS)
+    client = TestClient(create_app(root))
+    run_url = "/runs/" + quote(ws.name)
+    for url in ("/", "/fragments/runs", run_url, "/fragments" + run_url):
+        r = client.get(url)
+        assert r.status_code == 200, url
+        assert "<script>" not in r.text and "<img src=x" not in r.text and "<svg onload" not in r.text, url
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+    page = client.get(run_url).text
+    assert page.count("&lt;script&gt;window.__pwned=1&lt;/script&gt;") >= 6  # shown, as text
+    assert '<span class="badge invalid">&lt;script&gt;' in page            # the call's error, escaped
+    assert "<math" in page                                                 # the answer's LaTeX still renders
+    assert client.get("/login").status_code in (200, 303)
 
 
 TRAVERSALS = ["../secret.txt", "..%2Fsecret.txt", "%2e%2e/secret.txt", "%2e%2e%2fsecret.txt", "//etc/passwd",

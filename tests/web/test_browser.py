@@ -69,6 +69,8 @@ class Gate:
 
 @pytest.mark.slow
 def test_live_lab_run_comment_and_stop(page, tmp_path):
+    from playwright.sync_api import expect
+
     from physlab.problems import resolve_problem
     from physlab.strategies.runner import run_solve
 
@@ -107,7 +109,7 @@ def test_live_lab_run_comment_and_stop(page, tmp_path):
             page.fill("#action-on", "ER-1")
             page.fill("#action-text", "Check the limit $F(0)=1$ <script>window.__pwned=1</script>")
             page.click("#action-send")
-            page.wait_for_function("document.getElementById('action-result').textContent.includes('queued')")
+            expect(page.locator("#action-result")).to_contain_text("queued")  # (no eval: the page's CSP forbids it)
             msgs = inbox.read(runs / "qec")
             assert [(m["kind"], m["on"]) for m in msgs] == [("comment", "ER-1")]
             page.wait_for_selector("#pending")
@@ -125,12 +127,11 @@ def test_live_lab_run_comment_and_stop(page, tmp_path):
 
             gate.wait(4)
             page.click("#stop-button")
-            page.wait_for_function("document.getElementById('action-result').textContent.includes('stop queued')")
+            expect(page.locator("#action-result")).to_contain_text("stop queued")
             gate.release[4].set()
             worker.join(120)
             assert not worker.is_alive() and "error" not in result, result.get("error")
-            page.wait_for_function("document.getElementById('run-status').textContent.includes('stopped by the physicist')",
-                                   timeout=60_000)
+            expect(page.locator("#run-status")).to_contain_text("stopped by the physicist", timeout=60_000)
             state = json.loads((runs / "qec" / "state.json").read_text())
             assert state["stop_reason"] == "stopped by the physicist" and state["iteration"] == 4
             assert any(h["kind"] == "stop" for h in state["human_messages"])

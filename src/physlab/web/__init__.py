@@ -2,9 +2,9 @@
 
 Modules: ``paths`` (which files the server may read: only run directories under the runs root),
 ``runs`` (run summaries and details, read through the lab's own models and helpers), ``mathml``
-(LaTeX -> sanitised MathML, everything else escaped), ``render`` / ``svg`` (server-side HTML
-fragments and inline SVG charts), ``sweeps`` (the bench report, filtered), ``app`` (routes, auth,
-SSE), ``server`` (run uvicorn in a thread), ``cli`` (`physlab ui`).
+(LaTeX -> sanitised MathML), ``render`` (pages and fragments from the autoescaping Jinja2
+templates in ``templates/``), ``svg`` (the inline charts' geometry), ``sweeps`` (the bench report,
+filtered), ``app`` (routes, auth, CSP, SSE), ``server`` (run uvicorn in a thread), ``cli`` (`physlab ui`).
 """
 
 from typing import Any

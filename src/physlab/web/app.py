@@ -39,6 +39,10 @@ COOKIE = "physlab_token"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 FILES = ("PROBLEM.md", "ANSWER.md", "answer.py", "RESEARCH_STATE.md", "LOG.md", "state.json", "metrics.json")
 STATIC = Path(__file__).parent / "static"
+# The pages load only their own script and stylesheet: injected markup could not run a script even
+# if it got past the templates' escaping.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
 class Action(BaseModel):
@@ -68,6 +72,12 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
     app.state.poll_s, app.state.sse_max_s = poll_s, sse_max_s
     app.state.stopping = threading.Event()
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.middleware("http")
+    async def content_security_policy(request: Request, call_next):
+        response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        return response
 
     # ------------------------------------------------------------------ auth
     def authorised(request: Request) -> bool:

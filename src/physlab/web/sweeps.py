@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -45,29 +44,8 @@ def report_data(db: Path, filters: dict[str, str]) -> dict[str, Any]:
 
 def sweeps_page(db: Path | None, filters: dict[str, str]) -> str:
     if db is None:
-        return page("Sweeps", "<h1>Sweeps</h1><p class='muted'>No results database: start with "
-                    "<code>physlab ui --db results.sqlite</code>.</p>")
+        return page("sweeps.html", "Sweeps", db=None)
     data = report_data(db, filters)
-    selects = []
-    for k in FILTERS:
-        opts = ['<option value="">all</option>'] + [
-            f'<option value="{escape(v)}"{" selected" if filters.get(k) == v else ""}>{escape(v or "(none)")}</option>'
-            for v in data["choices"][k]]
-        selects.append(f'<label>{k} <select name="{k}" id="filter-{k}">{"".join(opts)}</select></label>')
-    form = f'<form id="filters" method="get" action="/sweeps">{" ".join(selects)} <button>filter</button></form>'
-    rows = data["rows"]
-    if rows:
-        cols = list(rows[0])
-        table = ('<table id="summary-table"><thead><tr>' + "".join(f"<th>{escape(c)}</th>" for c in cols)
-                 + "</tr></thead><tbody>"
-                 + "".join("<tr>" + "".join(f"<td>{escape(r.get(c, ''))}</td>" for c in cols) + "</tr>" for r in rows)
-                 + "</tbody></table>")
-    else:
-        table = '<p class="muted" id="summary-table">no cells match</p>'
     rep = data["report"]
-    eq = (f"<p>Equal-budget view: every cell capped at {rep.equal_budget_tokens:,.0f} tokens per problem.</p>"
-          if rep.equal_budget_tokens else "")
-    body = (f"<h1>Sweeps</h1><p class='muted'>{escape(db.name)} · {rep.cells_total} cells</p>{form}"
-            f"<h2>Summary</h2>{table}<h2>Accuracy (Wilson 95%)</h2>{svg.accuracy_bars(rep.groups)}"
-            f"<h2>Accuracy at a common token budget</h2>{eq}{svg.budget_curves(rep.budget_curves)}")
-    return page("Sweeps", body)
+    return page("sweeps.html", "Sweeps", db=db, filters=filters, choices=data["choices"], rows=data["rows"],
+                report=rep, accuracy=svg.accuracy_bars(rep.groups), curves=svg.budget_curves(rep.budget_curves))
