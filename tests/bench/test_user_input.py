@@ -143,6 +143,24 @@ def test_mistyped_model_stops_before_the_database_gets_cells(tmp_path, capsys, m
     assert not db.exists() or sqlite3.connect(db).execute("SELECT COUNT(*) FROM cells").fetchone()[0] == 0
 
 
+@pytest.mark.parametrize("strategies, params, needle", [
+    ("oneshot,rsaa", [], "unknown strategy 'rsaa'"),
+    ("oneshot,rsa", ["--param", "population=0"], "strategy oneshot: unknown --param 'population'"),
+    ("rsa", ["--param", "population=0"], "strategy rsa: --param population: input should be greater than"),
+])
+def test_a_strategy_or_parameter_no_cell_could_run_stops_the_sweep_first(tmp_path, capsys, strategies, params,
+                                                                        needle):
+    d = tmp_path / "suite"
+    d.mkdir()
+    (d / "q.yaml").write_text("id: q\nproblem: What is one?\n")
+    db = tmp_path / "r.sqlite"
+    code, _, err = _cli(capsys, "run", str(d), "--strategies", strategies, "--models", "scripted:echo", *params,
+                        "--db", str(db), "--no-progress")
+    assert code == 2
+    _one_line_error(err, needle)
+    assert not db.exists() or sqlite3.connect(db).execute("SELECT COUNT(*) FROM cells").fetchone()[0] == 0
+
+
 # -- cells of other parameters / budgets ------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ async def test_finished_run_replays_offline(tmp_path):
 
 
 def test_params_are_validated():
-    settings = LabStrategy.configured({"max_iterations": "5", "critic_every": 0}).params.settings()
+    settings = LabStrategy.configured({"max_iterations": 5, "critic_every": 0}).params.settings()
     assert (settings.max_iterations, settings.critic_every) == (5, 0)
     with pytest.raises(UserError, match="strategy lab: unknown --param 'max_iteration'; expected one of: max_iterations"):
         LabStrategy.configured({"max_iteration": 5})

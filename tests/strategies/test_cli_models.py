@@ -11,3 +11,74 @@ def test_models_lists_every_strategy_and_the_demo_models():
         assert strategy in out.output.split("\n")[0]
     for scenario in ("lab-qec", "oneshot-qec-correct", "minions-demo", "scalar-demo"):
         assert f"  {scenario} " in out.output
+
+
+def test_strategies_show_lists_every_parameter_with_its_default_and_its_paper():
+    out = CliRunner().invoke(app, ["strategies", "show", "rsa"])
+    assert out.exit_code == 0, out.output
+    text = out.output
+    assert text.startswith("rsa: Recursive Self-Aggregation")
+    for line in ("population = 6  (int)", "subset_size = 2  (int)", "rounds = 4  (int)",
+                 "temperature = unset  (float or none)", "concurrency = 8  (int)"):
+        assert f"  {line}\n" in text, line
+    assert text.count("default from: seed 000_dd0601bf2cd9213d.txt (physics-intern) §4") == 3
+
+
+def test_every_default_says_where_it_comes_from_and_the_seeds_numbers_are_the_defaults():
+    import json
+
+    defaults = {}
+    for name in ("lab", "oneshot", "two-step", "rsa", "manager", "tpbench-vote", "tpbench-bon", "tpbench-weak",
+                 "tpbench-sympy", "multi-round", "minions", "scalar"):
+        out = CliRunner().invoke(app, ["strategies", "show", name, "--json"])
+        assert out.exit_code == 0, out.output
+        params = json.loads(out.output)["params"]
+        assert all(p["source"] and p["description"] for p in params), name
+        defaults[name] = {p["name"]: (p["default"], p["source"]) for p in params}
+    papers = {  # (strategy, parameter): (the seed's number, its seed file)
+        ("minions", "cv"): (2, "001_"), ("minions", "max_iterations"): (5, "001_"),
+        ("minions", "temperature"): (0.6, "001_"), ("tpbench-weak", "n_samples"): (50, "002_"),
+        ("tpbench-weak", "n_points"): (5, "002_"), ("tpbench-weak", "k_verif"): (10, "002_"),
+        ("tpbench-sympy", "delta"): (0.05, "002_"), ("multi-round", "extra_rounds"): (4, "002_"),
+        ("rsa", "population"): (6, "000_"), ("rsa", "subset_size"): (2, "000_"), ("rsa", "rounds"): (4, "000_"),
+        ("manager", "scratchpad_window"): (5, "000_"), ("scalar", "max_iterations"): (4, "003_"),
+        ("scalar", "temperature"): (0.7, "003_"), ("scalar", "stagnation_delta"): (5.0, "003_"),
+    }
+    for (strategy, key), (number, seed) in papers.items():
+        default, source = defaults[strategy][key]
+        assert default == number and seed in source, (strategy, key, default, source)
+
+
+def test_strategies_list_and_an_unknown_name(capsys):
+    import pytest
+
+    from physlab.cli import main
+
+    out = CliRunner().invoke(app, ["strategies", "list"])
+    assert out.exit_code == 0 and len(out.output.strip().splitlines()) == 12
+    assert any(line.startswith("scalar ") and "Judge" in line for line in out.output.splitlines())
+    with pytest.raises(SystemExit) as exc:
+        main(["strategies", "show", "rsaa"])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err.startswith("error: ") and "unknown strategy 'rsaa'" in err and "\n" not in err
+
+
+def test_a_bad_parameter_is_one_line_and_exit_2_before_any_workspace(tmp_path, capsys):
+    import pytest
+
+    from physlab.cli import main
+
+    yml = tmp_path / "p.yaml"
+    yml.write_text("id: double\nproblem: Return twice x.\n")
+    for bad, needle in ((["-s", "rsa", "-p", "population=0"], "strategy rsa: --param population: input should be "
+                                                               "greater than or equal to 1 (got 0)"),
+                        (["-s", "rsa", "-p", "populaton=3"], "strategy rsa: unknown --param 'populaton'; "
+                                                             "expected one of: temperature, concurrency, population"),
+                        (["-s", "rsa", "-p", "population=2", "-p", "subset_size=3"], "expected at most population"),
+                        (["-s", "tpbench-weak", "-p", "k_verif=true"], "--param k_verif: input should be a valid "
+                                                                       "integer (got True)")):
+        with pytest.raises(SystemExit) as exc:
+            main(["solve", str(yml), "-m", "scripted:echo", "--workspace", str(tmp_path / "w"), *bad])
+        err = capsys.readouterr().err.strip()
+        assert exc.value.code == 2 and err == f"error: {err[7:]}" and needle in err and "\n" not in err, err
+        assert not (tmp_path / "w").exists()

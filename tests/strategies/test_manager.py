@@ -149,4 +149,4 @@ def test_bad_param():
     from physlab.errors import UserError
 
     with pytest.raises(UserError, match="--param wind_down_fraction: input should be less than or equal to 1"):
-        Manager.configured({"wind_down_fraction": "1.5"})
+        Manager.configured({"wind_down_fraction": 1.5})

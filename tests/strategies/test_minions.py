@@ -255,7 +255,7 @@ def test_params_are_the_papers_and_bad_ones_are_one_line_errors():
         Minions.configured({"cvv": 3})
     with pytest.raises(UserError, match=r"--param cv: input should be greater than or equal to 1 \(got 0\)"):
         Minions.configured({"cv": 0})
-    with pytest.raises(UserError, match="--param cv: expected int, got True"):
+    with pytest.raises(UserError, match=r"--param cv: input should be a valid integer \(got True\)"):
         Minions.configured({"cv": True})
 
 

@@ -31,7 +31,7 @@ def _scenario(log: dict):
 async def test_rounds_record_answers_and_carry_the_summary(tmp_path):
     log: dict = {}
     ctx = make_ctx(tmp_path, _scenario(log))
-    attempt = await MultiRound.configured({"extra_rounds": "2"}).run(ctx)
+    attempt = await MultiRound.configured({"extra_rounds": 2}).run(ctx)
     assert attempt.status == "complete"
     answers = attempt.details["answers"]
     assert len(answers) == 3

@@ -43,10 +43,10 @@ async def test_unknown_parameter_is_a_user_error(tmp_path):
     prob = Problem(id="p", statement="s")
     with pytest.raises(UserError, match="strategy oneshot: unknown --param 'n'; expected one of: temperature"):
         await run_solve(prob, "oneshot", "scripted:echo", workspace=tmp_path / "w", params={"n": 3})
-    for bad in ("hot", "5"):  # not a number, out of [0, 2]: bad input, not an errored run graded invalid
+    for bad in ("hot", 5):  # not a number, out of [0, 2]: bad input, not an errored run graded invalid
         with pytest.raises(UserError, match="--param temperature"):
-            await run_solve(prob, "oneshot", "scripted:echo", workspace=tmp_path / bad, params={"temperature": bad})
-        assert not (tmp_path / bad).exists()
+            await run_solve(prob, "oneshot", "scripted:echo", workspace=tmp_path / str(bad), params={"temperature": bad})
+        assert not (tmp_path / str(bad)).exists()
 
 
 async def test_budget_before_the_only_call(tmp_path):

@@ -174,7 +174,7 @@ async def test_reference_free_critic_by_default_and_nobody_sees_the_reference(tm
 
 async def test_reference_conditioned_critic_only_when_asked(tmp_path):
     s = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(20), judge(45)]})
-    await Scalar.configured({"critic_reference": "true"}).run(
+    await Scalar.configured({"critic_reference": True}).run(
         make_ctx(tmp_path, s, reference="SECRET_REFERENCE_SOLUTION"))
     for role, system, user in s.calls:
         if role == "critic":

@@ -64,4 +64,4 @@ async def test_unknown_param_is_a_user_error(tmp_path):
 
     ctx = make_ctx(tmp_path, _scenario({}))
     with pytest.raises(UserError, match="unknown --param 'roundz'"):
-        await TwoStep.configured({"roundz": "3"}).run(ctx)
+        await TwoStep.configured({"roundz": 3}).run(ctx)

@@ -1,8 +1,9 @@
 """Strategy parameters: one pydantic model per scaffold, like the lab's ``LabSettings``.
 
-Values come from ``--param KEY=VALUE`` (YAML scalars), a ``--config`` YAML file or a sweep's
-``--param``; :meth:`StrategyParams.parse` turns them into the strategy's model or raises one
-``UserError`` line (unknown key, wrong type, out of range). Every field says where its default
+Values come typed from ``--param KEY=VALUE`` (a YAML scalar), a ``--config`` YAML file or a sweep's
+``--param`` (JSON); :meth:`StrategyParams.parse` validates them strictly (``true`` is no number,
+``"5"`` no integer) into the strategy's model or raises one ``UserError`` line (unknown key, wrong
+type, out of range). Every field says where its default
 comes from (``source``: a seed paper's file and section, or PhysLab's own choice and why);
 ``physlab strategies show NAME`` prints them.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import typing
 from typing import Any, ClassVar, Mapping, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from physlab.errors import UserError
 
@@ -41,7 +42,7 @@ class ParamInfo(BaseModel):
 class StrategyParams(BaseModel):
     """A strategy's parameters (none for this base). Subclasses add fields made with :func:`param`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     # For fields a subclass inherits from a model it does not own (the lab's LabSettings): where
     # their defaults come from, and what they mean when the field itself does not say.
@@ -60,17 +61,6 @@ class StrategyParams(BaseModel):
         """The values ``--max-iterations N`` stands for (given explicitly, a value wins). A
         strategy with a ``max_iterations`` field takes N as it is; one without iterations ignores it."""
         return {"max_iterations": n} if "max_iterations" in cls.model_fields else {}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_bool_for_numbers(cls, data: Any) -> Any:
-        # pydantic reads true as 1 for an int; `--param n_samples=true` is a mistake, not 1.
-        if isinstance(data, dict):
-            for key, value in data.items():
-                info = cls.model_fields.get(key)
-                if isinstance(value, bool) and info is not None and not _allows_bool(info.annotation):
-                    raise ValueError(f"--param {key}: expected {_type_name(info.annotation)}, got {value!r}")
-        return data
 
     @classmethod
     def parse(cls, strategy: str, values: Mapping[str, Any] | None) -> Self:
@@ -107,10 +97,6 @@ def _one_line(strategy: str, cls: type[StrategyParams], exc: ValidationError) ->
     if not key:  # a check across fields (model_validator): the message names its keys
         return UserError(f"strategy {strategy}: {msg}")
     return UserError(f"strategy {strategy}: --param {key}: {msg[:1].lower() + msg[1:]} (got {err.get('input')!r})")
-
-
-def _allows_bool(annotation: Any) -> bool:
-    return annotation is bool or bool in typing.get_args(annotation)
 
 
 def _type_name(annotation: Any) -> str:

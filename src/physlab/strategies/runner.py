@@ -16,7 +16,7 @@ import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pydantic_core
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter, ConcurrencyLimiter
@@ -37,6 +37,9 @@ from physlab.strategies import registry
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import StrategyParams
+
+if TYPE_CHECKING:
+    from physlab.grading import BoundGrader, Equivalence, Grader
 
 # A strategy that ignores the wall budget is cancelled this long after it (the budget check before
 # each request normally ends it first; the slack lets a forced formatter finish).
@@ -62,18 +65,14 @@ def write_problem_md(problem: Problem, path: Path) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
-def _graders(problem: Problem, grader: Any, sandbox: Any, public: Problem | None = None) -> tuple[Any, Any]:
-    """(grader bound to the full problem or None, reference-free Equivalence). ``grader`` may be a
-    physlab.grading.Grader, an already bound grader (``async grade(code)``), or None (a Grader on
-    this run's sandbox). ``public``, the problem's public view when the caller has it, saves making
-    it again for the Equivalence."""
+def _graders(problem: Problem, grader: Grader | None, sandbox: Any, public: Problem | None = None
+             ) -> tuple[BoundGrader | None, Equivalence]:
+    """(the grader bound to the full problem, None when it has no reference; the reference-free
+    Equivalence), both on ``grader`` (a sweep shares one) or a new Grader on this run's sandbox."""
     from physlab.grading import Equivalence, Grader, bind  # SymPy and friends: only once a run starts
 
-    public = public or problem.public()
-    if grader is not None and not isinstance(grader, Grader):
-        return (grader if problem.gradable else None), Equivalence(public, Grader(sandbox))
     g = grader or Grader(sandbox)
-    return (bind(problem, g) if problem.gradable else None), Equivalence(public, g)
+    return (bind(problem, g) if problem.gradable else None), Equivalence(public or problem.public(), g)
 
 
 def _reference_for(problem: Problem, strategy: str, params: StrategyParams) -> str | None:
@@ -179,7 +178,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
                     budget: Budget | None = None, api_base: str | None = None,
                     api_key_env: str | None = None, seed: int = 0, params: dict[str, Any] | None = None,
                     resume: Path | str | bool | None = None, limiter: AbstractConcurrencyLimiter | None = None,
-                    sandbox: Any = None, grader: Any = None, events: Any = None,
+                    sandbox: Any = None, grader: Grader | None = None, events: Any = None,
                     max_in_flight: int | None = None, models_config: Path | str | None = None,
                     model_registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
                     provider: Model | None = None,
@@ -189,11 +188,10 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
 
     ``limiter`` is an in-flight limiter shared with other runs (a sweep's: pydantic-ai's
     ``ConcurrencyLimiter``); ``max_in_flight`` caps this run's own requests too. ``grader`` is a
-    physlab.grading grader (bound here to the full problem) or an already bound one
-    (``async grade(code) -> Verdict``). ``provider`` is a provider model for ``model`` that the
-    caller built and closes (a sweep shares one between its cells); ``on_call`` sees each
-    calls.jsonl record as it is written. ``replace`` removes what an earlier, unfinished
-    try left in ``workspace`` (a sweep restarting a cell) instead of refusing it."""
+    physlab.grading Grader (bound here to the full problem; a sweep shares one). ``provider`` is a
+    provider model for ``model`` that the caller built and closes (a sweep shares one between its
+    cells); ``on_call`` sees each calls.jsonl record as it is written. ``replace`` removes what an
+    earlier, unfinished try left in ``workspace`` (a sweep restarting a cell) instead of refusing it."""
     budget = budget or Budget()
     emit = events or (lambda *a, **k: None)
     kind = registry.get(strategy)  # unknown name or bad parameters: UserError before any file
@@ -302,7 +300,7 @@ def _write_answer(attempt: Attempt, problem: Problem, ws: Path) -> None:
         (ws / md).write_text(f"```python\n{attempt.answer_code}```\n", encoding="utf-8")
 
 
-async def _grade(attempt: Attempt, problem: Problem, bound: Any) -> Verdict | None:
+async def _grade(attempt: Attempt, problem: Problem, bound: BoundGrader | None) -> Verdict | None:
     if not problem.gradable:
         return None
     if not answered(attempt):
