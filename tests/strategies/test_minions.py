@@ -5,69 +5,22 @@ answer extraction."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from physlab.llm.errors import BudgetExceeded
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
-from physlab.sandbox.core import Sandbox
 from physlab.runs.context import RunContext
+from physlab.sandbox.core import Sandbox
 from physlab.strategies.base import Strategy
 from physlab.strategies.minions import Minions
 from physlab.strategies.minions.visual import FigureDescription
 from physlab.strategies.sampling import OUTPUT_RETRIES
-from stub_ctx import NoUsage, ScriptModels
+from stub_ctx import NoUsage, Script, ScriptModels
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082")
-
-
-def _prompt_parts(messages: list[ModelMessage]) -> list[Any]:
-    for msg in messages:  # the first prompt: a retry's request holds only the error
-        if isinstance(msg, ModelRequest):
-            for part in msg.parts:
-                if isinstance(part, UserPromptPart):
-                    return [part.content] if isinstance(part.content, str) else list(part.content)
-    return []
-
-
-@dataclass
-class Script:
-    """Per-role reply queues; records (role, prompt text, number of images) of every request. A
-    role with an output tool (verifiers, the visual studio) gets a JSON reply as that tool's
-    call, as a real model gives it; any other reply to it is prose, which pydantic-ai retries."""
-
-    replies: dict[str, list[str | Callable[[str], str]]]
-    calls: list[tuple[str, str, int]] = field(default_factory=list)
-    max_calls: int | None = None
-
-    def model(self, role: str) -> FunctionModel:
-        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            if self.max_calls is not None and len(self.calls) >= self.max_calls:
-                raise BudgetExceeded("max_calls")
-            parts = _prompt_parts(messages)
-            text = "\n".join(p for p in parts if isinstance(p, str))
-            images = sum(1 for p in parts if not isinstance(p, str))
-            self.calls.append((role, text, images))
-            queue = self.replies.get(role)
-            if not queue:
-                raise AssertionError(f"unexpected call for role {role}")
-            item = queue.pop(0) if len(queue) > 1 else queue[0]
-            reply = item(text) if callable(item) else item
-            if info.output_tools and not info.allow_text_output and reply.lstrip().startswith("{"):
-                return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, reply)])
-            return ModelResponse(parts=[TextPart(reply)])
-
-        return FunctionModel(respond)
-
-    def roles(self) -> list[str]:
-        return [c[0] for c in self.calls]
 
 
 def make_ctx(tmp_path: Path, script: Script, problem: Problem) -> RunContext:
@@ -108,7 +61,7 @@ async def test_general_verifier_never_called_when_physics_fails_and_bug_report_r
     assert "general_verifier" not in script.roles()
     assert attempt.stop_reason == "iteration_cap" and attempt.details["accepted"] is False
     assert attempt.status == "complete" and attempt.answer_text  # last solution returned, said so
-    fix_prompts = [t for r, t, _ in script.calls if r == "introspector" and "Bug report" in t]
+    fix_prompts = [c.prompt for c in script.calls if c.role == "introspector" and "Bug report" in c.prompt]
     assert len(fix_prompts) == 2  # refinements after failures 1 and 2; none after the last round
     assert "dimensionally inconsistent" in fix_prompts[0]
     assert "Physics check" in fix_prompts[0]
@@ -123,7 +76,7 @@ async def test_failure_resets_consecutive_count(tmp_path):
     assert [r["consecutive_passes"] for r in review] == [1, 0, 1, 2]
     assert [r["stage"] for r in review] == ["general"] * 4
     assert attempt.details["accepted"] and attempt.details["iterations"] == 4
-    fixes = [t for r, t, _ in script.calls if r == "introspector" and "Bug report" in t]
+    fixes = [c.prompt for c in script.calls if c.role == "introspector" and "Bug report" in c.prompt]
     assert len(fixes) == 1 and "arithmetic slip" in fixes[0] and "General check" in fixes[0]
 
 
@@ -182,11 +135,11 @@ async def test_visual_studio_validates_json_and_loops_until_cv_passes(tmp_path):
     assert "figure_type: Field required" in fig["rounds"][1]["issues"][0]
     assert script.roles().count("visual_verifier") == 3  # schema failures cost no Verifier call
     # the refinement after the verifier failure carries its issue
-    intro = [t for r, t, _ in script.calls if r == "visual_introspector"]
+    intro = [c.prompt for c in script.calls if c.role == "visual_introspector"]
     assert any("logarithmic" in t for t in intro)
     # the Logic Studio receives the JSON, and the raw image as well (send_images default)
-    solver_call = next(c for c in script.calls if c[0] == "solver")
-    assert '"figure_type": "plot"' in solver_call[1] and solver_call[2] == 1
+    solver_call = next(c for c in script.calls if c.role == "solver")
+    assert '"figure_type": "plot"' in solver_call.prompt and solver_call.images == 1
     assert attempt.details["figures_verified"] == [True]
 
 
@@ -198,7 +151,7 @@ async def test_visual_off_and_images_withheld(tmp_path):
                      "general_verifier": [PASS]})
     await Minions.configured({"visual": False, "send_images": False}).run(make_ctx(tmp_path, script, problem))
     assert not any(r.startswith("visual") for r in script.roles())
-    assert all(n == 0 for _, _, n in script.calls)
+    assert all(c.images == 0 for c in script.calls)
 
 
 def test_figure_description_schema_is_what_the_inspector_is_asked_for():
@@ -229,7 +182,7 @@ async def test_template_problem_fills_template_and_formatter_when_missing(tmp_pa
                      "physics_verifier": [PASS], "general_verifier": [PASS],
                      "formatter": ["```python\ndef answer():\n    return 1\n```"]})
     attempt = await Minions().run(make_ctx(tmp_path, script, problem))
-    assert "return ..." in script.calls[0][1]  # the template is in the solver's prompt
+    assert "return ..." in script.calls[0].prompt  # the template is in the solver's prompt
     assert attempt.answer_code is not None and "return 1" in attempt.answer_code
     assert script.roles()[-1] == "formatter"
 
@@ -241,8 +194,8 @@ async def test_reference_never_in_prompts(tmp_path):
     script = Script({"solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS],
                      "general_verifier": [PASS]})
     await Minions().run(make_ctx(tmp_path, script, secret))
-    assert all("SECRET" not in t for _, t, _ in script.calls)
-    assert "1. Expression" in script.calls[0][1]  # public answer types still guide the format
+    assert all("SECRET" not in c.prompt for c in script.calls)
+    assert "1. Expression" in script.calls[0].prompt  # public answer types still guide the format
 
 
 def test_params_are_the_papers_and_bad_ones_are_one_line_errors():
@@ -271,4 +224,4 @@ async def test_visual_failure_falls_back_to_text_only(tmp_path):
                      "physics_verifier": [PASS], "general_verifier": [PASS]})
     attempt = await Minions().run(make_ctx(tmp_path, script, problem))
     assert attempt.status == "complete" and attempt.details["figures_verified"] == [False]
-    assert all(n == 0 for r, _, n in script.calls if r != "visual_inspector")
+    assert all(c.images == 0 for c in script.calls if c.role != "visual_inspector")

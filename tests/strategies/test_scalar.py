@@ -4,22 +4,16 @@ failures, grader equivalence, reference-conditioned Critic, transcripts and re-s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import (
-    ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart, UserPromptPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
-from physlab.llm.errors import BudgetExceeded
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
-from physlab.sandbox.core import Sandbox
 from physlab.runs.context import RunContext
+from physlab.sandbox.core import Sandbox
 from physlab.strategies.sampling import OUTPUT_RETRIES
 from physlab.strategies.scalar import Scalar
 from physlab.strategies.scalar.analysis import load_records
@@ -27,7 +21,7 @@ from physlab.strategies.scalar.personas import FEEDBACK, PERSONAS
 from physlab.strategies.scalar.rescore import rescore_file_name, rescore_transcript
 from physlab.strategies.scalar.strategy import stagnated
 from physlab.strategies.scalar.transcript import load_transcript
-from stub_ctx import NoUsage, ScriptModels
+from stub_ctx import NoUsage, Script, ScriptModels
 
 
 def judge(c: int, rest: int = 8, eq: bool = True) -> str:
@@ -35,46 +29,6 @@ def judge(c: int, rest: int = 8, eq: bool = True) -> str:
     return json.dumps({"final_answer": "x", "final_answer_equivalent": eq,
                        "scores": {"correctness": c, **{k: rest for k in keys}},
                        "error_categories": [], "flags": {}, "missing": [], "summary": "s"})
-
-
-def _texts(messages: list[ModelMessage]) -> tuple[str, str]:
-    """(system/instructions text, all user text) of a request."""
-    system, user = [], []
-    for msg in messages:
-        if isinstance(msg, ModelRequest):
-            if msg.instructions:
-                system.append(msg.instructions)
-            for part in msg.parts:
-                if isinstance(part, SystemPromptPart):
-                    system.append(part.content)
-                elif isinstance(part, UserPromptPart):
-                    c = part.content
-                    user.append(c if isinstance(c, str) else "\n".join(x for x in c if isinstance(x, str)))
-    return "\n".join(system), "\n".join(user)
-
-
-@dataclass
-class Script:
-    replies: dict[str, list[str]]
-    calls: list[tuple[str, str, str]] = field(default_factory=list)
-    max_calls: int | None = None
-
-    def model(self, role: str) -> FunctionModel:
-        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            if self.max_calls is not None and len(self.calls) >= self.max_calls:
-                raise BudgetExceeded("max_calls")
-            system, user = _texts(messages)
-            self.calls.append((role, system, user))
-            queue = self.replies[role]
-            item = queue.pop(0) if len(queue) > 1 else queue[0]
-            if info.output_tools and item.startswith("{"):  # the Judge answers through its tool
-                return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, item)])
-            return ModelResponse(parts=[TextPart(item)])
-
-        return FunctionModel(respond)
-
-    def roles(self) -> list[str]:
-        return [c[0] for c in self.calls]
 
 
 class _Grader:
@@ -112,8 +66,8 @@ async def test_stops_when_a_turn_passes(tmp_path):
     assert s.roles() == ["actor", "critic", "judge", "actor", "critic", "judge"]
     assert a.answer_text == "attempt 1 \\boxed{W}"
     # the revision prompt carries the Critic's feedback; the Actor keeps its conversation
-    revise = [c for c in s.calls if c[0] == "actor"][1]
-    assert "fix the sign" in revise[2] and "attempt 0" not in revise[1]
+    revise = [c for c in s.calls if c.role == "actor"][1]
+    assert "fix the sign" in revise.user and "attempt 0" not in revise.system
 
 
 async def test_iteration_cap_default_four(tmp_path):
@@ -169,18 +123,18 @@ async def test_grader_decides_equivalence_when_gradable(tmp_path):
 async def test_reference_free_critic_by_default_and_nobody_sees_the_reference(tmp_path):
     s = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(45)]})
     await Scalar().run(make_ctx(tmp_path, s, reference="SECRET_REFERENCE_SOLUTION"))
-    assert all("SECRET" not in sys_ + user for _, sys_, user in s.calls)
+    assert all("SECRET" not in c.system + c.user for c in s.calls)
 
 
 async def test_reference_conditioned_critic_only_when_asked(tmp_path):
     s = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(20), judge(45)]})
     await Scalar.configured({"critic_reference": True}).run(
         make_ctx(tmp_path, s, reference="SECRET_REFERENCE_SOLUTION"))
-    for role, system, user in s.calls:
-        if role == "critic":
-            assert "SECRET_REFERENCE_SOLUTION" in user and "Never" in system
+    for c in s.calls:
+        if c.role == "critic":
+            assert "SECRET_REFERENCE_SOLUTION" in c.user and "Never" in c.system
         else:
-            assert "SECRET" not in system + user
+            assert "SECRET" not in c.system + c.user
     assert load_transcript(tmp_path).config["critic_reference"] is True
 
 
@@ -193,8 +147,8 @@ async def test_persona_and_feedback_reach_the_prompts(tmp_path):
     s = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(45)]})
     await Scalar.configured({"expertise": "novice", "style": "skeptical", "feedback": "pedagogical"}).run(
         make_ctx(tmp_path, s))
-    actor_sys = next(c[1] for c in s.calls if c[0] == "actor")
-    critic_sys = next(c[1] for c in s.calls if c[0] == "critic")
+    actor_sys = next(c.system for c in s.calls if c.role == "actor")
+    critic_sys = next(c.system for c in s.calls if c.role == "critic")
     assert "graduate student" in actor_sys and "Doubt every assumption" in actor_sys
     assert "Socratic" in critic_sys
     with pytest.raises(UserError, match="strategy scalar: --param feedback: input should be 'adversarial'"):
@@ -218,7 +172,7 @@ async def test_rescore_with_another_judge(tmp_path):
     res = await rescore_transcript(tmp_path, s2.model("judge"), "scripted:harsh")
     assert res.scores == [None, 78] and res.passes == [False, False] and not res.converged
     assert (tmp_path / rescore_file_name("scripted:harsh")).is_file()
-    assert all(c[0] == "judge" for c in s2.calls) and len(s2.calls) == 2 + OUTPUT_RETRIES  # actor/critic not re-run
+    assert all(c.role == "judge" for c in s2.calls) and len(s2.calls) == 2 + OUTPUT_RETRIES  # actor/critic not re-run
     # grader equivalence was reused: a lenient judge that says "not equivalent" still passes turn 1
     s3 = Script({"judge": [judge(45, eq=False)]})
     res3 = await rescore_transcript(tmp_path, s3.model("judge"), "scripted:lenient")
