@@ -37,13 +37,7 @@ _COMMAND_MODULES = (
 
 def _register_all() -> None:
     for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # capability not built yet
-            if exc.name == name:
-                continue
-            raise
-        module.register(app)
+        importlib.import_module(name).register(app)
 
 
 _register_all()

@@ -24,6 +24,7 @@ PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
 
 
 def make_ctx(tmp_path: Path, script: Script, problem: Problem) -> RunContext:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # the runner makes the workspace
     return RunContext(problem=problem.public(), workspace=tmp_path, models=ScriptModels(script), usage=NoUsage(),
                       budget=Budget(), sandbox=Sandbox(), grader=None, equivalence=None)
 

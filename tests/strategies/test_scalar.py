@@ -48,6 +48,7 @@ PROBLEM = Problem(id="q1", statement="Compute the decay width of Phi -> phi phi.
 
 
 def make_ctx(tmp_path: Path, script: Script, *, grader=None, reference=None) -> RunContext:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # the runner makes the workspace
     return RunContext(problem=PROBLEM.public(), workspace=tmp_path, models=ScriptModels(script), usage=NoUsage(),
                       budget=Budget(), sandbox=Sandbox(), grader=grader, equivalence=None,
                       reference_solution=reference)

@@ -18,12 +18,13 @@ from typing import Any, Self
 
 from pydantic import model_validator
 
-from physlab.grading.extract import extract_code, extract_final_answer
+from physlab.grading.extract import extract_code
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_requirements, ask, budget_reason, error_text, finish, gather_bounded, model_settings, render,
+    answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish, gather_bounded,
+    model_settings, render,
 )
 
 _RSA_RUN = f"{PHYSICS_INTERN} §4 (RSA on the example puzzle, about 24 requests: N, K, T = 6, 2, 4)"
@@ -77,11 +78,7 @@ async def vote(ctx: RunContext, texts: list[str]) -> tuple[int | None, list[list
         local = await equivalence_classes(ctx, [extract_code(texts[i]) or "" for i in pos])
         classes = [[pos[j] for j in cls] for cls in local]
     else:
-        keyed: dict[str, list[int]] = {}
-        for i, t in enumerate(texts):
-            key = " ".join((extract_final_answer(t) or t).split()).lower()
-            keyed.setdefault(key, []).append(i)
-        classes = list(keyed.values())
+        classes = final_answer_classes(texts)
     if not classes:
         return None, []
     classes.sort(key=lambda c: (-len(c), c[0]))

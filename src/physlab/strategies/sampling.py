@@ -25,6 +25,7 @@ from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
+from physlab.grading.extract import extract_final_answer
 from physlab.llm.errors import budget_error
 from physlab.llm.text import ask_text
 from physlab.problems.model import Problem
@@ -154,6 +155,17 @@ def error_text(exc: BaseException | None) -> str | None:
     if exc is None:
         return None
     return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def final_answer_classes(texts: Sequence[str | None]) -> list[list[int]]:
+    """Indices of ``texts`` grouped by their "Final Answer:" (else the whole text) after normalising
+    case and spacing, largest group first (ties: first index). An open question offers nothing to
+    evaluate; this is much weaker than comparing functions, but it is all there is."""
+    keyed: dict[str, list[int]] = {}
+    for i, text in enumerate(texts):
+        if text is not None:
+            keyed.setdefault(" ".join((extract_final_answer(text) or text).split()).lower(), []).append(i)
+    return sorted(keyed.values(), key=lambda c: (-len(c), c[0]))
 
 
 # --------------------------------------------------------------------------------- attempts

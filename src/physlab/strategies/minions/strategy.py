@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import suppress
 from typing import Any, Self
 
 from pydantic import model_validator
@@ -81,7 +82,8 @@ class Minions(Strategy[MinionsParams]):
             trace.update(accepted=accepted, stop_reason=reason)
             if exc is not None:
                 trace["error"] = error_text(exc)
-            self._write_trace(ctx, trace)
+            with suppress(OSError):  # the trace is for the reader: a full disk must not end the run
+                (ctx.workspace / TRACE_FILE).write_text(json.dumps(trace, indent=1, ensure_ascii=False, default=str))
             code = extract_code(solution) if problem.has_template else None
             details = {"accepted": accepted, "iterations": len(trace["iterations"]),
                        "review": trace["iterations"], "figures_verified": [f["verified"] for f in trace["figures"]],
@@ -145,14 +147,3 @@ class Minions(Strategy[MinionsParams]):
             return done("complete", stop)
         except Exception as exc:  # noqa: BLE001 - every failure ends the run cleanly with what we have
             return done(*ended_by(exc, answered=bool(solution)), exc)
-
-    @staticmethod
-    def _write_trace(ctx: RunContext, trace: dict[str, Any]) -> None:
-        try:
-            ws = ctx.workspace
-            if ws is not None:
-                ws.mkdir(parents=True, exist_ok=True)
-                (ws / TRACE_FILE).write_text(json.dumps(trace, indent=1, ensure_ascii=False, default=str))
-        except OSError:
-            pass
-

@@ -15,6 +15,7 @@ because these parameters ask for it (``sees_reference``); such a run is referenc
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from typing import Any, Literal
 
 from physlab.errors import UserError
@@ -120,7 +121,7 @@ class Scalar(Strategy[ScalarParams]):
 
         def done(status: str, reason: str, exc: BaseException | None = None) -> Attempt:
             transcript.stop_reason = reason
-            self._save(ctx, transcript)
+            _save(ctx, transcript)
             details = {"scores": transcript.scores, "passes": transcript.passes,
                        "converged": transcript.converged, "turns": len(transcript.turns),
                        "config": transcript.config, "transcript_file": TRANSCRIPT_FILE,
@@ -151,7 +152,7 @@ class Scalar(Strategy[ScalarParams]):
                                                    feedback_before=previous_critique, critique=critique,
                                                    grader_verdict=grader_verdict, judge=verdict,
                                                    progress=progress))
-                self._save(ctx, transcript)
+                _save(ctx, transcript)
                 ctx.events("step", strategy=self.name, turn=turn, score=verdict.total, passed=verdict.passed)
                 earlier.append((text, critique))
                 previous_critique = critique
@@ -168,12 +169,7 @@ class Scalar(Strategy[ScalarParams]):
         except Exception as exc:  # noqa: BLE001 - end cleanly with the last attempt
             return done(*ended_by(exc, answered=bool(text)), exc)
 
-    @staticmethod
-    def _save(ctx: RunContext, transcript: ScalarTranscript) -> None:
-        try:
-            if ctx.workspace is not None:
-                ctx.workspace.mkdir(parents=True, exist_ok=True)
-                transcript.save(ctx.workspace)
-        except OSError:
-            pass
 
+def _save(ctx: RunContext, transcript: ScalarTranscript) -> None:
+    with suppress(OSError):  # the transcript is for re-scoring: a full disk must not end the run
+        transcript.save(ctx.workspace)

@@ -10,12 +10,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
-from physlab.grading.extract import extract_code, extract_final_answer
+from physlab.grading.extract import extract_code
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, AttemptStatus
 from physlab.strategies.params import TPBENCH, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_requirements, ask, budget_reason, error_text, finish, gather_bounded, model_settings, render,
+    answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish, gather_bounded,
+    model_settings, render,
 )
 
 
@@ -116,8 +117,8 @@ async def distinct_pool(ctx: RunContext, strategy: str, params: TPBenchParams, c
     Candidates that failed to generate, have no code, or whose code does not evaluate are left
     out of every group. Groups are ordered by size (largest first), ties by first index.
     """
-    if not ctx.problem.has_template:
-        return _text_pool(ctx, strategy, candidates, budget_hit)
+    if not ctx.problem.has_template:  # nothing to evaluate: the "Final Answer:" lines decide
+        return _pool(ctx, strategy, candidates, final_answer_classes([c.text for c in candidates]), budget_hit)
     usable = [c for c in candidates if c.code]
     m = params.n_points
     sem = asyncio.Semaphore(params.concurrency)
@@ -144,26 +145,11 @@ async def distinct_pool(ctx: RunContext, strategy: str, params: TPBenchParams, c
         else:
             reps.append(c.outputs)
             groups.append([pos])
-    groups.sort(key=lambda g: (-len(g), g[0]))
-    for g, members in enumerate(groups):
-        for pos in members:
-            candidates[pos].group = g
-    ctx.events("distinct", strategy=strategy, groups=[len(g) for g in groups])
-    return Pool(candidates=candidates, groups=groups, budget_hit=budget_hit)
+    return _pool(ctx, strategy, candidates, sorted(groups, key=lambda g: (-len(g), g[0])), budget_hit)
 
 
-def _text_pool(ctx: RunContext, strategy: str, candidates: list[Candidate],
-               budget_hit: BaseException | None) -> Pool:
-    """Open question (no template, nothing to evaluate): candidates whose "Final Answer:" lines
-    agree after normalising case and whitespace form one class. Much weaker than evaluating a
-    function, but it is all an open question offers."""
-    keyed: dict[str, list[int]] = {}
-    for pos, c in enumerate(candidates):
-        if c.text is None:
-            continue
-        key = " ".join((extract_final_answer(c.text) or c.text).split()).lower()
-        keyed.setdefault(key, []).append(pos)
-    groups = sorted(keyed.values(), key=lambda g: (-len(g), g[0]))
+def _pool(ctx: RunContext, strategy: str, candidates: list[Candidate], groups: list[list[int]],
+          budget_hit: BaseException | None) -> Pool:
     for g, members in enumerate(groups):
         for pos in members:
             candidates[pos].group = g
