@@ -69,7 +69,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str =
 
     ``model``: ``provider:model``, ``scripted:NAME`` or ``replay:RUN_DIR`` (default:
     ``$PHYSLAB_MODEL``). ``budget`` or the ``max_*`` shortcuts cap calls, tokens, cost (USD) and
-    wall time (s). ``params``: the strategy's parameters (``physlab models`` lists them).
+    wall time (s). ``params``: the strategy's parameters (``physlab strategies show NAME`` lists them).
     ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...)."""
     from physlab.llm.usage import Budget
     from physlab.strategies.runner import run_solve
