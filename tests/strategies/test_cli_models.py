@@ -18,8 +18,8 @@ def test_strategies_show_lists_every_parameter_with_its_default_and_its_paper():
     assert out.exit_code == 0, out.output
     text = out.output
     assert text.startswith("rsa: Recursive Self-Aggregation")
-    for line in ("population = 6  (int)", "subset_size = 2  (int)", "rounds = 4  (int)",
-                 "temperature = unset  (float or none)", "concurrency = 8  (int)"):
+    for line in ("population = 6  (integer >= 1)", "subset_size = 2  (integer >= 1)", "rounds = 4  (integer >= 1)",
+                 "temperature = unset  (number in [0, 2] or unset)", "concurrency = 8  (integer in [1, 256])"):
         assert f"  {line}\n" in text, line
     assert text.count("default from: seed 000_dd0601bf2cd9213d.txt (physics-intern) §4") == 3
 
@@ -33,8 +33,8 @@ def test_every_default_says_where_it_comes_from_and_the_seeds_numbers_are_the_de
         out = CliRunner().invoke(app, ["strategies", "show", name, "--json"])
         assert out.exit_code == 0, out.output
         params = json.loads(out.output)["params"]
-        assert all(p["source"] and p["description"] for p in params), name
-        defaults[name] = {p["name"]: (p["default"], p["source"]) for p in params}
+        assert all(p["source"] and p["description"] for p in params.values()), name
+        defaults[name] = {key: (p.get("default"), p["source"]) for key, p in params.items()}
     papers = {  # (strategy, parameter): (the seed's number, its seed file)
         ("minions", "cv"): (2, "001_"), ("minions", "max_iterations"): (5, "001_"),
         ("minions", "temperature"): (0.6, "001_"), ("tpbench-weak", "n_samples"): (50, "002_"),

@@ -74,30 +74,41 @@ def list_strategies() -> None:
 @strategies_app.command("show")
 def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `physlab strategies list`)."),
                   as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    """Every parameter of a strategy: its default, what it means, and where the default comes from."""
+    """Every parameter of a strategy: its default and range, what it means, where the default comes from."""
     import json
 
     from physlab.strategies import registry
 
     kind = registry.get(name)
-    params = kind.Params.describe()
+    params = kind.Params.model_json_schema().get("properties", {})
+    for key, prop in params.items():  # fields the lab inherits from its own settings say it beside them
+        prop["description"] = prop.get("description") or kind.Params.descriptions.get(key, "")
+        prop["source"] = prop.get("source") or kind.Params.sources.get(key, "")
     if as_json:
-        typer.echo(json.dumps({"strategy": name, "summary": _summary(kind),
-                               "params": [p.model_dump(mode="json") for p in params]}, indent=2))
+        typer.echo(json.dumps({"strategy": name, "summary": _summary(kind), "params": params}, indent=2))
         return
     typer.echo(f"{name}: {_summary(kind)}")
-    if not params:
-        typer.echo("no parameters")
-        return
-    typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):")
-    for p in params:
-        typer.echo(f"  {p.name} = {_shown(p.default)}  ({p.type})")
-        typer.echo(f"      {p.description}")
-        typer.echo(f"      default from: {p.source}")
+    typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):" if params else "no parameters")
+    for key, prop in params.items():
+        typer.echo(f"  {key} = {_shown(prop.get('default'))}  ({_kind(prop)})")
+        typer.echo(f"      {prop['description']}")
+        typer.echo(f"      default from: {prop['source']}")
 
 
 def _summary(kind: Any) -> str:
     return (kind.__doc__ or "").strip().splitlines()[0] if kind.__doc__ else ""
+
+
+def _kind(prop: dict[str, Any]) -> str:
+    """'integer >= 1', 'number in [0, 2] or unset', 'expert|novice|default': a JSON-schema property."""
+    kinds = []
+    for p in prop.get("anyOf", [prop]):
+        text = "|".join(map(str, p["enum"])) if "enum" in p else {"null": "unset"}.get(p.get("type"), p.get("type", "?"))
+        lo, hi, above = p.get("minimum"), p.get("maximum"), p.get("exclusiveMinimum")
+        text += (f" in [{lo:g}, {hi:g}]" if lo is not None and hi is not None else f" >= {lo:g}" if lo is not None
+                 else f" > {above:g}" if above is not None else f" <= {hi:g}" if hi is not None else "")
+        kinds.append(text)
+    return " or ".join(kinds)
 
 
 def _shown(value: Any) -> str:

@@ -4,13 +4,12 @@ Values come typed from ``--param KEY=VALUE`` (a YAML scalar), a ``--config`` YAM
 ``--param`` (JSON); :meth:`StrategyParams.parse` validates them strictly (``true`` is no number,
 ``"5"`` no integer) into the strategy's model or raises one ``UserError`` line (unknown key, wrong
 type, out of range). Every field says where its default
-comes from (``source``: a seed paper's file and section, or PhysLab's own choice and why);
-``physlab strategies show NAME`` prints them.
+comes from (``source``: a seed paper's file and section, or PhysLab's own choice and why), which
+the model's JSON schema carries; ``physlab strategies show NAME`` prints it.
 """
 
 from __future__ import annotations
 
-import typing
 from typing import Any, ClassVar, Mapping, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -27,16 +26,6 @@ SCALAR = "seed 003_7316701f887a3352.txt (SCALAR)"
 def param(default: Any, description: str, source: str, **constraints: Any) -> Any:
     """A parameter field: its default, what it means, and where the default comes from."""
     return Field(default, description=description, json_schema_extra={"source": source}, **constraints)
-
-
-class ParamInfo(BaseModel):
-    """One parameter as `physlab strategies show` lists it."""
-
-    name: str
-    type: str
-    default: Any
-    description: str
-    source: str
 
 
 class StrategyParams(BaseModel):
@@ -75,17 +64,6 @@ class StrategyParams(BaseModel):
         except ValidationError as exc:
             raise _one_line(strategy, cls, exc) from None
 
-    @classmethod
-    def describe(cls) -> list[ParamInfo]:
-        out = []
-        for name, info in cls.model_fields.items():
-            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-            default = info.default_factory() if info.default_factory is not None else info.default  # type: ignore[call-arg]
-            out.append(ParamInfo(name=name, type=_type_name(info.annotation), default=default,
-                                 description=info.description or cls.descriptions.get(name, ""),
-                                 source=str(extra.get("source") or cls.sources.get(name, ""))))
-        return out
-
 
 def _one_line(strategy: str, cls: type[StrategyParams], exc: ValidationError) -> UserError:
     err = exc.errors()[0]
@@ -97,15 +75,6 @@ def _one_line(strategy: str, cls: type[StrategyParams], exc: ValidationError) ->
     if not key:  # a check across fields (model_validator): the message names its keys
         return UserError(f"strategy {strategy}: {msg}")
     return UserError(f"strategy {strategy}: --param {key}: {msg[:1].lower() + msg[1:]} (got {err.get('input')!r})")
-
-
-def _type_name(annotation: Any) -> str:
-    if typing.get_origin(annotation) is typing.Literal:
-        return "|".join(str(a) for a in typing.get_args(annotation))
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if args and type(None) in typing.get_args(annotation):
-        return _type_name(args[0]) + " or none"
-    return getattr(annotation, "__name__", str(annotation))
 
 
 class ModelParams(StrategyParams):
