@@ -3,9 +3,9 @@
 Values come typed from ``--param KEY=VALUE`` (a YAML scalar), a ``--config`` YAML file or a sweep's
 ``--param`` (JSON); :meth:`StrategyParams.parse` validates them strictly (``true`` is no number,
 ``"5"`` no integer) into the strategy's model or raises one ``UserError`` line (unknown key, wrong
-type, out of range). Every field says where its default
-comes from (``source``: a seed paper's file and section, or PhysLab's own choice and why), which
-the model's JSON schema carries; ``physlab strategies show NAME`` prints it.
+type, out of range). Every field says where its default comes from (``source``: a seed paper's
+file and section, or PhysLab's own choice and why), which the model's JSON schema carries;
+``physlab strategies show NAME`` prints it.
 """
 
 from __future__ import annotations
@@ -47,14 +47,14 @@ class StrategyParams(BaseModel):
 
     @classmethod
     def from_max_iterations(cls, n: int) -> dict[str, Any]:
-        """The values ``--max-iterations N`` stands for (given explicitly, a value wins). A
-        strategy with a ``max_iterations`` field takes N as it is; one without iterations ignores it."""
-        return {"max_iterations": n} if "max_iterations" in cls.model_fields else {}
+        """What ``--max-iterations N`` stands for when the model has no ``max_iterations`` field
+        (given explicitly, a value wins): nothing for a strategy without iterations."""
+        return {}
 
     @classmethod
     def parse(cls, strategy: str, values: Mapping[str, Any] | None) -> Self:
         """The parameters from user values, or one UserError line naming the strategy and the key."""
-        data = {k: v for k, v in (values or {}).items()}
+        data = dict(values or {})
         if "max_iterations" not in cls.model_fields and "max_iterations" in data:
             n = data.pop("max_iterations")
             if isinstance(n, int) and not isinstance(n, bool):
