@@ -26,8 +26,7 @@ def calls(*pairs):
 
 
 def iteration_of(prompt: str) -> int:
-    m = re.search(r"Iteration (\d+)\.", prompt)
-    return int(m.group(1)) if m else 0
+    return P.iteration(prompt)
 
 
 class Mini:
@@ -68,14 +67,16 @@ class Mini:
                 return calls(("create_research_question", {"question": "What is 6*7?"}))
             rq = re.findall(r"Created (RQ-\d+)", " ".join(done))[0]
             return tool_call(out, {"dispatches": [{"worker": "computer", "target": rq, "instructions": "compute"}]})
-        evidence = P.blocks(prompt.split(">>> EVIDENCE RESULTS <<<")[-1], "evidence") if ">>> EVIDENCE RESULTS <<<" in prompt else []
+        evidence = P.new_evidence(prompt)
         demoted = [w for w, st in whs.items() if st == "demoted"]
         if evidence and not done and (not whs or demoted):
             ev = P.ids(evidence[-1], "EV")[0]
             value = re.search(r"value = (\S+)", P.block(evidence[-1], "findings")).group(1)
             if demoted:
                 return calls(("revise_hypothesis", {"hypothesis_id": demoted[0], "add_evidence_ids": [ev]}))
-            return calls(("propose_hypothesis", {"claim": f"6*7 = {value}", "value": value, "evidence_ids": [ev]}))
+            opened = re.findall(r"^(RQ-\d+) \[open\]", P.block(prompt, "research-questions"), flags=re.M)
+            return calls(*[("close_question", {"question_id": r}) for r in opened],
+                         ("propose_hypothesis", {"claim": f"6*7 = {value}", "value": value, "evidence_ids": [ev]}))
         if done:
             return tool_call(out, {"summary": "hypothesis updated"})
         if demoted:
@@ -95,7 +96,8 @@ class Mini:
                                                      "confidence": "exact"})
 
     def researcher(self, messages, info, prompt):
-        return final_answer(info, {"findings": "value = 42", "derivation": "6*7", "confidence": "exact"})
+        return final_answer(info, {"findings": "value = 42", "derivation_markdown": "$6 \\times 7 = 42$",
+                                   "confidence": "exact"})
 
     def reviewer(self, messages, info, prompt):
         return final_answer(info, {"verdict": "VERIFIED", "reasoning": "recomputed"})
@@ -108,11 +110,12 @@ class Mini:
         return final_answer(info, {"decision": "uphold" if "UPHOLD" in crit else "dismiss", "reasoning": "checked"})
 
     def formatter(self, messages, info, prompt):
-        ers = [e for e in P.established(prompt) if e[4] and not e[2]]
+        ers = [e for e in P.established(prompt) if e[3]]
         if not ers:
             return final_answer(info, {"ready": False, "missing": "no value"})
-        return final_answer(info, {"ready": True, "answer_code": TEMPLATE.replace("...", ers[-1][4]),
-                                   "answer_markdown": f"value {ers[-1][4]}"})
+        return final_answer(info, {"ready": True, "answer_code": TEMPLATE.replace("...", ers[-1][3]),
+                                   "answer_markdown": f"value {ers[-1][3]}",
+                                   "sources": [{"part": "value", "source": ers[-1][0]}]})
 
 
 def register(name: str, cls: type = Mini) -> str:

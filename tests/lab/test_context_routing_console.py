@@ -35,7 +35,7 @@ def grown_state(n: int) -> ResearchState:
 
 def orch_prompt(s):
     return C.for_orchestrator(mini_problem(), s, C.Windows(), new_evidence=[], new_reviews=[],
-                              events=[f"[e] {e.text}" for e in s.events], human=[], max_workers=3)
+                              events=[f"[e] {e.text}" for e in s.events], human=[], gates=[], max_workers=3)
 
 
 def test_orchestrator_prompt_stays_bounded_as_the_run_grows():
@@ -62,12 +62,12 @@ def test_each_role_sees_only_its_context():
     pl = C.for_planner(mini_problem(), s, [], C.Windows())
     assert "SECRET_CODE" not in pl and "printed 1" not in pl
     # workers see conventions, established results and their task
-    wk = C.for_worker(mini_problem(), s, C.Windows(), target=rq, instructions="do it", method_hints="hint",
+    wk = C.for_worker("researcher", mini_problem(), s, C.Windows(), target=rq, instructions="do it", method_hints="hint",
                       relevant=[er])
     assert "live question" in wk and "F is one" in wk and "SECRET_CODE" not in wk
-    # the formatter sees only established results (no flagged ones)
+    # the formatter sees the established results (and, only when the run is ending, the rest)
     fm = C.for_formatter(mini_problem(), s, C.Windows(), forced=False)
-    assert er in fm and "claim 0" not in fm
+    assert er in fm and "claim 1" not in fm
 
 
 def test_routing():

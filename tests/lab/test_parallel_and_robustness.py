@@ -51,7 +51,7 @@ def slow_researchers(tracker):
         await asyncio.sleep({"RQ-1": 0.6, "RQ-2": 0.4, "RQ-3": 0.2}[target])
         tracker["now"] -= 1
         tracker["finished"].append(target)
-        return final_answer(info, {"findings": f"value = {target}", "derivation": "d", "confidence": "exact"})
+        return final_answer(info, {"findings": f"value = {target}", "derivation_markdown": "d", "confidence": "exact"})
     return fn
 
 
@@ -143,9 +143,40 @@ def premature_orchestrator():
     return fn
 
 
-async def test_formatter_bounces_back_when_the_ers_cannot_fill_the_template(tmp_path):
+async def test_premature_completion_is_refused_by_the_gates(tmp_path):
     engine, out = await run_engine(tmp_path / "r", fns(orchestrator=premature_orchestrator()), mini_problem())
     s = out.state
-    bounces = [e for e in s.events if e.kind == "formatter_bounce"]
-    assert len(bounces) == 1 and bounces[0].iteration == 1 and "no value" in bounces[0].text
+    refused = [e for e in s.events if e.kind == "completion_refused"]
+    assert len(refused) == 1 and refused[0].iteration == 1 and "nothing is established yet" in refused[0].text
+    assert not any(e.kind == "formatter_bounce" for e in s.events)       # the formatter was never asked
     assert out.status == "complete" and s.iteration > 1 and check(s) == []
+
+
+def reluctant_formatter(times):
+    state = {"n": 0}
+
+    def fn(messages, info):
+        if P.turn(messages) == 0:
+            state["n"] += 1
+        if state["n"] <= times:
+            return final_answer(info, {"ready": False, "missing": "the value is not in the required form"})
+        return SIMPLE.formatter(messages, info, P.prompt(messages))
+    return fn
+
+
+async def test_formatter_bounces_back_when_the_ers_cannot_fill_the_template(tmp_path):
+    engine, out = await run_engine(tmp_path / "r", fns(formatter=reluctant_formatter(1)), mini_problem())
+    s = out.state
+    bounces = [e for e in s.events if e.kind == "formatter_bounce"]
+    assert len(bounces) == 1 and "not in the required form" in bounces[0].text
+    assert out.status == "complete" and check(s) == []
+
+
+async def test_formatter_bounces_are_bounded_and_the_best_answer_is_kept(tmp_path):
+    engine, out = await run_engine(tmp_path / "r", fns(formatter=reluctant_formatter(99)), mini_problem(),
+                                   max_format_bounces=2)
+    s = out.state
+    assert sum(e.kind == "formatter_bounce" for e in s.events) == 2
+    assert out.stop_reason == "formatter_bounces" and out.status == "partially_complete"
+    assert "42" in out.answer_text and "ER-1" in out.answer_text        # the best current answer, with its standing
+    assert (tmp_path / "r" / "ANSWER.md").read_text().startswith("> **Standing: partial**")

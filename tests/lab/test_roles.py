@@ -42,8 +42,8 @@ async def test_surveyor_and_planner(tmp_path):
         seen.append(P.prompt(m))
         return final_answer(i, {"strategy": "faster", "add_sanity_checks": ["positive"],
                                 "critique_responses": [{"critique_id": cr, "accept": False, "response": "no"}]})
-    out = await planner.run(env_with(tmp_path, "planner", plan), s, [s.critique(cr)], W)
-    assert out.critique_responses[0].accept is False and "too slow" in seen[0]
+    out, desk = await planner.run(env_with(tmp_path, "planner", plan), s, [s.critique(cr)], W)
+    assert out.critique_responses[0].accept is False and "too slow" in seen[0] and desk.dropped == []
 
 
 async def test_orchestrator_tools_apply_transitions_and_correct_unknown_ids(tmp_path):
@@ -93,9 +93,9 @@ async def test_computer_documents_first_runs_real_code_and_submits(tmp_path):
 
 
 async def test_researcher_reviewer_critic_adjudicator(tmp_path):
-    r = await researcher.run(env_with(tmp_path, "researcher", lambda m, i: final_answer(i, {
-        "findings": "f", "derivation": "d", "confidence": "partial"})), "task")
-    assert r.confidence == "partial"
+    r, derivation = await researcher.run(env_with(tmp_path, "researcher", lambda m, i: final_answer(i, {
+        "findings": "f", "derivation_markdown": "d", "confidence": "partial"})), "task")
+    assert r.confidence == "partial" and derivation == "d"
     s, rq, ev, wh = seeded_state()
     prompt = C.for_reviewer(mini_problem(), s, W, wh)
     assert "<code>" in prompt and "print(6*7)" in prompt and "6*7 = 42" in prompt
@@ -105,8 +105,9 @@ async def test_researcher_reviewer_critic_adjudicator(tmp_path):
             return calls(("execute_python", {"code": "print(6*7 == 42)"}))
         return final_answer(i, {"verdict": "VERIFIED" if "True" in P.tool_returns(m)[-1] else "REFUTED", "reasoning": "ran"})
     assert (await reviewer.run(env_with(tmp_path, "reviewer", rev), prompt)).verdict == "VERIFIED"
+    s, _ = T.record_review(s, wh, "VERIFIED")
     audit = await critic.run(env_with(tmp_path, "critic", lambda m, i: final_answer(i, {"critiques": [
-        {"target_type": "ER", "target": "ER-1", "kind": "coherence", "text": "t"}]})), "audit")
+        {"target_type": "ER", "target": "ER-1", "kind": "coherence", "text": "t"}]})), critic.Desk(s, 4), "audit")
     assert audit.critiques[0].target == "ER-1"
     ruling = await adjudicator.run(env_with(tmp_path, "adjudicator", lambda m, i: final_answer(i, {
         "decision": "dismiss", "reasoning": "fine"})), "rule")
@@ -118,11 +119,15 @@ async def test_formatter_refuses_unfilled_template_then_accepts(tmp_path):
 
     def fn(m, i):
         return next(turns)(i)
-    out = await formatter.run(env_with(tmp_path, "formatter", fn), "format")
-    assert out.ready and "value = 42" in out.answer_code
+    s, rq, ev, wh = seeded_state()
+    s, _ = T.record_review(s, wh, "VERIFIED")
+    desk = formatter.Desk(s, TEMPLATE, forced=False)
+    out = await formatter.run(env_with(tmp_path, "formatter", fn), desk, "format")
+    assert out.ready and "value = 42" in out.answer_code and out.sources[0].source == "ER-1"
     assert formatter.check_answer_code("def other():\n    return 1\n", TEMPLATE) is not None
     assert formatter.check_answer_code("def answer(:\n", TEMPLATE).startswith("answer_code is not valid Python")
 
 
 def final_answer_args(ready, code):
-    return lambda info: final_answer(info, {"ready": ready, "answer_code": code, "answer_markdown": "a"})
+    return lambda info: final_answer(info, {"ready": ready, "answer_code": code, "answer_markdown": "a",
+                                            "sources": [{"part": "value", "source": "ER-1"}]})

@@ -41,7 +41,8 @@ def test_refuted_and_inconclusive_do_not_promote():
     s, _ = T.record_review(s, w1, "REFUTED")
     s, _ = T.record_review(s, w2, "INCONCLUSIVE")
     assert s.ers == [] and s.wh(w1).status == "refuted" and s.wh(w2).status == "inconclusive"
-    s = T.revise_wh(s, w2, add_evidence=[ev])
+    s, ev2 = T.add_evidence(s, target=rq, role="researcher", findings="a second route")
+    s = T.revise_wh(s, w2, add_evidence=[ev2])
     assert T.pending_reviews(s) == [w2]
 
 
@@ -56,23 +57,80 @@ def test_promotion_waits_for_dependencies():
     assert check(s) == []
 
 
-def test_demotion_returns_claim_to_wh_and_flags_dependents_then_reestablishes():
+def _base_and_top():
     s, rq, ev = _with_evidence()
     s, base = T.propose_wh(s, claim="base", evidence=[ev])
     s, _ = T.record_review(s, base, "VERIFIED")
     s, top = T.propose_wh(s, claim="top", evidence=[ev], depends_on=[base])
     s, _ = T.record_review(s, top, "VERIFIED")
+    return s, rq, ev, base, top
+
+
+def test_demotion_demotes_dependents_then_both_are_reestablished_under_new_ids():
+    s, rq, ev, base, top = _base_and_top()
     er_base, er_top = s.wh(base).er, s.wh(top).er
     s, cr = T.file_critique(s, target_type="ER", target=er_base, text="wrong sign")
     s = T.rule_on_critique(s, cr, uphold=True, ruling="the sign is wrong")
     assert s.er(er_base).status == "demoted" and s.wh(base).status == "demoted"
-    assert T.pending_reviews(s) == []                            # needs new evidence first
-    s = T.revise_wh(s, base, add_evidence=[ev])
-    assert s.er(er_top).flagged and check(s) == []
+    # what builds on the demoted result is demoted with it, saying why; its review stands
+    assert s.er(er_top).status == "demoted" and base in s.er(er_top).demotion_reason
+    assert s.wh(top).status == "verified" and s.active_ers() == []
+    assert T.pending_reviews(s) == [] and check(s) == []          # needs new evidence first
+    s, ev2 = T.add_evidence(s, target=base, role="computer", findings="independent check")
+    assert T.pending_reviews(s) == [base]                          # sent to review automatically
     s, _ = T.record_review(s, base, "VERIFIED", "fixed")
-    new_er = s.wh(base).er
-    assert new_er != er_base                                     # ids are never reused
-    assert not s.er(er_top).flagged and check(s) == []
+    assert s.wh(base).er not in (None, er_base) and s.wh(top).er not in (None, er_top)   # ids never reused
+    assert len(s.active_ers()) == 2 and check(s) == []
+
+
+def test_a_demoted_hypothesis_is_not_reviewed_again_without_new_evidence():
+    s, rq, ev, base, top = _base_and_top()
+    s = T.demote_er(s, s.wh(base).er, "gap in the evidence")
+    with pytest.raises(T.TransitionError, match="newer than its last verdict"):
+        T.revise_wh(s, base)                                        # nothing new
+    with pytest.raises(T.TransitionError, match="newer than its last verdict"):
+        T.revise_wh(s, base, add_evidence=[ev])                     # the evidence it already had
+    s, ev_old = s, ev
+    s, ev2 = T.add_evidence(s, target=rq, role="researcher", findings="new route")
+    s = T.revise_wh(s, base, add_evidence=[ev2])                    # genuinely new: back to review
+    assert T.pending_reviews(s) == [base] and check(s) == []
+
+
+def test_restating_a_hypothesis_sends_what_builds_on_it_back_to_review():
+    s, rq, ev = _with_evidence()
+    s, base = T.propose_wh(s, claim="base", evidence=[ev])
+    s, top = T.propose_wh(s, claim="top", evidence=[ev], depends_on=[base])
+    s, _ = T.record_review(s, top, "VERIFIED")                      # waits for base
+    s, _ = T.record_review(s, base, "INCONCLUSIVE")
+    s, ev2 = T.add_evidence(s, target=rq, role="computer", findings="base is really base'")
+    s = T.revise_wh(s, base, claim="base'", add_evidence=[ev2])
+    assert set(T.pending_reviews(s)) == {base, top} and check(s) == []
+
+
+def test_a_hypothesis_refuted_twice_is_abandoned_as_a_dead_end_with_the_reason():
+    s, rq, ev = _with_evidence()
+    s, wh = T.propose_wh(s, claim="F = 1", evidence=[ev])
+    s, _ = T.record_review(s, wh, "REFUTED", "F(0.5) < 1 numerically")
+    s, _ = T.add_evidence(s, target=wh, role="researcher", findings="argued again")   # back to review
+    s, _ = T.record_review(s, wh, "REFUTED", "still fails at p = 0.5")
+    assert s.wh(wh).status == "abandoned"
+    de = next(d for d in s.dead_ends if wh in d.related)
+    assert "still fails at p = 0.5" in de.description and check(s) == []
+    s, _ = T.add_evidence(s, target=wh, role="computer", findings="more")            # recorded, not reviewed
+    assert T.pending_reviews(s) == []
+    with pytest.raises(T.TransitionError, match="abandoned"):
+        T.revise_wh(s, wh, add_evidence=[s.evidence[-1].id])
+    with pytest.raises(T.TransitionError, match="abandoned"):
+        T.propose_wh(s, claim="builds on it", evidence=[ev], depends_on=[wh])
+
+
+def test_result_changes_and_audits_are_counted():
+    s, rq, ev, base, top = _base_and_top()
+    assert s.er_changes == 2 and s.er_changes_audited == 0
+    s = T.record_audit(s)
+    assert s.er_changes_audited == 2
+    s = T.demote_er(s, s.wh(base).er, "r")
+    assert s.er_changes == 4 and check(s) == []                    # base and, with it, top
 
 
 def test_dismissed_critique_keeps_er():

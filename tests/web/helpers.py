@@ -36,7 +36,6 @@ def build_lab_run(ws: Path, *, demote: bool = True) -> ResearchState:
     s = T.begin_iteration(s)
     s, wh = T.propose_wh(s, claim=r"The fidelity is $\frac{1}{2}(1+x)$ " + XSS, value=r"1 - 3 p^{2}", evidence=[ev])
     s, _ = T.record_review(s, wh, "VERIFIED", "checked at p=0 " + XSS)
-    s = T.promote_ready(s)
     if demote:
         er = s.wh(wh).er
         s, cr = T.file_critique(s, target_type="ER", target=er, text="wrong sign? " + XSS, kind="coherence")

@@ -1,14 +1,22 @@
 """Fresh, per-role context assembled from the ResearchState (no conversation carries over).
 
-Each ``for_<role>`` returns the user prompt for one call. Long histories are windowed so the
-orchestrator's prompt stays bounded as a run grows: only the newest dispatches, events, notes,
-closed questions and retired hypotheses are shown in full; older ones are counted, not listed.
+A role's prompt is a list of named sections, ``<tag>`` ... ``</tag>``, in the order of
+``ROLE_SECTIONS[role]``: what changes least comes first (problem, survey, conventions, strategy,
+checks), then the established results, then what changes every turn. Every section listed for a
+role is always present (``(none)`` when empty), and ``SECTION_GUIDE`` says what each one is; the
+role's instructions include that guide for exactly its sections (``roles/_base.instructions``),
+so a role is never shown a block nobody explained to it.
+
+Long histories are windowed so the orchestrator's prompt stays bounded as a run grows: only the
+newest dispatches, events, notes, closed questions and refuted hypotheses are shown in full;
+older ones are counted, not listed. Established results and open critiques are never dropped.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from physlab.lab.answer import best_hypotheses, standing_text
 from physlab.lab.state.models import Critique, EstablishedResult, Evidence, ResearchState, WorkingHypothesis
 from physlab.problems.model import Problem
 
@@ -30,207 +38,368 @@ class Windows:
     output_chars: int = 6000
 
 
+# What each section is, and how to use it. Shown to every role for the sections it receives.
+SECTION_GUIDE: dict[str, str] = {
+    "problem-statement": "The problem exactly as the physicist posed it. Its notation and conventions win over "
+                         "any habit of yours; re-read it before you conclude.",
+    "answer-template": "The form the final answer must take (a Python function to fill), or a note that the "
+                       "answer is a Markdown write-up. It fixes the inputs, outputs and their meaning.",
+    "problem-guidelines": "House rules for every answer: exact closed forms where possible, the problem's own "
+                          "notation, no silent approximations.",
+    "background-survey": "The surveyor's map of the problem: background, key insights, known methods and "
+                         "known pitfalls. Orientation, not established fact.",
+    "conventions": "Units, signs, normalisations and notation everyone in the lab uses (set by the planner). "
+                   "State and use them; flag any result that uses others.",
+    "strategy": "The planner's current plan (its version number changes when it is revised).",
+    "sanity-checks": "SC-n: pass/fail predicates the FINAL ANSWER must satisfy (limits, bounds, symmetries, "
+                     "dimensions). Apply those that concern your work.",
+    "established-results": "ER-n: claims that passed adversarial review and whose dependencies are established. "
+                           "Each line: id, the hypothesis it came from (WH-n), what it builds on, the claim and "
+                           "its value. Build on these; do not redo them.",
+    "demoted-results": "ER-n that no longer stand: demoted by an upheld critique, or because something they "
+                       "built on was demoted. Each says why. Not established.",
+    "hypotheses": "WH-n with their status: proposed (awaiting review), verified (passed review, waits for "
+                  "what it builds on), inconclusive / refuted / demoted (reviewed again only with NEW "
+                  "evidence), abandoned (refuted too often: a dead end). Each lists its evidence and "
+                  "dependencies.",
+    "research-questions": "RQ-n: atomic questions, each answerable by one worker call; open or closed.",
+    "dead-ends": "DE-n: approaches that failed and why. Do not repeat them without a new idea.",
+    "research-notes": "NT-n: the orchestrator's own notes (plans, caveats, partial insights).",
+    "dispatch-history": "Which worker was sent on which target, and what came back (EV-n or the failure).",
+    "messages-from-the-physicist": "Comments, hints and instructions from the human physicist running the lab. "
+                                   "Follow them; they outrank the strategy.",
+    "new-evidence": "Evidence (EV-n) that workers returned since you last integrated it: findings, method or "
+                    "derivation, confidence. It stays here until a turn of yours succeeds.",
+    "new-verification-results": "Reviewer verdicts on hypotheses since your last turn, with the reasons.",
+    "system-events": "What the lab did since your last turn: promotions, demotions, critiques and rulings, "
+                     "refused actions (with the reason), failed calls, completion refused (with the gates).",
+    "completion-gates": "What still stands between the lab and completion (checked in code); 'none' when "
+                        "completion would be accepted now.",
+    "target": "The research question or hypothesis your task is about (id and text).",
+    "instructions": "The orchestrator's task for you: what to produce.",
+    "method-hints": "Suggested methods, and hints from the physicist. Suggestions, not orders.",
+    "relevant-results": "The established results the orchestrator says your task builds on.",
+    "known-pitfalls": "Mistakes the surveyor expects on this problem. Check your work against each.",
+    "claim": "The hypothesis under review: its id, the claim, and the value it asserts. It must stand on its "
+             "own: you are not shown the question it answers.",
+    "builds-on": "The hypotheses this claim depends on, each with its TRUE current status (established as "
+                 "ER-n, or not, and why). A claim built on something not established cannot be established "
+                 "itself until that is.",
+    "supporting-evidence": "The evidence the claim rests on, one <evidence> item each: findings, the worker's method or full derivation, and for "
+                "computations the code that really ran and the output it really printed.",
+    "established-result": "The result under challenge: id, claim, value, what it builds on.",
+    "critique": "The critique filed against it, by whom (the senior critic or the physicist).",
+    "critiques-to-answer": "CR-n routed to you (strategy, coordination, sanity-check critiques, and redirects "
+                           "from the physicist). Each needs an explicit accept or reject with a reason.",
+    "previous-critiques": "Critiques already filed in this run, with their status and the ruling or answer. "
+                          "Do not file one again unless you have new grounds, and say what they are.",
+    "best-hypotheses": "The strongest hypotheses that are not established (verified and waiting, "
+                       "inconclusive, demoted), with their review history.",
+    "best-current-answer": "What the lab would answer if it stopped now, and how established that is.",
+    "turn": "Where the run stands (iteration number) and what is asked of you on this call.",
+}
+
+_PROBLEM = ["problem-statement", "answer-template", "problem-guidelines"]
+ROLE_SECTIONS: dict[str, list[str]] = {
+    "surveyor": _PROBLEM + ["turn"],
+    "planner": _PROBLEM + ["background-survey", "conventions", "strategy", "sanity-checks", "established-results",
+                           "hypotheses", "research-questions", "dead-ends", "critiques-to-answer", "turn"],
+    "orchestrator": _PROBLEM + ["background-survey", "conventions", "strategy", "sanity-checks",
+                                "established-results", "hypotheses", "research-questions", "dead-ends",
+                                "research-notes", "dispatch-history", "messages-from-the-physicist",
+                                "new-evidence", "new-verification-results", "system-events", "completion-gates",
+                                "turn"],
+    "researcher": _PROBLEM + ["conventions", "strategy", "sanity-checks", "known-pitfalls", "established-results",
+                              "target", "relevant-results", "instructions", "method-hints", "turn"],
+    "reviewer": _PROBLEM + ["conventions", "sanity-checks", "claim", "builds-on", "supporting-evidence", "turn"],
+    "critic": _PROBLEM + ["background-survey", "conventions", "strategy", "sanity-checks", "established-results",
+                          "demoted-results", "hypotheses", "research-questions", "dead-ends", "previous-critiques",
+                          "turn"],
+    "adjudicator": _PROBLEM + ["conventions", "sanity-checks", "established-result", "builds-on",
+                               "supporting-evidence", "critique", "turn"],
+    "formatter": _PROBLEM + ["conventions", "established-results", "demoted-results", "best-hypotheses",
+                             "best-current-answer", "turn"],
+}
+ROLE_SECTIONS["computer"] = ROLE_SECTIONS["researcher"]
+
+
 def clip(text: str | None, n: int) -> str:
     text = (text or "").strip()
     return text if len(text) <= n else text[: n // 2] + f"\n…[{len(text) - n} characters omitted]…\n" + text[-n // 2:]
 
 
-def _tag(name: str, body: str) -> str:
+def tag(name: str, body: str) -> str:
     return f"<{name}>\n{body.strip() or '(none)'}\n</{name}>"
 
 
-def problem_block(p: Problem) -> str:
-    parts = [_tag("problem-statement", p.statement)]
-    if p.answer_template:
-        parts.append(_tag("answer-template", "```python\n" + p.answer_template.strip() + "\n```"))
-    else:
-        parts.append(_tag("answer-template", "No template: the answer is a Markdown write-up (ANSWER.md)."))
-    parts.append(_tag("problem-guidelines",
-                      "Give exact closed forms when possible (SymPy expressions). Keep the problem's "
-                      "own notation and conventions."))
-    return _tag("research-context", "\n".join(parts))
+def render(role: str, sections: dict[str, str]) -> str:
+    """The prompt: the role's sections in their fixed order (a missing one is shown as empty)."""
+    unknown = set(sections) - set(ROLE_SECTIONS[role])
+    assert not unknown, f"sections {unknown} are not declared for {role}"
+    return "\n\n".join(tag(name, sections.get(name, "")) for name in ROLE_SECTIONS[role])
 
 
-def survey_block(s: ResearchState, w: Windows) -> str:
+def guide(role: str) -> str:
+    """What the role's context contains, section by section (appended to its instructions)."""
+    return "\n".join(f"- <{name}>: {SECTION_GUIDE[name]}" for name in ROLE_SECTIONS[role])
+
+
+# ------------------------------------------------------------------------ shared section bodies
+def problem_sections(p: Problem) -> dict[str, str]:
+    return {
+        "problem-statement": p.statement,
+        "answer-template": ("```python\n" + p.answer_template.strip() + "\n```") if p.answer_template else
+                           "No template: the answer is a Markdown write-up (ANSWER.md).",
+        "problem-guidelines": "Give exact closed forms when possible (SymPy expressions with exact rationals). "
+                              "Keep the problem's own notation, symbols and conventions. State every "
+                              "approximation and its regime of validity.",
+    }
+
+
+def survey_text(s: ResearchState, w: Windows) -> str:
     if not s.survey:
-        return _tag("background-survey", "(no survey)")
+        return ""
     sv = s.survey
-    return _tag("background-survey", "\n".join([
-        _tag("background", clip(sv.background, w.field_chars)),
-        _tag("key-insights", "\n".join(f"- {x}" for x in sv.key_insights)),
-        _tag("known-methods", "\n".join(f"- {x}" for x in sv.known_methods)),
-        _tag("known-pitfalls", "\n".join(f"- {x}" for x in sv.known_pitfalls)),
-    ]))
+    parts = [clip(sv.background, w.field_chars)]
+    for title, items in (("Key insights", sv.key_insights), ("Known methods", sv.known_methods),
+                         ("Known pitfalls", sv.known_pitfalls)):
+        if items:
+            parts.append(f"{title}:\n" + "\n".join(f"- {x}" for x in items))
+    return "\n\n".join(parts)
 
 
-def _checks(s: ResearchState) -> str:
+def conventions_text(s: ResearchState) -> str:
+    return "\n".join(f"- {c}" for c in s.conventions)
+
+
+def checks_text(s: ResearchState) -> str:
     return "\n".join(f"{c.id}: {c.predicate}" for c in s.sanity_checks if c.status == "active")
 
 
-def _er_line(e: EstablishedResult, w: Windows) -> str:
-    flag = " [FLAGGED: a dependency is no longer established]" if e.flagged else ""
-    deps = f" (depends on {', '.join(e.depends_on)})" if e.depends_on else ""
+def er_line(e: EstablishedResult, w: Windows) -> str:
+    deps = f"; builds on {', '.join(e.depends_on)}" if e.depends_on else ""
     val = f"\n  value: {clip(e.value, w.field_chars)}" if e.value else ""
-    return f"{e.id} (from {e.wh}){flag}{deps}: {clip(e.claim, w.field_chars)}{val}"
+    return f"{e.id} (from {e.wh}{deps}): {clip(e.claim, w.field_chars)}{val}"
 
 
-def ers_block(s: ResearchState, w: Windows, *, window: bool = False) -> str:
+def ers_text(s: ResearchState, w: Windows, *, window: bool = False) -> str:
     ers = s.active_ers()
     if not window or len(ers) <= w.ers_full:
-        return _tag("established-results", "\n".join(_er_line(e, w) for e in ers))
+        return "\n".join(er_line(e, w) for e in ers)
     old, new = ers[: -w.ers_full], ers[-w.ers_full:]
-    keep = [e for e in old if e.flagged]        # flagged results always in full: they need attention
-    short = [e for e in old if not e.flagged]
-    lines = [f"{e.id} (from {e.wh}): {clip(e.claim, 160)}" for e in short[-w.ers_short:]]
-    if len(short) > w.ers_short:
-        lines.insert(0, f"({len(short) - w.ers_short} older results not listed: "
-                        f"{', '.join(e.id for e in short[:-w.ers_short])})")
-    return _tag("established-results", "Older results (short form):\n" + "\n".join(lines) + "\n"
-                + "\n".join(_er_line(e, w) for e in keep + new))
+    lines = [f"{e.id} (from {e.wh}) [short form]: {clip(e.claim, 160)}" for e in old[-w.ers_short:]]
+    if len(old) > w.ers_short:
+        lines.insert(0, f"({len(old) - w.ers_short} older results not listed: "
+                        f"{', '.join(e.id for e in old[:-w.ers_short])})")
+    return "\n".join(lines + [er_line(e, w) for e in new])
 
 
-def _wh_line(h: WorkingHypothesis, w: Windows) -> str:
+def demoted_text(s: ResearchState, w: Windows) -> str:
+    return "\n".join(f"{er_line(e, w)}\n  demoted: {clip(e.demotion_reason, 600)}" for e in s.ers if e.status == "demoted")
+
+
+def wh_line(h: WorkingHypothesis, w: Windows) -> str:
     deps = f"; depends on {', '.join(h.depends_on)}" if h.depends_on else ""
     val = f"\n  value: {clip(h.value, w.field_chars)}" if h.value else ""
     return f"{h.id} [{h.status}] (evidence {', '.join(h.evidence)}{deps}): {clip(h.claim, w.field_chars)}{val}"
 
 
+def hypotheses_text(s: ResearchState, w: Windows) -> str:
+    live = [h for h in s.whs if h.status not in ("refuted", "abandoned", "established")]
+    est = [h for h in s.whs if h.status == "established"]
+    old = [h for h in s.whs if h.status in ("refuted", "abandoned")]
+    lines = [wh_line(h, w) for h in live]
+    lines += [f"{h.id} [established as {h.er}]" for h in est]
+    lines += [f"{h.id} [{h.status}]: {clip(h.claim, 200)}" for h in old[-w.old_whs:]]
+    if len(old) > w.old_whs:
+        lines.append(f"({len(old) - w.old_whs} older refuted hypotheses not shown)")
+    return "\n".join(lines)
+
+
+def rqs_text(s: ResearchState, w: Windows) -> str:
+    opened = [r for r in s.rqs if r.status == "open"]
+    closed = [r for r in s.rqs if r.status != "open"]
+    lines = []
+    if len(opened) > w.open_rqs:
+        lines.append(f"Older open questions: {', '.join(r.id for r in opened[:-w.open_rqs])}")
+    lines += [f"{r.id} [open]: {clip(r.question, 600)}" for r in opened[-w.open_rqs:]]
+    lines += [f"{r.id} [{r.status}]: {clip(r.question, 200)}" for r in closed[-w.closed_rqs:]]
+    if len(closed) > w.closed_rqs:
+        lines.append(f"({len(closed) - w.closed_rqs} older closed questions not shown)")
+    return "\n".join(lines)
+
+
+def dead_ends_text(s: ResearchState, w: Windows) -> str:
+    return "\n".join(f"{d.id}: {clip(d.description, 400)}" for d in s.dead_ends[-w.dead_ends:])
+
+
 def evidence_text(ev: Evidence, w: Windows, *, with_code: bool = True) -> str:
+    """One evidence item. With code (reviewer, adjudicator) the derivation is shown nearly whole;
+    for the orchestrator a summary is enough."""
+    long = w.output_chars * 2 if with_code else w.field_chars * 2
     parts = [f"{ev.id} by the {ev.role} on {ev.target} (confidence: {ev.confidence})",
-             _tag("findings", clip(ev.findings, w.field_chars * 2))]
+             tag("findings", clip(ev.findings, w.field_chars * 2))]
+    if ev.checks:
+        parts.append(tag("checks", "\n".join(f"- {c}" for c in ev.checks)))
+    if ev.derivation:
+        parts.append(tag("derivation", clip(ev.derivation, long)))
     if ev.method:
-        parts.append(_tag("method", clip(ev.method, w.field_chars * 2)))
+        parts.append(tag("method", clip(ev.method, w.field_chars * 2)))
     if with_code and ev.code:
-        parts.append(_tag("code", "```python\n" + clip(ev.code, w.output_chars * 2) + "\n```"))
+        parts.append(tag("code", "```python\n" + clip(ev.code, w.output_chars * 2) + "\n```"))
     if with_code and ev.output:
-        parts.append(_tag("output", clip(ev.output, w.output_chars)))
-    return _tag("evidence", "\n".join(parts))
+        parts.append(tag("output", clip(ev.output, w.output_chars)))
+    return tag("evidence", "\n".join(parts))
 
 
-def research_state_block(s: ResearchState, w: Windows, *, full: bool = True) -> str:
-    whs_live = [h for h in s.whs if h.status in ("proposed", "verified", "inconclusive", "demoted")]
-    whs_old = [h for h in s.whs if h.status == "refuted"]
-    rq_open = [r for r in s.rqs if r.status == "open"]
-    rq_closed = [r for r in s.rqs if r.status != "open"]
-    parts = [
-        _tag("conventions", "\n".join(f"- {c}" for c in s.conventions)),
-        _tag("strategy", s.strategy),
-        _tag("sanity-checks", _checks(s)),
-        ers_block(s, w, window=full),
-        _tag("hypotheses", "\n".join(_wh_line(h, w) for h in whs_live)
-             + ("\nRefuted (newest): " + "; ".join(f"{h.id}: {clip(h.claim, 200)}" for h in whs_old[-w.old_whs:])
-                if whs_old else "")
-             + (f"\n({len(whs_old) - w.old_whs} older refuted hypotheses not shown)" if len(whs_old) > w.old_whs else "")),
-        _tag("research-questions", (f"Older open questions: {', '.join(r.id for r in rq_open[:-w.open_rqs])}\n"
-                                    if len(rq_open) > w.open_rqs else "")
-             + "\n".join(f"{r.id} [open]: {clip(r.question, 600)}" for r in rq_open[-w.open_rqs:])
-             + "".join(f"\n{r.id} [{r.status}]: {clip(r.question, 200)}" for r in rq_closed[-w.closed_rqs:])
-             + (f"\n({len(rq_closed) - w.closed_rqs} older closed questions not shown)" if len(rq_closed) > w.closed_rqs else "")),
-    ]
-    if full:
-        parts += [
-            _tag("dead-ends", "\n".join(f"{d.id}: {clip(d.description, 400)}" for d in s.dead_ends[-w.dead_ends:])),
-            _tag("research-notes", "\n".join(f"{n.id}: {clip(n.text, 400)}" for n in s.notes[-w.notes:])
-                 + (f"\n({len(s.notes) - w.notes} older notes not shown)" if len(s.notes) > w.notes else "")),
-            _tag("dispatch-history", "\n".join(
-                f"iteration {d.iteration}: {d.role} on {d.target} -> {d.evidence or d.outcome or 'pending'}"
-                for d in s.dispatches[-w.dispatches:])
-                + (f"\n({len(s.dispatches) - w.dispatches} older dispatches not shown)" if len(s.dispatches) > w.dispatches else "")),
-        ]
-    return _tag("research-state", "\n".join(parts))
+def dependency_status(s: ResearchState, wh_id: str) -> str:
+    """A dependency's true standing, for whoever judges a claim built on it."""
+    d = s.wh(wh_id)
+    if d is None:
+        return f"{wh_id}: unknown"
+    if s.is_established(wh_id):
+        head = f"{wh_id} [established as {d.er}]"
+    else:
+        why = {"proposed": "awaiting review", "verified": "verified, but what it builds on is not established",
+               "inconclusive": "the reviewer found the evidence insufficient",
+               "refuted": "the reviewer refuted it", "abandoned": "abandoned as a dead end",
+               "demoted": "it was established, then demoted"}.get(d.status, d.status)
+        last = next((e for e in reversed(s.ers) if e.wh == wh_id and e.status == "demoted"), None)
+        head = f"{wh_id} [NOT established: {why}" + (f" ({last.id}: {clip(last.demotion_reason, 300)})" if last else "") + "]"
+    return head + f": {clip(d.claim, 400)}" + (f"\n  value: {clip(d.value, 600)}" if d.value else "")
 
 
 # ------------------------------------------------------------------------ per-role prompts
 def for_surveyor(p: Problem) -> str:
-    return problem_block(p) + "\n\nSurvey the background for this problem and submit the survey."
+    return render("surveyor", problem_sections(p) | {
+        "turn": "Survey the background for this problem and submit the survey. Do not solve it."})
 
 
 def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Windows) -> str:
-    crit = "\n".join(f"{c.id} ({c.source}, {c.target_type}, {c.kind}): {c.text}" for c in critiques)
-    return "\n\n".join([problem_block(p), survey_block(s, w), research_state_block(s, w, full=False),
-                        _tag("dead-ends", "\n".join(f"{d.id}: {clip(d.description, 300)}" for d in s.dead_ends[-w.dead_ends:])),
-                        _tag("critiques-to-answer", crit),
-                        "Lay out (or revise) the strategy and the sanity checks. Answer every critique "
-                        "listed above by id (accept or reject, with a reason)."])
+    crit = "\n".join(f"{c.id} ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}): {c.text}"
+                     for c in critiques)
+    checks = "\n".join(f"{c.id} [{c.status}]: {c.predicate}" for c in s.sanity_checks)
+    ask = ("Lay out the strategy, the conventions and the sanity checks." if not s.strategy else
+           f"Revise the strategy (now v{s.strategy_version}) only as far as the critiques require.")
+    if critiques:
+        ask += f" Answer every critique in <critiques-to-answer> by its id ({', '.join(c.id for c in critiques)})."
+    return render("planner", problem_sections(p) | {
+        "background-survey": survey_text(s, w), "conventions": conventions_text(s),
+        "strategy": (f"v{s.strategy_version}: " + s.strategy) if s.strategy else "", "sanity-checks": checks,
+        "established-results": ers_text(s, w), "hypotheses": hypotheses_text(s, w),
+        "research-questions": rqs_text(s, w), "dead-ends": dead_ends_text(s, w),
+        "critiques-to-answer": crit, "turn": f"Iteration {s.iteration}. {ask}"})
+
+
+def orchestrator_sections(p: Problem, s: ResearchState, w: Windows) -> dict[str, str]:
+    """The parts of the orchestrator's prompt that describe the research state (the engine adds
+    what is new since its last successful turn)."""
+    dispatches = [f"iteration {d.iteration}: {d.role} on {d.target} -> {d.evidence or d.outcome or 'pending'}"
+                  for d in s.dispatches[-w.dispatches:]]
+    if len(s.dispatches) > w.dispatches:
+        dispatches.append(f"({len(s.dispatches) - w.dispatches} older dispatches not shown)")
+    notes = [f"{n.id}: {clip(n.text, 400)}" for n in s.notes[-w.notes:]]
+    if len(s.notes) > w.notes:
+        notes.append(f"({len(s.notes) - w.notes} older notes not shown)")
+    return problem_sections(p) | {
+        "background-survey": survey_text(s, w), "conventions": conventions_text(s), "strategy": s.strategy,
+        "sanity-checks": checks_text(s), "established-results": ers_text(s, w, window=True),
+        "hypotheses": hypotheses_text(s, w), "research-questions": rqs_text(s, w),
+        "dead-ends": dead_ends_text(s, w), "research-notes": "\n".join(notes),
+        "dispatch-history": "\n".join(dispatches)}
 
 
 def for_orchestrator(p: Problem, s: ResearchState, w: Windows, *, new_evidence: list[Evidence],
-                     new_reviews: list[str], events: list[str], human: list[str],
+                     new_reviews: list[str], events: list[str], human: list[str], gates: list[str],
                      max_workers: int) -> str:
-    parts = [problem_block(p), survey_block(s, w), research_state_block(s, w)]
-    if human:
-        parts.append(">>> MESSAGES FROM THE PHYSICIST <<<\n" + "\n".join(human[-w.humans:]))
-    if new_evidence:
-        parts.append(">>> EVIDENCE RESULTS <<<\n" + "\n".join(evidence_text(e, w, with_code=False) for e in new_evidence))
-    if new_reviews:
-        parts.append(">>> VERIFICATION RESULTS <<<\n" + "\n".join(new_reviews))
-    if events:
-        shown = events[-w.events:]
-        parts.append(">>> SYSTEM EVENTS <<<\n" + "\n".join(shown)
-                     + (f"\n({len(events) - len(shown)} earlier events not shown)" if len(events) > len(shown) else ""))
-    parts.append(f"Iteration {s.iteration}. Integrate what is new, then either dispatch up to {max_workers} "
-                 "independent task(s) or declare the research complete.")
-    return "\n\n".join(parts)
+    shown = events[-w.events:]
+    ev_lines = "\n".join(shown) + (f"\n({len(events) - len(shown)} earlier events not shown)"
+                                   if len(events) > len(shown) else "")
+    return render("orchestrator", orchestrator_sections(p, s, w) | {
+        "messages-from-the-physicist": "\n".join(human[-w.humans:]),
+        "new-evidence": "\n".join(evidence_text(e, w, with_code=False) for e in new_evidence),
+        "new-verification-results": "\n".join(new_reviews), "system-events": ev_lines,
+        "completion-gates": "\n".join(f"- {g}" for g in gates) if gates else
+                            "none: completion would be accepted now (if the established results determine the answer)",
+        "turn": f"Iteration {s.iteration}. Integrate what is new, then either dispatch up to {max_workers} "
+                "independent task(s) (at most one per target) or declare the research complete."})
 
 
-def for_worker(p: Problem, s: ResearchState, w: Windows, *, target: str, instructions: str,
+def for_worker(role: str, p: Problem, s: ResearchState, w: Windows, *, target: str, instructions: str,
                method_hints: str, relevant: list[str]) -> str:
     tgt = s.find(target)
     target_text = getattr(tgt, "question", None) or getattr(tgt, "claim", "")
-    rel = [e for e in s.active_ers() if e.id in relevant or e.wh in relevant] or s.active_ers()
-    task = "\n".join([
-        _tag("target", f"{target}: {target_text}"),
-        _tag("background", clip(s.strategy, w.field_chars)
-             + ("\nPitfalls: " + "; ".join(s.survey.known_pitfalls) if s.survey and s.survey.known_pitfalls else "")),
-        _tag("instructions", instructions),
-        _tag("method-hints", method_hints),
-        _tag("relevant-results", "\n".join(_er_line(e, w) for e in rel)),
-        _tag("recommended-sanity-checks", _checks(s)),
-    ])
-    state = _tag("research-state", _tag("conventions", "\n".join(f"- {c}" for c in s.conventions)) + "\n" + ers_block(s, w))
-    return "\n\n".join([problem_block(p), state, _tag("task", task)])
+    if getattr(tgt, "value", ""):
+        target_text += f"\nvalue: {tgt.value}"
+    if tgt is not None and target.startswith("WH-"):
+        target_text += f"\nstatus: {tgt.status}. Your evidence is attached to {target} and sent to the reviewer."
+    rel = [e for e in s.active_ers() if e.id in relevant or e.wh in relevant]
+    ask = ("Derive what the instructions ask. Write the derivation as Markdown with LaTeX in the text of your "
+           "reply, then submit its findings with submit_derivation." if role == "researcher" else
+           "Call document_approach first, then compute with execute_python, then submit_result.")
+    return render(role, problem_sections(p) | {
+        "conventions": conventions_text(s), "strategy": clip(s.strategy, w.field_chars),
+        "sanity-checks": checks_text(s),
+        "known-pitfalls": "\n".join(f"- {x}" for x in (s.survey.known_pitfalls if s.survey else [])),
+        "established-results": ers_text(s, w), "target": f"{target}: {target_text}",
+        "relevant-results": "\n".join(er_line(e, w) for e in rel), "instructions": instructions,
+        "method-hints": method_hints, "turn": ask})
 
 
 def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str) -> str:
     h = s.wh(wh_id)
     evs = [e for e in s.evidence if e.id in h.evidence]
-    deps = "\n".join(f"{d} (established): {clip(s.wh(d).claim, 400)}" for d in h.depends_on if s.wh(d))
-    claim = _tag("claim", f"{h.id}: {h.claim}" + (f"\nvalue: {h.value}" if h.value else ""))
-    return "\n\n".join([problem_block(p),
-                        _tag("conventions", "\n".join(f"- {c}" for c in s.conventions)),
-                        _tag("sanity-checks", _checks(s)), claim,
-                        _tag("builds-on", deps),
-                        "\n".join(evidence_text(e, w) for e in evs),
-                        "Examine the claim adversarially and give your verdict."])
+    again = (f" It was reviewed before ({', '.join(h.reviews)}); judge it afresh on all the evidence, "
+             "including what is new." if h.reviews else "")
+    return render("reviewer", problem_sections(p) | {
+        "conventions": conventions_text(s), "sanity-checks": checks_text(s),
+        "claim": f"{h.id}: {h.claim}" + (f"\nvalue: {h.value}" if h.value else ""),
+        "builds-on": "\n".join(dependency_status(s, d) for d in h.depends_on),
+        "supporting-evidence": "\n".join(evidence_text(e, w) for e in evs),
+        "turn": f"Examine {h.id} adversarially and give your verdict.{again}"})
 
 
-def for_critic(p: Problem, s: ResearchState, w: Windows) -> str:
-    prev = "\n".join(f"{c.id} [{c.status}] ({c.target_type}{' ' + c.target if c.target else ''}): {clip(c.text, 300)}"
+def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int) -> str:
+    prev = "\n".join(f"{c.id} [{c.status}] ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, "
+                     f"{c.kind}): {clip(c.text, 400)}" + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "")
                      for c in s.critiques[-w.critiques:])
-    return "\n\n".join([problem_block(p), survey_block(s, w), research_state_block(s, w, full=False),
-                        _tag("previous-critiques", prev),
-                        f"Iteration {s.iteration}. Audit the state; file critiques only where needed."])
+    return render("critic", problem_sections(p) | {
+        "background-survey": survey_text(s, w), "conventions": conventions_text(s), "strategy": s.strategy,
+        "sanity-checks": checks_text(s), "established-results": ers_text(s, w), "demoted-results": demoted_text(s, w),
+        "hypotheses": hypotheses_text(s, w), "research-questions": rqs_text(s, w),
+        "dead-ends": dead_ends_text(s, w), "previous-critiques": prev,
+        "turn": f"Iteration {s.iteration}. Audit the research as a whole. File at most {max_critiques} "
+                "critiques, only where needed; an empty audit is a valid audit."})
 
 
 def for_adjudicator(p: Problem, s: ResearchState, w: Windows, critique: Critique) -> str:
     e = s.er(critique.target)
     evs = [x for x in s.evidence if x.id in e.evidence]
-    return "\n\n".join([problem_block(p), _tag("conventions", "\n".join(f"- {c}" for c in s.conventions)),
-                        _tag("established-result", _er_line(e, w)),
-                        "\n".join(evidence_text(x, w) for x in evs),
-                        _tag("critique", f"{critique.id} ({critique.source}, {critique.kind}): {critique.text}"),
-                        "Rule on the critique: uphold (the result is demoted) or dismiss."])
+    return render("adjudicator", problem_sections(p) | {
+        "conventions": conventions_text(s), "sanity-checks": checks_text(s),
+        "established-result": er_line(e, w), "builds-on": "\n".join(dependency_status(s, d) for d in e.depends_on),
+        "supporting-evidence": "\n".join(evidence_text(x, w) for x in evs),
+        "critique": f"{critique.id} ({critique.source}, {critique.kind}): {critique.text}",
+        "turn": f"Rule on {critique.id}: uphold (then {e.id} is demoted) or dismiss."})
 
 
-def for_formatter(p: Problem, s: ResearchState, w: Windows, *, forced: bool) -> str:
-    usable = [e for e in s.active_ers() if not e.flagged]
-    head = ("The run is ending (budget exhausted or stopped). Write the best answer the established results "
-            "support; mark what is not established as such." if forced else
-            "The orchestrator declared the research complete. Fill the answer from the established results, "
-            "or report that they are not enough.")
-    extra = ""
+def for_formatter(p: Problem, s: ResearchState, w: Windows, *, forced: bool, reason: str = "") -> str:
     if forced:
-        live = [h for h in s.whs if h.status in ("proposed", "verified", "inconclusive", "demoted")]
-        extra = _tag("unestablished-hypotheses", "\n".join(_wh_line(h, w) for h in live))
-    return "\n\n".join([problem_block(p), _tag("conventions", "\n".join(f"- {c}" for c in s.conventions)),
-                        _tag("established-results", "\n".join(_er_line(e, w) for e in usable)), extra, head])
+        ask = (f"The run is ending ({reason or 'budget exhausted'}). Write the best answer the lab has: from the "
+               "established results where they suffice, otherwise from the demoted results or the best hypotheses. "
+               "Name in `sources` every ER-n or WH-n you used; say plainly in the Markdown what is not established.")
+    else:
+        ask = ("The orchestrator declared the research complete. Fill the answer from the established results "
+               "ONLY, naming in `sources` the ER-n each part comes from; or set ready to false and say what is "
+               "missing.")
+    return render("formatter", problem_sections(p) | {
+        "conventions": conventions_text(s), "established-results": ers_text(s, w),
+        "demoted-results": demoted_text(s, w) if forced else "",
+        "best-hypotheses": "\n".join(wh_line(h, w) + f"\n  reviews: {', '.join(_verdicts(s, h))}"
+                                     for h in best_hypotheses(s)) if forced else "",
+        "best-current-answer": standing_text(s, s.best_answer) if forced and s.best_answer else "",
+        "turn": f"Iteration {s.iteration}. {ask}"})
+
+
+def _verdicts(s: ResearchState, h: WorkingHypothesis) -> list[str]:
+    return [f"{r.id} {r.verdict}" for r in s.reviews if r.wh == h.id] or ["none yet"]

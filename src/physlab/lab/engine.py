@@ -2,13 +2,23 @@
 
 Before the loop: surveyor, then planner. Each iteration: take in human messages (inbox), route
 open critiques (ER -> adjudicator, others -> planner), one orchestrator turn, automatic review of
-every proposed hypothesis (promotion is automatic), then either the formatter (completion) or the
-dispatched workers (concurrently, bounded, merged in dispatch order), the critic when due, and
-one git commit. Budgets end the loop with a forced formatter (status ``partially_complete``).
+every proposed hypothesis (promotion is automatic), then either completion or the dispatched
+workers (concurrently, bounded, merged in dispatch order), the critic when due, and one git
+commit carrying the best current answer (state.json and a provisional ANSWER.md). Budgets end the
+loop with a forced formatter that sees every result and the best hypotheses (status
+``partially_complete``); if even that fails, the best current answer is the answer.
+
+Completion is gated in code (``gates.completion_blockers``): something established, no
+hypothesis awaiting review, no open critique or question, and a senior-critic audit after the last
+change to the established results (the engine runs the audit itself when that is all that is
+missing); the formatter's answer must rest on established results only, and its bounce-backs are
+bounded (``max_format_bounces``).
 
 Every call gets a fresh context built from the state for that role only. Model output is not
-trusted: refused transitions go back to the model as corrections (bounded by pydantic-ai's retry
-count); a role call that still fails is recorded as a system event and the run goes on.
+trusted: refused transitions and unknown ids go back to the model as corrections; on its last try
+the valid part of its output is kept and the rest is recorded as refused. A role call that still
+fails is recorded as a system event and the run goes on; what it was shown (new evidence, events)
+is shown again at its next call.
 """
 
 from __future__ import annotations
@@ -20,8 +30,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from physlab.lab import answer as A
 from physlab.lab import context as C
-from physlab.lab import inbox, routing
+from physlab.lab import gates, inbox, routing
 from physlab.lab.roles import adjudicator, computer, critic, formatter, orchestrator, planner, researcher, reviewer, surveyor
 from physlab.lab.roles._base import LabEnv
 from physlab.lab.state import transitions as T
@@ -36,7 +47,11 @@ class LabSettings(BaseModel):
     critic_every: int = Field(default=2, ge=0, description="Critic audit every N iterations (0 = never scheduled).")
     parallel_workers: int = Field(default=3, ge=1, description="Concurrent worker calls (1 = sequential).")
     max_dispatches: int = Field(default=4, ge=1, description="Tasks one orchestrator turn may dispatch.")
-    max_critiques: int = Field(default=4, ge=1, description="Critiques kept from one audit.")
+    max_critiques: int = Field(default=4, ge=1, description="Critiques one audit may file.")
+    max_refutations: int = Field(default=2, ge=1, description="REFUTED verdicts after which a hypothesis is "
+                                                              "abandoned as a dead end.")
+    max_format_bounces: int = Field(default=3, ge=1, description="Completions the formatter may send back before "
+                                                                 "the run ends with the forced formatter.")
     code_timeout_s: float = Field(default=120.0, gt=0)
     code_memory_mb: int = Field(default=4096, gt=0)
     tool_retries: int = Field(default=3, ge=0)
@@ -96,8 +111,23 @@ class LabEngine:
             return {}
 
     def commit(self, message: str) -> None:
+        """One commit per iteration, with the best current answer beside the state: a run killed
+        after it still has an ANSWER.md that says how established its answer is."""
         t0 = time.perf_counter()
+        best = A.best_answer(self.state)
+        if best != self.state.best_answer:
+            self.state = T.set_best_answer(self.state, best)
+        s = self.state
+        if s.final_answer_code is None and s.final_answer_text is None:
+            path = self.ws.root / "ANSWER.md"
+            if best is None:
+                path.unlink(missing_ok=True)
+            else:
+                note = (f"The run is paused ({s.stop_reason}); resume it with --resume." if s.status == "paused"
+                        else "")
+                path.write_text(A.provisional_markdown(s, best, note=note), encoding="utf-8")
         self.ws.commit(self.state, message)
+        self.summary = []
         self._commit_s = time.perf_counter() - t0
 
     # ------------------------------------------------------------------ public entry
@@ -109,7 +139,7 @@ class LabEngine:
         if from_iteration is not None:
             loaded = self.ws.rewind(from_iteration)
         if loaded is not None:
-            self.state = loaded
+            self.state = T.settle(loaded)     # a run saved before dependents were demoted with their base
             if self._finished() and not self._has_new_messages():
                 return self._outcome()
             if self.state.status != "running":
@@ -159,6 +189,7 @@ class LabEngine:
         self.state = T.begin_iteration(self.state)
         it = self.state.iteration
         self.summary = []
+        self._audited = False
         self.emit("iteration", iteration=it, **self._usage_data())
         control = self._intake()
         if control == "pause":
@@ -172,19 +203,22 @@ class LabEngine:
         decision = await self._orchestrate()
         await self._reviews()
         if decision is not None and decision.complete:
-            self.state = T.request_completion(self.state)
-            if await self._format(forced=False):
+            if await self._complete():
                 self.commit(f"iteration {it}: complete — " + "; ".join(self.summary))
                 return self._outcome()
-        elif decision is not None and decision.dispatches:
+            if self.state.format_bounces >= self.cfg.max_format_bounces:
+                return await self._forced("formatter_bounces")
+        if decision is not None and decision.dispatches:      # (with a refused completion too)
             await self._dispatch(decision.dispatches)
-        if routing.critic_due(it, self.cfg.critic_every, on_demand=bool(decision and decision.request_audit)):
+        if not self._audited and routing.critic_due(it, self.cfg.critic_every,
+                                                    on_demand=bool(decision and decision.request_audit)):
             await self._critic()
             await self._route_critiques()
-        self.commit(f"iteration {it}: " + ("; ".join(self.summary) or "no progress"))
+        summary = "; ".join(self.summary) or "no progress"
+        self.commit(f"iteration {it}: {summary}")
         total = time.perf_counter() - t_start
-        self.emit("iteration_end", iteration=it, summary="; ".join(self.summary), **self._usage_data())
-        self.emit("step", strategy="lab", step=f"iteration {it}: " + ("; ".join(self.summary) or "no progress"))
+        self.emit("iteration_end", iteration=it, summary=summary, **self._usage_data())
+        self.emit("step", strategy="lab", step=f"iteration {it}: {summary}")
         self.timings.append({"iteration": it, "total_s": total, "commit_s": getattr(self, "_commit_s", 0.0)})
         return None
 
@@ -204,30 +238,35 @@ class LabEngine:
 
     async def _plan(self, critiques: list[Critique]) -> None:
         try:
-            plan = await planner.run(self.env, self.state, critiques, self.windows)
+            plan, desk = await planner.run(self.env, self.state, critiques, self.windows)
         except Exception as exc:
             if fatal(exc):
                 raise
-            self.note("role_failed", f"planner: {_short(exc)}")
+            self.note("role_failed", f"planner: {_short(exc)}"
+                      + (f" ({', '.join(c.id for c in critiques)} stay open)" if critiques else ""))
             if not self.state.strategy:   # the loop needs a strategy; fall back to the problem itself
                 self.state, _ = T.set_strategy(self.state, "Answer the problem as stated, step by step, checking each step.")
             return
+        for d in desk.dropped:
+            self.note("refused", f"planner: {d} (dropped from its plan)")
         try:
-            self.state, _ = T.set_strategy(self.state, plan.strategy, add_checks=plan.add_sanity_checks,
-                                           retire_checks=plan.retire_sanity_checks,
-                                           conventions=plan.conventions or None)
-        except T.TransitionError as exc:
-            self.note("planner_ignored", f"planner output partly refused: {exc}")
             self.state, _ = T.set_strategy(self.state, plan.strategy or self.state.strategy or "(no strategy)",
-                                           add_checks=plan.add_sanity_checks)
+                                           add_checks=plan.add_sanity_checks, retire_checks=plan.retire_sanity_checks,
+                                           conventions=plan.conventions or None)
+        except T.TransitionError as exc:   # the validator checked the ids; this is a last line of defence
+            self.note("refused", f"planner: {exc}")
         answers = {r.critique_id: r for r in plan.critique_responses}
+        answered = []
         for c in critiques:
             r = answers.get(c.id)
-            accept, text = (r.accept, r.response) if r else (True, f"not answered explicitly; strategy revised to v{self.state.strategy_version}")
-            self.state = T.respond_to_critique(self.state, c.id, accept, text)
-            self.emit("critique_resolved", id=c.id, status="accepted" if accept else "rejected", by="planner")
-        if critiques:
-            self.summary.append(f"planner answered {', '.join(c.id for c in critiques)} (strategy v{self.state.strategy_version})")
+            if r is None:
+                self.note("critique_unanswered", f"{c.id} stays open: the planner did not answer it")
+                continue
+            self.state = T.respond_to_critique(self.state, c.id, r.accept, r.response)
+            answered.append(c.id)
+            self.emit("critique_resolved", id=c.id, status="accepted" if r.accept else "rejected", by="planner")
+        if answered:
+            self.summary.append(f"planner answered {', '.join(answered)} (strategy v{self.state.strategy_version})")
 
     async def _route_critiques(self) -> None:
         for_adj, for_plan = routing.split_open_critiques(self.state)
@@ -241,7 +280,7 @@ class LabEngine:
             except Exception as exc:
                 if fatal(exc):
                     raise
-                self.note("role_failed", f"adjudicator on {c.id}: {_short(exc)} (will retry next iteration)")
+                self.note("role_failed", f"adjudicator on {c.id}: {_short(exc)} (it stays open; retried next iteration)")
                 continue
             self.state = T.rule_on_critique(self.state, c.id, ruling.decision == "uphold", ruling.reasoning)
             self.summary.append(f"{c.id} on {c.target} {'upheld: ' + c.target + ' demoted' if ruling.decision == 'uphold' else 'dismissed'}")
@@ -251,12 +290,12 @@ class LabEngine:
 
     async def _orchestrate(self) -> orchestrator.Decision | None:
         s = self.state
-        prompt = orchestrator.prompt_for(
-            self.env, s, self.windows, new_evidence=s.evidence[s.seen_evidence:],
+        prompt = C.for_orchestrator(
+            self.ctx.problem, s, self.windows, new_evidence=s.evidence[s.seen_evidence:],
             new_reviews=[f"{r.wh}: {r.verdict} — {C.clip(r.reasoning, 800)}" for r in s.reviews[s.seen_reviews:]],
-            events=[f"[{e.kind}] {e.text}" for e in s.events[s.seen_events:]
-                    if e.kind not in ("review",)],
-            human=routing.human_lines_for_orchestrator(s, s.seen_humans), max_workers=self.cfg.max_dispatches)
+            events=[f"[{e.kind}] {e.text}" for e in s.events[s.seen_events:] if e.kind not in ("review",)],
+            human=routing.human_lines_for_orchestrator(s, s.seen_humans), gates=gates.completion_blockers(s),
+            max_workers=self.cfg.max_dispatches)
         desk = orchestrator.Desk(state=s, max_dispatches=self.cfg.max_dispatches)
         decision, failure = None, None
         try:
@@ -269,14 +308,16 @@ class LabEngine:
             self.failures += 1
             failure = exc
         self.state = desk.state          # transitions the model made before any failure are kept
-        seen_events = len(self.state.events)   # failures/refusals noted below are shown next turn
-        if failure is not None:
+        if failure is None:
+            # What it was shown is integrated only now that the call succeeded; after a failure it
+            # is shown again (with the failure) next turn.
+            self.state = self.state.model_copy(update={
+                "seen_evidence": len(s.evidence), "seen_reviews": len(s.reviews),
+                "seen_events": len(self.state.events), "seen_humans": len(s.human_messages)})
+        else:
             self.note("role_failed", f"orchestrator: {_short(failure)}")
         for r in desk.refused:
             self.note("refused", f"orchestrator: {r}")
-        self.state = self.state.model_copy(update={
-            "seen_evidence": len(s.evidence), "seen_reviews": len(s.reviews),
-            "seen_events": seen_events, "seen_humans": len(s.human_messages)})
         if desk.actions:
             self.summary.append("orchestrator " + ", ".join(desk.actions))
         return decision
@@ -292,19 +333,42 @@ class LabEngine:
                 continue
             n_er = len(self.state.ers)
             self.state, _ = T.record_review(self.state, wid, rep.verdict, rep.reasoning
-                                            + (f"\nFailed checks: {'; '.join(rep.failed_checks)}" if rep.failed_checks else ""))
+                                            + (f"\nFailed checks: {'; '.join(rep.failed_checks)}" if rep.failed_checks else ""),
+                                            abandon_after=self.cfg.max_refutations)
             promoted = [e.id for e in self.state.ers[n_er:]]
-            self.summary.append(f"{wid} {rep.verdict}" + (f" -> {', '.join(promoted)}" if promoted else ""))
+            abandoned = self.state.wh(wid).status == "abandoned"
+            self.summary.append(f"{wid} {rep.verdict}" + (f" -> {', '.join(promoted)}" if promoted else "")
+                                + (" (abandoned as a dead end)" if abandoned else ""))
             self.emit("verdict", wh=wid, verdict=rep.verdict, promoted=promoted)
 
+    async def _complete(self) -> bool:
+        """The orchestrator declared completion: check the gates (auditing first if that is all
+        that is missing), then the formatter. True when the final answer is written."""
+        self.state = T.request_completion(self.state)
+        blockers = gates.completion_blockers(self.state, audit=False)
+        if not blockers and gates.needs_audit(self.state):
+            await self._critic()
+            await self._route_critiques()
+            blockers = gates.completion_blockers(self.state)
+        if blockers:
+            self.state = T.refuse_completion(self.state, blockers)
+            self.summary.append("completion refused (" + "; ".join(blockers) + ")")
+            self.emit("completion_refused", blockers=blockers)
+            return False
+        return await self._format(forced=False)
+
     async def _dispatch(self, orders: list[orchestrator.DispatchOrder]) -> None:
-        planned = []
+        planned, targets = [], set()
         for o in orders:
+            if o.target in targets:          # the orchestrator's validator refuses this; never run two
+                self.note("refused", f"dispatch: a second worker on {o.target} in one turn")
+                continue
             try:
                 self.state, did = T.record_dispatch(self.state, o.worker, o.target, o.instructions)
             except T.TransitionError as exc:
                 self.note("refused", f"dispatch: {exc}")
                 continue
+            targets.add(o.target)
             planned.append((did, o))
         snapshot = self.state
         gate = asyncio.Semaphore(self.cfg.parallel_workers)
@@ -312,7 +376,7 @@ class LabEngine:
         async def work(o: orchestrator.DispatchOrder) -> dict[str, Any]:
             async with gate:
                 hints = "\n".join(x for x in (o.method_hints, routing.hints_for_workers(snapshot)) if x)
-                prompt = C.for_worker(self.ctx.problem, snapshot, self.windows, target=o.target,
+                prompt = C.for_worker(o.worker, self.ctx.problem, snapshot, self.windows, target=o.target,
                                       instructions=o.instructions, method_hints=hints, relevant=o.relevant_results)
                 if o.worker == "computer":
                     bench = computer.Bench(self.env)
@@ -323,10 +387,10 @@ class LabEngine:
                         raise
                     code = "\n\n# ---- next script ----\n\n".join(c for c, _ in bench.runs[-2:])
                     out = "\n\n---- next run ----\n\n".join(r for _, r in bench.runs[-2:])
-                    return dict(findings=res.findings, method=res.method, confidence=res.confidence,
-                                approach=bench.approach, code=code, output=out)
-                res = await researcher.run(self.env, prompt)
-                return dict(findings=res.findings, method=res.derivation, confidence=res.confidence)
+                    return dict(findings=res.findings, method=res.method, checks=res.checks,
+                                confidence=res.confidence, approach=bench.approach, code=code, output=out)
+                rep, derivation = await researcher.run(self.env, prompt)
+                return dict(findings=rep.findings, derivation=derivation, checks=rep.checks, confidence=rep.confidence)
 
         results = await asyncio.gather(*(work(o) for _, o in planned), return_exceptions=True)
         budget = None
@@ -343,15 +407,21 @@ class LabEngine:
             raise budget
 
     async def _critic(self) -> None:
+        desk = critic.Desk(self.state, self.cfg.max_critiques)
         try:
-            audit = await critic.run(self.env, C.for_critic(self.ctx.problem, self.state, self.windows))
+            audit = await critic.run(self.env, desk, C.for_critic(self.ctx.problem, self.state, self.windows,
+                                                                  max_critiques=self.cfg.max_critiques))
         except Exception as exc:
             if fatal(exc):
                 raise
             self.note("role_failed", f"critic: {_short(exc)}")
             return
+        self._audited = True
+        self.state = T.record_audit(self.state)
+        for d in desk.dropped:
+            self.note("refused", f"critic: {d} (dropped from its audit)")
         filed = []
-        for d in audit.critiques[: self.cfg.max_critiques]:
+        for d in audit.critiques:
             try:
                 self.state, cid = T.file_critique(self.state, target_type=d.target_type, target=d.target,
                                                   text=d.text, kind=d.kind)
@@ -360,14 +430,14 @@ class LabEngine:
                 continue
             filed.append(cid)
             self.emit("critique", id=cid, target=d.target or d.target_type, text=d.text[:200])
-        if len(audit.critiques) > self.cfg.max_critiques:
-            self.note("refused", f"critic filed {len(audit.critiques)} critiques; only {self.cfg.max_critiques} kept")
         self.summary.append(f"critic filed {', '.join(filed)}" if filed else "critic: no critiques")
 
-    async def _format(self, *, forced: bool) -> bool:
-        prompt = C.for_formatter(self.ctx.problem, self.state, self.windows, forced=forced)
+    async def _format(self, *, forced: bool, reason: str = "") -> bool:
+        s, template = self.state, self.ctx.problem.answer_template
+        desk = formatter.Desk(s, template, forced)
+        prompt = C.for_formatter(self.ctx.problem, s, self.windows, forced=forced, reason=reason)
         try:
-            ans = await formatter.run(self.env, prompt)
+            ans = await formatter.run(self.env, desk, prompt)
         except Exception as exc:
             if fatal(exc) and not forced:
                 raise
@@ -375,48 +445,76 @@ class LabEngine:
             if not forced:
                 self.state = T.bounce_completion(self.state, "the formatter failed")
             return False
-        has_code = bool(ans.answer_code.strip()) and formatter.check_answer_code(
-            ans.answer_code, self.ctx.problem.answer_template) is None
-        code = ans.answer_code if (has_code and self.ctx.problem.answer_template) else None
-        text = ans.answer_markdown.strip() or None
-        if not forced and (not ans.ready or (self.ctx.problem.answer_template and code is None)):
-            self.state = T.bounce_completion(self.state, ans.missing or "the template could not be filled")
-            self.summary.append("formatter bounced back to the orchestrator")
-            self.emit("formatter_bounce", reason=ans.missing)
+        for d in desk.dropped:
+            self.note("refused", f"formatter: {d}")
+        code = None
+        if template and ans.answer_code.strip() and formatter.check_answer_code(ans.answer_code, template) is None:
+            code = formatter.strip_fence(ans.answer_code)
+        body = ans.answer_markdown.strip()
+        sources = [p.source for p in ans.sources]
+        if not forced:
+            why = ""
+            if not ans.ready:
+                why = ans.missing or "the formatter says the results are not enough"
+            elif template and code is None:
+                why = "the template could not be filled"
+            elif not sources:
+                why = "the answer names no established result it rests on"
+            elif bad := gates.unestablished(s, sources):
+                why = f"the answer rests on {', '.join(bad)}: not established"
+            if why:
+                self.state = T.bounce_completion(self.state, why)
+                self.summary.append(f"formatter bounced back to the orchestrator ({why})")
+                self.emit("formatter_bounce", reason=why)
+                return False
+        if code is None and not body:
             return False
-        if forced and code is None and text is None:
-            return False
-        status = "complete" if not forced else "partially_complete"
+        if not body:
+            body = f"```python\n{code}```"
+        elif code is not None and "```" not in body:
+            body += "\n\n```python\n" + code.strip() + "\n```"
+        text = A.final_markdown(s, body, sources=sources, complete=not forced, reason=reason)
+        status = "partially_complete" if forced else "complete"
         self.state = T.finish(self.state, status, answer_code=code, answer_text=text, reason=self.state.stop_reason)
         self._write_answer(code, text)
         self.summary.append(f"formatter wrote the answer ({status})")
         return True
 
-    def _write_answer(self, code: str | None, text: str | None) -> None:
+    def _write_answer(self, code: str | None, text: str) -> None:
+        answer_py = self.ws.root / "answer.py"
         if code is not None:
-            (self.ws.root / "answer.py").write_text(code, encoding="utf-8")
-        body = text or ""
-        if code is not None and "```" not in body:
-            body += "\n\n```python\n" + code.strip() + "\n```\n"
-        (self.ws.root / "ANSWER.md").write_text(body.strip() + "\n", encoding="utf-8")
+            answer_py.write_text(code, encoding="utf-8")
+        else:
+            answer_py.unlink(missing_ok=True)
+        (self.ws.root / "ANSWER.md").write_text(text.strip() + "\n", encoding="utf-8")
 
     async def _forced(self, reason: str, graced: bool = False) -> LabOutcome:
-        """End of budget (or stop): one formatter call, allowed past the budget, writes the best
-        answer the established results support."""
+        """End of budget (or stop): one formatter call, allowed past the budget, that sees every
+        result and the best hypotheses. If it fails, the best current answer is the answer."""
         self.state = T.set_status(self.state, self.state.status, reason)
+        self.state = T.set_best_answer(self.state, A.best_answer(self.state))
         self.emit("forced_formatter", reason=reason)
         ok = False
         try:
             with self.ctx.usage.grace(2):
-                ok = await self._format(forced=True)
+                ok = await self._format(forced=True, reason=reason)
         except BaseException as exc:  # noqa: BLE001 - whatever happens, record and end cleanly
             if not isinstance(exc, Exception) and not budget_error(exc):
                 raise
             self.note("role_failed", f"forced formatter: {_short(exc)}")
-        if not ok:
+        best = self.state.best_answer
+        if not ok and best is not None:
+            body = (f"**{best.claim}**\n\n" + (f"```\n{best.value}\n```\n\n" if best.value else "")
+                    + "The formatter could not write the answer; this is the lab's best current answer as recorded.")
+            text = A.final_markdown(self.state, body, sources=[best.source], complete=False, reason=reason)
+            self.state = T.finish(self.state, "partially_complete", answer_code=None, answer_text=text, reason=reason)
+            self._write_answer(None, text)
+            self.summary.append("the best current answer is the answer (the formatter failed)")
+        elif not ok:
             self.state = T.finish(self.state, "no_answer", answer_code=None, answer_text=None, reason=reason)
         self.state = T.set_status(self.state, self.state.status, reason)
-        self.commit(f"iteration {self.state.iteration}: run ended ({reason}) — {self.state.status}")
+        self.commit(f"iteration {self.state.iteration}: " + "".join(f"{x}; " for x in self.summary)
+                    + f"run ended ({reason}) — {self.state.status}")
         return self._outcome()
 
     def _outcome(self) -> LabOutcome:

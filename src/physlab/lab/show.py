@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from physlab.errors import UserError
+from physlab.lab.answer import standing_of
 from physlab.lab.state.models import ResearchState
 from physlab.lab.workspace import RunWorkspace, read_json
 
@@ -74,8 +75,12 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
         "run": str(ws.root), "problem_id": s.problem_id, "iteration": s.iteration, "status": s.status,
         "stop_reason": s.stop_reason, "verdict": (metrics.get("verdict") or {}).get("verdict"),
         "strategy_version": s.strategy_version,
-        "established_results": [{"id": e.id, "wh": e.wh, "claim": e.claim, "value": e.value, "flagged": e.flagged}
+        # "flagged" stays in the JSON (a contract) but is always false: what builds on a demoted
+        # result is demoted with it, so an active result always has its dependencies established.
+        "established_results": [{"id": e.id, "wh": e.wh, "claim": e.claim, "value": e.value, "flagged": False}
                                 for e in s.active_ers()],
+        "best_answer": ({**s.best_answer.model_dump(), "standing_text": standing_of(s, s.best_answer.source)}
+                        if s.best_answer else None),
         "hypotheses": [{"id": w.id, "status": w.status, "claim": w.claim} for w in s.whs if w.status != "established"],
         "open_questions": [{"id": r.id, "question": r.question} for r in s.rqs if r.status == "open"],
         "critiques": [{"id": c.id, "target": c.target or c.target_type, "status": c.status} for c in s.critiques],
@@ -102,9 +107,12 @@ def render(data: dict[str, Any]) -> None:
     con.print(f"run: {data['run']}")
     con.print("\n[bold]Established results[/]")
     for e in data["established_results"]:
-        con.print(f"  {e['id']} ({e['wh']}){' [FLAGGED]' if e['flagged'] else ''}: {e['claim'][:160]}")
+        con.print(f"  {e['id']} ({e['wh']}): {e['claim'][:160]}")
     if not data["established_results"]:
         con.print("  (none)")
+    if data.get("best_answer"):
+        con.print(f"[bold]Best current answer[/] (iteration {data['best_answer']['iteration']}): "
+                  f"{data['best_answer']['standing_text']}")
     if data["hypotheses"]:
         con.print("[bold]Working hypotheses[/]")
         for w in data["hypotheses"]:

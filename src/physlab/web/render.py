@@ -94,8 +94,7 @@ def _graph(s: ResearchState) -> dict[str, Any]:
     return {"layout": svg.research_graph(s), "critiques_by_target": critiques, "humans_by_target": humans,
             "other_targets": [k for k in critiques if not k.startswith("ER-")],
             "reviews_of": {w.id: [reviews[i] for i in w.reviews if i in reviews] for w in s.whs},
-            "er_tags": {e.id: "demoted" if e.status == "demoted" else ("flagged" if e.flagged else "active")
-                        for e in s.ers}}
+            "er_tags": {e.id: e.status for e in s.ers}}
 
 
 def _fragment_context(d: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ _NODE_FILL = {"open": "#eef3fb", "answered": "#e6f2e6", "dropped": "#eee", "prop
 
 def research_graph(s: ResearchState) -> dict[str, Any]:
     """Columns RQ | evidence | WH | ER with edges (evidence -> its target, WH <- evidence, ER <- WH,
-    WH dependencies). Demoted ERs are dashed red; flagged ones orange."""
+    WH dependencies). Demoted ERs are dashed red."""
     cols = [("RQ", s.rqs), ("EV", s.evidence), ("WH", s.whs), ("ER", s.ers)]
     col_w, node_w, node_h, gap = 190, 150, 30, 12
     pos: dict[str, tuple[float, float]] = {}
@@ -46,9 +46,8 @@ def research_graph(s: ResearchState) -> dict[str, Any]:
             pos[item.id] = (x, y)
             status = getattr(item, "status", "") or getattr(item, "confidence", "")
             demoted = title == "ER" and item.status == "demoted"
-            flagged = title == "ER" and getattr(item, "flagged", False)
             nodes.append({"id": item.id, "status": status, "x": x, "y": y, "fill": _NODE_FILL.get(status, "#f7f7f7"),
-                          "stroke": "#c0392b" if demoted else "#d08a2e" if flagged else "#888", "dashed": demoted,
+                          "stroke": "#c0392b" if demoted else "#888", "dashed": demoted,
                           "text": (getattr(item, "question", None) or getattr(item, "claim", None)
                                    or getattr(item, "findings", None) or "")})
     edges: list[dict[str, str]] = []

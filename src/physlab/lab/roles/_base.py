@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable, Sequence
 
-from pydantic_ai import Agent, ToolOutput
+from pydantic_ai import Agent, ModelRetry, ToolOutput
+from pydantic_ai import RunContext as CallContext
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.usage import UsageLimits
 
+from physlab.lab.context import clip, guide
 from physlab.runs.context import RunContext
 from physlab.sandbox.types import SandboxLimits
 
@@ -34,12 +36,27 @@ def prompt(role: str) -> str:
     return resources.files("physlab.lab.roles").joinpath(f"{role}.md").read_text(encoding="utf-8")
 
 
+def instructions(role: str) -> str:
+    """The role's prompt file, then what each section of its context is (from the same table the
+    context is built with, so the two cannot drift apart)."""
+    return prompt(role).rstrip() + "\n\n## What your context contains\n\n" + guide(role) + "\n"
+
+
+def correct_or_drop(ctx: CallContext[Any], problems: list[str], how: str) -> bool:
+    """Send ``problems`` back to the model as a corrective message while it has retries left; on
+    its last try return True instead, so the caller keeps the valid part of the output and drops
+    (and records) the rest rather than losing the whole call."""
+    if problems and ctx.retry < ctx.max_retries:
+        raise ModelRetry("; ".join(problems) + ". " + how)
+    return bool(problems)
+
+
 async def run_role(env: LabEnv, role: str, user_prompt: str, output_type: type, *, tools: Sequence[Any] = (),
                    deps: Any = None, output_name: str = "submit", output_validator: Callable | None = None) -> Any:
     """One fresh agent call for ``role``. Validation errors and ModelRetry from tools are sent back
     to the model as corrective messages (bounded by ``env.tool_retries``); after that pydantic-ai
     raises UnexpectedModelBehavior, which the engine records."""
-    agent = Agent(env.model(role), instructions=prompt(role), deps_type=type(deps) if deps is not None else None,
+    agent = Agent(env.model(role), instructions=instructions(role), deps_type=type(deps) if deps is not None else None,
                   output_type=ToolOutput(output_type, name=output_name), tools=list(tools),
                   retries=env.tool_retries)
     if output_validator is not None:
@@ -65,5 +82,4 @@ async def run_python(env: LabEnv, code: str) -> tuple[str, str]:
     # No timings in what the model sees: the same script must give the same tool return, so a
     # recorded run replays exactly (replay compares requests).
     raw = f"[{status}{', output truncated' if res.truncated else ''}]\nSTDOUT:\n{res.stdout}\nSTDERR:\n{res.stderr}"
-    from physlab.lab.context import clip
     return clip(raw, 8000), raw

@@ -18,6 +18,9 @@ ROLE = "computer"
 class ComputerResult(BaseModel):
     findings: str = Field(description="The result, quoting the values the code printed.")
     method: str = Field(description="What was computed and how, including the independent cross-check.")
+    checks: list[str] = Field(default_factory=list,
+                              description="Each check the scripts made and what they printed (cross-check, "
+                                          "limits, sanity checks SC-n).")
     confidence: Literal["exact", "approximate", "partial"]
 
 
@@ -31,7 +34,12 @@ class Bench:
 
 
 def document_approach(ctx: RunContext[Bench], approach: str) -> str:
-    """FIRST call, alone: describe what you will compute, how, and why. No code yet."""
+    """FIRST call, alone: describe what you will compute, how, and why. No code yet.
+
+    Args:
+        approach: What you will compute, by which method, why it answers the task, and the independent
+            cross-check you will run.
+    """
     if not approach.strip():
         raise ModelRetry("Describe the approach in words (what, how, why).")
     ctx.deps.approach, ctx.deps.approach_step = approach.strip(), ctx.run_step
@@ -40,7 +48,11 @@ def document_approach(ctx: RunContext[Bench], approach: str) -> str:
 
 async def execute_python(ctx: RunContext[Bench], code: str) -> str:
     """Run a complete, self-contained Python script in a fresh isolated process (numpy, scipy,
-    sympy, mpmath available; no state carries over between calls; print what you need)."""
+    sympy, mpmath available; no state carries over between calls; print what you need).
+
+    Args:
+        code: The whole script: imports, definitions, the computation, and a print of every number you will quote.
+    """
     if ctx.deps.approach_step is None or ctx.deps.approach_step >= ctx.run_step:
         ctx.deps.refused.append("execute_python before document_approach")
         raise ModelRetry("Call document_approach first, on its own, before running any code.")

@@ -1,24 +1,43 @@
-"""Formatter: writes the final answer in the problem's template from the established results,
-or bounces back to the orchestrator when they cannot fill it."""
+"""Formatter: writes the final answer in the problem's template from the established results
+(naming the ER each part comes from), or bounces back to the orchestrator when they cannot fill
+it. At the end of a budget (``forced``) it also sees the demoted results and the best hypotheses,
+and writes the best answer the lab has, saying what is not established."""
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
 
-from physlab.lab.roles._base import LabEnv, run_role
+from physlab.lab.roles._base import LabEnv, correct_or_drop, run_role
+from physlab.lab.state.models import ResearchState
 
 ROLE = "formatter"
+
+
+class FilledPart(BaseModel):
+    part: str = Field(description="Which part of the answer: a name in the template (e.g. a variable it returns) "
+                                  "or, without a template, a short label.")
+    source: str = Field(description="The ER-n it is taken from (only when the run is ending: an ER-n or WH-n).")
 
 
 class FinalAnswer(BaseModel):
     ready: bool = Field(description="False when the established results cannot fill the answer.")
     answer_code: str = Field(default="", description="The filled template (complete Python source).")
-    answer_markdown: str = Field(default="", description="ANSWER.md: the answer and the results it rests on.")
+    answer_markdown: str = Field(default="", description="ANSWER.md: the answer, then which result fills which part.")
+    sources: list[FilledPart] = Field(default_factory=list, description="Every part of the answer and its source.")
     missing: str = Field(default="", description="When not ready: what is missing.")
+
+
+@dataclass
+class Desk:
+    state: ResearchState
+    template: str | None
+    forced: bool
+    dropped: list[str] = field(default_factory=list)
 
 
 def template_function(template: str | None) -> str | None:
@@ -46,19 +65,28 @@ def strip_fence(code: str) -> str:
     return (m.group(1) if m else code).strip() + "\n"
 
 
-def _validator(template: str | None):
-    def validate(ctx: RunContext[None], a: FinalAnswer) -> FinalAnswer:
-        if a.ready and template:
-            why = check_answer_code(a.answer_code, template)
-            if why:
-                raise ModelRetry(why + ". Return the complete template with every placeholder filled.")
-            a = a.model_copy(update={"answer_code": strip_fence(a.answer_code)})
-        if a.ready and not template and not a.answer_markdown.strip():
-            raise ModelRetry("Write the answer in answer_markdown.")
-        return a
-    return validate
+def _validate(ctx: RunContext[Desk], a: FinalAnswer) -> FinalAnswer:
+    d, s = ctx.deps, ctx.deps.state
+    if a.ready and d.template:
+        why = check_answer_code(a.answer_code, d.template)
+        if why:
+            raise ModelRetry(why + ". Return the complete template with every placeholder filled.")
+        a = a.model_copy(update={"answer_code": strip_fence(a.answer_code)})
+    if a.ready and not d.template and not a.answer_markdown.strip():
+        raise ModelRetry("Write the answer in answer_markdown.")
+    kinds = ("ER", "WH") if d.forced else ("ER",)
+    unknown = [p.source for p in a.sources if p.source.split("-")[0] not in kinds or s.find(p.source) is None]
+    problems = []
+    if unknown:
+        problems.append(f"sources {unknown} are not {' or '.join(k + '-n' for k in kinds)} ids of this run")
+    if a.ready and not a.sources:
+        problems.append("sources is empty: name the result each part of the answer comes from")
+    if correct_or_drop(ctx, problems, "Submit again with these fixed."):
+        d.dropped = problems
+        a = a.model_copy(update={"sources": [p for p in a.sources if p.source not in unknown]})
+    return a
 
 
-async def run(env: LabEnv, user_prompt: str) -> FinalAnswer:
-    return await run_role(env, ROLE, user_prompt, FinalAnswer, output_name="submit_answer",
-                          output_validator=_validator(env.ctx.problem.answer_template))
+async def run(env: LabEnv, desk: Desk, user_prompt: str) -> FinalAnswer:
+    return await run_role(env, ROLE, user_prompt, FinalAnswer, deps=desk, output_name="submit_answer",
+                          output_validator=_validate)

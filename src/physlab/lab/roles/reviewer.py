@@ -16,8 +16,9 @@ ROLE = "reviewer"
 
 class ReviewReport(BaseModel):
     verdict: Literal["VERIFIED", "REFUTED", "INCONCLUSIVE"]
-    reasoning: str = Field(description="What you checked and what you found.")
-    failed_checks: list[str] = Field(default_factory=list, description="Sanity checks or steps that fail.")
+    reasoning: str = Field(description="What you checked independently, how, and what you found; for REFUTED the "
+                                       "flaw, for INCONCLUSIVE what evidence would decide it.")
+    failed_checks: list[str] = Field(default_factory=list, description="Sanity checks (SC-n) or steps that fail.")
 
 
 @dataclass
@@ -27,7 +28,11 @@ class ReviewDesk:
 
 
 async def execute_python(ctx: RunContext[ReviewDesk], code: str) -> str:
-    """Run your own self-contained check script in a fresh sandboxed process."""
+    """Run your own self-contained check script in a fresh sandboxed process (numpy, scipy, sympy, mpmath).
+
+    Args:
+        code: The whole script; print every number your verdict relies on.
+    """
     shown, raw = await run_python(ctx.deps.env, code)
     ctx.deps.runs.append((code, raw))
     return shown

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, RetryPromptPart, ToolReturnPart
 
-from physlab.llm.scripted import last_user_text
+from physlab.llm.scripted import first_user_text
 
 
 def prompt(messages: list[ModelMessage]) -> str:
-    return last_user_text(messages)
+    """The lab's prompt for this call (later user messages are pydantic-ai's retry requests)."""
+    return first_user_text(messages)
 
 
 def turn(messages: list[ModelMessage]) -> int:
@@ -19,11 +20,26 @@ def turn(messages: list[ModelMessage]) -> int:
 
 
 def tool_returns(messages: list[ModelMessage], name: str | None = None) -> list[str]:
+    """What the tools returned in this call (corrections excluded: see :func:`corrections`)."""
     out = []
     for m in messages:
         if isinstance(m, ModelRequest):
             for p in m.parts:
-                if isinstance(p, ToolReturnPart) and (name is None or p.tool_name == name):
+                if (isinstance(p, ToolReturnPart) and getattr(p, "outcome", None) != "retried"
+                        and (name is None or p.tool_name == name)):
+                    out.append(p.model_response_str())
+    return out
+
+
+def corrections(messages: list[ModelMessage]) -> list[str]:
+    """The corrective messages the lab sent back in this call (refused output, unknown ids...)."""
+    out = []
+    for m in messages:
+        if isinstance(m, ModelRequest):
+            for p in m.parts:
+                if isinstance(p, RetryPromptPart):
+                    out.append(p.model_response())
+                elif isinstance(p, ToolReturnPart) and getattr(p, "outcome", None) == "retried":
                     out.append(p.model_response_str())
     return out
 
@@ -42,15 +58,29 @@ def ids(text: str, prefix: str) -> list[str]:
 
 
 def hypotheses(text: str) -> dict[str, str]:
-    """WH id -> status, from the <hypotheses> block."""
-    return dict(re.findall(r"^(WH-\d+) \[(\w+)\]", block(text, "hypotheses"), flags=re.M))
+    """WH id -> status, from the <hypotheses> section."""
+    return dict(re.findall(r"^(WH-\d+) \[(\w+)[^\]]*\]", block(text, "hypotheses"), flags=re.M))
 
 
-def established(text: str) -> list[tuple[str, str, bool, str, str]]:
-    """(ER id, WH id, flagged, claim, value) from the <established-results> block."""
+def hypothesis_values(text: str, tag: str = "hypotheses") -> dict[str, str]:
+    """WH id -> the value it claims, from a section listing hypotheses."""
+    return dict(re.findall(r"^(WH-\d+) \[[^\]]*\][^\n]*\n  value: (.*)$", block(text, tag), flags=re.M))
+
+
+def established(text: str, tag: str = "established-results") -> list[tuple[str, str, str, str]]:
+    """(ER id, WH id, claim, value) from the <established-results> (or <demoted-results>) section."""
     out = []
-    body = block(text, "established-results")
-    for m in re.finditer(r"^(ER-\d+) \(from (WH-\d+)\)( \[FLAGGED[^\]]*\])?(?: \(depends on [^)]*\))?: (.*?)(?:\n  value: (.*?))?$",
-                         body, flags=re.M):
-        out.append((m.group(1), m.group(2), bool(m.group(3)), m.group(4), m.group(5) or ""))
+    for m in re.finditer(r"^(ER-\d+) \(from (WH-\d+)[^)]*\)(?: \[short form\])?: (.*?)(?:\n  value: (.*?))?$",
+                         block(text, tag), flags=re.M):
+        out.append((m.group(1), m.group(2), m.group(3), m.group(4) or ""))
     return out
+
+
+def new_evidence(text: str) -> list[str]:
+    """The <evidence> items of the <new-evidence> section."""
+    return blocks(block(text, "new-evidence"), "evidence")
+
+
+def iteration(text: str) -> int:
+    m = re.search(r"Iteration (\d+)\.", block(text, "turn"))
+    return int(m.group(1)) if m else 0

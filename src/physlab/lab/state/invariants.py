@@ -42,6 +42,10 @@ def check(s: ResearchState) -> list[str]:
                 bad.append(f"{w.id} established without an active ER of its own")
         elif w.er is not None:
             bad.append(f"{w.id} is {w.status} but points at {w.er}")
+        if w.status == "abandoned" and not any(w.id in d.related for d in s.dead_ends):
+            bad.append(f"{w.id} abandoned without a dead end saying why")
+        if w.evidence_mark > s.counters.get("EV", 0):
+            bad.append(f"{w.id} evidence mark beyond the EV counter")
     active_by_wh: dict[str, str] = {}
     for e in s.ers:
         for ref in [e.wh, e.review, *e.evidence, *e.depends_on]:
@@ -58,10 +62,12 @@ def check(s: ResearchState) -> list[str]:
             if w is None or w.er != e.id or w.status != "established":
                 bad.append(f"{e.id} active but {e.wh} does not point at it")
             unmet = [d for d in e.depends_on if not s.is_established(d)]
-            if bool(unmet) != e.flagged:
-                bad.append(f"{e.id} flagged={e.flagged} but unmet dependencies {unmet}")
+            if unmet:
+                bad.append(f"{e.id} active but its dependencies {unmet} are not established")
         elif not e.demotion_reason:
             bad.append(f"{e.id} demoted without a reason")
+    if s.er_changes_audited > s.er_changes:
+        bad.append("the critic audited more result changes than happened")
     for r in s.reviews:
         if not exists(r.wh):
             bad.append(f"{r.id} reviews missing {r.wh}")

@@ -1,7 +1,9 @@
 """ResearchState: everything the lab knows, persisted as state.json after every iteration.
 
 Ids are ``PREFIX-N`` with a per-prefix counter that only grows, so an id is never reused (a
-demoted result keeps its id; re-establishing the claim creates a new ER id).
+demoted result keeps its id; re-establishing the claim creates a new ER id). Because evidence
+ids grow too, "new evidence" for a hypothesis is simply evidence numbered above the mark set at
+its last verdict.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class Evidence(BaseModel):
     role: WorkerRole
     findings: str
     method: str = ""
+    derivation: str = Field(default="", description="The researcher's derivation, Markdown with LaTeX.")
+    checks: list[str] = Field(default_factory=list, description="Routine checks the worker made, with outcomes.")
     confidence: Confidence = "partial"
     approach: str = ""
     code: str = ""
@@ -61,8 +65,10 @@ class Review(BaseModel):
     iteration: int = 0
 
 
-WHStatus = Literal["proposed", "verified", "refuted", "inconclusive", "established", "demoted"]
-# "demoted": was established, lost it to an upheld critique; needs new evidence (revise) to be reviewed again.
+WHStatus = Literal["proposed", "verified", "refuted", "inconclusive", "established", "demoted", "abandoned"]
+# proposed: awaiting review. verified: passed review, waits for its dependencies to be established.
+# refuted / inconclusive / demoted (lost its ER to an upheld critique): reviewed again only with
+# new evidence. abandoned: refuted too often; a dead end, never reviewed again.
 
 
 class WorkingHypothesis(BaseModel):
@@ -74,6 +80,8 @@ class WorkingHypothesis(BaseModel):
     status: WHStatus = "proposed"
     reviews: list[str] = Field(default_factory=list)
     er: str | None = Field(default=None, description="The active ER holding this claim, if any.")
+    evidence_mark: int = Field(default=0, description="EV counter at the last verdict on this claim "
+                                                      "(review or demotion): only evidence above it is new.")
     iteration: int = 0
 
 
@@ -83,10 +91,9 @@ class EstablishedResult(BaseModel):
     claim: str
     value: str = ""
     evidence: list[str] = Field(default_factory=list)
-    depends_on: list[str] = Field(default_factory=list, description="WH ids (all established at promotion).")
+    depends_on: list[str] = Field(default_factory=list, description="WH ids (all established while active).")
     review: str
     status: Literal["active", "demoted"] = "active"
-    flagged: bool = Field(default=False, description="A dependency is currently not established.")
     demotion_reason: str = ""
     iteration: int = 0
 
@@ -147,9 +154,24 @@ class SystemEvent(BaseModel):
 
 RunStatus = Literal["running", "paused", "stopped", "complete", "partially_complete", "no_answer"]
 
+Standing = Literal["established", "verified", "inconclusive", "demoted"]
+
+
+class BestAnswer(BaseModel):
+    """The answer the run would give if it ended now, kept at every iteration boundary: the newest
+    established result nothing else builds on, else the strongest reviewed hypothesis."""
+
+    iteration: int
+    source: str = Field(description="The ER-n or WH-n it comes from.")
+    wh: str
+    standing: Standing
+    claim: str
+    value: str = ""
+    rests_on: list[str] = Field(default_factory=list, description="WH ids it depends on.")
+
 
 class ResearchState(BaseModel):
-    schema_version: int = 1
+    schema_version: int = 2
     problem_id: str = ""
     iteration: int = 0
     status: RunStatus = "running"
@@ -172,6 +194,10 @@ class ResearchState(BaseModel):
     events: list[SystemEvent] = Field(default_factory=list)
     inbox_consumed: list[str] = Field(default_factory=list, description="Inbox message ids already taken in.")
     completion_requested: bool = False
+    er_changes: int = Field(default=0, description="Promotions and demotions so far.")
+    er_changes_audited: int = Field(default=0, description="er_changes at the senior critic's last audit.")
+    format_bounces: int = Field(default=0, description="Completions the formatter sent back.")
+    best_answer: BestAnswer | None = None
     seen_evidence: int = Field(default=0, description="Evidence already shown to the orchestrator.")
     seen_reviews: int = Field(default=0, description="Reviews already shown to the orchestrator.")
     seen_events: int = Field(default=0, description="Events already shown to the orchestrator.")
@@ -211,3 +237,9 @@ class ResearchState(BaseModel):
 
     def open_critiques(self) -> list[Critique]:
         return [c for c in self.critiques if c.status == "open"]
+
+    def refutations(self, wh_id: str) -> int:
+        return sum(r.wh == wh_id and r.verdict == "REFUTED" for r in self.reviews)
+
+    def ev_number(self, ev_id: str) -> int:
+        return int(ev_id.rsplit("-", 1)[1])

@@ -26,8 +26,7 @@ def render_state(s: ResearchState) -> str:
         out += ["## Sanity checks", ""] + [f"- **{c.id}** [{c.status}] {c.predicate}" for c in s.sanity_checks] + [""]
     out += ["## Established results", ""]
     for e in s.ers:
-        tag = "demoted" if e.status == "demoted" else ("flagged" if e.flagged else "active")
-        out.append(f"- **{e.id}** [{tag}] from {e.wh}: {_clip(e.claim, 400)}")
+        out.append(f"- **{e.id}** [{e.status}] from {e.wh}: {_clip(e.claim, 400)}")
         if e.value:
             out.append(f"  - value: `{_clip(e.value, 800)}`")
         out.append(f"  - evidence: {', '.join(e.evidence)}; review {e.review}"

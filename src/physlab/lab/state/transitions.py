@@ -4,8 +4,11 @@ TransitionError from model-supplied arguments into a corrective message; tests c
 invariants (``invariants.check``) hold after every transition.
 
 Lifecycle: RQ -> evidence -> WH -> review -> ER (VERIFIED and every dependency established).
-Backwards: an upheld critique demotes an ER; its WH returns to ``proposed`` (it must be reviewed
-again) and every ER or WH that depends on it is flagged/blocked until the claim is re-established.
+Backwards: an upheld critique demotes an ER; its WH becomes ``demoted`` and is reviewed again only
+with new evidence (evidence a worker returns on it is attached and sent to review automatically).
+Every ER that builds on it is demoted with it; their hypotheses keep their VERIFIED review and are
+promoted again (under new ER ids) once what they rest on is established again. A hypothesis
+refuted ``abandon_after`` times is abandoned: a dead end, with the reviewer's reason.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from physlab.lab.state.models import (
-    Confidence, Critique, CritiqueTarget, DeadEnd, Dispatch, EstablishedResult, Evidence,
+    BestAnswer, Confidence, Critique, CritiqueTarget, DeadEnd, Dispatch, EstablishedResult, Evidence,
     HumanMessage, Note, ResearchQuestion, ResearchState, Review, ReviewVerdict, SanityCheck,
     Survey, SystemEvent, WorkerRole, WorkingHypothesis,
 )
@@ -117,13 +120,18 @@ def record_dispatch(state: ResearchState, role: WorkerRole, target: str, task: s
 
 
 def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, findings: str,
-                 method: str = "", confidence: Confidence = "partial", approach: str = "",
+                 method: str = "", derivation: str = "", checks: Iterable[str] = (),
+                 confidence: Confidence = "partial", approach: str = "",
                  code: str = "", output: str = "", dispatch: str | None = None
                  ) -> tuple[ResearchState, str]:
+    """Record a worker's evidence. Evidence on a hypothesis that is not established is attached
+    to it and sends it (back) to review: a refuted, inconclusive or demoted claim is re-reviewed
+    exactly when something new arrives for it, and never without."""
     s = _copy(state)
     _known(s, [target], ("RQ", "WH"), "evidence target")
     eid = _new_id(s, "EV")
     s.evidence.append(Evidence(id=eid, target=target, role=role, findings=findings, method=method,
+                               derivation=derivation, checks=[c for c in checks if c.strip()],
                                confidence=confidence, approach=approach, code=code, output=output,
                                iteration=s.iteration))
     if dispatch is not None:
@@ -131,6 +139,15 @@ def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, finding
         _need(d is not None, f"unknown dispatch id {dispatch!r}")
         d.evidence = eid
         d.outcome = "evidence"
+    w = s.wh(target)
+    if w is not None and w.status in ("established", "abandoned"):
+        _event(s, "evidence", f"{eid} on {w.id} recorded; {w.id} is {w.status}"
+               + (f" ({w.er}) and its review stands" if w.er else " and is not reviewed again"))
+    elif w is not None:
+        w.evidence.append(eid)
+        if w.status != "proposed":
+            _event(s, "wh", f"{eid} attached to {w.id} (was {w.status}); {w.id} goes back to review")
+        w.status = "proposed"
     return s, eid
 
 
@@ -152,6 +169,8 @@ def propose_wh(state: ResearchState, *, claim: str, value: str = "", evidence: I
     _need(bool(ev), "a working hypothesis must rest on at least one evidence id (EV-n)")
     _known(s, ev, ("EV",), "evidence")
     _known(s, deps, ("WH",), "dependency (WH)")
+    dead = [d for d in deps if s.wh(d).status == "abandoned"]
+    _need(not dead, f"{', '.join(dead)} is abandoned (a dead end); nothing can build on it")
     wid = _new_id(s, "WH")
     s.whs.append(WorkingHypothesis(id=wid, claim=claim.strip(), value=value, evidence=ev,
                                    depends_on=deps, iteration=s.iteration))
@@ -159,21 +178,39 @@ def propose_wh(state: ResearchState, *, claim: str, value: str = "", evidence: I
     return s, wid
 
 
+def new_evidence(s: ResearchState, w: WorkingHypothesis, ids: Iterable[str]) -> list[str]:
+    """The ids among ``ids`` that arrived after the last verdict on ``w``."""
+    return [i for i in ids if s.ev_number(i) > w.evidence_mark and i not in w.evidence]
+
+
 def revise_wh(state: ResearchState, wh_id: str, *, claim: str | None = None, value: str | None = None,
               add_evidence: Iterable[str] = ()) -> ResearchState:
-    """Update a hypothesis that is not currently established; it goes back to review."""
+    """Restate a hypothesis and/or attach evidence; it goes (back) to review. A claim that already
+    had a verdict (verified, refuted, inconclusive, demoted) is reviewed again only with evidence
+    newer than that verdict: the same evidence would get the same verdict."""
     s = _copy(state)
     w = s.wh(wh_id)
     _need(w is not None, f"unknown working hypothesis id {wh_id!r}")
     _need(w.status != "established", f"{wh_id} is established ({w.er}); it can only be challenged")
-    ev = list(add_evidence)
+    _need(w.status != "abandoned", f"{wh_id} was abandoned as a dead end; propose a new hypothesis instead")
+    ev = list(dict.fromkeys(add_evidence))
     _known(s, ev, ("EV",), "evidence")
-    if claim:
-        w.claim = claim
-    if value is not None and value != "":
+    fresh = new_evidence(s, w, ev)
+    if w.status != "proposed":
+        _need(bool(fresh), f"{wh_id} is {w.status} and has no evidence newer than its last verdict "
+                           f"(evidence after EV-{w.evidence_mark}); dispatch a worker on {wh_id} for new evidence first")
+    changed = bool(claim and claim.strip() != w.claim) or bool(value and value != w.value)
+    if claim and claim.strip():
+        w.claim = claim.strip()
+    if value:
         w.value = value
     w.evidence = list(dict.fromkeys(w.evidence + ev))
     w.status = "proposed"
+    if changed:       # what builds on the old statement was verified against it: check it again
+        for other in s.whs:
+            if wh_id in other.depends_on and other.status == "verified":
+                other.status = "proposed"
+                _event(s, "wh", f"{other.id} goes back to review: {wh_id}, which it builds on, was restated")
     _event(s, "wh", f"{wh_id} revised (review pending)")
     return s
 
@@ -182,8 +219,8 @@ def pending_reviews(state: ResearchState) -> list[str]:
     return [w.id for w in state.whs if w.status == "proposed"]
 
 
-def record_review(state: ResearchState, wh_id: str, verdict: ReviewVerdict, reasoning: str = ""
-                  ) -> tuple[ResearchState, str]:
+def record_review(state: ResearchState, wh_id: str, verdict: ReviewVerdict, reasoning: str = "", *,
+                  abandon_after: int = 2) -> tuple[ResearchState, str]:
     s = _copy(state)
     w = s.wh(wh_id)
     _need(w is not None, f"unknown working hypothesis id {wh_id!r}")
@@ -192,18 +229,43 @@ def record_review(state: ResearchState, wh_id: str, verdict: ReviewVerdict, reas
     rid = _new_id(s, "RV")
     s.reviews.append(Review(id=rid, wh=wh_id, verdict=verdict, reasoning=reasoning, iteration=s.iteration))
     w.reviews.append(rid)
+    w.evidence_mark = s.counters.get("EV", 0)
     w.status = {"VERIFIED": "verified", "REFUTED": "refuted", "INCONCLUSIVE": "inconclusive"}[verdict]  # type: ignore[assignment]
     _event(s, "review", f"{wh_id}: {verdict}")
-    return promote_ready(s), rid
+    n = s.refutations(wh_id)
+    if verdict == "REFUTED" and n >= abandon_after:
+        w.status = "abandoned"
+        did = _new_id(s, "DE")
+        s.dead_ends.append(DeadEnd(id=did, related=[wh_id], iteration=s.iteration, description=(
+            f"{wh_id} abandoned after {n} refutations ({', '.join(r for r in w.reviews)}): {w.claim}. "
+            f"Last reason: {reasoning.strip() or 'none given'}")[:1500]))
+        _event(s, "abandoned", f"{wh_id} refuted {n} times: abandoned as a dead end ({did})")
+    return settle(s), rid
 
 
-def promote_ready(state: ResearchState) -> ResearchState:
-    """Promote every VERIFIED hypothesis whose dependencies are all established (to a fixpoint),
-    and refresh the flags of established results."""
+def settle(state: ResearchState) -> ResearchState:
+    """Bring the ERs in line with their dependencies, to a fixpoint: an active ER whose dependency
+    is no longer established is demoted (its hypothesis keeps its VERIFIED review and waits), and
+    every VERIFIED hypothesis whose dependencies are all established is promoted to a new ER.
+    Dependencies name earlier hypotheses only, so this terminates."""
     s = _copy(state)
     changed = True
     while changed:
         changed = False
+        for e in s.ers:
+            if e.status != "active":
+                continue
+            lost = [d for d in e.depends_on if not s.is_established(d)]
+            if lost:
+                w = s.wh(e.wh)
+                e.status = "demoted"
+                e.demotion_reason = (f"it builds on {', '.join(lost)}, which is no longer established; "
+                                     f"{w.id} keeps its review and is promoted again once "
+                                     f"{'they are' if len(lost) > 1 else 'it is'} re-established")
+                w.status, w.er = "verified", None
+                s.er_changes += 1
+                _event(s, "demotion", f"{e.id} demoted with {', '.join(lost)}: {e.demotion_reason}"[:600])
+                changed = True
         for w in s.whs:
             if w.status == "verified" and all(s.is_established(d) for d in w.depends_on):
                 eid = _new_id(s, "ER")
@@ -211,14 +273,9 @@ def promote_ready(state: ResearchState) -> ResearchState:
                                                evidence=list(w.evidence), depends_on=list(w.depends_on),
                                                review=w.reviews[-1], iteration=s.iteration))
                 w.status, w.er = "established", eid
+                s.er_changes += 1
                 _event(s, "promotion", f"{w.id} promoted to {eid}")
                 changed = True
-    for e in s.ers:
-        if e.status == "active":
-            flagged = not all(s.is_established(d) for d in e.depends_on)
-            if e.flagged and not flagged:
-                _event(s, "unflag", f"{e.id}: its dependencies are established again")
-            e.flagged = flagged
     return s
 
 
@@ -230,12 +287,11 @@ def demote_er(state: ResearchState, er_id: str, reason: str) -> ResearchState:
     e.status, e.demotion_reason = "demoted", reason
     w = s.wh(e.wh)
     w.status, w.er = "demoted", None
-    _event(s, "demotion", f"{er_id} demoted; {w.id} is a working hypothesis again and needs new evidence: {reason}"[:600])
-    s = promote_ready(s)  # refreshes flags
-    for other in s.ers:
-        if other.status == "active" and other.flagged and w.id in other.depends_on:
-            _event(s, "flag", f"{other.id} flagged: it depends on {w.id} (was {er_id})")
-    return s
+    w.evidence_mark = s.counters.get("EV", 0)
+    s.er_changes += 1
+    _event(s, "demotion", f"{er_id} demoted; {w.id} is a working hypothesis again and is reviewed again "
+                          f"only with new evidence: {reason}"[:600])
+    return settle(s)
 
 
 # ---------------------------------------------------------------- critiques
@@ -346,10 +402,32 @@ def request_completion(state: ResearchState) -> ResearchState:
     return s
 
 
+def refuse_completion(state: ResearchState, blockers: list[str]) -> ResearchState:
+    """The completion gates did not pass: the orchestrator is told why at its next turn."""
+    s = _copy(state)
+    s.completion_requested = False
+    _event(s, "completion_refused", "completion refused: " + "; ".join(blockers)[:900])
+    return s
+
+
 def bounce_completion(state: ResearchState, reason: str) -> ResearchState:
     s = _copy(state)
     s.completion_requested = False
+    s.format_bounces += 1
     _event(s, "formatter_bounce", f"the formatter cannot fill the template from the ERs: {reason}"[:600])
+    return s
+
+
+def record_audit(state: ResearchState) -> ResearchState:
+    """The senior critic audited the results as they stand now."""
+    s = _copy(state)
+    s.er_changes_audited = s.er_changes
+    return s
+
+
+def set_best_answer(state: ResearchState, best: BestAnswer | None) -> ResearchState:
+    s = _copy(state)
+    s.best_answer = best.model_copy(deep=True) if best is not None else None
     return s
 
 
