@@ -21,8 +21,8 @@ ROLE = "critic"
 
 class CritiqueDraft(BaseModel):
     target_type: Literal["ER", "strategy", "coordination", "sanity_check"]
-    target: str | None = Field(default=None, description="The ER-n id when target_type is ER; otherwise optional "
-                                                         "(an SC-n, RQ-n or WH-n the critique is about).")
+    target: str | None = Field(default=None, description="The ER-n id when target_type is ER; for the other types, "
+                                                         "optionally the id of what the critique is about.")
     kind: Literal["coherence", "staleness", "missing_validation", "scope", "sanity_check", "termination", "other"] = "other"
     text: str = Field(description="What is wrong or missing, the evidence for it, and (for a repeat of an earlier "
                                   "critique) the new grounds.")

@@ -70,7 +70,7 @@ def set_strategy(state: ResearchState, strategy: str, *, add_checks: Iterable[st
                  ) -> tuple[ResearchState, list[str]]:
     s = _copy(state)
     _need(bool(strategy.strip()), "the strategy is empty")
-    retire = list(retire_checks)
+    retire = list(dict.fromkeys(retire_checks))
     for cid in retire:
         sc = next((c for c in s.sanity_checks if c.id == cid), None)
         _need(sc is not None, f"unknown sanity check id {cid!r}")

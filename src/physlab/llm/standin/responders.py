@@ -4,7 +4,8 @@ A responder is any callable ``(request_body: dict) -> Reply | str``. Provided:
 - :class:`ScriptedResponder` - a queue of replies (or callables), played in order;
 - :class:`EchoResponder` - echoes the last user message;
 - :class:`RandomToolResponder` - a random but schema-valid call of one of the request's tools
-  (arguments generated from the tool's JSON schema), or text when there are no tools.
+  (arguments generated from the tool's JSON schema by ``fuzz_schema``, ids taken from the
+  conversation), or text when there are no tools.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import random
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from physlab.llm.standin.fuzz_schema import ids_in, pick_tool
+from physlab.llm.standin.fuzz_schema import instance as random_instance
 
 
 @dataclass
@@ -79,71 +83,10 @@ class RandomToolResponder:
         with self._lock:
             if not tools or self.rng.random() < self.text_probability:
                 return Reply(content=self.text)
-            tool = self.rng.choice(tools)
+            tool = pick_tool(tools, body, self.rng)
             schema = tool.get("parameters") or {"type": "object", "properties": {}}
-            args = random_instance(schema, self.rng, defs=schema.get("$defs") or schema.get("definitions") or {})
+            args = random_instance(schema, self.rng, ids=ids_in(body))
         return Reply(tool_calls=[(tool["name"], args)])
-
-
-def random_instance(schema: Any, rng: random.Random, *, defs: dict[str, Any], depth: int = 0) -> Any:
-    """A random value valid under ``schema`` (the JSON-schema subset pydantic emits for tools)."""
-    if not isinstance(schema, dict) or schema is True:
-        return rng.choice([0, "x", True, None])
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        return random_instance(defs.get(name, {}), rng, defs=defs, depth=depth + 1)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return rng.choice(schema["enum"])
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            options = schema[key]
-            if depth > 4:  # prefer a non-recursive branch deep down
-                options = [o for o in options if "$ref" not in o] or options
-            return random_instance(rng.choice(options), rng, defs=defs, depth=depth + 1)
-    if "allOf" in schema:
-        merged: dict[str, Any] = {}
-        for sub in schema["allOf"]:
-            sub = defs.get(sub["$ref"].rsplit("/", 1)[-1], {}) if "$ref" in sub else sub
-            merged.update(sub)
-        return random_instance(merged, rng, defs=defs, depth=depth + 1)
-    typ = schema.get("type")
-    if isinstance(typ, list):
-        typ = rng.choice(typ)
-    if typ is None:
-        typ = "object" if "properties" in schema else "string"
-    if typ == "object":
-        props = schema.get("properties", {})
-        required = set(schema.get("required", []))
-        out = {}
-        for name, sub in props.items():
-            if name in required or (depth < 3 and rng.random() < 0.5):
-                out[name] = random_instance(sub, rng, defs=defs, depth=depth + 1)
-        return out
-    if typ == "array":
-        lo = schema.get("minItems", 0)
-        hi = schema.get("maxItems", lo + (3 if depth < 3 else 0))
-        n = rng.randint(lo, max(lo, hi))
-        return [random_instance(schema.get("items", {}), rng, defs=defs, depth=depth + 1) for _ in range(n)]
-    if typ == "string":
-        lo = schema.get("minLength", 1)
-        hi = schema.get("maxLength", max(lo, 12))
-        n = rng.randint(lo, max(lo, hi))
-        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(n)) or "a" * lo
-    if typ == "integer":
-        lo = int(schema.get("minimum", schema.get("exclusiveMinimum", -101) + 1))
-        hi = int(schema.get("maximum", schema.get("exclusiveMaximum", 101) - 1))
-        return rng.randint(lo, max(lo, hi))
-    if typ == "number":
-        lo = float(schema.get("minimum", schema.get("exclusiveMinimum", -100.0)))
-        hi = float(schema.get("maximum", schema.get("exclusiveMaximum", 100.0)))
-        return rng.uniform(lo, hi)
-    if typ == "boolean":
-        return rng.random() < 0.5
-    if typ == "null":
-        return None
-    return None
 
 
 def as_reply(value: Reply | str) -> Reply:

@@ -1,0 +1,136 @@
+"""Schema-valid random values for the stand-in's fuzz replies.
+
+A fuzz model that answers every tool call with random strings never gets past the first role of a
+structured pipeline: ids are wrong, nested models are half-filled. This generator follows the JSON
+schema a request carries (``$ref`` into ``$defs``/``definitions``, ``anyOf``/``oneOf``/``allOf``,
+nested objects and arrays, enums, bounds), and when a field's description names the kind of id it
+wants (``"The RQ-n or WH-n the worker investigates"``), it picks an id of that kind from the ones
+the conversation mentions — so random runs reach the roles further down the pipeline while staying
+random. JSON Schema libraries validate instances; none we depend on generates them (hypothesis-
+jsonschema would, but as a test strategy, not a seeded runtime generator), hence this module.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_ID = re.compile(r"\b([A-Z]{2})-(\d+)\b")
+_KIND = re.compile(r"\b([A-Z]{2})-n\b")
+_WORDS = ("the", "result", "check", "limit", "energy", "sign", "factor", "state", "value", "field", "order")
+
+
+def ids_in(body: dict[str, Any]) -> dict[str, list[str]]:
+    """Ids (``XX-n``) the conversation mentions (not the system prompt, whose examples are not real
+    ids), by kind, in first-seen order."""
+    found: dict[str, list[str]] = {}
+    convo = [m for m in body.get("messages", []) if m.get("role") not in ("system", "developer")]
+    for m in _ID.finditer(json.dumps(convo)):
+        ids = found.setdefault(m.group(1), [])
+        if m.group(0) not in ids:
+            ids.append(m.group(0))
+    return found
+
+
+@dataclass
+class Fuzz:
+    """One request's generator: its random source, the schema's definitions, the ids in play."""
+
+    rng: random.Random
+    defs: dict[str, Any] = field(default_factory=dict)
+    ids: dict[str, list[str]] = field(default_factory=dict)
+    id_rate: float = 0.9        # how often an id field gets a known id (else a made-up one)
+
+    def value(self, schema: Any, *, kinds: list[str] | None = None, depth: int = 0) -> Any:
+        if not isinstance(schema, dict):
+            return self.rng.choice([0, "x", True, None])
+        kinds = _KIND.findall(schema.get("description", "")) or kinds
+        if "$ref" in schema:
+            name = schema["$ref"].rsplit("/", 1)[-1]
+            return self.value(self.defs.get(name, {}), kinds=kinds, depth=depth + 1)
+        if "const" in schema:
+            return schema["const"]
+        if "enum" in schema:
+            return self.rng.choice(schema["enum"])
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                options = schema[key]
+                if depth > 6:      # deep down, prefer a branch that does not recurse
+                    options = [o for o in options if "$ref" not in o] or options
+                concrete = [o for o in options if o.get("type") != "null"]
+                pick = self.rng.choice(concrete) if concrete and self.rng.random() < 0.8 else self.rng.choice(options)
+                return self.value(pick, kinds=kinds, depth=depth + 1)
+        if "allOf" in schema:
+            merged: dict[str, Any] = {}
+            for sub in schema["allOf"]:
+                merged.update(self.defs.get(sub["$ref"].rsplit("/", 1)[-1], {}) if "$ref" in sub else sub)
+            return self.value(merged, kinds=kinds, depth=depth + 1)
+        typ = schema.get("type")
+        if isinstance(typ, list):
+            typ = self.rng.choice([t for t in typ if t != "null"] or typ)
+        if typ is None:
+            typ = "object" if "properties" in schema else "string"
+        return getattr(self, f"_{typ}", lambda *a, **k: None)(schema, kinds=kinds, depth=depth)
+
+    def _object(self, schema: dict[str, Any], *, kinds: list[str] | None, depth: int) -> dict[str, Any]:
+        required = set(schema.get("required", []))
+        out = {}
+        for name, sub in schema.get("properties", {}).items():
+            if name in required or self.rng.random() < (0.6 if depth < 4 else 0.2):
+                out[name] = self.value(sub, depth=depth + 1)
+        return out
+
+    def _array(self, schema: dict[str, Any], *, kinds: list[str] | None, depth: int) -> list[Any]:
+        lo = schema.get("minItems", 0)
+        if kinds and lo == 0 and self.rng.random() < 0.8:    # a list of ids is rarely meant to be empty
+            lo = 1
+        hi = schema.get("maxItems", lo + (3 if depth < 4 else 1))
+        return [self.value(schema.get("items", {}), kinds=kinds, depth=depth + 1)
+                for _ in range(self.rng.randint(lo, max(lo, hi)))]
+
+    def _string(self, schema: dict[str, Any], *, kinds: list[str] | None, depth: int) -> str:
+        if kinds:
+            known = [i for k in kinds for i in self.ids.get(k, [])]
+            if known and self.rng.random() < self.id_rate:
+                return self.rng.choice(known)
+            return f"{self.rng.choice(kinds)}-{self.rng.randint(1, 9)}"
+        lo = schema.get("minLength", 1)
+        hi = schema.get("maxLength", max(lo, 60))
+        words: list[str] = []
+        while len(" ".join(words)) < lo or (len(" ".join(words)) < hi and self.rng.random() < 0.8):
+            words.append(self.rng.choice(_WORDS))
+        return " ".join(words)[:hi] or "a" * lo
+
+    def _integer(self, schema: dict[str, Any], **_: Any) -> int:
+        lo = int(schema.get("minimum", schema.get("exclusiveMinimum", -101) + 1))
+        hi = int(schema.get("maximum", schema.get("exclusiveMaximum", 101) - 1))
+        return self.rng.randint(lo, max(lo, hi))
+
+    def _number(self, schema: dict[str, Any], **_: Any) -> float:
+        lo = float(schema.get("minimum", schema.get("exclusiveMinimum", -100.0)))
+        hi = float(schema.get("maximum", schema.get("exclusiveMaximum", 100.0)))
+        return self.rng.uniform(lo, hi)
+
+    def _boolean(self, schema: dict[str, Any], **_: Any) -> bool:
+        return self.rng.random() < 0.5
+
+    def _null(self, schema: dict[str, Any], **_: Any) -> None:
+        return None
+
+
+def pick_tool(tools: list[dict[str, Any]], body: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A random tool, favouring those not yet called in this conversation (novelty, as coverage-
+    guided fuzzers do): multi-step flows (document, then run, then submit) then happen at random."""
+    called = {tc.get("function", {}).get("name") for m in body.get("messages", []) for tc in m.get("tool_calls") or []}
+    weights = [1 if t["name"] in called else 3 for t in tools]
+    return rng.choices(tools, weights=weights)[0]
+
+
+def instance(schema: dict[str, Any], rng: random.Random, *, ids: dict[str, list[str]] | None = None,
+             defs: dict[str, Any] | None = None) -> Any:
+    """A random value valid under ``schema`` (the JSON-schema subset pydantic emits for tools)."""
+    defs = defs if defs is not None else (schema.get("$defs") or schema.get("definitions") or {})
+    return Fuzz(rng, defs, ids or {}).value(schema)
