@@ -36,10 +36,19 @@ def prompt(role: str) -> str:
     return resources.files("physlab.lab.roles").joinpath(f"{role}.md").read_text(encoding="utf-8")
 
 
+# Roles that do or judge physics also get the lab's standards (conventions, routine checks,
+# pitfalls): one text, so every role is held to the same ones.
+WITH_STANDARDS = {"surveyor", "planner", "researcher", "computer", "reviewer", "critic", "adjudicator"}
+
+
 def instructions(role: str) -> str:
-    """The role's prompt file, then what each section of its context is (from the same table the
-    context is built with, so the two cannot drift apart)."""
-    return prompt(role).rstrip() + "\n\n## What your context contains\n\n" + guide(role) + "\n"
+    """The role's prompt file, the lab's standards where they apply, then what each section of its
+    context is (from the same table the context is built with, so the two cannot drift apart)."""
+    parts = [prompt(role).rstrip()]
+    if role in WITH_STANDARDS:
+        parts.append(prompt("standards").rstrip())
+    parts.append("## What your context contains\n\n" + guide(role))
+    return "\n\n".join(parts) + "\n"
 
 
 def correct_or_drop(ctx: CallContext[Any], problems: list[str], how: str) -> bool:

@@ -22,10 +22,14 @@ PREFIXES = {"RQ", "EV", "WH", "RV", "ER", "DE", "NT", "CR", "SC", "HM", "DS"}
 
 
 class Survey(BaseModel):
-    background: str = ""
-    key_insights: list[str] = Field(default_factory=list)
-    known_methods: list[str] = Field(default_factory=list)
-    known_pitfalls: list[str] = Field(default_factory=list)
+    background: str = Field(default="", description="What the problem asks, restated precisely in its own "
+                                                    "notation: system, quantity wanted, inputs, regime.")
+    key_insights: list[str] = Field(default_factory=list, description="Structural facts any correct answer "
+                                                                      "must reflect.")
+    known_methods: list[str] = Field(default_factory=list, description="Techniques that can produce the answer, "
+                                                                       "each with when it is reliable.")
+    known_pitfalls: list[str] = Field(default_factory=list, description="Mistakes typically made on this kind "
+                                                                        "of problem, specifically.")
 
 
 class SanityCheck(BaseModel):
