@@ -94,6 +94,8 @@ def test_console_view_and_json_mode():
     v.feed("critique_resolved", {"id": "CR-1", "status": "dismissed", "by": "adjudicator"})
     assert v.iteration == 2 and v.role == "reviewer" and v.tokens == 900 and v.cost == 0.25
     assert list(v.verdicts) == ["WH-1: VERIFIED → ER-1"] and "dismissed" in v.critiques[0]
+    v.feed("completion_refused", {"blockers": ["CR-2 (ER-1) is open"]})
+    assert "CR-2 (ER-1) is open" in v.events[-1]
     buf = io.StringIO()
     sink = make_console("json", buf)
     sink("verdict", wh="WH-1", verdict="REFUTED")

@@ -129,3 +129,20 @@ With $\hbar = 1$, $$E_0 = -\frac{J}{2}\left(1 + \frac{\Delta^2}{8}\right)$$ and 
     assert ev.role == "researcher" and ev.derivation == derivation and ev.checks == ["6*7 by hand"]
     review = C.for_reviewer(mini_problem(), out.state, W, "WH-1") if out.state.whs else ""
     assert derivation in review                                   # the reviewer reads it whole
+
+
+def test_docs_say_what_each_role_sees_and_the_parameters_as_the_code_does():
+    from pathlib import Path
+
+    from physlab.lab.engine import LabSettings
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "lab.md").read_text(encoding="utf-8")
+    for role in ROLES:
+        row = next(line for line in doc.splitlines() if line.startswith(f"| {role} |"))
+        cells = [c.strip() for c in row.split("|")[1:-1]]
+        assert cells[2] == ", ".join(C.ROLE_SECTIONS[role]), role
+        assert (cells[1] == "✓") == (role in WITH_STANDARDS), role
+    for name, field in LabSettings.model_fields.items():
+        if name != "windows":
+            default = int(field.default) if field.default == int(field.default) else field.default
+            assert f"`{name}` ({default}" in doc, name

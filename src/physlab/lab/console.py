@@ -53,6 +53,8 @@ class LabView:
             self.critiques.append(f"{data.get('id')}: {data.get('status')} ({data.get('by')})")
         elif kind in ("system", "evidence", "formatter_bounce", "forced_formatter"):
             self.events.append(f"[{kind}] " + str(data.get("text") or data.get("reason") or data.get("id") or ""))
+        elif kind == "completion_refused":
+            self.events.append("[completion refused] " + "; ".join(map(str, data.get("blockers") or [])))
         elif kind == "iteration_end":
             self.events.append(f"it. {data.get('iteration')}: {str(data.get('summary', ''))[:140]}")
         elif kind == "run_finished":

@@ -28,8 +28,10 @@ class LabParams(StrategyParams, LabSettings):
         "max_iterations": f"PhysLab: above the median of 8 iterations physics-intern needed on CritPt "
                           f"({PHYSICS_INTERN} §5)",
         "critic_every": f"PhysLab: the senior critic audits 'periodically' ({PHYSICS_INTERN} §3), no number given",
-        **{k: _ENGINEERING for k in ("parallel_workers", "max_dispatches", "max_critiques", "code_timeout_s",
-                                     "code_memory_mb", "tool_retries", "request_limit",
+        "max_refutations": f"PhysLab: 'repeatedly refuted' claims are abandoned as dead ends; {PHYSICS_INTERN} "
+                           "gives no number, twice is the least 'repeatedly' can mean",
+        **{k: _ENGINEERING for k in ("parallel_workers", "max_dispatches", "max_critiques", "max_format_bounces",
+                                     "code_timeout_s", "code_memory_mb", "tool_retries", "request_limit",
                                      "max_consecutive_failures", "windows")},
     }
 
