@@ -52,6 +52,14 @@ async def test_a_challenge_sent_after_the_run_completed_reaches_the_adjudicator_
     chal = next(c for c in s.critiques if c.source == "human")
     assert chal.status == "upheld" and s.er(er).status == "demoted"
     assert "from the physicist" in " ".join(git_subjects(finished))
+    assert any(e.kind == "reopened" for e in s.events)
+    # while it ran again, the old answer was not presented as standing: the commit that took the
+    # challenge in carries a provisional answer (the old result, now demoted, is not its source)
+    import subprocess
+    sha = next(line.split()[0] for line in subprocess.run(["git", "log", "--format=%H %s"], cwd=finished,
+               capture_output=True, text=True).stdout.splitlines() if "from the physicist" in line)
+    md = subprocess.run(["git", "show", f"{sha}:ANSWER.md"], cwd=finished, capture_output=True, text=True).stdout
+    assert "Standing: complete" not in md
 
 
 async def test_stop_alone_does_not_reopen_a_completed_run(finished):

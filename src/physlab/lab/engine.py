@@ -119,6 +119,7 @@ class LabEngine:
             self.state = T.set_best_answer(self.state, best)
         s = self.state
         if s.final_answer_code is None and s.final_answer_text is None:
+            (self.ws.root / "answer.py").unlink(missing_ok=True)     # a provisional answer fills no template
             path = self.ws.root / "ANSWER.md"
             if best is None:
                 path.unlink(missing_ok=True)
@@ -140,8 +141,10 @@ class LabEngine:
             loaded = self.ws.rewind(from_iteration)
         if loaded is not None:
             self.state = T.settle(loaded)     # a run saved before dependents were demoted with their base
-            if self._finished() and not self._has_new_messages():
-                return self._outcome()
+            if self._finished():
+                if not self._has_new_messages():
+                    return self._outcome()
+                self.state = T.reopen(self.state, "reopened: the physicist sent messages after the run ended")
             if self.state.status != "running":
                 self.state = T.set_status(self.state, "running")
             self.note("resume", f"resumed at iteration {self.state.iteration}")

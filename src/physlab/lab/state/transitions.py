@@ -440,6 +440,16 @@ def finish(state: ResearchState, status: str, *, answer_code: str | None, answer
     return s
 
 
+def reopen(state: ResearchState, why: str) -> ResearchState:
+    """A finished run goes on (e.g. the physicist challenged its result): its final answer no
+    longer stands until the formatter writes a new one."""
+    s = _copy(state)
+    s.status, s.stop_reason, s.completion_requested = "running", "", False
+    s.final_answer_code = s.final_answer_text = None
+    _event(s, "reopened", why)
+    return s
+
+
 def set_status(state: ResearchState, status: str, reason: str = "") -> ResearchState:
     s = _copy(state)
     s.status, s.stop_reason = status, reason  # type: ignore[assignment]
