@@ -298,3 +298,26 @@ async def test_one_worker_per_target_per_turn(tmp_path):
     engine, out = await run_engine(tmp_path / "r", fns(orchestrator=orchestrator), mini_problem())
     assert any("one worker per target" in r for r in seen_retries)
     assert [d.iteration for d in out.state.dispatches].count(1) == 1
+
+
+def test_a_completed_answer_must_rest_on_established_results_only():
+    from physlab.lab.roles.formatter import FinalAnswer, assess
+    from tests.lab.mini import TEMPLATE
+
+    s = ResearchState()
+    s, rq = T.create_rq(s, "q")
+    s, ev = T.add_evidence(s, target=rq, role="computer", findings="42")
+    s, wh = T.propose_wh(s, claim="6*7 = 42", value="42", evidence=[ev])
+    s, _ = T.record_review(s, wh, "VERIFIED")
+    er = s.wh(wh).er
+    code = TEMPLATE.replace("...", "42")
+
+    def answer(*sources, ready=True):
+        return FinalAnswer(ready=ready, answer_code=code, answer_markdown="42",
+                           sources=[{"part": "value", "source": x} for x in sources])
+    assert assess(answer(er), s, TEMPLATE, forced=False).bounce == ""
+    assert "no established result" in assess(answer(), s, TEMPLATE, forced=False).bounce
+    demoted = T.demote_er(s, er, "gap")
+    assert "not established" in assess(answer(er), demoted, TEMPLATE, forced=False).bounce
+    assert "not established" in assess(answer(wh), demoted, TEMPLATE, forced=False).bounce
+    assert assess(answer(wh), demoted, TEMPLATE, forced=True).code == code        # the run is ending: allowed

@@ -106,3 +106,10 @@ def final_markdown(s: ResearchState, body: str, *, sources: Iterable[str], compl
         ids = [s.best_answer.source]
     lines = [head, ">"] + [f"> - {standing_of(s, i)}" for i in ids]
     return "\n".join(lines) + "\n\n" + body.strip() + "\n"
+
+
+def fallback_markdown(s: ResearchState, best: BestAnswer, reason: str) -> str:
+    """The final answer when even the forced formatter failed: the best current answer as recorded."""
+    body = (f"**{best.claim}**\n\n" + (f"```\n{best.value}\n```\n\n" if best.value else "")
+            + "The formatter could not write the answer; this is the lab's best current answer as recorded.")
+    return final_markdown(s, body, sources=[best.source], complete=False, reason=reason)

@@ -450,32 +450,15 @@ class LabEngine:
             return False
         for d in desk.dropped:
             self.note("refused", f"formatter: {d}")
-        code = None
-        if template and ans.answer_code.strip() and formatter.check_answer_code(ans.answer_code, template) is None:
-            code = formatter.strip_fence(ans.answer_code)
-        body = ans.answer_markdown.strip()
-        sources = [p.source for p in ans.sources]
-        if not forced:
-            why = ""
-            if not ans.ready:
-                why = ans.missing or "the formatter says the results are not enough"
-            elif template and code is None:
-                why = "the template could not be filled"
-            elif not sources:
-                why = "the answer names no established result it rests on"
-            elif bad := gates.unestablished(s, sources):
-                why = f"the answer rests on {', '.join(bad)}: not established"
-            if why:
-                self.state = T.bounce_completion(self.state, why)
-                self.summary.append(f"formatter bounced back to the orchestrator ({why})")
-                self.emit("formatter_bounce", reason=why)
-                return False
-        if code is None and not body:
+        out = formatter.assess(ans, s, template, forced=forced)
+        if out.bounce:
+            self.state = T.bounce_completion(self.state, out.bounce)
+            self.summary.append(f"formatter bounced back to the orchestrator ({out.bounce})")
+            self.emit("formatter_bounce", reason=out.bounce)
             return False
-        if not body:
-            body = f"```python\n{code}```"
-        elif code is not None and "```" not in body:
-            body += "\n\n```python\n" + code.strip() + "\n```"
+        if out.body is None:
+            return False
+        code, body, sources = out.code, out.body, out.sources
         text = A.final_markdown(s, body, sources=sources, complete=not forced, reason=reason)
         status = "partially_complete" if forced else "complete"
         self.state = T.finish(self.state, status, answer_code=code, answer_text=text, reason=self.state.stop_reason)
@@ -507,9 +490,7 @@ class LabEngine:
             self.note("role_failed", f"forced formatter: {_short(exc)}")
         best = self.state.best_answer
         if not ok and best is not None:
-            body = (f"**{best.claim}**\n\n" + (f"```\n{best.value}\n```\n\n" if best.value else "")
-                    + "The formatter could not write the answer; this is the lab's best current answer as recorded.")
-            text = A.final_markdown(self.state, body, sources=[best.source], complete=False, reason=reason)
+            text = A.fallback_markdown(self.state, best, reason)
             self.state = T.finish(self.state, "partially_complete", answer_code=None, answer_text=text, reason=reason)
             self._write_answer(None, text)
             self.summary.append("the best current answer is the answer (the formatter failed)")

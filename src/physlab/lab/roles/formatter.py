@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
 
+from physlab.lab.gates import unestablished
 from physlab.lab.roles._base import LabEnv, correct_or_drop, run_role
 from physlab.lab.state.models import ResearchState
 
@@ -85,6 +86,44 @@ def _validate(ctx: RunContext[Desk], a: FinalAnswer) -> FinalAnswer:
         d.dropped = problems
         a = a.model_copy(update={"sources": [p for p in a.sources if p.source not in unknown]})
     return a
+
+
+@dataclass
+class Assessment:
+    """What the lab makes of the formatter's output: the code that fills the template (if it
+    does), the Markdown body, the sources — or why the completion goes back to the orchestrator."""
+
+    code: str | None
+    body: str | None
+    sources: list[str]
+    bounce: str = ""
+
+
+def assess(a: FinalAnswer, s: ResearchState, template: str | None, *, forced: bool) -> Assessment:
+    code = None
+    if template and a.answer_code.strip() and check_answer_code(a.answer_code, template) is None:
+        code = strip_fence(a.answer_code)
+    sources = [p.source for p in a.sources]
+    if not forced:         # completion: the answer must be whole and rest on established results only
+        why = ""
+        if not a.ready:
+            why = a.missing or "the formatter says the results are not enough"
+        elif template and code is None:
+            why = "the template could not be filled"
+        elif not sources:
+            why = "the answer names no established result it rests on"
+        elif bad := unestablished(s, sources):
+            why = f"the answer rests on {', '.join(bad)}: not established"
+        if why:
+            return Assessment(code, None, sources, bounce=why)
+    body = a.answer_markdown.strip()
+    if code is None and not body:
+        return Assessment(None, None, sources)
+    if not body:
+        body = f"```python\n{code}```"
+    elif code is not None and "```" not in body:
+        body += "\n\n```python\n" + code.strip() + "\n```"
+    return Assessment(code, body, sources)
 
 
 async def run(env: LabEnv, desk: Desk, user_prompt: str) -> FinalAnswer:
