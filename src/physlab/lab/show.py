@@ -92,6 +92,7 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
 
 def render(data: dict[str, Any]) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     con = Console()
     if "iteration" not in data:  # not a lab run: its outcome and usage
@@ -107,16 +108,16 @@ def render(data: dict[str, Any]) -> None:
     con.print(f"run: {data['run']}")
     con.print("\n[bold]Established results[/]")
     for e in data["established_results"]:
-        con.print(f"  {e['id']} ({e['wh']}): {e['claim'][:160]}")
+        con.print(f"  {e['id']} ({e['wh']}): {escape(e['claim'][:160])}")
     if not data["established_results"]:
         con.print("  (none)")
     if data.get("best_answer"):
         con.print(f"[bold]Best current answer[/] (iteration {data['best_answer']['iteration']}): "
-                  f"{data['best_answer']['standing_text']}")
+                  f"{escape(data['best_answer']['standing_text'])}")
     if data["hypotheses"]:
         con.print("[bold]Working hypotheses[/]")
         for w in data["hypotheses"]:
-            con.print(f"  {w['id']} [{w['status']}]: {w['claim'][:160]}")
+            con.print(f"  {w['id']} \\[{w['status']}]: {escape(w['claim'][:160])}")
     if data["open_questions"]:
         con.print("[bold]Open questions[/]")
         for r in data["open_questions"]:
