@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from physlab.grading.jobs import candidate_job, check_written, grade_job, verdict_from
 from physlab.grading.rt import stages
 from physlab.grading.template import template_spec
+from physlab.grading.verdict import Verdict
 from physlab.problems.model import Problem
 
 QEC_FILE = Path("/work/shared/data/critpt/example_challenges/quantum_error_correction.json")
@@ -65,3 +67,23 @@ def grade_in_process(prob: Problem, code: str, step_timeout: float = 5.0) -> tup
     res = stages.run_trusted(job)
     assert "error" not in res, res
     return res["verdict"], res["reason"]
+
+
+def grade_text_in_process(prob: Problem, text: str, step_timeout: float = 5.0) -> Verdict:
+    """Any candidate (code or written) through the grader's own jobs, both stages in this process
+    (trusted test candidates only; the sandboxed path is covered by test_grader.py/test_written.py)."""
+    spec = template_spec(prob.answer_template)
+    job = candidate_job(prob, text, spec, step_timeout=step_timeout)
+    if isinstance(job, str):
+        return Verdict(verdict="invalid", reason=job, details={"stage": "candidate"})
+    out = stages.run_candidate(job)
+    if not out["ok"]:
+        return Verdict(verdict="invalid", reason=out["reason"], details={"stage": "candidate"})
+    out = json.loads(json.dumps(out))
+    written = out.get("written")
+    if job["code"] is None:
+        assert check_written(written) == "", check_written(written)
+    gjob = grade_job(prob, spec, out["tree"], written if job["code"] is None else None, step_timeout=step_timeout)
+    res = stages.run_trusted(json.loads(json.dumps(gjob)))
+    assert "error" not in res, res
+    return verdict_from(res, gjob, {"stage": "compare"})

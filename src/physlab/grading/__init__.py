@@ -5,11 +5,13 @@
     same = await Grader().equivalent(problem, code_a, code_b)  # reference-free
 
 Untrusted code runs only in the sandbox (stage 1); the reference is evaluated and compared in a
-separate sandbox run holding trusted code only (stage 2). See ``grader.py`` and ``rt/``.
+separate sandbox run holding trusted code only (stage 2). Written answers (LaTeX: boxes, "Final
+answer" lines, HiPhO items) are parsed in stage 1 too, by ``rt/latex.py``. See ``grader.py``,
+``jobs.py``, ``rt/`` and docs/grading.md.
 """
 
 from physlab.grading.verdict import Verdict, VerdictKind
-from physlab.grading.extract import extract_code, extract_final_answer, fill_template
+from physlab.grading.extract import WrittenAnswer, extract_code, extract_final_answer, extract_written, fill_template
 from physlab.grading.grader import BoundGrader, CandidateAnswer, Equivalence, Grader, bind
 from physlab.grading.template import TemplateSpec, template_spec
 
@@ -21,9 +23,11 @@ __all__ = [
     "TemplateSpec",
     "Verdict",
     "VerdictKind",
+    "WrittenAnswer",
     "bind",
     "extract_code",
     "extract_final_answer",
+    "extract_written",
     "fill_template",
     "template_spec",
 ]

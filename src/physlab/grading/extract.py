@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$",
                     re.DOTALL | re.MULTILINE)
@@ -46,7 +47,8 @@ def extract_code(text: str | None, function: str = "answer") -> str | None:
     return None
 
 
-def _balanced(text: str, start: int) -> str | None:
+def _balanced(text: str, start: int) -> int | None:
+    """Index of the brace closing the group opened just before ``start`` (None if unbalanced)."""
     depth, j = 1, start
     while j < len(text):
         ch = text[j]
@@ -58,40 +60,122 @@ def _balanced(text: str, start: int) -> str | None:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return text[start:j]
+                return j
         j += 1
     return None
 
 
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+
+def _boxes(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of every top-level ``\\boxed{...}`` / ``\\fbox{...}`` (nested boxes
+    stay inside their parent's content); an unbalanced last box takes the rest of the text."""
+    out: list[tuple[int, int, str]] = []
+    i = 0
+    while True:
+        m = _BOX.search(text, i)
+        if not m:
+            return out
+        close = _balanced(text, m.end())
+        if close is None:
+            out.append((m.start(), len(text), text[m.end():].strip()))
+            return out
+        out.append((m.start(), close + 1, text[m.end():close].strip()))
+        i = close + 1
+
+
 def extract_boxed(text: str) -> list[str]:
-    """Contents of every ``\\boxed{...}`` (balanced braces), in order."""
-    out = []
-    for m in re.finditer(r"\\boxed\s*\{", text):
-        body = _balanced(text, m.end())
-        if body is not None:
-            out.append(body.strip())
-    return out
+    """Contents of every top-level ``\\boxed{...}`` (or ``\\fbox{...}``), in order."""
+    return [c for _, _, c in _boxes(text or "")]
+
+
+# "Final answer" markers ("Final Answer:", "**Final answer**", "The final answer is").
+_MARKER = re.compile(r"final\s+answer(?:\s*\*\*)?\s*(?:is\b)?\s*[:：]?", re.IGNORECASE)
+_ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE)
+_DISPLAY = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
+# Between two boxes of one answer ("\boxed{1}, \boxed{2}", "\boxed{a} and \boxed{b}"): Math-Verify's
+# rule (latex2sympy2_extended.math_normalization.extract_boxed_content), kept per box here because
+# its function joins the boxes into one string.
+_SEPARATOR = re.compile(r"\b(?:and|or)\b|,|;")
+
+
+@dataclass(frozen=True)
+class WrittenAnswer:
+    """The final answer of a written (non-code) reply.
+
+    ``boxes``: the answer strings in order (every box, or the boxes after the last "Final answer"
+    marker when it points at boxes; a single string when the answer is a marker line or display
+    math). ``final``: indices into ``boxes`` of the final group (the last run of adjacent boxes).
+    ``how``: where it was found ("boxed", "final answer line", "answer line", "display math")."""
+
+    boxes: tuple[str, ...]
+    final: tuple[int, ...]
+    how: str
+
+    @property
+    def last(self) -> str:
+        return self.boxes[self.final[-1]]
+
+
+def _clean_line(line: str) -> str:
+    line = line.strip().strip("*_").strip()
+    line = re.sub(r"^(?:the\s+)?(?:final\s+)?answer\s+is\s*:?\s*", "", line, flags=re.IGNORECASE)
+    line = re.sub(r"\.?\s*I hope it is correct\.?\s*$", "", line, flags=re.IGNORECASE)
+    line = line.strip().strip("*_").strip()
+    if line.startswith("$$") and line.endswith("$$") and len(line) > 3:
+        line = line[2:-2]
+    elif line.startswith("$") and line.endswith("$") and len(line) > 1:
+        line = line[1:-1]
+    elif line.startswith("\\[") and line.endswith("\\]"):
+        line = line[2:-2]
+    return line.strip().rstrip(".").strip()
+
+
+def extract_written(text: str | None) -> WrittenAnswer | None:
+    """The final answer of a written reply (pure text processing: nothing is parsed or run).
+
+    Boxes decide when there are any: the boxes after the last "Final answer" marker when it points
+    at a box, otherwise every box (a marker line that restates a box in prose does not override
+    it). Without a box: the rest of the last marker's line, else an "Answer:" line, else the last
+    display-math block (``$$...$$`` or ``\\[...\\]``). None when there is no final answer."""
+    if not text or not text.strip():
+        return None
+    marks = list(_MARKER.finditer(text))
+    boxes = _boxes(text)
+    if boxes:
+        after = [b for b in boxes if marks and b[0] >= marks[-1].end()]
+        chosen = after or boxes
+        groups: list[list[int]] = [[0]]
+        for k in range(1, len(chosen)):
+            between = text[chosen[k - 1][1]:chosen[k][0]]
+            between = re.sub(r"[$\s]|\\[\[\]()]", " ", between).strip()
+            if len(between) < 10 or (len(between) < 70 and _SEPARATOR.search(between)):
+                groups[-1].append(k)
+            else:
+                groups.append([k])
+        final = tuple(range(len(chosen))) if after else tuple(groups[-1])
+        return WrittenAnswer(tuple(c for _, _, c in chosen), final, "boxed")
+    for pattern, how in ((_MARKER, "final answer line"), (_ANSWER_LINE, "answer line")):
+        found = list(pattern.finditer(text))
+        if found:
+            rest = text[found[-1].end():].strip()
+            line = _clean_line(rest.split("\n\n", 1)[0].split("\n", 1)[0]) if rest else ""
+            if line:
+                return WrittenAnswer((line,), (0,), how)
+    display = list(_DISPLAY.finditer(text))
+    if display:
+        body = (display[-1].group(1) or display[-1].group(2) or "").strip().rstrip(".,").strip()
+        if body:
+            return WrittenAnswer((body,), (0,), "display math")
+    return None
 
 
 def extract_final_answer(text: str | None) -> str | None:
-    """The final answer of a text reply: what follows the last "Final Answer:" marker (to the end
-    of its line, or the boxed content on it), else the last ``\\boxed{...}``; None if neither."""
-    if not text:
-        return None
-    marks = list(re.finditer(r"final\s+answer\s*(?:is)?\s*[:：]\s*", text, re.IGNORECASE))
-    if marks:
-        rest = text[marks[-1].end():]
-        boxed = extract_boxed(rest)
-        if boxed:
-            return boxed[0]
-        line = rest.strip().split("\n", 1)[0].strip()
-        line = line.strip("*").strip()
-        if line.startswith("$") and line.endswith("$") and len(line) > 1:
-            line = line.strip("$").strip()
-        if line:
-            return line
-    boxed = extract_boxed(text)
-    return boxed[-1] if boxed else None
+    """The final answer string of a text reply (the last box of its final group, a "Final answer"
+    line, an "Answer:" line or the last display math; see :func:`extract_written`), or None."""
+    found = extract_written(text)
+    return found.last if found else None
 
 
 def fill_template(template: str, values: dict[str, str]) -> str:

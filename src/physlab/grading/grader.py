@@ -23,7 +23,7 @@ from typing import Any
 
 from physlab.errors import ProblemFileError, UserError
 from physlab.grading import rt as _rt_pkg
-from physlab.grading.extract import extract_code, extract_final_answer
+from physlab.grading.jobs import candidate_job, check_written, grade_job, is_hipho, trusted_job, verdict_from
 from physlab.grading.rt import tree as T
 from physlab.grading.rt.stages import RESULT_FILE, RESULT_MARK
 from physlab.grading.template import TemplateSpec, template_spec
@@ -50,10 +50,11 @@ def _runtime_files() -> dict[str, bytes]:
 
 
 class CandidateAnswer:
-    """Stage-1 outcome: the answer tree, or why there is none."""
+    """Stage-1 outcome: the answer tree, or why there is none. ``written``: for an answer written
+    in LaTeX (no code), every box as the sandbox parsed it (``rt/latex.py``), which stage 2 picks from."""
 
-    def __init__(self, tree: dict | None, reason: str = "", duration_s: float = 0.0):
-        self.tree, self.reason, self.duration_s = tree, reason, duration_s
+    def __init__(self, tree: dict | None, reason: str = "", duration_s: float = 0.0, written: dict | None = None):
+        self.tree, self.reason, self.duration_s, self.written = tree, reason, duration_s, written
 
     @property
     def ok(self) -> bool:
@@ -84,29 +85,31 @@ class Grader:
     # ------------------------------------------------------------------------ public API
 
     async def grade(self, problem: Problem, candidate: str) -> Verdict:
-        """Verdict for ``candidate`` (Python source, or model text with fenced blocks / a final
-        answer). Raises UserError when the problem has no reference or its reference fails."""
+        """Verdict for ``candidate`` (Python source, or model text with fenced blocks / a written
+        final answer). Raises UserError when the problem has no reference or its reference fails.
+
+        Two answer paths, one comparison: code runs in the sandbox (stage 1) and its answer tree
+        is compared in stage 2; a written answer (no code: ``\\boxed{}``, a "Final answer" line,
+        display math; HiPhO items) is parsed in the sandbox by the physics-aware LaTeX reader and
+        compared in stage 2 the same way, with units, labels and several parts."""
         start = time.monotonic()
         if problem.reference is None:
             raise ProblemFileError(f"problem '{problem.id}' has no reference answer: nothing to grade against",
                                    path=problem.path)
-        if problem.extra.get("format") == "hipho" and not problem.answer_template:
-            return await self._grade_hipho(problem, candidate, start)
         spec = template_spec(problem.answer_template)
         answer = await self.run_candidate(problem, candidate, spec=spec)
         if not answer.ok:
+            path = "hipho" if is_hipho(problem) else "latex" if answer.written is not None else "code"
             return Verdict(verdict="invalid", reason=answer.reason,
-                           details={"stage": "candidate", "duration_s": round(time.monotonic() - start, 3)})
-        key = hashlib.sha256(json.dumps([problem.reference, problem.reference_format, problem.answer_template,
-                                          problem.rtol, answer.tree], sort_keys=True).encode()).hexdigest()
+                           details={"stage": "candidate", "path": path,
+                                    "duration_s": round(time.monotonic() - start, 3)})
+        job = grade_job(problem, spec, answer.tree, answer.written, step_timeout=self.step_timeout_s)
+        key = hashlib.sha256(json.dumps([job, problem.rtol], sort_keys=True, default=str).encode()).hexdigest()
         if key in self._verdicts:  # same answer, same key: the comparison is deterministic
             return self._verdicts[key].model_copy(deep=True)
-        job = self._trusted_job("grade", [answer.tree], spec, problem)
-        job.update(reference=problem.reference, format=problem.reference_format,
-                   template=problem.answer_template, function=spec.function,
-                   params=spec.params_json() or [], reference_timeout=max(self.step_timeout_s * 4, 10.0))
         out = await self._trusted(job)
-        details: dict[str, Any] = {"stage": "compare", "candidate_s": round(answer.duration_s, 3),
+        path = "hipho" if "hipho" in job else "latex" if answer.written is not None else "code"
+        details: dict[str, Any] = {"stage": "compare", "path": path, "candidate_s": round(answer.duration_s, 3),
                                    "duration_s": round(time.monotonic() - start, 3)}
         if out is None:
             return Verdict(verdict="incorrect", details=details,
@@ -115,28 +118,11 @@ class Grader:
         if "error" in out:
             raise ProblemFileError(f"problem '{problem.id}': {out['error']}", path=problem.path,
                                    field=_reference_field(problem))
-        details["method"] = out.get("method", "")
-        verdict = Verdict(verdict=out["verdict"], reason=out["reason"], details=details)
+        verdict = verdict_from(out, job, details)
         if len(self._verdicts) > 2048:
             self._verdicts.clear()
         self._verdicts[key] = verdict
         return verdict.model_copy(deep=True)
-
-    async def _grade_hipho(self, problem: Problem, candidate: str, start: float) -> Verdict:
-        """HiPhO items are answered in \\boxed{} LaTeX with units, not code: compare the boxed
-        answers (physlab.grading.hipho). That path parses text and never executes it, so it runs in a
-        worker thread under the comparison timeout instead of in the sandbox."""
-        from physlab.grading.hipho import grade_hipho
-
-        try:
-            verdict = await asyncio.wait_for(asyncio.to_thread(grade_hipho, problem, candidate),
-                                             self.compare_timeout_s)
-        except asyncio.TimeoutError:
-            return Verdict(verdict="incorrect", reason=f"could not be shown equivalent: the comparison "
-                           f"did not finish in {self.compare_timeout_s:g} s", details={"stage": "compare"})
-        verdict.details.setdefault("method", "hipho-boxed")
-        verdict.details["duration_s"] = round(time.monotonic() - start, 3)
-        return verdict
 
     def grade_sync(self, problem: Problem, candidate: str) -> Verdict:
         """``grade`` from synchronous code (also works when an event loop is already running)."""
@@ -155,7 +141,8 @@ class Grader:
         valid = [i for i, a in enumerate(answers) if a.ok]
         if len(valid) <= 1:
             return [[i] for i in valid]
-        out = await self._trusted(self._trusted_job("classes", [answers[i].tree for i in valid], spec, problem))
+        out = await self._trusted(trusted_job("classes", [answers[i].tree for i in valid], spec, problem,
+                                                step_timeout=self.step_timeout_s))
         if out is None or "classes" not in out:  # could not compare: nothing is shown equivalent
             return [[i] for i in valid]
         return [[valid[j] for j in cls] for cls in out["classes"]]
@@ -170,7 +157,7 @@ class Grader:
         answer = await self.run_candidate(problem, code, spec=spec)
         if not answer.ok:
             return None
-        job = self._trusted_job("points", [answer.tree], spec, problem)
+        job = trusted_job("points", [answer.tree], spec, problem, step_timeout=self.step_timeout_s)
         job.update(n_points=n_points, seed=seed, params_names=[d for _, d, _ in spec.params or []])
         out = await self._trusted(job)
         if out is None or "values" not in out:
@@ -183,16 +170,10 @@ class Grader:
                             spec: TemplateSpec | None = None) -> CandidateAnswer:
         """Stage 1: run the candidate in the sandbox and read back its answer tree."""
         spec = spec or template_spec(problem.answer_template)
-        code = extract_code(candidate, spec.function)
-        text_answer = None
-        if code is None:
-            if problem.answer_template is None:
-                text_answer = extract_final_answer(candidate)
-            if text_answer is None:
-                return CandidateAnswer(None, f"no Python code defining {spec.function}() found "
-                                             "(expected a fenced python block or a Python file)")
-        job = {"mode": "candidate", "code": code, "text_answer": text_answer,
-               "function": spec.function, "params": spec.params_json()}
+        job = candidate_job(problem, candidate, spec, step_timeout=self.step_timeout_s)
+        if isinstance(job, str):
+            return CandidateAnswer(None, job)
+        code = job["code"]
         key = hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()
         if key in self._cache:
             return self._cache[key]
@@ -201,13 +182,26 @@ class Grader:
         start = time.monotonic()
         res = await self._run(_MAIN, limits, job, collect=[RESULT_FILE])
         took = time.monotonic() - start
-        answer = self._read_candidate(res, took)
+        answer = self._read_candidate(res, took, written=code is None)
         if len(self._cache) > 512:
             self._cache.clear()
         self._cache[key] = answer
         return answer
 
-    def _read_candidate(self, res, took: float) -> CandidateAnswer:
+    def _read_candidate(self, res, took: float, written: bool = False) -> CandidateAnswer:
+        answer = self._read_result(res, took)
+        if not written:
+            return answer
+        if answer.ok:
+            problem = check_written(answer.written)
+            if problem:
+                return CandidateAnswer(None, problem, took, written={})
+        elif answer.written is None:
+            answer.written = {}
+            answer.reason = answer.reason.replace("the candidate code", "reading the answer")
+        return answer
+
+    def _read_result(self, res, took: float) -> CandidateAnswer:
         if res.timed_out:
             return CandidateAnswer(None, f"timed out: the candidate code ran longer than {self.timeout_s:g} s", took)
         data = res.files.get(RESULT_FILE)
@@ -229,11 +223,8 @@ class Grader:
         problem = T.validate(msg.get("tree"))
         if problem:
             return CandidateAnswer(None, problem, took)
-        return CandidateAnswer(msg["tree"], "", took)
-
-    def _trusted_job(self, mode: str, trees: list[dict], spec: TemplateSpec, problem: Problem) -> dict:
-        return {"mode": mode, "trees": trees, "symbols": spec.symbols_json(), "rtol": problem.rtol,
-                "step_timeout": self.step_timeout_s}
+        written = msg.get("written")
+        return CandidateAnswer(msg["tree"], "", took, written=written if isinstance(written, dict) else None)
 
     async def _trusted(self, job: dict) -> dict | None:
         """Stage 2: trusted comparison in its own sandbox run. None when it did not finish."""
@@ -304,7 +295,22 @@ class BoundGrader:
         self._grader = grader
 
     async def grade(self, candidate_code: str) -> Verdict:
+        """The verdict a strategy may see: without the normalised reference."""
+        return public_verdict(await self._grader.grade(self._problem, candidate_code))
+
+    async def grade_full(self, candidate_code: str) -> Verdict:
+        """The verdict for the run's record (metrics.json): with what was compared."""
         return await self._grader.grade(self._problem, candidate_code)
+
+
+def public_verdict(verdict: Verdict) -> Verdict:
+    """``verdict`` without the parts that show the reference (normalised reference answers)."""
+    details = dict(verdict.details)
+    details.pop("reference_normalized", None)
+    for key in ("answers", "parts"):
+        if isinstance(details.get(key), list):
+            details[key] = [{k: v for k, v in item.items() if k != "reference"} for item in details[key]]
+    return verdict.model_copy(update={"details": details})
 
 
 class Equivalence:

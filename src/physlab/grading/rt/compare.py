@@ -52,7 +52,7 @@ class Options:
     """What a comparison needs besides the two trees (all JSON-able, built by the host)."""
 
     def __init__(self, symbols=None, rtol=None, step_timeout=5.0, literals=None, seed=0,
-                 n_points=N_POINTS):
+                 n_points=N_POINTS, precision_also=False):
         # normalized name -> [declared name, assumptions]
         self.symbols = symbols or {}
         self.rtol = rtol
@@ -60,6 +60,9 @@ class Options:
         self.literals = literals or {}  # float value (repr) -> significant digits
         self.seed = seed
         self.n_points = n_points
+        # HiPhO: a short decimal reference is matched to its stated precision even when a
+        # relative tolerance is given (whichever is looser), as its markers do.
+        self.precision_also = precision_also
 
 
 # ------------------------------------------------------------------------------ containers
@@ -73,6 +76,8 @@ def _kind(n):
         return "set"
     if t in ("dict", "matrix"):
         return t
+    if t == "fn" and n.get("f") in ("Interval", "Union"):
+        return "interval"
     return "leaf"
 
 
@@ -141,6 +146,8 @@ def compare(cand, ref, opts, path="answer"):
         return _all(((cmap[k], rmap[k]) for k in keys), opts, [f"{path}[{k!r}]" for k in keys])
     if kr == "set":
         return _sets(cand["a"], ref["a"], opts, path)
+    if kr == "interval":
+        return _intervals(cand, ref, opts, path)
     return compare_leaf(cand, ref, opts, path)
 
 
@@ -152,6 +159,8 @@ def _describe(n):
         return f"a set of {len(n['a'])}"
     if k == "matrix":
         return f"a {n['rows']}x{n['cols']} matrix"
+    if k == "interval":
+        return "an interval"
     return T.node_label(n)
 
 
@@ -182,6 +191,30 @@ def _sets(cs, rs, opts, path):
     return Result(True, "sets equivalent", "set")
 
 
+def _pieces(n):
+    return n["a"] if n.get("f") == "Union" else [n]
+
+
+def _intervals(cand, ref, opts, path):
+    """Intervals and unions of intervals: the same pieces, ends equivalent, same open/closed ends."""
+    cs, rs = _pieces(cand), _pieces(ref)
+    if len(cs) != len(rs):
+        return Result(False, f"{path}: expected {len(rs)} interval(s), got {len(cs)}", "interval")
+    used = set()
+    for i, r in enumerate(rs):
+        for j, c in enumerate(cs):
+            if j in used or c.get("f") != "Interval" or r.get("f") != "Interval":
+                continue
+            if c["a"][2:] != r["a"][2:]:
+                continue
+            if all(compare_leaf(x, y, opts, path).equal for x, y in zip(c["a"][:2], r["a"][:2])):
+                used.add(j)
+                break
+        else:
+            return Result(False, f"{path}: the intervals differ (an end or whether it is open)", "interval")
+    return Result(True, f"{path}: the same interval{'s' if len(rs) > 1 else ''}", "interval")
+
+
 # ---------------------------------------------------------------------------------- leaves
 
 
@@ -210,6 +243,8 @@ def _diff_tree(a, b):
 
 def compare_leaf(c, r, opts, path):
     tc, tr = c.get("t"), r.get("t")
+    if c == r and tc not in ("str", "none", "ellipsis"):
+        return Result(True, f"{path}: identical", "exact")
     if tr in ("bool", "str", "none") or tc in ("bool", "str", "none"):
         if tr != tc:
             return Result(False, f"{path}: expected {T.node_label(r)}, got {T.node_label(c)}", "type")
@@ -232,23 +267,42 @@ def compare_leaf(c, r, opts, path):
             return Result(False, f"{path}: a different kind of relation", "type")
         dr = _diff_tree(rl, rr)
         res = compare_leaf(dc, dr, opts, path)
-        if res.equal or r["f"] not in ("Equality", "Unequality"):
+        if res.equal:
             return res
-        neg = compare_leaf(dc, _diff_tree({"t": "int", "v": "0"}, dr), opts, path)
-        return neg if neg.equal else res
+        if r["f"] in ("Equality", "Unequality"):
+            neg = compare_leaf(dc, _diff_tree({"t": "int", "v": "0"}, dr), opts, path)
+            if neg.equal:
+                return neg
+        # the same relation multiplied through by a constant (positive for an inequality)
+        try:
+            ok, note = run_guarded(step_ratio, 2 * opts.step_timeout,
+                                   {"c": dc, "r": dr, "symbols": opts.symbols, "seed": opts.seed,
+                                    "positive": r["f"] not in ("Equality", "Unequality")})
+        except (StepTimeout, StepFailed):
+            ok, note = None, ""
+        if ok:
+            return Result(True, f"{path}: {note}", "relation")
+        return Result(False if res.equal is False or ok is False else None,
+                      f"{path}: {'not the same relation' if ok is False else res.reason.split(': ', 1)[-1]}",
+                      "relation")
     # exact numbers decide without SymPy
     ec, er = _exact_number(c), _exact_number(r)
     if ec and er:
         same = ec[0] * er[1] == er[0] * ec[1]
-        return Result(same, f"{path}: exact numbers " + ("equal" if same else "differ"), "exact")
+        if same:
+            return Result(True, f"{path}: the same exact number", "exact")
+        a, b = ec[0] / ec[1], er[0] / er[1]
+        rel = abs(a - b) / max(abs(a), abs(b))
+        return Result(False, f"{path}: the exact numbers differ (relative difference {rel:.2g})", "exact")
     has_float = _has_float(c) or _has_float(r)
     if opts.rtol is not None:
         rtol = float(opts.rtol)
     else:
         rtol = DEFAULT_RTOL if has_float else EXACT_RTOL
     half_ulp = None
-    if opts.rtol is None and tr == "float":
-        key = repr(float(r["v"]))
+    if opts.rtol is None or opts.precision_also:
+        value = _tree_number(r)
+        key = repr(value) if value is not None else None
         if key in opts.literals:
             half_ulp = _half_ulp(key, opts.literals[key])
     job = {"c": c, "r": r, "symbols": opts.symbols, "rtol": rtol, "half_ulp": half_ulp,
@@ -265,10 +319,13 @@ def compare_leaf(c, r, opts, path):
     name, status, note = ran[-1] if ran else ("", None, "")
     if name == "step_rebuild" and (status is False or "timed out" in note):
         return Result(False, f"{path}: {note}", "rebuild")
+    method = {"step_exact": "exact", "step_cancel": "symbolic", "step_simplify": "symbolic"}.get(name, name[5:])
+    if name == "step_exact" and status is True and note != "identical":
+        method = "symbolic"
     if status is True:
-        return Result(True, f"{path}: {note}", name[5:])
+        return Result(True, f"{path}: {note}", method)
     if status is False:
-        return Result(False, f"{path}: {note}", name[5:])
+        return Result(False, f"{path}: {note}", method)
     return Result(None, f"{path}: could not establish equivalence ({'; '.join(notes)})", "undecided")
 
 
@@ -280,6 +337,34 @@ def _run(step, job, timeout):
     except StepFailed as exc:
         return None, f"{step.__name__[5:]} step failed ({exc})"
     return out[0], out[1]
+
+
+def _tree_number(n):
+    """The float value of a small symbol-free reference tree (``-13.6`` is Mul(-1, 13.6)), else None."""
+    if n.get("t") == "float":
+        return float(n["v"])
+    stack, size = [n], 0
+    while stack:
+        x = stack.pop()
+        size += 1
+        if size > 40 or not isinstance(x, dict) or x.get("t") in ("sym", "ufn", "str"):
+            return None
+        stack.extend(x.get("a") or [])
+    if not any(x.get("t") == "float" for x in _walk(n)):
+        return None
+    try:
+        import sympy as sp
+        return float(T.from_tree(n, sp))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _walk(n):
+    stack = [n]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(x.get("a") or [])
 
 
 def _half_ulp(literal, digits):
@@ -337,24 +422,24 @@ def step_exact(job):
     if d == 0:
         return True, "identical"
     if c.is_Rational and r.is_Rational:
-        return False, "exact numbers differ"
+        return False, f"the exact numbers differ (relative difference {_rel(c, r):.2g})"
     if sp.expand(d) == 0:
-        return True, "equal after expand"
+        return True, "equivalent (symbolically)"
     return None, ""
 
 
 def step_cancel(job):
     sp, c, r = _rebuild(job)
     if sp.cancel(sp.together(c - r)) == 0:
-        return True, "equal after cancel"
+        return True, "equivalent (symbolically)"
     return None, ""
 
 
 def step_simplify(job):
     sp, c, r = _rebuild(job)
     if sp.simplify(c - r) == 0:
-        return True, "equal after simplify"
-    return None, "simplify did not reduce the difference to 0"
+        return True, "equivalent (symbolically, after simplification)"
+    return None, "simplification did not reduce the difference to 0"
 
 
 def draw_value(rng, symbol):
@@ -446,13 +531,13 @@ def step_numeric(job):
     mpmath.mp.dps = DPS + 10
     sp, c, r = _rebuild(job)
     symbols = sorted(c.free_symbols | r.free_symbols, key=lambda s: s.name)
+    one_sided = sorted({s.name for s in c.free_symbols} ^ {s.name for s in r.free_symbols})
     need = 1 if not symbols else job["n_points"]
     rtol = job["rtol"]
     half_ulp = job.get("half_ulp")
-    good, tries, worst, cand_bad = 0, 0, 0.0, 0
+    good, cand_bad = 0, 0
     rng_points = points_for(symbols, MAX_TRIES, job["seed"]) if symbols else [[]]
     for point in rng_points:
-        tries += 1
         vc = evaluate(sp, c, symbols, point)
         vr = evaluate(sp, r, symbols, point)
         if vr is None:
@@ -465,17 +550,70 @@ def step_numeric(job):
         diff = abs(vc - vr)
         scale = max(abs(vc), abs(vr))
         ok = diff == 0 or diff <= rtol * scale or (half_ulp is not None and diff <= half_ulp * (1 + 1e-9))
+        if ok and one_sided and not (diff == 0 or diff <= EXACT_RTOL * scale):
+            # a symbol on one side only: equal within a float tolerance is not enough (a lost
+            # symbol's small term); only agreement to every digit at every point is an identity
+            return None, f"equal only to the tolerance, and {', '.join(one_sided)} appear(s) on one side only"
         if not ok:
             rel = float(diff / scale) if scale else float("inf")
             where = ", ".join(f"{s.name}={float(v):.4g}" for s, v in zip(symbols, point))
-            return False, f"differs numerically{' at ' + where if where else ''} (relative difference {rel:.2g})"
-        worst = max(worst, float(diff / scale) if scale else 0.0)
+            if where:
+                return False, f"differs at {where} (relative difference {rel:.2g})"
+            return False, f"the numbers differ (relative difference {rel:.2g}, allowed {_allowed(rtol, half_ulp)})"
         good += 1
         if good >= need:
-            return True, f"numerically equal at {good} point{'s' if good > 1 else ''} (max relative difference {worst:.1g})"
-    if good >= 2:
-        return True, f"numerically equal at the {good} evaluable points of {tries}"
-    return None, "could not be evaluated numerically"
+            break
+    else:
+        if good < 2:
+            return None, "could not be evaluated numerically"
+    if not symbols:
+        return True, f"equal {_allowed(rtol, half_ulp, equal=True)}"
+    return True, f"equal at {good} random point{'s' if good > 1 else ''} {_allowed(rtol, half_ulp, equal=True)}"
+
+
+def _allowed(rtol, half_ulp, equal=False):
+    """The tolerance in a physicist's words: "to 8 significant digits", "within +-0.05"."""
+    if half_ulp is not None:
+        return f"within the reference's stated precision (±{half_ulp:.2g})"
+    digits = max(1, round(-math.log10(rtol))) if rtol > 0 else 40
+    if equal and rtol >= 1e-4:
+        return f"within {rtol:.2g} relative"
+    return f"to {digits} significant digits" if equal else f"{rtol:.2g} relative"
+
+
+def _rel(a, b):
+    a, b = float(a), float(b)
+    return abs(a - b) / max(abs(a), abs(b)) if max(abs(a), abs(b)) else 0.0
+
+
+def step_ratio(job):
+    """Two relations' differences in a constant ratio (positive when ``positive``): the same
+    equation or inequality multiplied through."""
+    import mpmath
+    mpmath.mp.dps = DPS + 10
+    sp, c, r = _rebuild(job)
+    if r == 0:
+        return None, ""
+    q = sp.cancel(sp.together(c / r))
+    if not q.free_symbols and q.is_number and q != 0:
+        if job.get("positive") and not q.is_positive:
+            return False, "the inequality points the other way"
+        return True, "the same relation (up to a constant factor)"
+    symbols = sorted(c.free_symbols | r.free_symbols, key=lambda s: s.name)
+    ratios = []
+    for point in points_for(symbols, 8, job.get("seed", 0)):
+        vc, vr = evaluate(sp, c, symbols, point), evaluate(sp, r, symbols, point)
+        if vc is None or vr is None or vr == 0:
+            continue
+        ratios.append(vc / vr)
+    if len(ratios) < 3:
+        return None, ""
+    k = ratios[0]
+    if abs(k) == 0 or any(abs(x - k) > 1e-12 * abs(k) for x in ratios):
+        return False, "not the same relation"
+    if job.get("positive") and not (abs(k.imag) < 1e-12 * abs(k) and k.real > 0):
+        return False, "the inequality points the other way"
+    return True, "the same relation (up to a constant factor)"
 
 
 def step_points(job):

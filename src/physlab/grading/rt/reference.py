@@ -6,9 +6,8 @@ code in the process).
   own ``answer`` function, which is then called with the parameters as SymPy symbols carrying the
   template's assumptions -- so code before/after the blanks and the template's ``return`` apply.
 * ``number``: a numeric literal (``0.785``, ``1/3``, ``2.5e3``).
-* ``latex``: parsed with latex2sympy2_extended after a clean-up (``$``, ``\\boxed``, ``\\left``,
-  ``x =`` prefixes, ``m_e`` -> ``m_{e}``); math-verify's parser only as a fallback, because it
-  mis-reads juxtaposed symbols (``\\alpha c`` -> ``alpha``).
+* ``latex``: each boxed answer parsed by ``latex.parse_answer`` (physics-aware; no fallback parser:
+  a reference that cannot be read is an error in the problem file).
 
 Float literals in the reference are recorded with their number of significant digits, so that a
 short decimal reference (``0.785``) is matched to its stated precision.
@@ -138,49 +137,6 @@ def number_reference(sp, text):
     return sp.sympify(s, rational=False)  # '1/3', '2*pi': trusted problem file
 
 
-_LATEX_DROP = re.compile(r"\\(?:displaystyle|left|right|big|Big|bigg|Bigg|,|;|!|:|quad|qquad)(?![A-Za-z])")
-
-
-def clean_latex(s):
-    s = s.strip().strip("$").strip()
-    s = re.sub(r"^\\\[|\\\]$", "", s).strip()
-    m = re.search(r"\\boxed\s*\{", s)
-    if m:  # the content of the last \boxed{...}
-        start = [mm.end() for mm in re.finditer(r"\\boxed\s*\{", s)][-1]
-        depth, j = 1, start
-        while j < len(s) and depth:
-            depth += {"{": 1, "}": -1}.get(s[j], 0)
-            j += 1
-        s = s[start:j - 1]
-    s = _LATEX_DROP.sub(" ", s)
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\cdot", " \\cdot ")
-    s = re.sub(r"\\(?:text|mathrm|operatorname)\s*\{\s*\}", "", s)
-    s = re.sub(r"_\s*([A-Za-z0-9])(?![A-Za-z0-9{])", r"_{\1}", s)  # m_e -> m_{e}
-    s = re.sub(r"_([A-Za-z0-9])(?=[A-Za-z0-9])", r"_{\1}", s)
-    # "x = <rhs>": keep the right-hand side of a definition
-    parts = re.split(r"(?<![<>!\\])=(?!=)", s)
-    if len(parts) == 2 and re.fullmatch(r"\s*[A-Za-z\\{}_^0-9 ,()]*\s*", parts[0]):
-        s = parts[1]
-    return s.strip().rstrip(".").strip()
-
-
-def latex_reference(sp, text):
-    s = clean_latex(text)
-    try:
-        from latex2sympy2_extended import latex2sympy
-        from latex2sympy2_extended.latex2sympy2 import ConversionConfig
-        return latex2sympy(s, conversion_config=ConversionConfig(lowercase_symbols=False))
-    except Exception as first:  # noqa: BLE001 - fall back to math-verify's parser
-        try:
-            from math_verify import parse
-            found = [x for x in parse(f"${s}$") if not isinstance(x, str)]
-        except Exception:  # noqa: BLE001
-            found = []
-        if not found:
-            raise ValueError(f"cannot parse the LaTeX reference ({type(first).__name__})") from None
-        return found[0]
-
-
 def detect_format(text):
     s = text.strip()
     if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", s):
@@ -190,24 +146,88 @@ def detect_format(text):
     return "python"
 
 
+def return_names(template, function):
+    """The names the template's answer function returns (``return (z, r_isco)`` -> [z, r_isco]):
+    the quantities the problem asks for, which a written answer may label its boxes with."""
+    try:
+        tree = ast.parse(template or "")
+    except SyntaxError:
+        return []
+    fdef = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == function), None)
+    rets = [n for n in ast.walk(fdef) if isinstance(n, ast.Return)] if fdef else []
+    if len(rets) != 1 or rets[0].value is None:
+        return []
+    v = rets[0].value
+    if isinstance(v, ast.Name):
+        return [v.id]
+    if isinstance(v, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in v.elts):
+        return [e.id for e in v.elts]
+    return []
+
+
+def _part(value_tree, label=None, labels=None, literals=None, text=""):
+    return {"label": label, "lhs": None, "value": value_tree, "alts": [], "unit": None, "unit_marked": True,
+            "unsplit": None, "text": text, "raw": text, "paren_pair": False, "literals": literals or {},
+            "labels": labels or [], "many": bool(labels and len(labels) > 1)}
+
+
 def build_reference(job):
-    """Evaluate the job's reference; returns {"tree": ..., "literals": {...}} (JSON-able)."""
+    """The job's reference as parts (JSON-able): ``{"parts": [...]}``. A LaTeX reference gives one
+    part per boxed answer (the host extracted them into ``reference_answers``); HiPhO items one per
+    answer, with its type, unit, points; a Python or number reference one part."""
     import sympy as sp
+    from .latex import parse_answer
+
+    hipho = job.get("hipho")
+    if hipho:
+        return {"parts": [_hipho_part(sp, parse_answer, hipho, i) for i in range(len(hipho["answers"]))]}
     text = job["reference"]
     fmt = job.get("format") or detect_format(text)
+    if fmt == "latex":
+        parts = []
+        for answer in job.get("reference_answers") or [text]:
+            res = parse_answer(answer)
+            if not res["ok"]:
+                raise ValueError(f"the LaTeX reference cannot be read: {res['error']}")
+            parts.extend(res["parts"])
+        return {"parts": parts}
     params = job["params"]
+    names = return_names(job.get("template"), job.get("function", "answer"))
     if fmt == "number":
         value = number_reference(sp, text)
-        literals = {}
-        if isinstance(value, sp.Float):
-            literals[repr(float(value))] = sig_digits(text)
-    elif fmt == "latex":
-        value = latex_reference(sp, text)
-        literals = {}
-        mants = re.findall(r"\d+\.\d+", text)
-        if len(mants) == 1 and isinstance(value, sp.Float):
-            literals[repr(float(value))] = sig_digits(mants[0])
+        literals = {repr(float(value)): sig_digits(text)} if isinstance(value, sp.Float) else {}
     else:
         value = python_reference(sp, text, job.get("template"), job.get("function", "answer"), params)
         literals = float_literals(text)
-    return {"tree": T.to_tree(value, sp), "literals": literals}
+    tree = T.to_tree(value, sp)
+    shown = sp.sstr(value, full_prec=False) if isinstance(value, sp.Basic) else str(value)
+    return {"parts": [_part(tree, label=names[0] if len(names) == 1 else None,
+                            labels=names if len(names) > 1 else None, literals=literals, text=shown[:300])]}
+
+
+def _hipho_part(sp, parse_answer, hipho, i):
+    """One HiPhO answer. An answer the parser cannot read is compared as text (its marking scheme
+    is a human's; the item stays gradable)."""
+    raw = hipho["answers"][i]
+    kind = (hipho["types"][i] if i < len(hipho["types"]) else "Expression") or "Expression"
+    unit = hipho["units"][i] if i < len(hipho["units"]) else None
+    points = hipho["points"][i] if i < len(hipho["points"]) else 1.0
+    res = parse_answer(raw, [unit] if unit else [])
+    if res["ok"] and len(res["parts"]) == 1:
+        part = dict(res["parts"][0])
+    elif res["ok"]:
+        part = dict(res["parts"][-1])
+    else:
+        part = {"label": None, "lhs": None, "value": {"t": "str", "v": raw}, "alts": [], "unit": None,
+                "unit_marked": True, "unsplit": None, "text": raw, "raw": raw, "paren_pair": False,
+                "literals": {}, "text_only": True}
+    numeric = "numerical" in kind.lower()
+    part.update(answer_type=kind, points=points, unit=unit or part.get("unit"), hipho=True,
+                range=numeric and part["value"].get("f") == "Interval",
+                rtol=hipho.get("rtol", 0.01) if numeric else None)
+    if unit and not part.get("unit_text_shown"):
+        from .units import pretty
+        shown = pretty(unit)
+        if not part["text"].endswith(shown):
+            part["text"] = f"{part['text']} {shown}"
+    return part

@@ -47,13 +47,12 @@ def run_candidate(job):
     from . import tree as T
 
     code = job.get("code")
-    text = job.get("text_answer")
     real_stdout, real_stderr = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = _Sink()
     try:
         import sympy as sp
         if code is None:
-            return _text_answer(sp, T, text or "")
+            return written_answer(job)
         try:
             compiled = compile(code, "answer.py", "exec")
         except SyntaxError as exc:
@@ -112,23 +111,40 @@ def _serialize(T, sp, value, name):
     return {"ok": True, "tree": tree}
 
 
-def _text_answer(sp, T, text):
-    """A final-answer string (no code): LaTeX or SymPy syntax, parsed here in the sandbox."""
-    from .reference import latex_reference
-    s = text.strip()
-    if not s:
+MAX_BOXES = 20
+
+
+def written_answer(job):
+    """Stage 1 for a written answer: parse each box (each under its own killable step) and pick
+    the final answer's value as the candidate's tree (for equivalence classes and fingerprints)."""
+    from . import tree as T
+    from .guard import StepFailed, StepTimeout, run_guarded
+    from .latex import parse_answer
+
+    answers = list(job.get("answers") or [])[-MAX_BOXES:]
+    skipped = len(job.get("answers") or []) - len(answers)
+    final = [k - skipped for k in job.get("final") or [] if k >= skipped] or [len(answers) - 1]
+    hints = job.get("unit_hints") or []
+    boxes = []
+    for text in answers:
+        try:
+            boxes.append(run_guarded(parse_answer, job.get("step_timeout", 5.0) * 2, text, hints))
+        except StepTimeout:
+            boxes.append({"ok": False, "error": "reading the answer took too long", "parts": []})
+        except StepFailed as exc:
+            boxes.append({"ok": False, "error": f"the answer could not be read ({exc})", "parts": []})
+    if not boxes:
         return _invalid("no answer found (no python block and no final answer)")
-    try:
-        if "\\" in s or "$" in s or "{" in s:
-            value = latex_reference(sp, s)
-        else:
-            from sympy.parsing.sympy_parser import (implicit_multiplication_application, parse_expr,
-                                                    standard_transformations, convert_xor)
-            value = parse_expr(s, transformations=standard_transformations
-                               + (implicit_multiplication_application, convert_xor))
-    except BaseException as exc:  # noqa: BLE001
-        return _invalid(f"the final answer could not be parsed ({_err_text(exc)})")
-    return _serialize(T, sp, value, "the final answer")
+    last = boxes[final[-1]]
+    if not last.get("ok"):
+        return _invalid(f"the final answer could not be read: {last.get('error')}")
+    values = [p["value"] for k in final if boxes[k].get("ok") for p in boxes[k]["parts"]]
+    tree = values[-1] if len(values) == 1 or len(final) == 1 else {"t": "tuple", "a": values}
+    if len(boxes[final[-1]]["parts"]) > 1 and len(final) == 1:
+        tree = {"t": "tuple", "a": [p["value"] for p in last["parts"]]}
+    if T.contains_ellipsis(tree):
+        return _invalid("the final answer is not filled in")
+    return {"ok": True, "tree": tree, "written": {"boxes": boxes, "final": final, "how": job.get("how", "")}}
 
 
 def warm_up(job=None):
@@ -141,12 +157,9 @@ def warm_up(job=None):
     sp.cancel(sp.together(e))
     e.evalf(30, subs={x: sp.Float("0.3", 40)})
     ref = (job or {}).get("reference") or ""
-    if (job or {}).get("format") == "latex" or "\\" in ref or "$" in ref:
-        try:
-            from .reference import latex_reference
-            latex_reference(sp, r"\frac{1}{2} m_e c^2")
-        except Exception:  # noqa: BLE001
-            pass
+    if (job or {}).get("format") == "latex" or (job or {}).get("written") or "\\" in ref or "$" in ref:
+        from .latex import parse_answer
+        parse_answer(r"\frac{1}{2} m_e c^2")
 
 
 def run_trusted(job):
@@ -154,23 +167,13 @@ def run_trusted(job):
     warm_up(job)
     from . import compare as C
     from .guard import StepFailed, StepTimeout, run_guarded
-    from .reference import build_reference
 
     opts = C.Options(symbols=job.get("symbols"), rtol=job.get("rtol"),
                      step_timeout=job.get("step_timeout", 5.0), seed=job.get("seed", 0),
                      n_points=job.get("n_points", C.N_POINTS))
     mode = job["mode"]
     if mode == "grade":
-        try:
-            ref = run_guarded(build_reference, job.get("reference_timeout", 30.0), job)
-        except (StepTimeout, StepFailed) as exc:
-            return {"error": f"the reference answer could not be evaluated: {exc}"}
-        opts.literals = ref["literals"]
-        res = C.compare(job["trees"][0], ref["tree"], opts)
-        if res.equal:
-            return {"verdict": "correct", "reason": res.reason, "method": res.method}
-        reason = res.reason if res.equal is False else f"not shown equivalent: {res.reason}"
-        return {"verdict": "incorrect", "reason": reason, "method": res.method}
+        return grade(job, opts)
     if mode == "classes":
         classes = []
         for i, t in enumerate(job["trees"]):
@@ -197,6 +200,43 @@ def run_trusted(job):
             out.append([values[j][i] for i in range(opts.n_points) for j in range(len(leaves))])
         return {"values": out}
     return {"error": f"unknown mode {mode!r}"}
+
+
+def grade(job, opts):
+    """Stage 2 of ``grade``: the reference as parts, the candidate's answer for each, compared."""
+    from . import compare as C
+    from . import written as W
+    from .guard import StepFailed, StepTimeout, run_guarded
+    from .reference import build_reference
+
+    try:
+        ref = run_guarded(build_reference, job.get("reference_timeout", 30.0), job)
+    except (StepTimeout, StepFailed) as exc:
+        return {"error": f"the reference answer could not be evaluated: {exc}"}
+    parts = ref["parts"]
+    if job.get("written"):
+        picked = W.pick(parts, job["written"])
+    else:  # an answer from code: one value, no label
+        from . import tree as T
+
+        def code_part(value):
+            return {"label": None, "lhs": None, "value": value, "alts": [], "unit": None, "unit_marked": True,
+                    "unsplit": None, "raw": "", "paren_pair": False, "literals": {}, "text": T.show(value)}
+
+        tree = job["trees"][0]
+        if len(parts) > 1 and C._kind(tree) == "seq":  # a tuple from code against several boxed answers
+            picked = [(0, code_part(e)) for e in tree["a"][:len(parts)]]
+        else:
+            picked = [(0, code_part(tree))]
+        picked += [None] * (len(parts) - len(picked))
+
+    def opts_for(part):
+        o = C.Options(symbols=opts.symbols, rtol=part.get("rtol") if part.get("rtol") is not None else opts.rtol,
+                      step_timeout=opts.step_timeout, literals=part.get("literals"), seed=opts.seed,
+                      n_points=opts.n_points, precision_also=bool(part.get("hipho")))
+        return o
+
+    return W.grade_parts(picked, parts, opts_for, hipho=bool(job.get("hipho")))
 
 
 def _leaves(t):

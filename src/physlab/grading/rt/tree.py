@@ -366,3 +366,87 @@ def node_label(tree):
 
 def is_finite_number(x):
     return isinstance(x, float) and math.isfinite(x)
+
+
+def show(tree, limit=300):
+    """A readable one-line rendering of a tree (``a*b**2/2 + sin(x)``) without rebuilding it: safe
+    and cheap on any validated tree, for saying what was compared."""
+    size = [0]
+
+    def prec(n):
+        if n.get("t") == "fn":
+            return {"Add": 1, "Mul": 2, "Pow": 3}.get(n.get("f"), 4)
+        if n.get("t") in ("int", "float") and str(n.get("v", "")).startswith("-"):
+            return 1
+        if n.get("t") == "rat":
+            return 2
+        return 4
+
+    def wrap(n, level):
+        text = walk(n)
+        return f"({text})" if prec(n) < level else text
+
+    def walk(n):
+        size[0] += 1
+        if size[0] > 2000:
+            return "..."
+        t = n.get("t")
+        if t in ("int", "float"):
+            return str(n.get("v"))
+        if t == "rat":
+            return f"{n['p']}/{n['q']}"
+        if t == "complex":
+            return f"({n['re']} + {n['im']}*I)"
+        if t == "const":
+            return str(n.get("v"))
+        if t == "sym":
+            return str(n.get("name"))
+        if t in ("bool", "none", "ellipsis"):
+            return {"bool": str(n.get("v")), "none": "None", "ellipsis": "..."}[t]
+        if t == "str":
+            return repr(n.get("v"))
+        if t in ("tuple", "list"):
+            return "(" + ", ".join(walk(e) for e in n["a"]) + ")"
+        if t == "set":
+            return "{" + ", ".join(walk(e) for e in n["a"]) + "}"
+        if t == "dict":
+            return "{" + ", ".join(f"{walk(k)}: {walk(v)}" for k, v in n["items"]) + "}"
+        if t == "matrix":
+            c = n["cols"] or 1
+            rows = [n["a"][i:i + c] for i in range(0, len(n["a"]), c)]
+            return "Matrix([" + ", ".join("[" + ", ".join(walk(e) for e in r) + "]" for r in rows) + "])"
+        f, a = n.get("f") or n.get("name"), n.get("a") or []
+        if f == "Add":
+            text = " + ".join(wrap(e, 1) for e in a)
+            return text.replace("+ -", "- ")
+        if f == "Mul":
+            num = [e for e in a if not _is_inverse(e)]
+            den = [e["a"][0] if e["a"][1] == {"t": "int", "v": "-1"} else dict(e, a=[e["a"][0], _neg(e["a"][1])])
+                   for e in a if _is_inverse(e)]
+            sign = ""
+            if num and num[0].get("t") in ("int", "float") and str(num[0].get("v", "")).startswith("-"):
+                sign, num = "-", ([dict(num[0], v=str(num[0]["v"])[1:])] if str(num[0]["v"]) != "-1" else []) + num[1:]
+            top = sign + ("*".join(wrap(e, 2) for e in num) or "1")
+            if not den:
+                return top
+            bottom = "*".join(wrap(e, 3) for e in den)
+            return f"{top}/({bottom})" if len(den) > 1 else f"{top}/{bottom}"
+        if f == "Pow":
+            return f"{wrap(a[0], 4)}**{wrap(a[1], 4)}"
+        rel = {"Equality": "=", "Unequality": "!=", "StrictLessThan": "<", "LessThan": "<=",
+               "StrictGreaterThan": ">", "GreaterThan": ">="}.get(f)
+        if rel and len(a) == 2:
+            return f"{walk(a[0])} {rel} {walk(a[1])}"
+        return f"{f}(" + ", ".join(walk(e) for e in a) + ")"
+
+    text = walk(tree) if isinstance(tree, dict) else str(tree)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _is_inverse(n):
+    return (n.get("t") == "fn" and n.get("f") == "Pow" and len(n.get("a") or []) == 2
+            and n["a"][1].get("t") == "int" and str(n["a"][1].get("v", "")).startswith("-"))
+
+
+def _neg(n):
+    return dict(n, v=str(n["v"])[1:])

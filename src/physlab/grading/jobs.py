@@ -1,0 +1,124 @@
+"""The jobs the grader hands its two sandbox stages, and the verdict it makes of stage 2's reply.
+
+Pure functions of the problem and the candidate (no sandbox, no I/O), so tests can run the same
+jobs through ``rt.stages`` in-process. Stage 1 gets the candidate only: its code, or its written
+final answers (``extract.extract_written``) and the units the problem states publicly (HiPhO);
+never the reference. Stage 2 gets the reference: Python/number as text, LaTeX as its boxed answers,
+HiPhO as the item's key (answers, types, units, points).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from physlab.grading.extract import extract_code, extract_written
+from physlab.grading.rt import tree as T
+from physlab.grading.template import TemplateSpec
+from physlab.grading.verdict import Verdict
+from physlab.problems.model import Problem
+
+
+def is_hipho(problem: Problem) -> bool:
+    return problem.extra.get("format") == "hipho" and not problem.answer_template
+
+
+def candidate_job(problem: Problem, candidate: str, spec: TemplateSpec, *, step_timeout: float) -> dict | str:
+    """Stage 1's job for ``candidate``, or the reason it has no answer at all."""
+    code = None if is_hipho(problem) else extract_code(candidate, spec.function)
+    job: dict[str, Any] = {"mode": "candidate", "code": code, "function": spec.function,
+                           "params": spec.params_json(), "step_timeout": step_timeout}
+    if code is not None:
+        return job
+    written = extract_written(candidate)
+    if written is None:
+        if is_hipho(problem):
+            return "no \\boxed{} answer or final answer line"
+        return (f"no Python code defining {spec.function}() found (expected a fenced python block or a "
+                "Python file) and no written final answer (\\boxed{}, a 'Final answer:' line)")
+    # units the problem states publicly (HiPhO) help split "0.95 R_\odot"; a reference's own unit
+    # never goes into the candidate's sandbox
+    hints = [u for u in (problem.extra.get("units") or []) if isinstance(u, str)] if is_hipho(problem) else []
+    job.update(answers=list(written.boxes), final=list(written.final), how=written.how, unit_hints=hints)
+    return job
+
+
+def trusted_job(mode: str, trees: list[dict], spec: TemplateSpec, problem: Problem, *, step_timeout: float) -> dict:
+    return {"mode": mode, "trees": trees, "symbols": spec.symbols_json(), "rtol": problem.rtol,
+            "step_timeout": step_timeout}
+
+
+def grade_job(problem: Problem, spec: TemplateSpec, tree: dict, written: dict | None, *,
+              step_timeout: float) -> dict:
+    """Stage 2's job: compare the candidate's answer (``tree``, or ``written`` boxes) with the reference."""
+    assert problem.reference is not None
+    job = trusted_job("grade", [tree], spec, problem, step_timeout=step_timeout)
+    job.update(reference=problem.reference, format=problem.reference_format, template=problem.answer_template,
+               function=spec.function, params=spec.params_json() or [],
+               reference_timeout=max(step_timeout * 4, 10.0))
+    if written is not None:
+        job["written"] = written
+    if is_hipho(problem):
+        from physlab.grading.hipho import key_from_problem
+
+        key = key_from_problem(problem)
+        n = range(len(key.answers))
+        job["hipho"] = {"answers": key.answers, "types": [key.type_of(i) for i in n],
+                        "units": [key.unit_of(i) for i in n], "points": [key.points_of(i) for i in n],
+                        "rtol": problem.rtol or 0.01}
+    elif problem.reference_format == "latex" or (problem.reference_format is None and "\\" in problem.reference):
+        found = extract_written(problem.reference)
+        job["reference_answers"] = list(found.boxes) if found and found.how == "boxed" else [problem.reference]
+    return job
+
+
+def verdict_from(out: dict, job: dict, details: dict[str, Any]) -> Verdict:
+    """The Verdict for stage 2's reply: what was compared (normalised reference and candidate, the
+    method), per part when there are several, points for HiPhO items."""
+    compared = out.get("compared") or {}
+    details = {**details, "method": out.get("method", ""),
+               "reference_normalized": compared.get("reference", ""),
+               "candidate_normalized": compared.get("candidate", "")}
+    parts = out.get("parts") or []
+    if "hipho" in job:
+        key = job["hipho"]
+        details.update(points=out.get("points", 0.0), points_total=out.get("points_total", 0.0),
+                       answers=[{"index": i, "answer_type": key["types"][i], "unit": key["units"][i],
+                                 "points": key["points"][i], "reference": p.get("reference", ""),
+                                 "candidate": p.get("candidate", ""), "correct": bool(p.get("correct")),
+                                 "reason": p.get("reason", ""), "method": p.get("method", "")}
+                                for i, p in enumerate(parts)])
+    elif len(parts) > 1:
+        details["parts"] = parts
+    return Verdict(verdict=out["verdict"], reason=out["reason"], details=details)
+
+
+_PART_TREES = ("value", "lhs", "unsplit")
+_PART_TEXTS = ("label", "unit", "text", "raw")
+
+
+def check_written(written: Any) -> str:
+    """Check the shape of the sandbox's parsed written answer (it crossed from the untrusted
+    stage); '' when fine, else a one-line reason."""
+    bad = "the answer could not be read (malformed result)"
+    if not isinstance(written, dict) or not isinstance(written.get("boxes"), list) or not written["boxes"]:
+        return bad
+    final = written.get("final")
+    if not isinstance(final, list) or not final or not all(
+            isinstance(k, int) and 0 <= k < len(written["boxes"]) for k in final):
+        return bad
+    for box in written["boxes"]:
+        if not isinstance(box, dict) or not isinstance(box.get("ok"), bool) or not isinstance(box.get("parts"), list):
+            return bad
+        for part in box["parts"]:
+            if not isinstance(part, dict) or not isinstance(part.get("value"), dict):
+                return bad
+            for name in _PART_TREES:
+                if part.get(name) is not None and T.validate(part[name]):
+                    return T.validate(part[name]) or bad
+            if not isinstance(part.get("alts", []), list) or any(T.validate(a) for a in part.get("alts", [])):
+                return bad
+            if any(part.get(name) is not None and not isinstance(part[name], str) for name in _PART_TEXTS):
+                return bad
+            if not isinstance(part.get("literals", {}), dict):
+                return bad
+    return ""

@@ -1,0 +1,369 @@
+"""Grading against parts: the trusted stage-2 logic shared by every answer path.
+
+A reference is a list of parts (one per boxed reference answer, HiPhO answer, or a Python/number
+reference as one part). A candidate is the answer tree of its code (one part) or its parsed
+written answers (``latex.parse_answer`` per box, in stage 1). This module
+
+* picks the candidate's answer for each reference part: a part labelled with the quantity's name
+  (``E_1 = ...``) answers that part wherever it is; the others go in order to the final group of
+  boxes (or the last boxes when the final group is short); several boxes make a tuple/set when the
+  reference is one;
+* compares one pair: labels (a relation compares right-hand sides only when its left side names
+  the asked quantity), units (pint: converted, or refused when not convertible), HiPhO acceptance
+  ranges, ``(a, b)`` read as an interval beside one, approximate reference forms, then
+  ``compare.compare``;
+* says what it compared: the normalised reference and candidate and the method, per part.
+"""
+
+from . import compare as C
+from . import tree as T
+from .guard import StepFailed, StepTimeout, run_guarded
+from .units import factor as unit_factor, is_offset, pretty as pretty_unit
+
+RELATION_FNS = C.RELATIONS | {"And"}
+
+
+def _is_relation(tree):
+    return tree.get("t") == "fn" and tree.get("f") in RELATION_FNS
+
+
+def _norm_label(name):
+    return C.norm_name(name or "").replace("_", "").lower()
+
+
+def _has_symbols(tree):
+    return bool(tree) and bool(_free_names(tree))
+
+
+def _free_names(tree):
+    out, stack = set(), [tree]
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, dict):
+            continue
+        if n.get("t") == "sym":
+            out.add(_norm_label(n.get("name")))
+        stack.extend(n.get("a") or [])
+    return out
+
+
+# ------------------------------------------------------------------------------ picking
+
+
+def pick(ref_parts, written):
+    """For each reference part, the candidate part answering it: (box index, part) or
+    (box index, {"error": ...}) or None when the candidate gave nothing for it."""
+    boxes = written["boxes"]
+    flat = []  # (box index, part or {"error"}) in order
+    for b, res in enumerate(boxes):
+        if res.get("ok"):
+            flat.extend((b, p) for p in res["parts"])
+        else:
+            flat.append((b, {"error": res.get("error") or "could not be read"}))
+    final = [x for x in flat if x[0] in set(written["final"])]
+    n = len(ref_parts)
+    labels = [_norm_label(r.get("label")) for r in ref_parts]
+    chosen = [None] * n
+    used = set()
+    for i, lab in enumerate(labels):  # a part that names the quantity answers it, wherever it is
+        if not lab:
+            continue
+        named = [k for k in range(len(flat)) if k not in used and _norm_label(flat[k][1].get("label")) == lab]
+        # "a_c = <formula>" and "a_c = 0.3 um" both name a_c: the formula answers the formula
+        fitting = [k for k in named if _has_symbols(flat[k][1].get("value")) == _has_symbols(ref_parts[i]["value"])]
+        named = fitting or named
+        # several reference parts with one name (v_c for r < R and for r > R) take them in order;
+        # one reference part takes the last (a revised answer)
+        wanted = sum(1 for j in range(i, n) if labels[j] == lab)
+        named = named[-wanted:] if len(named) > wanted else named
+        if named:
+            chosen[i] = flat[named[0]]
+            used.add(named[0])
+    if n == 1 and chosen[0] is None:
+        group = [k for k, x in enumerate(flat) if x in final] or [len(flat) - 1]
+        ref = ref_parts[0]
+        if len(group) > 1 and (ref.get("many") or C._kind(ref["value"]) in ("seq", "set")):
+            chosen[0] = _combine([flat[k] for k in group], ref)
+        elif flat:
+            chosen[0] = flat[group[-1]]
+        return chosen
+    window = [k for k, x in enumerate(flat) if x in final]
+    if len(window) < n:
+        window = list(range(max(0, len(flat) - n), len(flat)))
+    free = [k for k in window if k not in used]
+    # in order, a formula to a formula and a number to a number first; then whatever is left
+    for fit_only in (True, False):
+        for i in range(n):
+            if chosen[i] is not None:
+                continue
+            fits = [k for k in free if not fit_only or ("error" not in flat[k][1] and _has_symbols(
+                flat[k][1].get("value")) == _has_symbols(ref_parts[i]["value"]))]
+            if fits:
+                chosen[i] = flat[fits[0]]
+                free.remove(fits[0])
+    return chosen
+
+
+def _combine(items, ref):
+    """Several boxes as one tuple (a set when the reference is one); labelled boxes in the order of
+    the reference's names when it has them."""
+    bad = [p for _, p in items if "error" in p]
+    if bad:
+        return items[-1][0], bad[0]
+    parts = [p for _, p in items]
+    names = [_norm_label(x) for x in ref.get("labels") or []]
+    if names and all(_norm_label(p.get("label")) in names for p in parts) and len(parts) == len(names):
+        parts.sort(key=lambda p: names.index(_norm_label(p.get("label"))))
+    kind = "set" if C._kind(ref["value"]) == "set" else "tuple"
+    value = {"t": kind, "a": [p["value"] for p in parts]}
+    units = {p.get("unit") for p in parts}
+    return items[-1][0], {"label": None, "lhs": None, "value": value, "alts": [], "raw": ", ".join(p["raw"] for p in parts),
+                          "unit": units.pop() if len(units) == 1 else None, "unit_marked": True, "unsplit": None,
+                          "text": ", ".join(p["text"] for p in parts), "paren_pair": False, "literals": {}}
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+class PartResult:
+    def __init__(self, correct, reason, method, candidate="", reference=""):
+        self.correct, self.reason, self.method = correct, reason, method
+        self.candidate, self.reference = candidate, reference
+
+
+def compare_part(cand, ref, opts, *, other_labels=(), answer_type=""):
+    """One candidate part against one reference part -> PartResult (correct True/False, or None
+    when the candidate's answer could not be read)."""
+    ref_text = ref.get("text", "")
+    if cand is None:
+        return PartResult(False, "no answer for it", "missing", "", ref_text)
+    if "error" in cand:
+        return PartResult(None, f"the answer could not be read: {cand['error']}", "parse", "", ref_text)
+    out = _compare(cand, ref, opts, other_labels, answer_type.lower())
+    out.candidate, out.reference = cand.get("text", ""), ref_text
+    return out
+
+
+def _compare(cand, ref, opts, other_labels, kind):
+    rv, cv = ref["value"], cand["value"]
+    if "choice" in kind:
+        got, want = _letters(cand.get("raw", "")), _letters(ref.get("raw", ""))
+        return PartResult(got == want and bool(want), f"choices {sorted(got)} " + ("match" if got == want else "differ"),
+                          "choice")
+    if ref.get("text_only") or rv.get("t") == "str":
+        same = _plain(cand.get("raw", "")) == _plain(ref.get("raw", ""))
+        return PartResult(same, "the same text" if same else "a different text", "text")
+    note = ""
+    clab, rlab = _norm_label(cand.get("label")), _norm_label(ref.get("label"))
+    if clab and rlab and clab != rlab:
+        if clab in {_norm_label(x) for x in other_labels} or clab in _free_names(rv):
+            return PartResult(False, f"the answer gives {cand['label']}, the question asks for {ref['label']}", "label")
+        note = f" (labelled {cand['label']})"
+    if _is_relation(rv) or (ref.get("lhs") and _is_relation(cv)):
+        return _relations(cand, ref, opts)
+    if _is_relation(cv):
+        if C._kind(rv) == "interval":
+            as_set = _as_set(cv, opts)
+            if as_set is not None:
+                return _finish(C.compare(as_set, rv, opts), note)
+        return PartResult(False, "expected an expression; the answer is an equation or inequality", "relation")
+    if cand.get("lhs") and not ref.get("lhs") and _free_names(cand["lhs"]) & _free_names(rv):
+        return PartResult(False, "expected an expression; the answer is an equation in "
+                                 f"{cand['label']}", "relation")
+    cv, unit_note, unit_problem = _units(cand, ref, opts)
+    if unit_problem:
+        return PartResult(False, unit_problem, "units")
+    if ref.get("range") and C._kind(rv) == "interval":
+        res = _in_range(cv, rv, opts)
+        return PartResult(res[0], res[1] + unit_note + note, "range")
+    if C._kind(rv) == "interval" and cand.get("paren_pair") and C._kind(cv) == "seq" and len(cv["a"]) == 2:
+        cv = {"t": "fn", "f": "Interval", "a": [*cv["a"], {"t": "bool", "v": True}, {"t": "bool", "v": True}]}
+    res = C.compare(cv, rv, opts)
+    if not res.equal and ref.get("alts"):
+        for alt in ref["alts"]:
+            alt_res = C.compare(cv, alt, opts)
+            if alt_res.equal:
+                return _finish(C.Result(True, alt_res.reason + " (the reference's approximate form)", alt_res.method),
+                               unit_note + note)
+    return _finish(res, unit_note + note)
+
+
+def _finish(res, note=""):
+    reason = res.reason.split(": ", 1)[-1] if res.reason.startswith("answer") else res.reason
+    if res.equal is None:
+        return PartResult(False, f"not shown equivalent: {reason}{note}", res.method)
+    return PartResult(bool(res.equal), reason + note, res.method)
+
+
+def _relations(cand, ref, opts):
+    """Equations: the same up to a constant factor; inequalities: the same direction."""
+    rv = ref["value"] if _is_relation(ref["value"]) else _eq(ref["lhs"], ref["value"])
+    if _is_relation(cand["value"]):
+        cv = cand["value"]
+    elif cand.get("lhs"):
+        cv = _eq(cand["lhs"], cand["value"])
+    else:
+        return PartResult(False, "expected an equation or inequality; the answer is an expression", "relation")
+    if rv.get("f") == "And" or cv.get("f") == "And":
+        if rv.get("f") != cv.get("f") or len(rv["a"]) != len(cv["a"]):
+            return PartResult(False, "a different chain of relations", "relation")
+        return _finish(C._all(zip(cv["a"], rv["a"]), opts, ["answer"] * len(rv["a"])))
+    return _finish(C.compare(cv, rv, opts))
+
+
+def _eq(lhs, rhs):
+    return {"t": "fn", "f": "Equality", "a": [lhs, rhs]}
+
+
+def _units(cand, ref, opts):
+    """(candidate value in the reference's unit, note, problem)."""
+    cv, cu, ru = cand["value"], cand.get("unit"), ref.get("unit")
+    if cu and not cand.get("unit_marked") and not ru:
+        # "2 m" with no unit asked: the letters are symbols
+        return (cand.get("unsplit") or cv), "", ""
+    if cu and ru:
+        f, why = unit_factor(cu, ru)
+        if f is None:
+            return cv, "", why
+        if is_offset(cu) or is_offset(ru):
+            return _offset(cv, cu, ru)
+        return _scale(cv, f), (f" (converted from {pretty_unit(cu)})" if str(f) != "1" else ""), ""
+    if cu and not ru:
+        f, _ = unit_factor(cu, "radian")  # degrees against a bare angle; percent against a fraction
+        if f is None:
+            f, _ = unit_factor(cu, "dimensionless")
+        if f is not None:
+            return _scale(cv, f), "", ""
+        return cv, f" (the reference states no unit; {pretty_unit(cu)} not checked)", ""
+    if ru and not cu:
+        return cv, f" (taken in {pretty_unit(ru)})", ""
+    return cv, "", ""
+
+
+def _scale(tree, f):
+    import sympy as sp
+    if str(f) == "1":
+        return tree
+    ft = T.to_tree(sp.sympify(f), sp)
+    k = C._kind(tree)
+    if k in ("seq", "set"):
+        return dict(tree, a=[_scale(x, f) for x in tree["a"]])
+    if k == "interval":
+        if tree.get("f") == "Union":
+            return dict(tree, a=[_scale(x, f) for x in tree["a"]])
+        return dict(tree, a=[_scale(tree["a"][0], f), _scale(tree["a"][1], f), *tree["a"][2:]])
+    return {"t": "fn", "f": "Mul", "a": [ft, tree]}
+
+
+def _offset(cv, cu, ru):
+    from .units import convert_number
+    try:
+        import sympy as sp
+        x = float(T.from_tree(cv, sp))
+    except Exception:  # noqa: BLE001
+        return cv, "", f"{pretty_unit(cu)} to {pretty_unit(ru)} converts plain numbers only"
+    y = convert_number(x, cu, ru)
+    if y is None:
+        return cv, "", f"unit {pretty_unit(cu)} is not convertible to {pretty_unit(ru)}"
+    return {"t": "float", "v": repr(y), "prec": 53}, f" (converted from {pretty_unit(cu)})", ""
+
+
+def _in_range(cv, rv, opts):
+    try:
+        return run_guarded(step_in_range, 2 * opts.step_timeout, {"c": cv, "r": rv})
+    except (StepTimeout, StepFailed) as exc:
+        return False, f"could not check the range ({exc})"
+
+
+def step_in_range(job):
+    """A number inside the reference's acceptance range (HiPhO), or a range inside it."""
+    import sympy as sp
+    c = T.from_tree(job["c"], sp, sympy_containers=True)
+    r = T.from_tree(job["r"], sp, sympy_containers=True)
+    lo, hi = float(r.start), float(r.end)
+    slack = 1e-9 * max(abs(lo), abs(hi))
+    if isinstance(c, sp.Interval):
+        ends = [c.start, c.end]
+    elif isinstance(c, (tuple, list)) or getattr(c, "is_Tuple", False):
+        return False, "expected one value in the range"
+    else:
+        ends = [c]
+    values = []
+    for e in ends:
+        v = sp.N(e, 30)
+        if not v.is_number or v.free_symbols or not v.is_real:
+            return False, "the answer is not a real number"
+        values.append(float(v))
+    inside = all(lo - slack <= v <= hi + slack for v in values)
+    shown = " to ".join(f"{v:.4g}" for v in values)
+    return inside, f"{shown} is {'inside' if inside else 'outside'} the accepted range"
+
+
+def _as_set(tree, opts):
+    try:
+        return run_guarded(step_as_set, 2 * opts.step_timeout, {"c": tree})
+    except (StepTimeout, StepFailed):
+        return None
+
+
+def step_as_set(job):
+    """``0 < x < 1`` -> the interval it describes (one free symbol only), as a tree."""
+    import sympy as sp
+    c = T.from_tree(job["c"], sp, sympy_containers=True)
+    if len(c.free_symbols) != 1:
+        return None
+    return T.to_tree(c.as_set(), sp)
+
+
+def _letters(text):
+    import re
+    text = re.sub(r"\\(?:text|mathrm|textbf|mathbf)\s*\{([^{}]*)\}", r"\1", text)
+    return set(re.findall(r"(?<![A-Za-z\\])[A-Z](?![A-Za-z])", text))
+
+
+def _plain(text):
+    import re
+    text = re.sub(r"\\(?:text|mathrm|textrm)\s*\{([^{}]*)\}", r"\1", text)
+    return re.sub(r"[\s$\\{}]", "", text).lower()
+
+
+# ------------------------------------------------------------------------------ verdict
+
+
+def grade_parts(cands, ref_parts, opts_for, *, hipho=False):
+    """Verdict dict for chosen candidate parts against reference parts."""
+    results = []
+    all_labels = [r.get("label") for r in ref_parts if r.get("label")]
+    for i, (picked, ref) in enumerate(zip(cands, ref_parts)):
+        others = [x for x in all_labels if x != ref.get("label")]
+        part = picked[1] if picked else None
+        results.append(compare_part(part, ref, opts_for(ref), other_labels=others,
+                                    answer_type=ref.get("answer_type") or ""))
+    ok = [r.correct for r in results]
+    verdict = "correct" if all(x is True for x in ok) else "incorrect" if any(x is False for x in ok) else "invalid"
+    parts = [{"index": i, "reference": r.reference, "candidate": r.candidate, "correct": r.correct is True,
+              "reason": r.reason, "method": r.method} for i, r in enumerate(results)]
+    methods = sorted({r.method for r in results})
+    out = {"verdict": verdict, "method": methods[0] if len(methods) == 1 else "+".join(methods),
+           "compared": {"reference": "; ".join(r.reference for r in results),
+                        "candidate": "; ".join(r.candidate for r in results)},
+           "parts": parts}
+    if len(results) == 1 and not hipho:
+        out["reason"] = results[0].reason
+        return out
+    first_bad = next((i for i, r in enumerate(results) if r.correct is not True), None)
+    n_ok = sum(x is True for x in ok)
+    if hipho:
+        awarded = sum(float(r.get("points", 1.0)) for r, x in zip(ref_parts, ok) if x is True)
+        total = sum(float(r.get("points", 1.0)) for r in ref_parts)
+        out["points"], out["points_total"] = round(awarded, 6), round(total, 6)
+        out["reason"] = f"{n_ok}/{len(results)} boxed answers correct, {awarded:g}/{total:g} answer points"
+    else:
+        out["reason"] = f"{n_ok}/{len(results)} parts correct"
+    if first_bad is not None:
+        name = ref_parts[first_bad].get("label")
+        where = f"part {first_bad + 1}{f' ({name})' if name else ''}: " if len(results) > 1 else ""
+        out["reason"] += f"; {where}{results[first_bad].reason}"
+    elif len(results) == 1:
+        out["reason"] += f"; {results[0].reason}"
+    return out
