@@ -94,10 +94,11 @@ def extract_boxed(text: str) -> list[str]:
 _MARKER = re.compile(r"final\s+answer(?:\s*\*\*)?\s*(?:is\b)?\s*[:：]?", re.IGNORECASE)
 _ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE)
 _DISPLAY = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
-# Between two boxes of one answer ("\boxed{1}, \boxed{2}", "\boxed{a} and \boxed{b}"): Math-Verify's
-# rule (latex2sympy2_extended.math_normalization.extract_boxed_content), kept per box here because
-# its function joins the boxes into one string.
-_SEPARATOR = re.compile(r"\b(?:and|or)\b|,|;")
+# What may stand between two boxes of one answer ("\boxed{1}, \boxed{2}", "\boxed{a} and \boxed{b}").
+# Stricter than Math-Verify's rule (any text under 70 characters holding a comma), which joins
+# "\boxed{1}. After checking again, the answer is \boxed{2}" into one answer "1, 2".
+_JOINER = re.compile(r"[,;]?(?:and|or|&)?[,;.]?", re.IGNORECASE)
+_NOISE = re.compile(r"\$|\\[\[\]()]|\\(?:quad|qquad|[,;:! ])|\\text\s*\{\s*(and|or)\s*\}|\s+")
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,8 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
         chosen = after or boxes
         groups: list[list[int]] = [[0]]
         for k in range(1, len(chosen)):
-            between = text[chosen[k - 1][1]:chosen[k][0]]
-            between = re.sub(r"[$\s]|\\[\[\]()]", " ", between).strip()
-            if len(between) < 10 or (len(between) < 70 and _SEPARATOR.search(between)):
+            between = _NOISE.sub(lambda m: m.group(1) or "", text[chosen[k - 1][1]:chosen[k][0]])
+            if _JOINER.fullmatch(between):
                 groups[-1].append(k)
             else:
                 groups.append([k])

@@ -404,9 +404,12 @@ def _rebuild_now(job):
                 cache[key] = sp.Symbol(key)
         return cache[key]
 
-    c = T.from_tree(job["c"], sp, symbol=make, sympy_containers=True)
-    r = T.from_tree(job["r"], sp, symbol=make, sympy_containers=True)
-    return sp, sp.sympify(c), sp.sympify(r)
+    c = sp.sympify(T.from_tree(job["c"], sp, symbol=make, sympy_containers=True))
+    r = sp.sympify(T.from_tree(job["r"], sp, symbol=make, sympy_containers=True))
+    h, hbar = cache.get("h"), cache.get("hbar")
+    if h is not None and hbar is not None:  # an answer in hbar against one in h: hbar = h / 2 pi
+        c, r = (x.xreplace({hbar: h / (2 * sp.pi)}) if isinstance(x, sp.Basic) else x for x in (c, r))
+    return sp, c, r
 
 
 def step_rebuild(job):
@@ -550,10 +553,10 @@ def step_numeric(job):
         diff = abs(vc - vr)
         scale = max(abs(vc), abs(vr))
         ok = diff == 0 or diff <= rtol * scale or (half_ulp is not None and diff <= half_ulp * (1 + 1e-9))
-        if ok and one_sided and not (diff == 0 or diff <= EXACT_RTOL * scale):
-            # a symbol on one side only: equal within a float tolerance is not enough (a lost
-            # symbol's small term); only agreement to every digit at every point is an identity
-            return None, f"equal only to the tolerance, and {', '.join(one_sided)} appear(s) on one side only"
+        if ok and one_sided and diff != 0:
+            # a symbol on one side only: equal within a tolerance is not enough (a lost symbol's
+            # small term); only the same value at every point is an identity
+            return None, f"close, but {', '.join(one_sided)} appear(s) on one side only"
         if not ok:
             rel = float(diff / scale) if scale else float("inf")
             where = ", ".join(f"{s.name}={float(v):.4g}" for s, v in zip(symbols, point))
@@ -599,6 +602,13 @@ def step_ratio(job):
         if job.get("positive") and not q.is_positive:
             return False, "the inequality points the other way"
         return True, "the same relation (up to a constant factor)"
+    coeff, rest = q.as_coeff_Mul()
+    if coeff != 0 and all(f.is_Symbol or (f.is_Pow and f.base.is_Symbol and f.exp.is_Rational)
+                          for f in sp.Mul.make_args(rest)):
+        # divided through by a mass, multiplied by c^2: a product of the problem's quantities
+        if job.get("positive") and not coeff.is_positive:
+            return False, "the inequality points the other way"
+        return True, "the same relation (up to a factor)"
     symbols = sorted(c.free_symbols | r.free_symbols, key=lambda s: s.name)
     ratios = []
     for point in points_for(symbols, 8, job.get("seed", 0)):

@@ -91,9 +91,9 @@ def basic_clean(s):
 
 def _numbers(s):
     """Thousands separators and e-notation written as LaTeX the parser reads."""
-    s = re.sub(r"(\d)\{,\}(\d{3})(?!\d)", r"\1\2", s)
+    s = re.sub(r"(?<=\d)\{,\}(?=\d{3}(?!\d))", "", s)
     s = re.sub(r"(\d)\{,\}(\d)", r"\1.\2", s)  # decimal comma: 3{,}14
-    s = re.sub(r"(?<![\d.])(\d{1,3})((?:(?: |\\,|,)\d{3})+)(?![\d.]|,\d)",
+    s = re.sub(r"(?<![\d.])(\d{1,3})((?:(?: |\\,|,)\d{3})+)(?=\.\d|(?![\d.]|,\d))",
                lambda m: m.group(1) + re.sub(r"[ ,\\]", "", m.group(2))
                if (" " in m.group(2) or len(m.group(2)) >= 8 or not _looks_like_list(s, m)) else m.group(0), s)
     s = re.sub(r"(?<![A-Za-z\\\d.])(\d+\.?\d*|\.\d+)[eE]([+-]?\d+)(?![A-Za-z\d])", r"\1\\times 10^{\2}", s)
@@ -256,10 +256,10 @@ class _Protector:
         if compound or kind == "word" or base in ("E", "I"):
             return self.placeholder(name) + _times_if_paren(s, j)
         if kind == "greek":
-            if re.match(r"\s*\(", s[j:]):  # \Gamma(3), \zeta(3): a function, not a symbol
-                return f"\\{base}"
+            if base in ("Gamma", "zeta") and not compound and re.match(r"\(", s[j:]):
+                return f"\\{base}"  # \Gamma(3), \zeta(3): the functions
             # a symbol always (the parser makes \gamma and \Gamma the Euler-Mascheroni constant)
-            return self.placeholder(base) + " "
+            return self.placeholder(base) + _times_if_paren(s, j)
         if base == "e":  # Euler's e only as e^{...} with a non-integer exponent
             m = re.match(r"\s*\^\s*(\{[^{}]*\}|[^{\s])", s[j:])
             if m and not re.fullmatch(r"\{?\s*\d+\s*\}?", m.group(1)):
@@ -567,8 +567,8 @@ def _value(sp, seg, hints):
             unsplit = None
     paren = bool(re.fullmatch(r"\(.*\)", value_text.strip(), re.DOTALL)) and len(
         _split_top(value_text.strip()[1:-1], r",")) == 2
-    if paren and isinstance(value, sp.Interval):  # (a, b): a pair in physics, an interval only beside one
-        value = sp.Tuple(value.start, value.end)
+    if paren and isinstance(value, sp.Interval) and not {value.start, value.end} & {sp.oo, -sp.oo}:
+        value = sp.Tuple(value.start, value.end)  # (a, b): a pair in physics, an interval beside one
     return value_text, unit, marked, value, unsplit, paren
 
 

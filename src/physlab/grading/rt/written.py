@@ -60,8 +60,13 @@ def pick(ref_parts, written):
             flat.extend((b, p) for p in res["parts"])
         else:
             flat.append((b, {"error": res.get("error") or "could not be read"}))
-    final = [x for x in flat if x[0] in set(written["final"])]
     n = len(ref_parts)
+    finals = [k for k, x in enumerate(flat) if x[0] in set(written["final"])]
+    if n > 1 and len(finals) == 1 and _tuple_of(flat[finals[0]][1], n):  # one box holding all the parts
+        b, whole = flat[finals[0]]
+        flat[finals[0]:finals[0] + 1] = [(b, dict(whole, value=v, label=None, lhs=None, text=T.show(v), alts=[]))
+                                         for v in whole["value"]["a"]]
+    final = [x for x in flat if x[0] in set(written["final"])]
     labels = [_norm_label(r.get("label")) for r in ref_parts]
     chosen = [None] * n
     used = set()
@@ -82,7 +87,7 @@ def pick(ref_parts, written):
     if n == 1 and chosen[0] is None:
         group = [k for k, x in enumerate(flat) if x in final] or [len(flat) - 1]
         ref = ref_parts[0]
-        if len(group) > 1 and (ref.get("many") or C._kind(ref["value"]) in ("seq", "set")):
+        if len(group) > 1:  # several boxes side by side: one tuple (a set, a pair... or a hedge)
             chosen[0] = _combine([flat[k] for k in group], ref)
         elif flat:
             chosen[0] = flat[group[-1]]
@@ -102,6 +107,10 @@ def pick(ref_parts, written):
                 chosen[i] = flat[fits[0]]
                 free.remove(fits[0])
     return chosen
+
+
+def _tuple_of(part, n):
+    return "error" not in part and C._kind(part["value"]) == "seq" and len(part["value"]["a"]) == n
 
 
 def _combine(items, ref):
@@ -162,6 +171,8 @@ def _compare(cand, ref, opts, other_labels, kind):
     if _is_relation(rv) or (ref.get("lhs") and _is_relation(cv)):
         return _relations(cand, ref, opts)
     if _is_relation(cv):
+        if ref.get("paren_pair") and C._kind(rv) == "seq" and len(rv["a"]) == 2:
+            rv = _open_interval(rv)  # (2, 5) beside an inequality is the open interval
         if C._kind(rv) == "interval":
             as_set = _as_set(cv, opts)
             if as_set is not None:
@@ -177,7 +188,7 @@ def _compare(cand, ref, opts, other_labels, kind):
         res = _in_range(cv, rv, opts)
         return PartResult(res[0], res[1] + unit_note + note, "range")
     if C._kind(rv) == "interval" and cand.get("paren_pair") and C._kind(cv) == "seq" and len(cv["a"]) == 2:
-        cv = {"t": "fn", "f": "Interval", "a": [*cv["a"], {"t": "bool", "v": True}, {"t": "bool", "v": True}]}
+        cv = _open_interval(cv)
     res = C.compare(cv, rv, opts)
     if not res.equal and ref.get("alts"):
         for alt in ref["alts"]:
@@ -186,6 +197,10 @@ def _compare(cand, ref, opts, other_labels, kind):
                 return _finish(C.Result(True, alt_res.reason + " (the reference's approximate form)", alt_res.method),
                                unit_note + note)
     return _finish(res, unit_note + note)
+
+
+def _open_interval(pair):
+    return {"t": "fn", "f": "Interval", "a": [*pair["a"], {"t": "bool", "v": True}, {"t": "bool", "v": True}]}
 
 
 def _finish(res, note=""):
