@@ -106,3 +106,23 @@ def test_reference_that_fails_names_the_files_answer_field(tmp_path):
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
     assert f"{prob}: field 'answer':" in res.stderr and "ZeroDivisionError" in res.stderr, res.stderr
+
+
+def test_json_says_what_was_compared_for_code_and_written_answers(cli, tmp_path):
+    cand = tmp_path / "answer.py"
+    cand.write_text(CODE.format("2*p"))
+    out = json.loads(cli("grade", QEC_SPEC, str(cand), "--json").output)
+    assert out["verdict"] == "incorrect" and out["path"] == "code"
+    assert out["method"] and out["candidate_normalized"] == "2*p" and "p" in out["reference_normalized"]
+    prob = tmp_path / "bohr.yaml"
+    prob.write_text("problem: Ground-state energy of hydrogen in the Bohr model.\n"
+                    "answer: 'E_1 = -\\frac{1}{2}\\alpha^2 m_e c^2'\nreference_format: latex\n")
+    reply = tmp_path / "reply.md"
+    reply.write_text("Using the virial theorem...\n\n**Final answer:** $E_1 = -\\tfrac12 \\alpha^2 m_e c^2$\n")
+    res = cli("grade", str(prob), str(reply), "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["verdict"] == "correct" and out["path"] == "latex" and out["problem"]
+    assert out["reference_normalized"].startswith("E_1 = ") and out["candidate_normalized"].startswith("E_1 = ")
+    plain = cli("grade", str(prob), str(reply))
+    assert plain.output.startswith("correct:") and "compared (latex" in plain.output

@@ -22,7 +22,9 @@ def _resolve(spec: str):
 def grade_command(
     problem: str = typer.Argument(..., help="Problem file, FILE#ID or SUITE/ID."),
     candidate: Path = typer.Argument(..., help="Python file defining the template's function, or a "
-                                              "Markdown/text file whose last fenced python block does."),
+                                              "Markdown/text file whose last fenced python block does, or "
+                                              "whose final answer is written in LaTeX (\\boxed{...}, a "
+                                              "'Final answer:' line)."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT_S,
                                   help="Seconds the candidate code may run."),
@@ -49,6 +51,10 @@ def grade_command(
         typer.echo(json.dumps({**verdict.contract_json(), "problem": prob.id}))
     else:
         typer.echo(f"{verdict.verdict}: {verdict.reason}")
+        d = verdict.details
+        if d.get("candidate_normalized") or d.get("reference_normalized"):
+            typer.echo(f"  compared ({d.get('path', '')}, {d.get('method', '')}): {d.get('candidate_normalized', '')}"
+                       f"  with reference  {d.get('reference_normalized', '')}")
     raise typer.Exit(0 if verdict.correct else 1)
 
 

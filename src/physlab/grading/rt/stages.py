@@ -120,11 +120,14 @@ def written_answer(job):
     from . import tree as T
     from .guard import StepFailed, StepTimeout, run_guarded
     from .latex import parse_answer
+    from .units import may_have_unit, registry
 
     answers = list(job.get("answers") or [])[-MAX_BOXES:]
     skipped = len(job.get("answers") or []) - len(answers)
     final = [k - skipped for k in job.get("final") or [] if k >= skipped] or [len(answers) - 1]
     hints = job.get("unit_hints") or []
+    if hints or any(may_have_unit(t) for t in answers):
+        registry()  # once here, inherited by every step below
     boxes = []
     for text in answers:
         try:
@@ -148,18 +151,24 @@ def written_answer(job):
 
 
 def warm_up(job=None):
-    """Load SymPy's lazily imported machinery once in the stage-2 parent, so the forked step
-    children inherit it instead of each paying ~0.4 s (a no-op when the worker already did)."""
+    """Load SymPy's lazily imported machinery (and the LaTeX parser and pint registry when the job
+    needs them) once in the stage-2 parent, so the forked step children inherit them instead of
+    each paying for it (a no-op when the worker already did)."""
     import sympy as sp
+    from .units import may_have_unit, registry
+
     x = sp.Symbol("x")
     e = (x + 1) ** 2 / (x - sp.Rational(1, 3)) - sp.sqrt(x) * sp.exp(x) * sp.sin(x) + sp.Float("0.5")
     sp.expand(e)
     sp.cancel(sp.together(e))
     e.evalf(30, subs={x: sp.Float("0.3", 40)})
-    ref = (job or {}).get("reference") or ""
-    if (job or {}).get("format") == "latex" or (job or {}).get("written") or "\\" in ref or "$" in ref:
+    job = job or {}
+    ref = job.get("reference") or ""
+    if job.get("format") == "latex" or job.get("written") or job.get("hipho") or "\\" in ref or "$" in ref:
         from .latex import parse_answer
         parse_answer(r"\frac{1}{2} m_e c^2")
+    if job.get("hipho") or may_have_unit(ref) or (job.get("written") and may_have_unit(json.dumps(job["written"]))):
+        registry()
 
 
 def run_trusted(job):

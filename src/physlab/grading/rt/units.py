@@ -33,6 +33,15 @@ _LATEX_UNITS = [(r"M_\{?\\odot\}?", "M_sun"), (r"R_\{?\\odot\}?", "R_sun"), (r"L
 _REGISTRY = []  # one pint registry per process (created on first use: ~0.2 s)
 
 
+_UNITISH = re.compile(r"\\(?:mathrm|text|rm|mu|Omega|AA|circ)(?![A-Za-z])|°|\d\s*[A-Za-zµμΩÅ]")
+
+
+def may_have_unit(text):
+    """Cheap: could ``text`` carry a unit? (Then create the registry before forking steps, so
+    they inherit it instead of each building one.)"""
+    return bool(_UNITISH.search(text or ""))
+
+
 def registry():
     if not _REGISTRY:
         import pint
@@ -131,9 +140,9 @@ def factor(from_unit, to_unit):
     except Exception:  # noqa: BLE001 - pint.DimensionalityError and offset-unit errors
         try:
             da, db = ureg.parse_units(a).dimensionality, ureg.parse_units(b).dimensionality
-            return None, f"unit {from_unit.strip()} ({_dim(da)}) is not convertible to {to_unit.strip()} ({_dim(db)})"
+            return None, f"unit {pretty(from_unit)} ({_dim(da)}) is not convertible to {pretty(to_unit)} ({_dim(db)})"
         except Exception:  # noqa: BLE001
-            return None, f"unit {from_unit.strip()} is not convertible to {to_unit.strip()}"
+            return None, f"unit {pretty(from_unit)} is not convertible to {pretty(to_unit)}"
     return exact_factor(sp, f), ""
 
 
@@ -178,7 +187,9 @@ def pretty(unit):
 
 def _dim(d):
     text = str(d)
-    return "dimensionless" if text in ("", "dimensionless") else text.replace("[", "").replace("]", "")
+    if text in ("", "dimensionless"):
+        return "dimensionless"
+    return text.replace("[", "").replace("]", "").replace(" ** ", "^").replace(" * ", "·").replace(" / ", "/")
 
 
 def _norm(u):
