@@ -56,7 +56,7 @@ def test_template_spec_reads_symbols_and_assumptions():
     assert params["k_12"] == ("k_{12}", {})
     assert params["lambda_"] == ("lambda", {})
     assert params["hbar"] == ("hbar", {})  # undeclared: a plain symbol
-    table = spec.symbols_json()
-    assert table["k_12"] == ["k_{12}", {}] and table["lambda_"] == ["lambda", {}]
+    table = spec.symbols_json()  # keyed by the matching name: no braces, backslashes, underscores
+    assert table["k12"] == ["k_{12}", {}] and table["lambda"] == ["lambda", {}]
     assert template_spec(None).params is None
     assert template_spec("def broken(:").params is None

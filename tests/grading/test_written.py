@@ -105,3 +105,24 @@ async def test_reference_free_classes_of_written_answers(grader):
     prob = latex_problem("1").public()
     answers = [r"\boxed{\frac{1}{2}}", r"\boxed{0.5}", r"\boxed{2}", r"no answer", r"\boxed{\tfrac{2}{4}}"]
     assert await grader.equivalence_classes(prob, answers) == [[0, 1, 4], [2]]
+
+
+def test_tpbench_latex_reference_against_code_and_written_answers(tmp_path):
+    """TPBench: the reference is LaTeX (``H_0``), the template's parameter ``H0``."""
+    import json
+
+    from physlab.problems.files import load_file
+
+    from .helpers import grade_text_in_process
+
+    rec = {"problem_id": "horizon", "problem": "Find the particle horizon today in a matter-dominated universe.",
+           "answer": r"\frac{2c}{H_0}",
+           "reference_implementation": "def expected_answer(c: float, H0: float) -> float:\n    return 2*c/H0\n"}
+    path = tmp_path / "tp.json"
+    path.write_text(json.dumps([rec]))
+    prob = load_file(path)[0]
+    code = "```python\ndef answer(c, H0):\n    return 2*c/H0\n```"
+    assert grade_text_in_process(prob, code).verdict == "correct"
+    assert grade_text_in_process(prob, code.replace("2*c/H0", "c/H0")).verdict == "incorrect"
+    assert grade_text_in_process(prob, r"so $d_H = \boxed{\frac{2c}{H_{0}}}$").verdict == "correct"
+    assert grade_text_in_process(prob, r"so $d_H = \boxed{\frac{3c}{H_{0}}}$").verdict == "incorrect"

@@ -13,7 +13,8 @@ hard timeout (``guard``):
    written unsimplified equals ``0``);
 4. ``simplify`` -- only when numeric could not decide (``simplify(a - b) == 0``).
 
-Symbols are matched BY NAME (after dropping braces/backslashes: ``k_{12}`` == ``k_12``), so a
+Symbols are matched BY NAME (after dropping braces, backslashes and underscores: ``k_{12}`` ==
+``k_12`` == ``k12``, ``H_0`` == ``H0``), so a
 candidate that builds its own ``Symbol('p')`` without assumptions still compares with the
 template's ``p``; the canonical symbol carries the template's assumptions.
 
@@ -44,8 +45,15 @@ FLIP = {"StrictLessThan": "StrictGreaterThan", "LessThan": "GreaterThan",
         "StrictGreaterThan": "StrictLessThan", "GreaterThan": "LessThan"}
 
 
-def norm_name(name):
+def shown_name(name):
+    """A symbol's name without LaTeX braces and backslashes (``k_{12}`` -> ``k_12``)."""
     return str(name).replace("{", "").replace("}", "").replace("\\", "").replace(" ", "")
+
+
+def norm_name(name):
+    """The key symbols are matched by: also without underscores, so the template's ``H0`` is the
+    LaTeX reference's ``H_0`` and ``omega0`` is ``\\omega_0``."""
+    return shown_name(name).replace("_", "")
 
 
 class Options:
@@ -401,7 +409,7 @@ def _rebuild_now(job):
                 declared, ass = table[key]
                 cache[key] = sp.Symbol(declared, **ass)
             else:
-                cache[key] = sp.Symbol(key)
+                cache[key] = sp.Symbol(shown_name(name))
         return cache[key]
 
     c = sp.sympify(T.from_tree(job["c"], sp, symbol=make, sympy_containers=True))
