@@ -72,8 +72,12 @@ def _unicode(s):
 def basic_clean(s):
     """Delimiters, spacing commands, ``\\left``/``\\right``, ``\\displaystyle``, trailing punctuation."""
     s = _unicode(s.strip()).replace("\\\\", "\x00")  # matrix row separators survive
-    s = re.sub(r"^\s*\\boxed\s*\{(.*)\}\s*$", r"\1", s, flags=re.DOTALL)
-    s = s.replace("$", " ")
+    s = s.replace("$", " ").strip()
+    m = re.match(r"\\(?:boxed|fbox)\s*(?=\{)", s)
+    if m:  # a box around the whole answer
+        inner, end = _read_group(s, m.end())
+        if end == len(s):
+            s = inner
     s = re.sub(r"\\[\[\]()]", " ", s)
     s = re.sub(r"\\(?:displaystyle|textstyle|limits|nolimits)(?![A-Za-z])", " ", s)
     s = re.sub(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg)(?![A-Za-z])\s*(\\?[(){}\[\]|.]|\\[lr]?[vV]ert|\\[lr]angle)?",
