@@ -306,9 +306,9 @@ async def _grade(attempt: Attempt, problem: Problem, bound: BoundGrader | None) 
     if not answered(attempt):
         return Verdict(verdict="invalid", reason=f"no answer ({attempt.status}: {attempt.stop_reason})")
     candidate = attempt.answer_code or attempt.answer_text or ""
-    grade = getattr(bound, "grade_full", bound.grade)  # the record keeps what was compared
+    assert bound is not None  # a gradable problem always has one
     try:
-        return await grade(candidate)
+        return await bound.grade_full(candidate)  # the run's record keeps what was compared
     except Exception as exc:  # the grader must not lose the run's work
         return Verdict(verdict="invalid", reason=f"grader failed: {type(exc).__name__}: {exc}"[:500])
 
