@@ -26,3 +26,36 @@ def test_answers_file_forms(tmp_path):
         load_answers(bad)
     with pytest.raises(UserError, match="not found"):
         load_answers(tmp_path / "none.yaml")
+
+
+async def test_grading_later_grades_each_checkpoint_once_beside_its_cell(tmp_path):
+    """CritPt-style: answers arrive after the sweep; the checkpoints' verdicts come with the cell's, so
+    the accuracy-vs-budget curves need no second pass."""
+    from physlab.bench.answers import grade_db
+    from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+    from physlab.grading.verdict import Verdict
+    from physlab.problems.model import Problem
+    from physlab.strategies.checkpoints import Checkpoint
+
+    st = ResultsStore(tmp_path / "r.sqlite")
+    st.add_problems([Problem(id="q", statement="What is 1+1?", answer_template="def answer():\n    return ...\n")])
+    spec = CellSpec(problem_id="q", strategy="rsa", model="m", repeat=0, suite="s")
+    st.add_cells([spec])
+    w = worker_id()
+    st.claim(spec.key, w)
+    wrong, right = "def answer():\n    return 3\n", "def answer():\n    return 2\n"
+    st.finish(spec.key, w, CellResult(status="complete", answer_code=right, checkpoints=[
+        Checkpoint(step="round 1", answer_code=wrong), Checkpoint(step="round 2", answer_code=right)]))
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("q: '2'\n")
+    graded: list[str] = []
+
+    class CountingGrader:
+        async def grade(self, problem, code):
+            graded.append(code)
+            ok = code.strip().endswith("return 2")
+            return Verdict(verdict="correct" if ok else "incorrect", reason="")
+
+    assert await grade_db(st, answers, grader=CountingGrader()) == {"correct": 1}
+    assert [c["verdict"] for c in st.checkpoints()] == ["incorrect", "correct"]
+    assert sorted(graded) == sorted([wrong, right])  # the final answer and round 2's: graded once

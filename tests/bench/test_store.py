@@ -281,3 +281,50 @@ def test_grid_progress_counts_the_whole_grid_and_other_workers_spend(tmp_path):
     done, failed, tokens, cost = st.grid_progress([s.key for s in specs], worker=me, since=since)
     assert (done, failed) == (3, 1)
     assert tokens == 21 and cost == pytest.approx(0.2)
+
+
+def test_a_database_from_before_checkpoints_gains_their_columns_on_open(tmp_path):
+    from physlab.bench import store as store_mod
+
+    db = tmp_path / "old.sqlite"
+    con = sqlite3.connect(db)
+    v1_cells = store_mod._SCHEMA.split("CREATE TABLE IF NOT EXISTS cells (", 1)[1].split(");", 1)[0]
+    for col in store_mod._ADDED_CELL_COLUMNS:  # the cells table as version 1 wrote it
+        v1_cells = "\n".join(line for line in v1_cells.splitlines() if not line.strip().startswith(col))
+    con.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
+                      "INSERT INTO meta VALUES ('schema_version', '1');"
+                      f"CREATE TABLE cells ({v1_cells.rstrip().rstrip(',')});")
+    con.execute("INSERT INTO cells(key, problem_id, strategy, model, repeat, state, verdict) "
+                "VALUES ('s/p|x|m|r0|-', 'p', 'x', 'm', 0, 'done', 'correct')")
+    con.commit()
+    con.close()
+    st = ResultsStore(db)
+    (row,) = st.cells()
+    assert (row["verdict"], row["ran_as"], row["reference_conditioned"]) == ("correct", None, 0)
+    assert st.checkpoints() == []
+    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    ResultsStore(db).close()  # a second open finds the columns there and adds nothing
+
+
+def test_checkpoints_are_stored_with_the_cell_and_regraded_with_it(tmp_path):
+    from physlab.grading.verdict import Verdict
+    from physlab.strategies.checkpoints import Checkpoint
+
+    st = ResultsStore(tmp_path / "r.sqlite")
+    spec = _specs(1)[0]
+    st.add_cells([spec])
+    w = worker_id()
+    st.claim(spec.key, w)
+    cps = [Checkpoint(step="round 1", answer_code="a", input_tokens=10, output_tokens=5, cost_usd=0.1,
+                      verdict=Verdict(verdict="incorrect", reason="differs")),
+           Checkpoint(step="round 2", answer_code="b", input_tokens=30, output_tokens=9)]
+    st.finish(spec.key, w, CellResult(status="complete", answer_code="b", checkpoints=cps, ran_as="rsa round 1 only",
+                                      reference_conditioned=True, judge_checks=3, judge_agreed=2))
+    got = st.checkpoints()
+    assert [(c["idx"], c["step"], c["input_tokens"] + c["output_tokens"], c["verdict"]) for c in got] == \
+        [(0, "round 1", 15, "incorrect"), (1, "round 2", 39, None)]
+    row = st.cells()[0]
+    assert (row["ran_as"], row["reference_conditioned"], row["judge_checks"], row["judge_agreed"]) == \
+        ("rsa round 1 only", 1, 3, 2)
+    st.set_verdict(spec.key, "correct", "ok", {0: ("incorrect", "x"), 1: ("correct", "ok")})
+    assert [c["verdict"] for c in st.checkpoints()] == ["incorrect", "correct"]

@@ -87,11 +87,11 @@ async def test_a_reference_conditioned_run_is_marked_and_only_its_critic_sees_th
     ws = tmp_path / "r"
     await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=ws, params={"critic_reference": True})
     metrics = json.loads((ws / "metrics.json").read_text())
-    assert metrics["details"]["reference_conditioned"] is True
+    assert metrics["reference_conditioned"] is True
     for line in (ws / "calls.jsonl").read_text().splitlines():
         call = json.loads(line)
         assert ("SECRET_WORKED_SOLUTION" in json.dumps(call["request"])) == (call["role"] == "critic")
     plain = tmp_path / "plain"
     await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=plain)
-    assert "reference_conditioned" not in json.loads((plain / "metrics.json").read_text())["details"]
+    assert json.loads((plain / "metrics.json").read_text())["reference_conditioned"] is False
     assert "SECRET" not in (plain / "calls.jsonl").read_text()

@@ -87,20 +87,30 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
                         path=answers_path)
     if unknown and on_unknown is not None:
         on_unknown(unknown)
+    checkpoints: dict[str, list[dict[str, Any]]] = {}
+    for cp in store.checkpoints():
+        checkpoints.setdefault(cp["cell_key"], []).append(cp)
     for cell in store.cells("state='done'"):
         entry = answers.get(cell["problem_id"])
         if entry is None or (cell["verdict"] is not None and not regrade):
             continue
         public = store.problem_public(cell["problem_id"])
         problem = Problem(**{**public, **entry})
-        code = cell["answer_code"]
-        if not code:
-            verdict, reason = "invalid", "no answer code recorded"
-        else:
-            v = grader.grade(problem, code)
-            if inspect.isawaitable(v):
-                v = await v
-            verdict, reason = v.verdict, v.reason
-        store.set_verdict(cell["key"], verdict, reason)
+        verdicts: dict[str, tuple[str, str]] = {}  # each distinct answer of the cell graded once
+
+        async def grade(code: str | None) -> tuple[str, str]:
+            if not code:
+                return "invalid", "no answer code recorded"
+            if code not in verdicts:
+                v = grader.grade(problem, code)
+                if inspect.isawaitable(v):
+                    v = await v
+                verdicts[code] = (v.verdict, v.reason)
+            return verdicts[code]
+
+        verdict, reason = await grade(cell["answer_code"])
+        graded_checkpoints = {cp["idx"]: await grade(cp["answer_code"])
+                              for cp in checkpoints.get(cell["key"], [])}
+        store.set_verdict(cell["key"], verdict, reason, graded_checkpoints)
         counts[verdict] = counts.get(verdict, 0) + 1
     return counts

@@ -1,7 +1,9 @@
 """The SQLite results store of sweeps.
 
 One row per cell (problem, strategy, model, repeat, budget) in ``cells``, its usage per role in
-``cell_roles``, every model request in ``calls`` (from the cell's calls.jsonl), and the public
+``cell_roles``, its best answers so far with what they had cost and their verdicts in
+``checkpoints`` (what the report's accuracy-against-budget curves are read from), every model
+request in ``calls`` (from the cell's calls.jsonl), and the public
 view of every problem a sweep saw in ``problems`` (for later grading and the CritPt export; the
 reference answer is never stored here).
 
@@ -29,12 +31,24 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from physlab.strategies.checkpoints import Checkpoint
+
+SCHEMA_VERSION = 2
+
+# Columns added since version 1: a database written before gets them on open (CREATE TABLE IF NOT
+# EXISTS leaves an existing table as it was). Same definitions as in _SCHEMA.
+_ADDED_CELL_COLUMNS = {
+    "ran_as": "TEXT",
+    "reference_conditioned": "INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1))",
+    "judge_checks": "INTEGER",
+    "judge_agreed": "INTEGER CHECK (judge_agreed <= judge_checks)",
+}
 
 # meta comes first: a worker opening the file while another creates the tables sees no table or
 # meta among them, never only others (_refuse_foreign tells PhysLab files by their meta table).
@@ -76,7 +90,11 @@ CREATE TABLE IF NOT EXISTS cells (
     error TEXT,
     created_at REAL,
     started_at REAL,
-    finished_at REAL
+    finished_at REAL,
+    ran_as TEXT,
+    reference_conditioned INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1)),
+    judge_checks INTEGER,
+    judge_agreed INTEGER CHECK (judge_agreed <= judge_checks)
 );
 CREATE INDEX IF NOT EXISTS cells_state ON cells(state);
 CREATE INDEX IF NOT EXISTS cells_group ON cells(strategy, model);
@@ -89,6 +107,20 @@ CREATE TABLE IF NOT EXISTS cell_roles (
     cost_usd REAL NOT NULL DEFAULT 0,
     wall_s REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (cell_key, role)
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    cell_key TEXT NOT NULL REFERENCES cells(key) ON DELETE CASCADE,
+    idx INTEGER NOT NULL CHECK (idx >= 0),
+    step TEXT NOT NULL DEFAULT '',
+    calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    answer_code TEXT,
+    answer_text TEXT,
+    verdict TEXT CHECK (verdict IN ('correct', 'incorrect', 'invalid')),
+    verdict_reason TEXT,
+    PRIMARY KEY (cell_key, idx)
 );
 CREATE TABLE IF NOT EXISTS calls (
     cell_key TEXT NOT NULL,
@@ -214,6 +246,11 @@ class CellResult:
     workspace: str | None = None
     calls: list[CallRecord] | None = None
     error: str | None = None
+    checkpoints: list[Checkpoint] | None = None
+    ran_as: str | None = None
+    reference_conditioned: bool = False
+    judge_checks: int | None = None  # SCALAR: turns the Judge and the grader both decided
+    judge_agreed: int | None = None
 
 
 def worker_id() -> str:
@@ -276,9 +313,14 @@ class ResultsStore:
     def _init_schema(self) -> None:
         # executescript commits on its own; every statement is idempotent (IF NOT EXISTS).
         self.conn.executescript(_SCHEMA)
-        with self.tx():
-            self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-                              (str(SCHEMA_VERSION),))
+        with self.tx() as c:
+            have = {r["name"] for r in c.execute("PRAGMA table_info(cells)")}
+            for name, definition in _ADDED_CELL_COLUMNS.items():
+                if name not in have:  # checked inside the write lock: two openers add it once
+                    c.execute(f"ALTER TABLE cells ADD COLUMN {name} {definition}")
+            c.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE "
+                      "SET value=excluded.value WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)",
+                      (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         self.conn.close()
@@ -421,14 +463,24 @@ class ResultsStore:
         cur = c.execute(
             "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
             " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
-            " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL"
+            " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL, ran_as=?,"
+            " reference_conditioned=?, judge_checks=?, judge_agreed=?"
             " WHERE key=? AND worker=? AND state='running'",
             (result.status, result.stop_reason, result.verdict, result.verdict_reason,
              result.answer_code, result.answer_text, total.calls, total.input_tokens,
              total.output_tokens, total.cost_usd, result.wall_s, result.workspace, result.error,
-             time.time(), key, worker))
+             time.time(), result.ran_as, int(result.reference_conditioned), result.judge_checks,
+             result.judge_agreed, key, worker))
         if cur.rowcount != 1:
             return False
+        c.execute("DELETE FROM checkpoints WHERE cell_key=?", (key,))
+        c.executemany(
+            "INSERT INTO checkpoints(cell_key, idx, step, calls, input_tokens, output_tokens, cost_usd,"
+            " answer_code, answer_text, verdict, verdict_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            [(key, i, cp.step, cp.calls, cp.input_tokens, cp.output_tokens, cp.cost_usd, cp.answer_code,
+              cp.answer_text, cp.verdict.verdict if cp.verdict else None,
+              cp.verdict.reason if cp.verdict else None)
+             for i, cp in enumerate(result.checkpoints or [])])
         c.execute("DELETE FROM cell_roles WHERE cell_key=?", (key,))
         c.executemany(
             "INSERT INTO cell_roles(cell_key, role, calls, input_tokens, output_tokens, cost_usd,"
@@ -455,10 +507,14 @@ class ResultsStore:
 
     # -- grading later ------------------------------------------------------------------------
 
-    def set_verdict(self, key: str, verdict: str, reason: str) -> None:
+    def set_verdict(self, key: str, verdict: str, reason: str,
+                    checkpoints: dict[int, tuple[str, str]] | None = None) -> None:
+        """The cell's verdict and, by checkpoint index, its checkpoints' (verdict, reason)."""
         with self.tx() as c:
             c.execute("UPDATE cells SET verdict=?, verdict_reason=?, gradable=1 WHERE key=?",
                       (verdict, reason, key))
+            c.executemany("UPDATE checkpoints SET verdict=?, verdict_reason=? WHERE cell_key=? AND idx=?",
+                          [(v, r, key, i) for i, (v, r) in (checkpoints or {}).items()])
 
     # -- CritPt submissions -------------------------------------------------------------------
 
@@ -543,6 +599,12 @@ class ResultsStore:
             "SELECT r.*, c.key, c.suite, c.problem_id, c.repeat, c.strategy, c.model FROM cell_roles r "
             "JOIN cells c ON c.key = r.cell_key "
             "WHERE c.state='done'")]
+
+    def checkpoints(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
+        """Checkpoints of finished cells (``where`` on the cells' columns as ``c.``), in order."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT k.* FROM checkpoints k JOIN cells c ON c.key = k.cell_key "
+            f"WHERE c.state='done' AND ({where}) ORDER BY k.cell_key, k.idx", params)]
 
     def problem_public(self, problem_id: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT public_json FROM problems WHERE problem_id=?", (problem_id,)).fetchone()

@@ -237,7 +237,8 @@ class Sweep:
             status=attempt.status, stop_reason=attempt.stop_reason, verdict=vkind,
             verdict_reason=vreason, answer_code=attempt.answer_code, answer_text=attempt.answer_text,
             usage_by_role=usage_by_role, wall_s=attempt.wall_s or (time.monotonic() - start),
-            workspace=str(workspace), calls=calls,
+            workspace=str(workspace), calls=calls, checkpoints=attempt.checkpoints, ran_as=attempt.ran_as,
+            reference_conditioned=attempt.reference_conditioned, **_judge_agreement(attempt),
         )
         if await self._db(self.store.finish, spec.key, self.worker, result):
             total = Usage()
@@ -417,6 +418,14 @@ class Sweep:
 
     def _progress(self, total: int, already: int) -> "_Progress":
         return _Progress(total, already, enabled=self.show_progress)
+
+
+def _judge_agreement(attempt: Any) -> dict[str, int]:
+    """SCALAR's count of turns where its Judge and the grader both decided, and agreed."""
+    agreement = attempt.details.get("judge_agreement") or {}
+    if not agreement.get("checked"):
+        return {}
+    return {"judge_checks": int(agreement["checked"]), "judge_agreed": int(agreement["agreed"])}
 
 
 def _si(n: float) -> str:

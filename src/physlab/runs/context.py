@@ -9,7 +9,7 @@ A strategy's parameters are not here: the strategy object is built with them (``
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -19,6 +19,7 @@ from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Budget, Usage
 from physlab.problems.model import Problem
 from physlab.sandbox.core import Sandbox
+from physlab.strategies.checkpoints import Checkpoint
 
 
 class ModelSource(Protocol):
@@ -81,3 +82,5 @@ class RunContext:
     # reference-conditioned Critic). The runner fills it only when the strategy's parameters ask
     # for it (``StrategyParams.sees_reference``); everywhere else it stays None.
     reference_solution: str | None = None
+    # Best answer so far, each time it changed (strategies.checkpoints.record_best appends here).
+    checkpoints: list[Checkpoint] = field(default_factory=list)

@@ -10,6 +10,7 @@ from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Usage
 from physlab.runs.context import RunContext
 from physlab.strategies.params import StrategyParams
+from physlab.strategies.checkpoints import Checkpoint
 
 AttemptStatus = Literal[
     "complete",  # a final answer was produced the normal way
@@ -31,6 +32,16 @@ class Attempt(BaseModel):
     usage_by_role: dict[str, Usage] = Field(default_factory=dict)
     wall_s: float = 0.0
     details: dict[str, Any] = Field(default_factory=dict)
+    checkpoints: list[Checkpoint] = Field(
+        default_factory=list, description="Best answer so far, each time it changed (see strategies.checkpoints).")
+    ran_as: str | None = Field(
+        default=None, description="What the run really was when a cap changed the strategy (TPBench's "
+                                  "verifiers falling back to a majority vote, RSA stopping after round 1); "
+                                  "None when it ran as named. The report never shows such a run under its "
+                                  "full name.")
+    reference_conditioned: bool = Field(
+        default=False, description="A role saw the reference (SCALAR's paper setting): not a solver, never "
+                                   "ranked beside solvers.")
 
     @property
     def usage(self) -> Usage:

@@ -40,6 +40,7 @@ from physlab.strategies.params import StrategyParams
 
 if TYPE_CHECKING:
     from physlab.grading import BoundGrader, Equivalence, Grader
+from physlab.strategies.checkpoints import grade_checkpoints
 
 # A strategy that ignores the wall budget is cancelled this long after it (the budget check before
 # each request normally ends it first; the slack lets a forced formatter finish).
@@ -231,9 +232,12 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
             attempt.status = "no_answer"
         attempt.details = {**attempt.details, "workspace": str(ws)}
         if reference is not None:  # saw the answer key: never ranked beside solvers
-            attempt.details["reference_conditioned"] = True
+            attempt.reference_conditioned = True
+        attempt.checkpoints = attempt.checkpoints or ctx.checkpoints  # kept when a budget ended the run
         _write_answer(attempt, problem, ws)
         attempt.verdict = await _grade(attempt, problem, bound)
+        if bound is not None:
+            await grade_checkpoints(attempt.checkpoints, bound)
         _write_metrics(attempt, meter, ws, seed=seed, api_base=api_base, started_at=started_at)
         emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
              verdict=attempt.verdict.verdict if attempt.verdict else None)
@@ -323,6 +327,8 @@ def _write_metrics(attempt: Attempt, meter: RunMeter, ws: Path, *, seed: int,
         "stop_reason": attempt.stop_reason,
         "has_answer": answered(attempt),
         "verdict": attempt.verdict.contract_json() if attempt.verdict else None,
+        "ran_as": attempt.ran_as,
+        "reference_conditioned": attempt.reference_conditioned,
         "wall_s": round(attempt.wall_s, 4),
         **meter.summary(),
         "max_in_flight_seen": meter.max_in_flight_seen,
@@ -331,6 +337,7 @@ def _write_metrics(attempt: Attempt, meter: RunMeter, ws: Path, *, seed: int,
         "started_at": started_at.isoformat(),
         "finished_at": datetime.now(timezone.utc).isoformat(),
         "details": attempt.details,
+        "checkpoints": [cp.model_dump(exclude_none=True) for cp in attempt.checkpoints],
     }
     # metrics.json is the run's record that it finished (resume, the dashboard, `runs show` read it):
     # replaced whole. pydantic's encoder: it takes models and values json.dumps would refuse.

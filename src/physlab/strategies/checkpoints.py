@@ -1,0 +1,65 @@
+"""Checkpoints: a run's best answer so far, with what it had spent when that answer became best.
+
+Every strategy records one whenever its best answer changes (the lab per iteration, RSA per
+round, TPBench after each sample and verification, Minions and SCALAR per round). The runner
+grades each distinct answer once; a sweep stores them beside the cell, and the report reads each
+strategy's accuracy at any token or cost cap off them, from one sweep (`physlab bench report`).
+The run's final answer at its full spend is the cell itself, not a checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from physlab.grading.verdict import Verdict
+from physlab.llm.usage import Usage
+
+
+class Checkpoint(BaseModel):
+    step: str = Field(description="Where in the run it became best: 'round 2', 'sample 5', 'iteration 3'.")
+    answer_code: str | None = None
+    answer_text: str | None = None
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    verdict: Verdict | None = Field(default=None, description="The grader's, filled by the runner.")
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def has_answer(self) -> bool:
+        return bool(self.answer_code or self.answer_text)
+
+
+def record_best(ctx: Any, step: str, *, answer_code: str | None = None, answer_text: str | None = None) -> None:
+    """Note that the run's best answer is now this one, at what ``ctx.usage`` has spent so far.
+    An answer equal to the last one noted is no new checkpoint: it became best earlier."""
+    if not (answer_code or answer_text):
+        return
+    log: list[Checkpoint] = ctx.checkpoints
+    if log and (log[-1].answer_code, log[-1].answer_text) == (answer_code, answer_text):
+        return
+    spent: Usage = ctx.usage.total()
+    log.append(Checkpoint(step=step, answer_code=answer_code, answer_text=answer_text, calls=spent.calls,
+                          input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
+                          cost_usd=spent.cost_usd))
+
+
+async def grade_checkpoints(checkpoints: list[Checkpoint], grader: Any) -> None:
+    """Give every checkpoint with an answer the grader's verdict, grading each distinct answer once."""
+    seen: dict[str, Verdict] = {}
+    for cp in checkpoints:
+        if not cp.has_answer or cp.verdict is not None:
+            continue
+        candidate = cp.answer_code or cp.answer_text or ""
+        if candidate not in seen:
+            try:
+                seen[candidate] = await grader.grade(candidate)
+            except Exception as exc:  # noqa: BLE001 - a grader failure must not lose the run
+                seen[candidate] = Verdict(verdict="invalid", reason=f"grader failed: {type(exc).__name__}: {exc}"[:500])
+        cp.verdict = seen[candidate].model_copy(deep=True)
