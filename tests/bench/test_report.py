@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import csv
-import math
 import random
 import re
 import sqlite3
 
 import pytest
 
-from physlab.bench.report import build_report, write_csv, write_html
+import numpy as np
+from scipy.stats import bootstrap
+
+from physlab.bench.report import build_report, write_csv
+from physlab.bench.report_render import write_html
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.cli import main
+from physlab.grading.verdict import Verdict
 from physlab.llm.usage import CallRecord, Usage
+from physlab.strategies.checkpoints import Checkpoint
 
-Z = 1.959963984540054
 
 
 def _fill(path, seed=1):
@@ -56,11 +60,15 @@ def test_report_figures_match_sql_and_closed_forms(tmp_path):
         n, k = db.execute("SELECT COUNT(*), SUM(verdict='correct') FROM cells WHERE state='done' AND "
                           "verdict IS NOT NULL AND strategy=? AND model=?", (g.strategy, g.model)).fetchone()
         assert (g.graded, g.correct) == (n, k)
-        assert g.accuracy == pytest.approx(k / n)
-        p = k / n
-        c = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
-        h = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-        assert (g.ci_low, g.ci_high) == pytest.approx((max(0, c - h), min(1, c + h)), abs=1e-9)
+        assert g.accuracy == pytest.approx(k / n)  # 3 repeats of every problem: problem mean = cell mean
+        # the interval: percentile bootstrap over the problems' shares of repeats solved (from SQL)
+        shares = [r[0] for r in db.execute(
+            "SELECT AVG(verdict='correct') FROM cells WHERE state='done' AND verdict IS NOT NULL AND strategy=? "
+            "AND model=? GROUP BY problem_id ORDER BY problem_id", (g.strategy, g.model))]
+        ci = bootstrap((np.array(shares),), np.mean, method="percentile", n_resamples=9999,
+                       rng=np.random.default_rng(0)).confidence_interval
+        assert (g.ci_low, g.ci_high) == pytest.approx((ci.low, ci.high))
+        assert g.ci_low <= g.accuracy <= g.ci_high and g.ci_method == "bootstrap over 5 problems"
         # pass@1 is the mean accuracy over problems; pass@3 with 3 repeats: solved at least once
         per = db.execute("SELECT problem_id, SUM(verdict='correct') FROM cells WHERE state='done' AND "
                          "strategy=? AND model=? GROUP BY problem_id", (g.strategy, g.model)).fetchall()
@@ -94,8 +102,8 @@ def test_html_is_self_contained_and_csv_round_trips(tmp_path):
     st = _fill(tmp_path / "r.sqlite")
     rep = build_report(st, equal_tokens=800)
     html = write_html(rep, tmp_path / "report.html").read_text()
-    imgs = re.findall(r"<img[^>]*src='([^']*)'", html)
-    assert len(imgs) == 3 and all(s.startswith("data:image/png;base64,") for s in imgs)
+    imgs = re.findall(r'<img[^>]*src="([^"]*)"', html)
+    assert len(imgs) == 4 and all(s.startswith("data:image/png;base64,") for s in imgs)
     assert "http://" not in html and "https://" not in html and "<link" not in html and "<script" not in html
     assert (tmp_path / "report_plots" / "accuracy_vs_cost.png").read_bytes()[:4] == b"\x89PNG"
     rows = list(csv.DictReader(write_csv(rep, tmp_path / "r.csv").open()))
@@ -111,7 +119,161 @@ def test_report_cli(tmp_path, capsys):
               "--csv", str(tmp_path / "o.csv"), "--plots", str(tmp_path / "plots")])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    assert "accuracy" in out and (tmp_path / "o.html").is_file() and (tmp_path / "plots" / "equal_budget.png").is_file()
+    assert "accuracy" in out and (tmp_path / "o.html").is_file() and (tmp_path / "plots" / "accuracy_vs_tokens_budget.png").is_file()
     with pytest.raises(SystemExit) as e:
         main(["bench", "report", "--db", str(tmp_path / "nope.sqlite")])
     assert e.value.code == 2
+
+
+def _cell(st, w, *, problem, strategy, model="m", repeat=0, verdict="correct", tokens=1000, cost=0.0,
+          checkpoints=(), ran_as=None, reference_conditioned=False, judge=None, params=""):
+    """One finished cell: its final verdict at ``tokens``, and its checkpoints as (tokens, verdict)."""
+    spec = CellSpec(problem_id=problem, strategy=strategy, model=model, repeat=repeat, suite="t", gradable=True,
+                    params=params)
+    st.add_cells([spec])
+    assert st.claim(spec.key, w)
+    cps = [Checkpoint(step=f"round {i + 1}", answer_code=f"def answer(): return {i}", input_tokens=t,
+                      cost_usd=cost * t / max(tokens, 1), verdict=Verdict(verdict=v, reason=""))
+           for i, (t, v) in enumerate(checkpoints)]
+    st.finish(spec.key, w, CellResult(
+        status="complete", verdict=verdict, verdict_reason="", answer_code="def answer(): ...",
+        usage_by_role={"solver": Usage(calls=1, input_tokens=tokens, cost_usd=cost)}, checkpoints=cps,
+        ran_as=ran_as, reference_conditioned=reference_conditioned,
+        judge_checks=judge[1] if judge else None, judge_agreed=judge[0] if judge else None))
+    return spec.key
+
+
+def _curve_db(path):
+    """rsa improves over rounds (checkpoints), oneshot answers once; 4 problems x 2 repeats."""
+    rng = random.Random(7)
+    st, w = ResultsStore(path), worker_id()
+    for i in range(4):
+        for r in range(2):
+            late = rng.choice(["correct", "incorrect"])
+            _cell(st, w, problem=f"p{i}", strategy="rsa", repeat=r, verdict=late, tokens=9000 + 100 * i,
+                  cost=0.09, checkpoints=[(1000 + 10 * r, "incorrect"), (4000 + 100 * i, rng.choice(["correct", "incorrect"])),
+                                          (8000, late)])
+            _cell(st, w, problem=f"p{i}", strategy="oneshot", repeat=r, tokens=1500,
+                  verdict="correct" if i < 2 else "incorrect", cost=0.01)
+    return st
+
+
+def test_a_curve_point_recomputed_by_hand_from_the_database(tmp_path):
+    st = _curve_db(tmp_path / "r.sqlite")
+    rep = build_report(st)
+    (curve,) = [c for c in rep.curves if c.group == "rsa|m" and c.axis == "tokens"]
+    cap = 4300.0
+    point = next(p for p in curve.points if p.cap == cap)  # p3's round-2 checkpoint: a spend where it changes
+    # by hand: each cell holds the last answer it had with at most `cap` tokens (checkpoints, then the final
+    # answer at the cell's own spend); a problem scores the share of its repeats holding a correct one
+    db = sqlite3.connect(tmp_path / "r.sqlite")
+    held: dict[str, list[bool]] = {}
+    for key, pid, tokens, verdict in db.execute(
+            "SELECT key, problem_id, input_tokens + output_tokens, verdict FROM cells WHERE strategy='rsa'"):
+        points = db.execute("SELECT input_tokens + output_tokens, verdict FROM checkpoints WHERE cell_key=? "
+                            "ORDER BY idx", (key,)).fetchall() + [(tokens, verdict)]
+        within = [v for t, v in points if t <= cap]
+        held.setdefault(pid, []).append(bool(within) and within[-1] == "correct")
+    by_problem = [sum(v) / len(v) for v in held.values()]
+    assert point.accuracy == pytest.approx(sum(by_problem) / len(by_problem))
+    assert point.low <= point.accuracy <= point.high
+    # below the first checkpoint nothing is held; past every spend the curve is the accuracy column
+    g = next(g for g in rep.groups if g.strategy == "rsa")
+    assert curve.points[0].cap == 1000 and curve.points[0].accuracy == 0.0
+    assert curve.points[-1].accuracy == pytest.approx(g.accuracy)
+    # a cost axis too (runs cost money), from the same checkpoints
+    assert any(c.group == "rsa|m" and c.axis == "cost_usd" for c in rep.curves)
+
+
+def test_the_equal_budget_column_reads_the_curve_and_its_default_cap_reaches_a_correct_answer(tmp_path):
+    st, w = ResultsStore(tmp_path / "r.sqlite"), worker_id()
+    for i in range(5):  # a cheap scaffold that never solves anything, an expensive one that solves 3 of 5
+        _cell(st, w, problem=f"p{i}", strategy="cheap", tokens=200, verdict="incorrect")
+        _cell(st, w, problem=f"p{i}", strategy="deep", tokens=20_000, verdict="correct" if i < 3 else "incorrect",
+              checkpoints=[(5000, "correct" if i < 3 else "incorrect")])
+    rep = build_report(st)
+    # the cheapest group's p90 (200 tokens) sat below every correct cell and the column read 0.000
+    assert rep.equal_budget_tokens == 20_000  # the cheapest group that solved something: its p90
+    deep = next(g for g in rep.groups if g.strategy == "deep")
+    assert deep.equal_budget_accuracy == pytest.approx(0.6)
+    rep = build_report(st, equal_tokens=6000)  # a cap between the checkpoints and the final answers
+    deep = next(g for g in rep.groups if g.strategy == "deep")
+    curve = next(c for c in rep.curves if c.group == "deep|m")
+    assert deep.equal_budget_accuracy == pytest.approx(0.6) == [p for p in curve.points if p.cap <= 6000][-1].accuracy
+    assert deep.equal_budget_correct == 3
+
+
+def test_paired_comparison_is_the_exact_sign_test_over_shared_problems(tmp_path):
+    st, w = ResultsStore(tmp_path / "r.sqlite"), worker_id()
+    for i in range(10):  # a solves 9, b solves 1 (p0, which a also solves): 8 problems for a, none for b
+        _cell(st, w, problem=f"p{i}", strategy="a", verdict="correct" if i < 9 else "incorrect")
+        _cell(st, w, problem=f"p{i}", strategy="b", verdict="correct" if i == 0 else "incorrect")
+    _cell(st, w, problem="only-a", strategy="a")  # not shared: left out of the comparison
+    (c,) = build_report(st).comparisons
+    assert (c.a, c.b, c.problems, c.a_better, c.b_better) == ("a|m", "b|m", 10, 8, 0)
+    assert c.p_value == pytest.approx(2 * 0.5 ** 8)  # exact McNemar: 8 discordant pairs, all one way
+    assert (c.accuracy_a, c.accuracy_b, c.difference) == pytest.approx((0.9, 0.1, 0.8))
+    assert 0 < c.low <= 0.8 <= c.high <= 1
+
+
+def test_repeats_do_not_narrow_the_interval_problems_do(tmp_path):
+    """The issue's case: 20 problems x 2 identical repeats. Wilson over 40 cells gave [0.040, 0.231];
+    the repeats carry no new information about the problems, so the interval is the one-repeat one."""
+    one, two = ResultsStore(tmp_path / "1.sqlite"), ResultsStore(tmp_path / "2.sqlite")
+    w = worker_id()
+    for i in range(20):
+        for r in range(2):
+            _cell(two, w, problem=f"p{i}", strategy="s", repeat=r, verdict="correct" if i < 2 else "incorrect")
+        _cell(one, w, problem=f"p{i}", strategy="s", verdict="correct" if i < 2 else "incorrect")
+    g1, g2 = build_report(one).groups[0], build_report(two).groups[0]
+    assert (g2.ci_low, g2.ci_high) == (g1.ci_low, g1.ci_high)
+    assert g2.ci_high > 0.231 and g2.graded == 40 and g2.problems == 20
+
+
+def test_matrix_reference_conditioned_runs_and_degraded_runs_are_kept_apart(tmp_path, capsys):
+    st, w = ResultsStore(tmp_path / "r.sqlite"), worker_id()
+    for i in range(3):
+        for r in range(2):
+            _cell(st, w, problem=f"p{i}", strategy="rsa", repeat=r, verdict="correct" if i <= r else "incorrect")
+            _cell(st, w, problem=f"p{i}", strategy="scalar", repeat=r, reference_conditioned=True, judge=(3, 4),
+                  params="setting=\"paper\"")
+    _cell(st, w, problem="p0", strategy="tpbench-sympy", ran_as="majority vote of 8 (no verification)")
+    _cell(st, w, problem="p1", strategy="tpbench-sympy")
+    rep = build_report(st)
+    assert rep.matrix["p0"]["rsa|m"] == [2, 2] and rep.matrix["p1"]["rsa|m"] == [1, 2]
+    assert rep.matrix["p2"]["rsa|m"] == [0, 2]
+    scalar = next(g for g in rep.groups if g.strategy == "scalar")
+    assert scalar.reference_conditioned and (scalar.judge_agreed, scalar.judge_checks) == (18, 24)
+    assert scalar not in rep.solvers
+    assert all("scalar" not in c.a + c.b for c in rep.comparisons)  # never compared with solvers
+    labels = {(g.strategy_label, g.graded) for g in rep.groups if g.strategy == "tpbench-sympy"}
+    assert labels == {("tpbench-sympy", 1), ("tpbench-sympy (ran as majority vote of 8 (no verification))", 1)}
+    from physlab.bench.report_render import print_report
+    from rich.console import Console
+
+    print_report(rep, Console(width=250, record=True))
+    out = capsys.readouterr().out
+    assert "Reference-conditioned runs" in out and "18/24 (75%)" in out
+    assert "Problems × strategies: m" in out and "Paired comparisons" in out
+    assert "ran as majority vote of 8" in out
+    html = write_html(rep, tmp_path / "r.html").read_text()
+    assert "Reference-conditioned runs" in html and html.count("<h2>Problems × strategies") == 2
+
+
+def test_plots_put_spend_on_log_axes_and_legends_beside_the_data(tmp_path):
+    from physlab.bench import plots
+
+    rep = build_report(_curve_db(tmp_path / "r.sqlite"))
+    figs = plots.figures(rep)
+    assert set(figs) == {"accuracy_vs_cost", "accuracy_vs_tokens_budget", "accuracy_vs_cost_budget", "role_share"}
+    for name, fig in figs.items():
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        if name != "role_share":
+            assert ax.get_xscale() == "log", name
+        legend = fig.legends[0]
+        assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer)), name
+        drawn, page = fig.get_tightbbox(renderer), fig.bbox_inches  # every label, tick and legend drawn
+        assert page.x0 - 0.01 <= drawn.x0 and drawn.x1 <= page.x1 + 0.01, name  # ... inside the page
+        assert page.y0 - 0.01 <= drawn.y0 and drawn.y1 <= page.y1 + 0.01, name

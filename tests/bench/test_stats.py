@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from physlab.bench.stats import accuracy_at_cap, mean_pass_at_k, pass_at_k, quantile, wilson_interval
+from physlab.bench.stats import (mean_pass_at_k, paired_comparison, pass_at_k, problem_accuracy, problem_bootstrap,
+                                 quantile, solved_within, wilson_interval)
 
 
 @pytest.mark.parametrize(
@@ -68,8 +69,32 @@ def test_quantile_matches_numpy(xs, q):
     assert quantile(xs, q) == pytest.approx(float(np.percentile(xs, q * 100)), rel=1e-9, abs=1e-9)
 
 
-def test_accuracy_at_cap_counts_only_answers_within_budget():
-    cells = [(True, 100), (True, 500), (False, 50), (True, 1000)]
-    assert accuracy_at_cap(cells, 99) == (0, 4)
-    assert accuracy_at_cap(cells, 500) == (2, 4)
-    assert accuracy_at_cap(cells, 10_000) == (3, 4)
+def test_a_run_holds_its_last_answer_within_the_cap():
+    trace = [(100, False), (500, True), (900, False), (1200, True)]  # checkpoints, then the final answer
+    assert [solved_within(trace, cap) for cap in (99, 100, 499, 500, 899, 900, 1199, 1200, 10**9)] == \
+        [False, False, False, True, True, False, False, True, True]
+    assert problem_accuracy([trace, [(50, True)]], [60, 600]).tolist() == [0.5, 1.0]
+
+
+def test_problem_bootstrap_is_scipys_percentile_bootstrap_over_problems():
+    from scipy.stats import bootstrap
+
+    shares = np.array([1.0, 0.5, 0.0, 1.0, 0.0, 0.5, 1.0])
+    lo, hi = problem_bootstrap(shares)
+    ref = bootstrap((shares,), np.mean, method="percentile", n_resamples=9999,
+                    rng=np.random.default_rng(0)).confidence_interval
+    assert (float(lo), float(hi)) == pytest.approx((ref.low, ref.high))
+    # a curve: every cap resampled with the same problems, so a cap that repeats a row repeats its band
+    lo2, hi2 = problem_bootstrap(np.stack([shares, shares, 1 - shares]))
+    assert lo2[0] == lo2[1] == pytest.approx(lo) and lo2[2] == pytest.approx(1 - hi)
+    assert problem_bootstrap(np.array([1.0])) is None  # one problem: no bootstrap over problems
+
+
+def test_paired_comparison_counts_problems_not_repeats():
+    a = {"p1": 1.0, "p2": 2 / 3, "p3": 0.0, "p4": 1.0}
+    b = {"p1": 1 / 3, "p2": 2 / 3, "p3": 1 / 3, "p5": 0.0}
+    res = paired_comparison(a, b)
+    assert (res.problems, res.a_better, res.b_better) == (3, 1, 1)  # p4, p5 are not shared; p2 is a tie
+    assert res.p_value == pytest.approx(1.0)
+    assert res.difference == pytest.approx(((1 - 1 / 3) + 0 + (0 - 1 / 3)) / 3)
+    assert paired_comparison({"x": 1.0}, {"y": 0.0}) is None

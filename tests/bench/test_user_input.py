@@ -191,7 +191,7 @@ def test_report_keeps_budgets_apart_and_export_asks_which(tmp_path, capsys):
     rep = build_report(st)
     assert [(g.config, g.cells, sorted(g.pass_at_k)) for g in rep.groups] == \
         [("-", 4, [1, 2]), ("max_tokens=500", 4, [1, 2])]  # 2 repeats each, not 4 pooled
-    assert set(rep.budget_curves) == {"oneshot|scripted:a", "oneshot|scripted:a|max_tokens=500"}
+    assert set(rep.token_curves()) == {"oneshot|scripted:a", "oneshot|scripted:a|max_tokens=500"}
     from physlab.web.svg import accuracy_bars
 
     labels = [row["label"] for row in accuracy_bars(rep.groups)["rows"]]  # the dashboard tells them apart
@@ -206,7 +206,10 @@ def test_report_keeps_budgets_apart_and_export_asks_which(tmp_path, capsys):
     code, out, _ = _cli(capsys, "report", "--db", str(db), "--csv", str(tmp_path / "s.csv"))
     assert code == 0 and "max_tokens=500" in out
     rows = list(csv.DictReader((tmp_path / "s.csv").open()))
-    assert [r["config"] for r in rows] == ["-", "max_tokens=500"] and list(rows[0])[-1] == "config"
+    assert [r["config"] for r in rows] == ["-", "max_tokens=500"]
+    columns = list(rows[0])  # columns added since come after config: the ones before keep their places
+    assert columns[columns.index("config") - 2:columns.index("config") + 1] == \
+        ["equal_budget_accuracy", "role_token_share", "config"]
 
 
 def test_report_shows_cells_still_pending(tmp_path, capsys):

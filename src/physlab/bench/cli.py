@@ -322,9 +322,11 @@ def report_cmd(
                                                  help="Token cap per problem of the equal-budget view."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Accuracy (Wilson 95%), pass@k, tokens/cost/wall, role shares, equal-budget view."""
+    """Accuracy with intervals over problems, pass@k, paired comparisons, the problem x strategy matrix,
+    accuracy against a token/cost cap, tokens/cost/wall, role shares (docs/sweeps.md: how to read them)."""
     from physlab.bench import plots as plots_mod
-    from physlab.bench.report import build_report, print_report, write_csv, write_html
+    from physlab.bench.report import build_report, write_csv
+    from physlab.bench.report_render import print_report, write_html
     from physlab.bench.store import ResultsStore
 
     csv, html, plots = _output_file(csv, "--csv"), _output_file(html, "--html"), _output_dir(plots, "--plots")

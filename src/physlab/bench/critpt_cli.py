@@ -85,7 +85,8 @@ def submit_critpt_cmd(
 ) -> None:
     """Post the group's batches to CritPt's grading server (one per repeat) and record the scores."""
     from physlab.bench.critpt_submit import GradingFailed, check_quota, check_url, key_id, quota_note, submit
-    from physlab.bench.report import critpt_cell, critpt_scores
+    from physlab.bench.report import critpt_scores
+    from physlab.bench.report_render import critpt_cell
     from physlab.bench.store import ResultsStore
 
     url = check_url(url)

@@ -1,4 +1,7 @@
-"""Report plots (matplotlib, Agg backend, PNG files)."""
+"""Report plots (matplotlib, Agg backend, PNG files) a reader can use: spend on log axes (the
+scaffolds differ by orders of magnitude), legends beside the axes rather than over the data, and
+constrained layout so no label is clipped. Each ``*_figure`` function draws one figure from a
+Report (None when there is nothing to show); :func:`write_all` saves them."""
 
 from __future__ import annotations
 
@@ -9,87 +12,120 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
-from physlab.bench.report import Report, group_label  # noqa: E402
+from physlab.bench.report import BudgetCurve, CurvePoint, Report, group_label  # noqa: E402
+
+_AXIS_LABEL = {"tokens": "token cap per problem attempt (log scale)",
+               "cost_usd": "cost cap per problem attempt, USD (log scale)"}
 
 
-def _label(g) -> str:
-    return group_label(g, sep=" × ")
+def _figure(width: float = 8.0, height: float = 4.5) -> tuple[Figure, plt.Axes]:
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    return fig, ax
 
 
-def accuracy_vs_cost(report: Report, path: Path) -> Path | None:
-    groups = [g for g in report.groups if g.accuracy is not None]
-    if not groups:
+def _legend_beside(fig: Figure, ax: plt.Axes) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        fig.legend(loc="outside right upper", fontsize=7, frameon=False)
+
+
+def accuracy_vs_cost_figure(report: Report) -> Figure | None:
+    groups = [g for g in report.solvers if g.accuracy is not None]
+    use_cost = bool(groups) and all((g.cost_median or 0) > 0 for g in groups)
+    xs = [(g.cost_median if use_cost else g.tokens_median) or 0.0 for g in groups]
+    shown = [(g, x) for g, x in zip(groups, xs) if x > 0]  # a log axis has no place for 0
+    if not shown:
         return None
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    use_cost = any(g.cost_median for g in groups)
-    for g in groups:
-        x = (g.cost_median or 0.0) if use_cost else (g.tokens_median or 0.0)
-        err = [[g.accuracy - g.ci_low], [g.ci_high - g.accuracy]]
-        ax.errorbar([x], [g.accuracy], yerr=err, fmt="o", capsize=4, label=_label(g))
-    ax.set_xlabel("median cost per problem (USD)" if use_cost else "median tokens per problem")
-    ax.set_ylabel("accuracy (Wilson 95%)")
+    fig, ax = _figure()
+    for g, x in shown:
+        lo = g.accuracy - g.ci_low if g.ci_low is not None else 0.0
+        hi = g.ci_high - g.accuracy if g.ci_high is not None else 0.0
+        ax.errorbar([x], [g.accuracy], yerr=[[lo], [hi]], fmt="o", capsize=4, label=group_label(g, sep=" × "))
+    ax.set_xscale("log")
+    ax.set_xlabel(("median cost per problem attempt, USD" if use_cost else "median tokens per problem attempt")
+                  + " (log scale)")
+    ax.set_ylabel("accuracy (95% CI, bootstrap over problems)")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Accuracy vs cost")
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100)
-    plt.close(fig)
-    return path
+    ax.set_title("Accuracy vs spend")
+    _legend_beside(fig, ax)
+    return fig
 
 
-def equal_budget(report: Report, path: Path) -> Path | None:
-    if not report.budget_curves:
+def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | None:
+    solver_labels = {group_label(g) for g in report.solvers}
+    curves = [c for c in report.curves if c.axis == axis and c.group in solver_labels
+              and any(p.cap > 0 for p in c.points)]
+    if not curves:
         return None
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for name, pts in sorted(report.budget_curves.items()):
-        xs = [p[0] for p in pts]
-        ys = [p[1] for p in pts]
-        ax.step(xs, ys, where="post", label=name.replace("|", " × "))
-    if report.equal_budget_tokens is not None:
-        ax.axvline(report.equal_budget_tokens, color="grey", linestyle="--", linewidth=1)
-    ax.set_xlabel("token cap per problem")
-    ax.set_ylabel("accuracy within cap")
+    # every step line runs across the same range: nothing held before a run's first answer
+    left = min(p.cap for c in curves for p in c.points if p.cap > 0)
+    right = max(p.cap for c in curves for p in c.points) * 1.5
+    fig, ax = _figure()
+    for curve in curves:
+        _draw_curve(ax, curve, left, right)
+    if axis == "tokens" and report.equal_budget_tokens:
+        ax.axvline(report.equal_budget_tokens, color="grey", linestyle="--", linewidth=1,
+                   label=f"equal-budget cap ({report.equal_budget_tokens:,.0f})")
+    ax.set_xscale("log")
+    ax.set_xlabel(_AXIS_LABEL[axis])
+    ax.set_ylabel("accuracy within the cap (95% band)")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Equal budget")
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100)
-    plt.close(fig)
-    return path
+    ax.set_title("Accuracy as a function of budget")
+    _legend_beside(fig, ax)
+    return fig
 
 
-def role_share(report: Report, path: Path) -> Path | None:
+def _draw_curve(ax: plt.Axes, curve: BudgetCurve, left: float, right: float) -> None:
+    pts = [p for p in curve.points if p.cap > 0]
+    if pts[0].cap > left:
+        pts.insert(0, CurvePoint(cap=left, accuracy=0.0, low=0.0, high=0.0))
+    xs = [p.cap for p in pts] + [right]
+    ys = [p.accuracy for p in pts] + [pts[-1].accuracy]
+    (line,) = ax.step(xs, ys, where="post", label=curve.group.replace("|", " × "))
+    if all(p.low is not None and p.high is not None for p in pts):
+        lows = [p.low for p in pts] + [pts[-1].low]
+        highs = [p.high for p in pts] + [pts[-1].high]
+        ax.fill_between(xs, lows, highs, step="post", alpha=0.15, color=line.get_color(), linewidth=0)
+
+
+def role_share_figure(report: Report) -> Figure | None:
     groups = [g for g in report.groups if g.role_share]
     if not groups:
         return None
     roles = sorted({r for g in groups for r in g.role_share})
-    fig, ax = plt.subplots(figsize=(6, 0.5 * len(groups) + 1.5))
+    fig, ax = _figure(8.0, 0.4 * len(groups) + 1.8)
     left = [0.0] * len(groups)
     for role in roles:
         vals = [g.role_share.get(role, 0.0) for g in groups]
         ax.barh(range(len(groups)), vals, left=left, label=role)
         left = [a + b for a, b in zip(left, vals)]
-    ax.set_yticks(range(len(groups)), [_label(g) for g in groups], fontsize=7)
+    ax.set_yticks(range(len(groups)), [group_label(g, sep=" × ") for g in groups], fontsize=7)
+    ax.invert_yaxis()
     ax.set_xlabel("share of tokens")
     ax.set_xlim(0, 1)
     ax.set_title("Tokens per role")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100)
-    plt.close(fig)
-    return path
+    _legend_beside(fig, ax)
+    return fig
+
+
+def figures(report: Report) -> dict[str, Figure]:
+    made = {"accuracy_vs_cost": accuracy_vs_cost_figure(report),
+            "accuracy_vs_tokens_budget": accuracy_vs_budget_figure(report, "tokens"),
+            "accuracy_vs_cost_budget": accuracy_vs_budget_figure(report, "cost_usd"),
+            "role_share": role_share_figure(report)}
+    return {name: fig for name, fig in made.items() if fig is not None}
 
 
 def write_all(report: Report, out_dir: str | Path) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     made = {}
-    for name, fn in (("accuracy_vs_cost", accuracy_vs_cost), ("equal_budget", equal_budget),
-                     ("role_share", role_share)):
-        p = fn(report, out_dir / f"{name}.png")
-        if p is not None:
-            made[name] = p
+    for name, fig in figures(report).items():
+        path = out_dir / f"{name}.png"
+        fig.savefig(path, format="png", dpi=110)
+        plt.close(fig)
+        made[name] = path
     return made
 
 

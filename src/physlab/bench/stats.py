@@ -1,13 +1,16 @@
-"""Statistics for sweep reports: Wilson intervals, unbiased pass@k, quantiles, equal-budget
-accuracy. Pure functions on plain numbers, so tests can check them against closed forms."""
+"""Statistics for sweep reports: intervals by bootstrap over problems (repeats nested in them),
+paired comparisons of two strategies on the same problems, accuracy within a budget from a run's
+checkpoints, unbiased pass@k, quantiles, and Wilson intervals for the one-problem case. Pure
+functions on plain numbers, so tests can check them against closed forms and scipy."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
-from scipy.stats import norm
+import numpy as np
+from scipy.stats import binomtest, bootstrap, norm
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -60,16 +63,67 @@ def quantile(values: Sequence[float], q: float) -> float | None:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def accuracy_at_cap(cells: Iterable[tuple[bool, float]], cap: float) -> tuple[int, int]:
-    """Equal-budget accuracy from finished cells (correct, tokens used): a cell counts as correct
-    at cap T only if it was correct and spent at most T tokens (a run stopped at T would not have
-    reached its answer). Returns (correct_within_cap, n)."""
-    n = k = 0
-    for correct, tokens in cells:
-        n += 1
-        if correct and tokens <= cap:
-            k += 1
-    return k, n
+Trace = Sequence[tuple[float, bool]]
+
+
+def solved_within(trace: Trace, cap: float) -> bool:
+    """Was the run solved at spend ``cap``? ``trace`` is (spend, correct) of each answer that
+    became the run's best, in the order they came, its final answer last: at cap T the run holds
+    the last answer it had by then (a run stopped at T would have had nothing later)."""
+    solved = False
+    for spent, correct in trace:
+        if spent <= cap:
+            solved = correct
+    return solved
+
+
+def problem_accuracy(traces: Sequence[Trace], caps: Sequence[float]) -> np.ndarray:
+    """The share of one problem's repeats solved within each cap (shape: caps)."""
+    return np.array([sum(solved_within(t, cap) for t in traces) / len(traces) for cap in caps])
+
+
+def problem_bootstrap(per_problem: np.ndarray, confidence: float = 0.95, *, n_resamples: int = 9999,
+                      seed: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+    """Percentile bootstrap interval of the mean over problems. ``per_problem`` has problems on its
+    last axis (one accuracy per problem: its repeats stay together, nested in it, never drawn as
+    independent samples); earlier axes (e.g. caps) are resampled with the same problems, so a
+    curve's band is one set of resamples. None with fewer than two problems."""
+    data = np.asarray(per_problem, dtype=float)
+    if data.shape[-1] < 2:
+        return None
+    res = bootstrap((data,), np.mean, axis=-1, vectorized=True, method="percentile",
+                    confidence_level=confidence, n_resamples=n_resamples, rng=np.random.default_rng(seed))
+    return np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
+
+
+class Paired(NamedTuple):
+    problems: int
+    mean_a: float
+    mean_b: float
+    difference: float  # mean over problems of (a - b)
+    low: float | None  # paired bootstrap interval of the difference
+    high: float | None
+    a_better: int  # problems where a solved more of its repeats than b
+    b_better: int
+    p_value: float  # exact two-sided sign test over those problems (exact McNemar with one repeat)
+
+
+def paired_comparison(a: dict[str, float], b: dict[str, float], confidence: float = 0.95,
+                      seed: int = 0) -> Paired | None:
+    """Two strategies on the problems both were graded on (per-problem accuracy each). None when
+    they share no problem."""
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    xa = np.array([a[p] for p in common])
+    xb = np.array([b[p] for p in common])
+    d = xa - xb
+    ci = problem_bootstrap(d, confidence, seed=seed)
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
+    return Paired(len(common), float(xa.mean()), float(xb.mean()), float(d.mean()),
+                  None if ci is None else float(ci[0]), None if ci is None else float(ci[1]),
+                  wins, losses, float(p))
 
 
 def group_by(rows: Iterable[dict], *keys: str) -> dict[tuple, list[dict]]:

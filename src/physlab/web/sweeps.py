@@ -14,7 +14,7 @@ FILTERS = ("strategy", "model", "suite")
 
 
 class FilteredStore:
-    """Adapter: the two read methods build_report uses, restricted to the chosen cells."""
+    """Adapter: the read methods build_report uses, restricted to the chosen cells."""
 
     def __init__(self, store: ResultsStore, filters: dict[str, str]):
         self.store, self.path = store, store.path
@@ -27,6 +27,10 @@ class FilteredStore:
     def roles(self) -> list[dict[str, Any]]:
         keys = {c["key"] for c in self.cells()}
         return [r for r in self.store.roles() if r["cell_key"] in keys]
+
+    def checkpoints(self) -> list[dict[str, Any]]:
+        keys = {c["key"] for c in self.cells()}
+        return [r for r in self.store.checkpoints() if r["cell_key"] in keys]
 
 
 def choices(store: ResultsStore) -> dict[str, list[str]]:
@@ -48,4 +52,4 @@ def sweeps_page(db: Path | None, filters: dict[str, str]) -> str:
     data = report_data(db, filters)
     rep = data["report"]
     return page("sweeps.html", "Sweeps", db=db, filters=filters, choices=data["choices"], rows=data["rows"],
-                report=rep, accuracy=svg.accuracy_bars(rep.groups), curves=svg.budget_curves(rep.budget_curves))
+                report=rep, accuracy=svg.accuracy_bars(rep.groups), curves=svg.budget_curves(rep.token_curves()))

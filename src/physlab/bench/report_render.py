@@ -1,0 +1,159 @@
+"""A sweep report for people: the terminal tables (rich) and the self-contained HTML page (a
+Jinja2 template with autoescaping; the plots embedded as data URIs). The figures come from
+:mod:`physlab.bench.report`; nothing is computed here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader
+
+from physlab.bench.report import (CRITPT_PROTOCOL_RUNS, GroupSummary, Report, fmt, group_label, matrix_tables,
+                                  summary_rows)
+
+
+def critpt_cell(mean: float | None, sd: float | None, runs: int) -> str:
+    """'31.4% ± 2.1 (5 of 5 runs)': CritPt's figure is the mean over 5 runs; fewer are said so."""
+    if mean is None:
+        return ""
+    spread = f" ± {sd:.1%}" if sd is not None else ""
+    return f"{mean:.1%}{spread} ({runs} of {CRITPT_PROTOCOL_RUNS} runs)"
+
+
+def accuracy_cell(g: GroupSummary) -> str:
+    if g.accuracy is None:
+        return "ungraded"
+    ci = f" [{g.ci_low:.3f}, {g.ci_high:.3f}]" if g.ci_low is not None and g.ci_high is not None else ""
+    return f"{g.accuracy:.3f}{ci}"
+
+
+def equal_budget_cell(g: GroupSummary) -> str:
+    if g.equal_budget_accuracy is None:
+        return ""
+    ci = (f" [{g.equal_budget_low:.3f}, {g.equal_budget_high:.3f}]"
+          if g.equal_budget_low is not None and g.equal_budget_high is not None else "")
+    return f"{g.equal_budget_accuracy:.3f}{ci}"
+
+
+def agreement_cell(g: GroupSummary) -> str:
+    if not g.judge_checks:
+        return ""
+    return f"{g.judge_agreed}/{g.judge_checks} ({g.judge_agreed / g.judge_checks:.0%})"
+
+
+def _done_failed(g: GroupSummary) -> str:
+    """'done/failed', and the cells not run yet when there are any (a group whose sweep stopped
+    early is not a group of zero results)."""
+    return f"{g.cells}/{g.failed}" + (f" ({g.pending} pending)" if g.pending else "")
+
+
+def _difference(c) -> str:
+    ci = f" [{c.low:+.3f}, {c.high:+.3f}]" if c.low is not None and c.high is not None else ""
+    return f"{c.difference:+.3f}{ci}"
+
+
+def print_report(report: Report, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(width=None if Console().is_terminal else 160)
+    if not report.groups:
+        console.print(f"no cells in {report.db}")
+        return
+    configs = any(g.config != "-" for g in report.groups)  # the column only when it tells groups apart
+    left = ("strategy", "model", "budget|params") if configs else ("strategy", "model")
+    critpt = bool(report.critpt)
+
+    def groups_table(title: str, groups: list[GroupSummary], *, judge: bool) -> Table:
+        table = Table(title=title)
+        for col in (*left, "done/failed", "problems", "correct/graded", "accuracy [95% CI]", "pass@k", "tokens med/p90", "cost med $",
+                    "wall med s", "equal-budget acc [95% CI]", *(["judge = grader"] if judge else []),
+                    *(["CritPt"] if critpt else [])):
+            table.add_column(col, justify="left" if col in left else "right")
+        for g in groups:
+            table.add_row(
+                g.strategy_label, g.model, *([g.config] if configs else []), _done_failed(g), str(g.problems),
+                f"{g.correct}/{g.graded}", accuracy_cell(g),
+                " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items()),
+                f"{fmt(g.tokens_median, '.0f')}/{fmt(g.tokens_p90, '.0f')}",
+                fmt(g.cost_median, ".3g"), fmt(g.wall_median, ".3g"), equal_budget_cell(g),
+                *([agreement_cell(g)] if judge else []),
+                *([critpt_cell(g.critpt_mean, g.critpt_sd, g.critpt_runs)] if critpt else []),
+            )
+        return table
+
+    if report.solvers:
+        console.print(groups_table(f"PhysLab sweep report ({report.db})", report.solvers, judge=False))
+        console.print("accuracy: mean over problems of the share of repeats solved; 95% intervals by bootstrap "
+                      "over problems (a problem's repeats stay together)")
+    if report.reference_conditioned:
+        console.print(groups_table("Reference-conditioned runs (a role saw the reference: not solvers, not ranked)",
+                                   report.reference_conditioned, judge=True))
+    for score in report.critpt:
+        label = " × ".join([score.strategy, score.model] + ([score.config] if score.config != "-" else []))
+        runs = ", ".join(f"r{r} {a:.1%}" for r, a in score.runs.items())
+        console.print(f"CritPt grading server, {label}: {critpt_cell(score.mean, score.sd, len(score.runs))}"
+                      f" — runs: {runs}")
+    if report.equal_budget_tokens is not None:
+        console.print(f"equal-budget view: every cell capped at {report.equal_budget_tokens:.0f} tokens per "
+                      "problem, read off the accuracy-vs-budget curves (a run holds its best answer so far)")
+    if report.comparisons:
+        table = Table(title="Paired comparisons (same problems)")
+        for col in ("a", "b", "problems", "acc a", "acc b", "a − b [95% CI]", "a better / b better", "p (exact)"):
+            table.add_column(col, justify="left" if col in ("a", "b") else "right")
+        for c in report.comparisons:
+            table.add_row(c.a.replace("|", " × "), c.b.replace("|", " × "), str(c.problems), f"{c.accuracy_a:.3f}",
+                          f"{c.accuracy_b:.3f}", _difference(c), f"{c.a_better} / {c.b_better}",
+                          f"{c.p_value:.3g}")
+        console.print(table)
+    for title, heads, rows in matrix_tables(report):
+        table = Table(title=f"Problems × strategies: {title}", caption="correct/graded repeats")
+        table.add_column("problem")
+        for h in heads:
+            table.add_column(h, justify="right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    for curve in report.curves:
+        if curve.axis != "tokens" or not curve.points:
+            continue
+        shown = _milestones(curve.points)
+        console.print(f"accuracy vs token cap, {curve.group.replace('|', ' × ')}: "
+                      + ", ".join(f"≤{p.cap:,.0f} {p.accuracy:.2f}" for p in shown))
+    for g in report.groups:
+        if g.role_share:
+            console.print(f"{group_label(g, sep=' × ')} token share: "
+                          + ", ".join(f"{r} {s:.0%}" for r, s in g.role_share.items()))
+
+
+def _milestones(points, n: int = 6):
+    """Where the curve changes, at most ``n`` of them (the last always)."""
+    changes = [p for i, p in enumerate(points) if i == 0 or p.accuracy != points[i - 1].accuracy]
+    if len(changes) > n:
+        step = (len(changes) - 1) / (n - 1)
+        changes = [changes[round(i * step)] for i in range(n)]
+    return changes
+
+
+_ENV = Environment(loader=PackageLoader("physlab.bench", "templates"), autoescape=True, trim_blocks=True,
+                   lstrip_blocks=True)
+
+
+def write_html(report: Report, path: str | Path, *, plots_dir: str | Path | None = None) -> Path:
+    """A self-contained HTML report: tables plus the plots embedded as data URIs (no external
+    assets). PNG files are also written to ``plots_dir`` (default: beside the HTML)."""
+    from physlab.bench import plots
+
+    path = Path(path)
+    plots_dir = Path(plots_dir) if plots_dir else path.with_suffix("").parent / (path.stem + "_plots")
+    pngs = plots.write_all(report, plots_dir)
+    rows = summary_rows(report)
+    solver_labels = {group_label(g) for g in report.solvers}
+    html = _ENV.get_template("report.html").render(
+        report=report, columns=list(rows[0]) if rows else [],
+        solver_rows=[r for r, g in zip(rows, report.groups) if group_label(g) in solver_labels],
+        reference_rows=[r for r, g in zip(rows, report.groups) if group_label(g) not in solver_labels],
+        matrices=matrix_tables(report), difference=_difference,
+        plots=[(name, plots.data_uri(png)) for name, png in pngs.items()])
+    path.write_text(html, encoding="utf-8")
+    return path
