@@ -56,7 +56,7 @@ def print_report(report: Report, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console(width=None if Console().is_terminal else 160)
+    console = console or Console(width=None if Console().is_terminal else 200)
     if not report.groups:
         console.print(f"no cells in {report.db}")
         return
@@ -66,13 +66,13 @@ def print_report(report: Report, console=None) -> None:
 
     def groups_table(title: str, groups: list[GroupSummary], *, judge: bool) -> Table:
         table = Table(title=title)
-        for col in (*left, "done/failed", "problems", "correct/graded", "accuracy [95% CI]", "pass@k", "tokens med/p90", "cost med $",
+        for col in (*left, "done/failed", "correct/graded", "accuracy [95% CI]", "pass@k", "tokens med/p90", "cost med $",
                     "wall med s", "equal-budget acc [95% CI]", *(["judge = grader"] if judge else []),
                     *(["CritPt"] if critpt else [])):
             table.add_column(col, justify="left" if col in left else "right")
         for g in groups:
             table.add_row(
-                g.strategy_label, g.model, *([g.config] if configs else []), _done_failed(g), str(g.problems),
+                g.strategy_label, g.model, *([g.config] if configs else []), _done_failed(g),
                 f"{g.correct}/{g.graded}", accuracy_cell(g),
                 " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items()),
                 f"{fmt(g.tokens_median, '.0f')}/{fmt(g.tokens_p90, '.0f')}",
@@ -84,8 +84,10 @@ def print_report(report: Report, console=None) -> None:
 
     if report.solvers:
         console.print(groups_table(f"PhysLab sweep report ({report.db})", report.solvers, judge=False))
+        problems = sorted({g.problems for g in report.solvers if g.problems})
         console.print("accuracy: mean over problems of the share of repeats solved; 95% intervals by bootstrap "
-                      "over problems (a problem's repeats stay together)")
+                      f"over problems (a problem's repeats stay together); problems per group: "
+                      + ", ".join(map(str, problems)))
     if report.reference_conditioned:
         console.print(groups_table("Reference-conditioned runs (a role saw the reference: not solvers, not ranked)",
                                    report.reference_conditioned, judge=True))
@@ -107,7 +109,8 @@ def print_report(report: Report, console=None) -> None:
                           f"{c.p_value:.3g}")
         console.print(table)
     for title, heads, rows in matrix_tables(report):
-        table = Table(title=f"Problems × strategies: {title}", caption="correct/graded repeats")
+        console.print(f"Problems × strategies: {title} (correct/graded repeats)")  # a title would wrap
+        table = Table()
         table.add_column("problem")
         for h in heads:
             table.add_column(h, justify="right")
