@@ -10,7 +10,6 @@ import pytest
 from physlab.errors import UserError
 from physlab.llm.scripted import final_answer, first_user_text, last_user_text, text, tool_call
 from physlab.strategies.tpbench.best_of_n import TPBenchBestOfN
-from physlab.strategies.tpbench.candidates import same_outputs
 from physlab.strategies.tpbench.sympy_check import TPBenchSympy
 from physlab.strategies.tpbench.vote import TPBenchVote
 from physlab.strategies.tpbench.weak import VARIANTS, TPBenchWeak
@@ -222,10 +221,25 @@ async def test_malformed_verdicts_are_retried_and_a_verifier_without_one_says_no
     assert attempt.usage.calls == 2 + 2 + 1 + OUTPUT_RETRIES  # generators, then every verifier request
 
 
-def test_output_comparison():
-    assert same_outputs([1.0, 2.0], [1.0 + 1e-13, 2.0])
-    assert not same_outputs([1.0, 2.0], [1.0, 2.001])
+def test_the_weak_verifier_has_the_papers_three_prompts():
     assert VARIANTS == ("weak_verify_1", "weak_verify_2", "weak_verify_3")
+
+
+async def test_answers_that_cannot_be_evaluated_never_form_one_class(tmp_path):
+    """The issue's case: three different answers holding a constant the template does not define
+    (1 - gamma p, 1 - eta p^2/3, exp(-kappa p)) give no number at the test points. Compared by
+    their values there, all three "agreed" (no value = no value), became one class of 3, outvoted the
+    two correct answers and won. With the grader's equivalence they are three classes."""
+    cycle = ["1 - sp.Symbol('gamma')*p", "(1 - p)**2",
+             "1 - sp.Symbol('eta')*p**2/3", "sp.exp(-sp.Symbol('kappa')*p)", "1 - 2*p + p**2"]
+    ctx = make_ctx(tmp_path, _generator(cycle))
+    attempt = await TPBenchVote.configured({"n_samples": 5}).run(ctx)
+    assert attempt.details["group_sizes"] == [2, 1, 1, 1], attempt.details["candidates"]
+    by_index = {c["index"]: c["group"] for c in attempt.details["candidates"]}
+    assert by_index[1] == by_index[4] == 0  # the two correct answers, written differently, vote together
+    assert len({by_index[0], by_index[2], by_index[3]}) == 3  # gamma, eta, kappa: three classes
+    assert attempt.verdict is None and "(1 - p)**2" in attempt.answer_code
+    assert (await ctx.grader.grade(attempt.answer_code)).correct
 
 
 async def test_samples_run_concurrently_within_the_bound():

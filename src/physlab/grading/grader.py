@@ -133,16 +133,22 @@ class Grader:
         classes = await self.equivalence_classes(problem, [code_a, code_b])
         return [0, 1] in classes
 
-    async def equivalence_classes(self, problem: Problem, codes: list[str]) -> list[list[int]]:
-        """Group candidates by equivalent answers (reference-free). Candidates without a valid
-        answer are left out of every class. Classes are in order of their first member."""
+    async def equivalence_classes(self, problem: Problem, codes: list[str], *,
+                                  n_points: int | None = None) -> list[list[int]]:
+        """Group candidates by equivalent answers (reference-free), with the comparison that grades
+        them. Candidates without a valid answer are left out of every class, and two answers the
+        comparison cannot show equal (e.g. neither evaluates to a number) are never in one class.
+        ``n_points``: how many test points the numeric comparison needs (default: the grader's).
+        Classes are in order of their first member."""
         spec = template_spec(problem.answer_template)
         answers = await asyncio.gather(*(self.run_candidate(problem, c, spec=spec) for c in codes))
         valid = [i for i, a in enumerate(answers) if a.ok]
         if len(valid) <= 1:
             return [[i] for i in valid]
-        out = await self._trusted(trusted_job("classes", [answers[i].tree for i in valid], spec, problem,
-                                                step_timeout=self.step_timeout_s))
+        job = trusted_job("classes", [answers[i].tree for i in valid], spec, problem, step_timeout=self.step_timeout_s)
+        if n_points is not None:
+            job["n_points"] = n_points
+        out = await self._trusted(job)
         if out is None or "classes" not in out:  # could not compare: nothing is shown equivalent
             return [[i] for i in valid]
         return [[valid[j] for j in cls] for cls in out["classes"]]
@@ -314,21 +320,44 @@ def public_verdict(verdict: Verdict) -> Verdict:
 
 
 class Equivalence:
-    """Reference-free comparison bound to one problem (implements runs.context.Equivalence).
-    Keeps only the public view of the problem."""
+    """Reference-free comparison bound to one run's problem (implements runs.context.Equivalence):
+    the one equivalence every clustering of a run uses. Keeps only the public view of the problem.
+
+    It remembers, for the run, which class each answer it has seen belongs to: a new batch is
+    compared only against one member of each class found so far (and among itself), so a vote
+    over N=50 samples, or a best-so-far counted again after every round, costs one comparison
+    run per batch, not one per pair."""
 
     def __init__(self, problem: Problem, grader: Grader | None = None) -> None:
         self.problem = problem.public()
         self._grader = grader or Grader()
+        # per n_points: one member of each class found so far, and the class of every code seen
+        self._known: dict[int | None, tuple[list[str], dict[str, int | None]]] = {}
 
     async def equivalent(self, code_a: str, code_b: str) -> bool:
-        return await self._grader.equivalent(self.problem, code_a, code_b)
+        return [0, 1] in await self.equivalence_classes([code_a, code_b])
 
-    async def equivalence_classes(self, codes: list[str]) -> list[list[int]]:
-        return await self._grader.equivalence_classes(self.problem, codes)
-
-    async def evaluate_at_points(self, code: str, n_points: int = 5, seed: int = 0) -> list[complex | None] | None:
-        return await self._grader.evaluate_at_points(self.problem, code, n_points=n_points, seed=seed)
+    async def equivalence_classes(self, codes: list[str], *, n_points: int | None = None) -> list[list[int]]:
+        """Indices of ``codes`` grouped by equivalent answers, in order of their first member; a
+        code without a valid answer is in no class."""
+        members, class_of = self._known.setdefault(n_points, ([], {}))
+        new = [c for c in dict.fromkeys(codes) if c not in class_of]
+        if new:
+            batch, n_known = members + new, len(members)
+            for group in await self._grader.equivalence_classes(self.problem, batch, n_points=n_points):
+                known = [i for i in group if i < n_known]
+                cls = known[0] if known else len(members)
+                if not known:
+                    members.append(batch[group[0]])
+                for i in group:
+                    class_of.setdefault(batch[i], cls)
+            for c in new:
+                class_of.setdefault(c, None)
+        grouped: dict[int, list[int]] = {}
+        for i, c in enumerate(codes):
+            if class_of[c] is not None:
+                grouped.setdefault(class_of[c], []).append(i)  # type: ignore[index]
+        return list(grouped.values())
 
 
 def bind(problem: Problem, grader: Grader | None = None) -> BoundGrader:

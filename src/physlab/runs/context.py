@@ -51,15 +51,16 @@ class BoundGrader(Protocol):
 
 
 class Equivalence(Protocol):
-    """Reference-free comparison of candidate answers (for votes and aggregation)."""
+    """Reference-free comparison of candidate answers: the grader's own, the one every clustering
+    of a run uses (votes, aggregation, de-duplication). Answers it cannot show equal -- two that
+    do not evaluate, say -- are never equivalent."""
 
     async def equivalent(self, code_a: str, code_b: str) -> bool: ...
 
-    async def equivalence_classes(self, codes: list[str]) -> list[list[int]]:
-        """Indices of ``codes`` grouped by equivalence (codes that do not evaluate in no group)."""
-
-    async def evaluate_at_points(self, code: str, n_points: int = 5, seed: int = 0) -> list[complex | None] | None:
-        """The filled template's values at ``n_points`` seeded test points (None: it does not run)."""
+    async def equivalence_classes(self, codes: list[str], *, n_points: int | None = None) -> list[list[int]]:
+        """Indices of ``codes`` grouped by equivalence, in order of their first member (a code
+        without a valid answer is in no group); ``n_points``: test points the numeric comparison
+        needs (default: the grader's)."""
 
 
 EventSink = Callable[..., None]

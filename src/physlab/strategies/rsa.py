@@ -23,8 +23,8 @@ from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish, gather_bounded,
-    model_settings, render,
+    answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
+    gather_bounded, model_settings, render,
 )
 
 _RSA_RUN = f"{PHYSICS_INTERN} §4 (RSA on the example puzzle, about 24 requests: N, K, T = 6, 2, 4)"
@@ -47,24 +47,6 @@ class RSAParams(SamplingParams):
         return self
 
 
-async def equivalence_classes(ctx: RunContext, codes: list[str]) -> list[list[int]]:
-    """Group codes by the run's reference-free equivalence (the grader's, never string match)."""
-    # Identical strings are equivalent without asking: only distinct codes go to the grader.
-    distinct: list[str] = []
-    where: dict[str, int] = {}
-    for code in codes:
-        if code not in where:
-            where[code] = len(distinct)
-            distinct.append(code)
-    local = await ctx.equivalence.equivalence_classes(distinct)
-    member = {d: k for k, cls in enumerate(local) for d in cls}
-    classes: dict[int, list[int]] = {}
-    for i, code in enumerate(codes):
-        if where[code] in member:  # codes the grader found invalid belong to no class
-            classes.setdefault(member[where[code]], []).append(i)
-    return sorted(classes.values(), key=lambda c: c[0])
-
-
 async def vote(ctx: RunContext, texts: list[str]) -> tuple[int | None, list[list[int]]]:
     """Index (into ``texts``) of the majority answer and the classes it was chosen from.
 
@@ -72,17 +54,10 @@ async def vote(ctx: RunContext, texts: list[str]) -> tuple[int | None, list[list
     left out); open questions vote over the normalised "Final Answer:" line.
     """
     if ctx.problem.has_template:
-        pos = [i for i, t in enumerate(texts) if extract_code(t)]
-        if not pos:
-            return None, []
-        local = await equivalence_classes(ctx, [extract_code(texts[i]) or "" for i in pos])
-        classes = [[pos[j] for j in cls] for cls in local]
+        classes = await answer_classes(ctx, [extract_code(t) for t in texts])
     else:
         classes = final_answer_classes(texts)
-    if not classes:
-        return None, []
-    classes.sort(key=lambda c: (-len(c), c[0]))
-    return classes[0][0], classes
+    return (classes[0][0] if classes else None), classes
 
 
 class RSA(Strategy[RSAParams]):

@@ -157,6 +157,20 @@ def error_text(exc: BaseException | None) -> str | None:
     return f"{type(exc).__name__}: {exc}"[:500]
 
 
+async def answer_classes(ctx: RunContext, codes: Sequence[str | None], *, n_points: int | None = None
+                         ) -> list[list[int]]:
+    """Indices of ``codes`` (filled templates) grouped by the grader's equivalence -- the one
+    relation every vote, aggregation and de-duplication uses -- largest class first (ties: the
+    earlier first member). A missing code, or one without a valid answer, is in no class; answers
+    the grader cannot show equal (two that do not evaluate, say) are never in one class. The run's
+    Equivalence remembers what it has compared, so asking again after more samples is cheap."""
+    present = [i for i, c in enumerate(codes) if c]
+    if not present:
+        return []
+    local = await ctx.equivalence.equivalence_classes([codes[i] or "" for i in present], n_points=n_points)
+    return sorted(([present[j] for j in cls] for cls in local), key=lambda c: (-len(c), c[0]))
+
+
 def final_answer_classes(texts: Sequence[str | None]) -> list[list[int]]:
     """Indices of ``texts`` grouped by their "Final Answer:" (else the whole text) after normalising
     case and spacing, largest group first (ties: first index). An open question offers nothing to

@@ -1,28 +1,27 @@
-"""TPBench stage 1 (seed 002, §3.3-3.5): generate N candidates concurrently, evaluate each filled
-template at M test points with the grader's reference-free evaluator (in the sandbox), and group
-functionally identical candidates; plus the parameters every TPBench strategy shares and the
-Attempt built from a chosen group."""
+"""TPBench stage 1 (seed 002, §3.3-3.5): generate N candidates concurrently and group the
+functionally identical ones with the grader's own equivalence (the filled templates compared in the
+sandbox, numerically at M test points and symbolically where it can: the paper compares output
+tuples at M points; two candidates that do not evaluate to numbers there are never "identical");
+plus the parameters every TPBench strategy shares and the Attempt built from a chosen group."""
 
 from __future__ import annotations
 
-import asyncio
-import math
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable
 
 from physlab.grading.extract import extract_code
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, AttemptStatus
 from physlab.strategies.params import TPBENCH, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish, gather_bounded,
-    model_settings, render,
+    answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
+    gather_bounded, model_settings, render,
 )
 
 
 class TPBenchParams(SamplingParams):
     n_samples: int = param(50, "Candidate solutions generated (N).", f"{TPBENCH} §3.3: N=50 candidates", ge=1)
-    n_points: int = param(5, "Test points at which candidates are evaluated and compared (M).",
+    n_points: int = param(5, "Test points at which candidates must agree to be one class (M).",
                           f"{TPBENCH} §3.5, stage 1: M=5 test inputs", ge=1, le=100)
 
 
@@ -32,14 +31,12 @@ class Candidate:
     text: str | None = None
     code: str | None = None
     error: str | None = None
-    outputs: list[complex | None] | None = None  # the output vector at the M test points
-    eval_error: str | None = None
+    eval_error: str | None = None  # why the code is in no class
     group: int | None = None
 
     def summary(self) -> dict[str, Any]:
         return {"index": self.index, "group": self.group, "code": self.code,
-                "error": self.error, "eval_error": self.eval_error,
-                "outputs": [repr(o) for o in self.outputs] if self.outputs is not None else None}
+                "error": self.error, "eval_error": self.eval_error}
 
 
 @dataclass
@@ -79,73 +76,21 @@ async def generate_candidates(ctx: RunContext, strategy: str, params: TPBenchPar
     return candidates, budget_hit
 
 
-def same_outputs(a: Sequence[complex | None], b: Sequence[complex | None], rtol: float = 1e-8,
-                 atol: float = 1e-12) -> bool:
-    """Output vectors are the same function's values: equal up to floating-point noise (a point
-    where neither is a finite number agrees; one finite and one not does not).
-
-    The paper calls candidates equivalent when their output tuples are identical; we compare with
-    a tight tolerance instead because an expanded and a factored form of one expression can differ
-    in the last bits when evaluated in floating point.
-    """
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        finite_x = x is not None and math.isfinite(abs(x))
-        finite_y = y is not None and math.isfinite(abs(y))
-        if finite_x != finite_y:
-            return False
-        if finite_x and abs(x - y) > atol + rtol * max(abs(x), abs(y)):  # type: ignore[operator]
-            return False
-    return True
-
-
-async def evaluate_candidate(ctx: RunContext, code: str, m: int, seed: int
-                             ) -> tuple[list[complex | None] | None, str | None]:
-    """The candidate's output vector at M test points (run in the sandbox by the grader)."""
-    try:
-        values = await ctx.equivalence.evaluate_at_points(code, n_points=m, seed=seed)
-    except Exception as exc:  # noqa: BLE001 - a candidate whose code fails is just invalid
-        return None, error_text(exc)
-    return (values, None) if values is not None else (None, "does not evaluate at the test points")
-
-
 async def distinct_pool(ctx: RunContext, strategy: str, params: TPBenchParams, candidates: list[Candidate],
                         budget_hit: BaseException | None = None) -> Pool:
-    """Stage 1: group candidates whose filled templates give the same outputs at M points.
+    """Stage 1: group the candidates whose filled templates the grader finds equivalent.
 
-    Candidates that failed to generate, have no code, or whose code does not evaluate are left
-    out of every group. Groups are ordered by size (largest first), ties by first index.
+    Candidates that failed to generate, have no code, or whose code does not run are left out of
+    every group. Groups are ordered by size (largest first), ties by first index.
     """
     if not ctx.problem.has_template:  # nothing to evaluate: the "Final Answer:" lines decide
         return _pool(ctx, strategy, candidates, final_answer_classes([c.text for c in candidates]), budget_hit)
-    usable = [c for c in candidates if c.code]
-    m = params.n_points
-    sem = asyncio.Semaphore(params.concurrency)
-
-    results: dict[str, tuple[list[complex | None] | None, str | None]] = {}
-
-    async def evaluate(code: str) -> None:
-        async with sem:
-            results[code] = await evaluate_candidate(ctx, code, m, ctx.seed)
-
-    # identical code is evaluated once
-    await asyncio.gather(*(evaluate(code) for code in dict.fromkeys(c.code or "" for c in usable)))
-    for c in usable:
-        c.outputs, c.eval_error = results[c.code or ""]
-    groups: list[list[int]] = []
-    reps: list[list[complex | None]] = []
-    for pos, c in enumerate(candidates):
-        if c.outputs is None:
-            continue
-        for g, rep in enumerate(reps):
-            if same_outputs(c.outputs, rep):
-                groups[g].append(pos)
-                break
-        else:
-            reps.append(c.outputs)
-            groups.append([pos])
-    return _pool(ctx, strategy, candidates, sorted(groups, key=lambda g: (-len(g), g[0])), budget_hit)
+    groups = await answer_classes(ctx, [c.code for c in candidates], n_points=params.n_points)
+    grouped = {i for g in groups for i in g}
+    for i, c in enumerate(candidates):
+        if c.code and i not in grouped:
+            c.eval_error = "no valid answer: the filled template does not run or returns no answer"
+    return _pool(ctx, strategy, candidates, groups, budget_hit)
 
 
 def _pool(ctx: RunContext, strategy: str, candidates: list[Candidate], groups: list[list[int]],
