@@ -58,6 +58,9 @@ async def test_aggregation_sees_k_distinct_candidates_and_votes_by_equivalence(t
     # every final answer is a different string; three of them are the same function
     assert attempt.details["final_classes"][0] == [0, 1, 2]
     assert attempt.answer_code is not None and "(1 - p)**2" in attempt.answer_code
+    assert attempt.ran_as is None
+    # a checkpoint per round: the answer the vote would have given then, at what had been spent
+    assert [(c.step, c.calls) for c in ctx.checkpoints] == [("round 1", 4), ("round 2", 8), ("round 3", 12)]
 
 
 async def test_subsets_follow_the_seed(tmp_path):
@@ -78,6 +81,7 @@ async def test_budget_mid_round_returns_best_so_far(tmp_path):
     assert "Final Answer" in attempt.answer_text
     assert attempt.details["rounds_done"] == 2
     assert attempt.usage.calls == 6
+    assert attempt.ran_as == "1 of 4 rounds"  # round 2 was cut: RSA stopped after round 1
 
 
 async def test_defaults_and_validation(tmp_path):

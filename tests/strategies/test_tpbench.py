@@ -38,7 +38,7 @@ def _generator(cycle, log=None, judge=None):
 
 async def test_vote_groups_equivalent_answers_written_differently(tmp_path):
     ctx = make_ctx(tmp_path, _generator(VOTE_CYCLE))
-    attempt = await TPBenchVote.configured({"n_samples": 7}).run(ctx)
+    attempt = await TPBenchVote.configured({"n_samples": 7, "concurrency": 1}).run(ctx)
     assert attempt.status == "complete"
     assert attempt.details["group_sizes"] == [4, 3], attempt.details["candidates"]
     assert attempt.details["n_points"] == 5
@@ -46,6 +46,11 @@ async def test_vote_groups_equivalent_answers_written_differently(tmp_path):
     assert final in {"(1 - p)**2", "1 - 2*p + p**2", "p**2 - 2*p + 1"}
     assert final in attempt.answer_code
     assert attempt.usage.calls == 7
+    # checkpoints: after sample 1 the vote is "1 - 2*p"; it stays ahead (ties go to the earlier
+    # answer) until sample 7 puts (1-p)^2 ahead, 4 to 3
+    steps = [(c.step, c.calls) for c in ctx.checkpoints]
+    assert steps == [("sample 1", 1), ("sample 7", 7)]
+    assert "1 - 2*p" in ctx.checkpoints[0].answer_code and ctx.checkpoints[1].answer_code == attempt.answer_code
 
 
 async def test_vote_leaves_out_candidates_that_do_not_evaluate(tmp_path):
@@ -109,6 +114,10 @@ async def test_weak_verifier_scores_and_tie_break_picks_pairwise_winner(tmp_path
     assert "F = (1 - p)**2" in attempt.answer_text
     (matchup,) = attempt.details["tie_break"]["matchups"]
     assert {matchup["votes_a"], matchup["votes_b"]} == {3, 0}
+    # checkpoints: the majority as samples came back (1-p, then 1-2p once it had two), then the
+    # best-scored class as the checks came back (1-p, the first verified); the tie-break's pick is the cell's
+    best = [(c.step.split()[0], re.findall(r"F = (.*)", c.answer_text)[-1]) for c in ctx.checkpoints]
+    assert best == [("sample", "1 - p"), ("sample", "1 - 2*p"), ("verification", "1 - p")]
 
 
 async def test_weak_single_top_score_needs_no_tie_break(tmp_path):
@@ -187,8 +196,7 @@ async def test_sympy_verifier_runs_step_scripts_and_a_wrong_step_fails(tmp_path)
     assert bad["passed"] is False and bad["wrong_steps"] == [2]
     step2 = bad["report"]["sympy_verification"][1]
     assert step2["script_stdout"].strip() == "False"  # printed by the sandbox run
-    assert bad["scripts_run"] == 2 and not any(s.get("rerun") for s in
-                                                   bad["report"]["sympy_verification"])
+    assert bad["scripts_run"] == 2 and all(s["script_ran"] for s in bad["report"]["sympy_verification"])
     assert "F = (1 - p)**2" in attempt.answer_text
 
 
@@ -320,3 +328,39 @@ async def test_budget_cuts_verification_and_keeps_the_best_so_far(tmp_path):
     ctx = make_ctx(tmp_path / "gen", factory, problem=make_problem(template=False), budget=Budget(max_calls=2))
     vote = await TPBenchVote.configured({"n_samples": 4, "concurrency": 1}).run(ctx)
     assert vote.status == "partially_complete" and vote.details["n_generated"] == 2
+
+    # the budget ends with the samples: no verification ran, the "verifier" was a majority vote
+    ctx = make_ctx(tmp_path / "none", factory, problem=make_problem(template=False), budget=Budget(max_calls=4))
+    weak = await TPBenchWeak.configured({"n_samples": 4, "k_verif": 3, "concurrency": 1}).run(ctx)
+    assert weak.details["fallback"] and weak.ran_as == "majority vote (no verification finished)"
+    assert attempt.ran_as is None  # some checks finished: still the weak verifier
+
+
+async def test_a_step_whose_script_never_ran_cannot_pass(tmp_path):
+    """A grading agent that says "correct" for a step it never checked -- it reports a script and its
+    "output" without running it, or runs one that crashes -- verified nothing: the check fails."""
+    ran_ok = _script("(1 - p)*(1 - p) == (1 - p)**2")
+    crashes = "import sympy as sp\nraise SystemExit(3)\n"
+    never_ran = _script("sp.diff((1 - p)**2, p) == -2*(1 - p)")
+
+    def agent(role, messages, info):
+        returns = [p for m in messages for p in getattr(m, "parts", []) if getattr(p, "part_kind", "") == "tool-return"]
+        if not returns:
+            return tool_call("run_sympy_script", {"script": ran_ok})
+        if len(returns) == 1:
+            return tool_call("run_sympy_script", {"script": crashes})
+        steps = [{"step_number": i + 1, "calculation_description": d, "sympy_script_content": sc,
+                  "script_stdout": "True", "script_stderr": "", "is_correct": True, "error_explanation": ""}
+                 for i, (d, sc) in enumerate([("square", ran_ok), ("crash", crashes), ("derivative", never_ran)])]
+        return final_answer(info, {"sympy_verification": steps, "overall_score": 1, "general_feedback": "all good"})
+
+    ctx = make_ctx(tmp_path, _generator(["(1 - p)**2"], judge=agent))
+    attempt = await TPBenchSympy.configured({"n_samples": 1, "k_verif": 1}).run(ctx)
+    (check,) = attempt.details["checks"]["0"]
+    assert check["passed"] is False and check["wrong_steps"] == [2, 3]
+    square, crash, derivative = check["report"]["sympy_verification"]
+    assert square["is_correct"] and square["script_stdout"].strip() == "True"  # printed by the sandbox
+    assert not crash["is_correct"] and "exit code 3" in crash["error_explanation"]
+    assert not derivative["is_correct"] and not derivative["script_ran"]
+    assert derivative["script_stdout"] == ""  # the claimed output is not kept as if it were real
+    assert attempt.details["scores"] == {"0": 0.0}

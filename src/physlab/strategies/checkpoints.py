@@ -9,12 +9,15 @@ The run's final answer at its full spend is the cell itself, not a checkpoint.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Usage
+
+T = TypeVar("T")
+K = TypeVar("K")
 
 
 class Checkpoint(BaseModel):
@@ -36,18 +39,35 @@ class Checkpoint(BaseModel):
         return bool(self.answer_code or self.answer_text)
 
 
-def record_best(ctx: Any, step: str, *, answer_code: str | None = None, answer_text: str | None = None) -> None:
-    """Note that the run's best answer is now this one, at what ``ctx.usage`` has spent so far.
-    An answer equal to the last one noted is no new checkpoint: it became best earlier."""
+def record_best(ctx: Any, step: str, *, answer_code: str | None = None, answer_text: str | None = None,
+                spent: Usage | None = None) -> None:
+    """Note that the run's best answer is now this one, at what ``ctx.usage`` has spent so far (or
+    at ``spent``, read when the answer arrived, for a best found once a batch is back). An answer
+    equal to the last one noted is no new checkpoint: it became best earlier."""
     if not (answer_code or answer_text):
         return
     log: list[Checkpoint] = ctx.checkpoints
     if log and (log[-1].answer_code, log[-1].answer_text) == (answer_code, answer_text):
         return
-    spent: Usage = ctx.usage.total()
+    spent = spent if spent is not None else ctx.usage.total()
     log.append(Checkpoint(step=step, answer_code=answer_code, answer_text=answer_text, calls=spent.calls,
                           input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
                           cost_usd=spent.cost_usd))
+
+
+def record_as_they_came(ctx: Any, finished: Sequence[tuple[T, Usage]], leader: Callable[[list[T]], K | None],
+                        answer: Callable[[K], tuple[str | None, str | None]], step: str) -> None:
+    """Checkpoints of a choice made once a batch is back (a vote, verifier scores), replayed in the
+    order the batch came in: ``finished`` holds (result, spend when it arrived) in that order,
+    ``leader(results so far)`` the choice they would make then (None: none yet) and
+    ``answer(choice)`` its (code, text). Each time the choice changes, that answer became best."""
+    shown: K | None = None
+    for n in range(1, len(finished) + 1):
+        best = leader([item for item, _ in finished[:n]])
+        if best is not None and best != shown:
+            shown = best
+            code, text = answer(best)
+            record_best(ctx, f"{step} {n}", answer_code=code, answer_text=text, spent=finished[n - 1][1])
 
 
 async def grade_checkpoints(checkpoints: list[Checkpoint], grader: Any) -> None:

@@ -21,6 +21,7 @@ from pydantic import model_validator
 from physlab.grading.extract import extract_code
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.checkpoints import record_best
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
 from physlab.strategies.sampling import (
     answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
@@ -82,6 +83,12 @@ class RSA(Strategy[RSAParams]):
                 return text
             return run
 
+        async def checkpoint(r: int) -> None:  # the answer the run would give after round r
+            chosen, _ = await vote(ctx, population)
+            if chosen is not None:
+                record_best(ctx, f"round {r}", answer_code=extract_code(population[chosen]),
+                            answer_text=population[chosen])
+
         rounds: list[dict[str, Any]] = []
         first = render("rsa_generate", problem=statement, requirements=requirements)
         outcomes = await gather_bounded([sample(first, "generator") for _ in range(n)], limit)
@@ -90,6 +97,8 @@ class RSA(Strategy[RSAParams]):
         rounds.append({"round": 1, "answers": [extract_code(p) for p in population],
                        "errors": [error_text(o.error) for o in outcomes if not o.ok]})
         ctx.events("round", strategy=self.name, round=1, population=len(population))
+        completed = 0 if budget_hit is not None else 1
+        await checkpoint(1)
 
         for r in range(2, t + 1):
             if budget_hit is not None or len(population) < k:
@@ -113,9 +122,11 @@ class RSA(Strategy[RSAParams]):
                            "errors": [error_text(o.error) for o in outcomes if not o.ok]})
             population = new
             ctx.events("round", strategy=self.name, round=r, population=len(population))
+            completed += budget_hit is None
+            await checkpoint(r)
 
         details: dict[str, Any] = {"population": n, "subset_size": k, "rounds_planned": t,
-                                   "rounds_done": len(rounds), "rounds": rounds}
+                                   "rounds_done": len(rounds), "rounds_completed": completed, "rounds": rounds}
         if not population:
             status = "no_answer"
             return finish(ctx, self.name, status, budget_reason(budget_hit) if budget_hit else
@@ -129,6 +140,9 @@ class RSA(Strategy[RSAParams]):
         status = "partially_complete" if budget_hit is not None else "complete"
         reason = budget_reason(budget_hit) if budget_hit is not None else "voted"
         text = population[chosen]
-        return finish(ctx, self.name, status, reason, started=started, answer_text=text,
-                      answer_code=extract_code(text), details=details)
+        attempt = finish(ctx, self.name, status, reason, started=started, answer_text=text,
+                         answer_code=extract_code(text), details=details)
+        if completed < t:  # a cap (or failing requests) cut the recursion short: not the full RSA
+            attempt.ran_as = f"{completed} of {t} rounds"
+        return attempt
 

@@ -124,18 +124,19 @@ class Outcome:
         return budget_error(self.error) is not None
 
 
-async def gather_bounded(factories: Sequence[Callable[[], Awaitable[T]]], limit: int
-                         ) -> list[Outcome]:
+async def gather_bounded(factories: Sequence[Callable[[], Awaitable[T]]], limit: int, *,
+                         on_done: Callable[[int, Outcome], None] | None = None) -> list[Outcome]:
     """Run the jobs concurrently, at most ``limit`` at once; keep results in order.
 
     A job that hits the budget or a model failure is recorded as an error instead of cancelling
     its siblings, so the strategy can continue with what finished. Once one job hits the budget
-    the jobs not yet started are skipped (they would only fail the same way).
+    the jobs not yet started are skipped (they would only fail the same way). ``on_done(i, outcome)``
+    is called as each job finishes, in the order they finish (a checkpoint's spend is read then).
     """
     sem = asyncio.Semaphore(max(1, limit))
     stopped: list[BaseException] = []
 
-    async def one(factory: Callable[[], Awaitable[T]]) -> Outcome:
+    async def run(factory: Callable[[], Awaitable[T]]) -> Outcome:
         async with sem:
             if stopped:
                 return Outcome(error=stopped[0])
@@ -148,7 +149,13 @@ async def gather_bounded(factories: Sequence[Callable[[], Awaitable[T]]], limit:
                     stopped.append(exc)
                 return Outcome(error=exc)
 
-    return list(await asyncio.gather(*(one(f) for f in factories)))
+    async def one(i: int, factory: Callable[[], Awaitable[T]]) -> Outcome:
+        outcome = await run(factory)
+        if on_done is not None:
+            on_done(i, outcome)
+        return outcome
+
+    return list(await asyncio.gather(*(one(i, f) for i, f in enumerate(factories))))
 
 
 def error_text(exc: BaseException | None) -> str | None:

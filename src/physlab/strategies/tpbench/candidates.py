@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from physlab.grading.extract import extract_code
+from physlab.llm.usage import Usage
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, AttemptStatus
+from physlab.strategies.checkpoints import record_as_they_came
 from physlab.strategies.params import TPBENCH, SamplingParams, param
 from physlab.strategies.sampling import (
     answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
@@ -44,14 +46,17 @@ class Pool:
     candidates: list[Candidate]
     groups: list[list[int]] = field(default_factory=list)  # indices into candidates, by size
     budget_hit: BaseException | None = None
+    finished: list[tuple[int, Usage]] = field(default_factory=list)  # (candidate, spend then), as they came
 
     def representative(self, group: int) -> Candidate:
         return self.candidates[self.groups[group][0]]
 
 
-async def generate_candidates(ctx: RunContext, strategy: str, params: TPBenchParams, *,
-                              role: str = "generator") -> tuple[list[Candidate], BaseException | None]:
-    """N independent solutions with the default generation prompt (run concurrently)."""
+async def generate_candidates(ctx: RunContext, strategy: str, params: TPBenchParams, *, role: str = "generator",
+                              finished: list[tuple[int, Usage]] | None = None
+                              ) -> tuple[list[Candidate], BaseException | None]:
+    """N independent solutions with the default generation prompt (run concurrently); each one that
+    comes back is appended to ``finished`` with what the run had spent then."""
     prompt = render("tpbench_generate", problem=ctx.problem.statement.strip(),
                     requirements=answer_requirements(ctx.problem))
     settings = model_settings(params)
@@ -62,7 +67,11 @@ async def generate_candidates(ctx: RunContext, strategy: str, params: TPBenchPar
             return text
         return run
 
-    outcomes = await gather_bounded([job() for _ in range(params.n_samples)], params.concurrency)
+    def arrived(i: int, out: Any) -> None:
+        if finished is not None and out.ok:
+            finished.append((i, ctx.usage.total()))
+
+    outcomes = await gather_bounded([job() for _ in range(params.n_samples)], params.concurrency, on_done=arrived)
     candidates: list[Candidate] = []
     budget_hit = None
     for i, out in enumerate(outcomes):
@@ -113,8 +122,23 @@ def pool_details(pool: Pool, m: int) -> dict[str, Any]:
 
 
 async def build_pool(ctx: RunContext, strategy: str, params: TPBenchParams) -> Pool:
-    candidates, budget_hit = await generate_candidates(ctx, strategy, params)
-    return await distinct_pool(ctx, strategy, params, candidates, budget_hit)
+    """Stage 1, and its checkpoints: after each sample came back, the majority class so far."""
+    finished: list[tuple[int, Usage]] = []
+    candidates, budget_hit = await generate_candidates(ctx, strategy, params, finished=finished)
+    pool = await distinct_pool(ctx, strategy, params, candidates, budget_hit)
+    pool.finished = finished
+    group_of = {i: g for g, members in enumerate(pool.groups) for i in members}
+
+    def majority(arrived: list[int]) -> int | None:  # the vote's rule: most members, then the earliest
+        members: dict[int, list[int]] = {}
+        for i in arrived:
+            if i in group_of:
+                members.setdefault(group_of[i], []).append(i)
+        return min(members, key=lambda g: (-len(members[g]), min(members[g]))) if members else None
+
+    record_as_they_came(ctx, finished, majority, lambda g: (pool.representative(g).code,
+                                                            pool.representative(g).text), "sample")
+    return pool
 
 
 def attempt_from_group(ctx: RunContext, strategy: str, pool: Pool, group: int | None, *,

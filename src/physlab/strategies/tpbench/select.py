@@ -10,8 +10,10 @@ from typing import Any, Awaitable, Callable, Literal
 from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
+from physlab.llm.usage import Usage
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt
+from physlab.strategies.checkpoints import record_as_they_came
 from physlab.strategies.params import TPBENCH, param
 from physlab.strategies.sampling import (
     answer_requirements, ask_structured, budget_reason, gather_bounded, model_settings, render,
@@ -117,8 +119,18 @@ async def verify_and_select(ctx: RunContext, strategy: str, params: VerifierPara
         group_jobs = make_jobs(g, params.k_verif, rng)
         jobs.extend(group_jobs)
         owners.extend([g] * len(group_jobs))
-    outcomes = await gather_bounded(jobs, params.concurrency)
+    finished: list[tuple[int, Usage]] = []
+    outcomes = await gather_bounded(jobs, params.concurrency,
+                                    on_done=lambda i, _: finished.append((i, ctx.usage.total())))
     budget_hit = next((o.error for o in outcomes if o.budget), None)
+
+    def top_scored(done: list[int]) -> int | None:  # the best class once these checks were back
+        running = {g: score_of([outcomes[i] for i in done if owners[i] == g]) for g in set(owners)}
+        scored = {g: sc for g, (sc, _) in running.items() if sc is not None}
+        return min(scored, key=lambda g: (-scored[g], -len(pool.groups[g]), g)) if scored else None
+
+    record_as_they_came(ctx, finished, top_scored, lambda g: (pool.representative(g).code,
+                                                              pool.representative(g).text), "verification")
     scores: dict[int, float] = {}
     checks: dict[int, list] = {}
     for g in range(len(pool.groups)):
@@ -132,8 +144,10 @@ async def verify_and_select(ctx: RunContext, strategy: str, params: VerifierPara
     if not scores:  # no verification finished: fall back to the majority class
         details["fallback"] = "majority (no verification finished)"
         reason = budget_reason(budget_hit) if budget_hit is not None else "fallback_vote"
-        return attempt_from_group(ctx, strategy, pool, 0, started=started, reason=reason,
-                                  details=details, partial=True)
+        attempt = attempt_from_group(ctx, strategy, pool, 0, started=started, reason=reason,
+                                     details=details, partial=True)
+        attempt.ran_as = "majority vote (no verification finished)"  # never reported as the verifier
+        return attempt
     best = select_best(scores, params.delta)
     details["best_groups"] = best
     chosen = best[0]

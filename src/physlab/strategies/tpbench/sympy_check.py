@@ -9,9 +9,10 @@ of Appendix A.4 through its output tool (:class:`SympyReport`). A check passes w
 validates, ``overall_score`` is 1 and no step is marked incorrect; the candidate's score is the
 fraction of passing checks. Default delta = 0.05.
 
-Each reported step is matched with the scripts the tool really ran: a step whose script was never
-run is executed now and its real output recorded (``rerun``), so the stored JSON never holds
-invented script output.
+Each reported step is matched with the scripts the tool really ran, and its stored output is what
+the sandbox printed. A step whose script never ran through the tool (or ran and failed: an error
+exit or a timeout) verified nothing, so it cannot pass whatever the agent says: it is recorded as
+incorrect, its claimed output dropped, and the check fails.
 """
 
 from __future__ import annotations
@@ -96,22 +97,29 @@ async def run_check(ctx: RunContext, task: str, settings: dict[str, Any] | None,
         return record
     report = result.output
     record["scripts_run"] = len(executed)
-    steps = [step.model_dump() for step in report.sympy_verification]
-    for step in steps:
-        script = step["sympy_script_content"]
-        ran = next((e for e in reversed(executed) if e["script"].strip() == script.strip()), None)
-        if ran is None and script.strip():
-            res = await ctx.sandbox.run(script, limits=SandboxLimits(timeout_s=timeout_s))
-            ran = {"stdout": res.stdout, "stderr": res.stderr, "exit_code": res.exit_code}
-            step["rerun"] = True
-        if ran is not None:
-            step["script_stdout"] = ran["stdout"]
-            step["script_stderr"] = ran["stderr"]
+    steps = [checked_step(step.model_dump(), executed) for step in report.sympy_verification]
     wrong = [s["step_number"] for s in steps if not s["is_correct"]]
     record.update(report={**report.model_dump(), "sympy_verification": steps},
                   overall_score=report.overall_score, wrong_steps=wrong,
                   passed=report.overall_score == 1 and not wrong)
     return record
+
+
+def checked_step(step: dict[str, Any], executed: list[dict[str, Any]]) -> dict[str, Any]:
+    """A reported step against the scripts the tool ran: its output is the sandbox's, and a step
+    whose script never ran, or ran and failed, cannot pass."""
+    script = step["sympy_script_content"].strip()
+    ran = next((e for e in reversed(executed) if script and e["script"].strip() == script), None)
+    step["script_ran"] = ran is not None
+    if ran is None:
+        step.update(script_stdout="", script_stderr="", is_correct=False,
+                    error_explanation="not verified: this script never ran through run_sympy_script")
+        return step
+    step.update(script_stdout=ran["stdout"], script_stderr=ran["stderr"])
+    if ran["exit_code"] != 0 or ran["timed_out"]:
+        step.update(is_correct=False, error_explanation="not verified: the script failed "
+                    + ("(timed out)" if ran["timed_out"] else f"(exit code {ran['exit_code']})"))
+    return step
 
 
 class TPBenchSympy(Strategy[SympyParams]):
