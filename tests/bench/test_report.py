@@ -18,7 +18,7 @@ from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.cli import main
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import CallRecord, Usage
-from physlab.strategies.checkpoints import Checkpoint
+from physlab.runs.checkpoints import Checkpoint
 
 
 

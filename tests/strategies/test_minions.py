@@ -138,21 +138,32 @@ async def test_visual_studio_validates_json_and_loops_until_cv_passes(tmp_path):
     # the refinement after the verifier failure carries its issue
     intro = [c.prompt for c in script.calls if c.role == "visual_introspector"]
     assert any("logarithmic" in t for t in intro)
-    # the Logic Studio receives the JSON, and the raw image as well (send_images default)
-    solver_call = next(c for c in script.calls if c.role == "solver")
-    assert '"figure_type": "plot"' in solver_call.prompt and solver_call.images == 1
+    # the paper's main configuration: the Logic and Review studios read the JSON, not the pixels
+    studios = [c for c in script.calls if c.role in ("solver", "introspector", "physics_verifier",
+                                                     "general_verifier")]
+    assert all('"figure_type": "plot"' in c.prompt and c.images == 0 for c in studios)
     assert attempt.details["figures_verified"] == [True]
 
 
-async def test_visual_off_and_images_withheld(tmp_path):
+async def test_the_raw_figure_goes_to_the_studios_only_in_the_ablations(tmp_path):
     img = tmp_path / "fig.png"
     img.write_bytes(PNG)
     problem = Problem(id="p3", statement="Read the plot.", images=[img])
-    script = Script({"solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS],
-                     "general_verifier": [PASS]})
-    await Minions.configured({"visual": False, "send_images": False}).run(make_ctx(tmp_path, script, problem))
+
+    def studio_images(params):
+        script = Script({"visual_inspector": [FIG], "visual_introspector": [FIG], "visual_verifier": [PASS],
+                         "solver": [SOL], "introspector": [SOL], "physics_verifier": [PASS],
+                         "general_verifier": [PASS]})
+        return script, Minions.configured(params).run(make_ctx(tmp_path / str(len(params)), script, problem))
+
+    script, run = studio_images({"send_images": True})  # JSON and pixels
+    await run
+    solver = next(c for c in script.calls if c.role == "solver")
+    assert '"figure_type": "plot"' in solver.prompt and solver.images == 1
+    script, run = studio_images({"visual": False, "send_images": False, "cv": 1})  # pixels, no JSON
+    await run
     assert not any(r.startswith("visual") for r in script.roles())
-    assert all(c.images == 0 for c in script.calls)
+    assert all(c.images == 1 for c in script.calls)  # without a description the figure itself goes
 
 
 def test_figure_description_schema_is_what_the_inspector_is_asked_for():
@@ -163,10 +174,14 @@ def test_figure_description_schema_is_what_the_inspector_is_asked_for():
 
 
 async def test_budget_end_keeps_best_solution(tmp_path):
-    script = Script({"solver": [SOL], "introspector": [SOL], "physics_verifier": [FAIL_PHYS]}, max_calls=3)
-    attempt = await Minions().run(make_ctx(tmp_path, script, OPEN))
+    script = Script({"solver": [SOL], "introspector": [SOL + " (improved)"], "physics_verifier": [FAIL_PHYS]},
+                    max_calls=3)
+    ctx = make_ctx(tmp_path, script, OPEN)
+    attempt = await Minions().run(ctx)
     assert attempt.status == "partially_complete" and attempt.stop_reason == "budget:max_calls"
-    assert attempt.answer_text == SOL
+    assert attempt.answer_text == SOL + " (improved)"
+    # checkpoints: the Solver's solution, then the Introspector's
+    assert [c.step for c in ctx.checkpoints] == ["solver", "self_improve"]
 
 
 async def test_budget_before_any_solution_is_no_answer(tmp_path):

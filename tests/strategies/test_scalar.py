@@ -1,5 +1,6 @@
 """SCALAR loop with scripted models: early stop on pass, iteration cap, stagnation, judge parse
-failures, grader equivalence, reference-conditioned Critic, transcripts and re-scoring."""
+failures, the Judge's inputs and its own Eq beside the grader's verdict, the paper and blind
+settings, transcripts and re-scoring."""
 
 from __future__ import annotations
 
@@ -109,39 +110,51 @@ async def test_judge_parse_failure_is_recorded_and_fails_the_turn(tmp_path):
     assert tr.turns[0].judge.raw == "I think it is right (85/100)" and not tr.turns[0].judge.parsed
 
 
-async def test_grader_decides_equivalence_when_gradable(tmp_path):
+async def test_the_judge_decides_equivalence_and_the_graders_verdict_is_stored_beside(tmp_path):
     grader = _Grader("W")
-    # the Judge claims equivalence and high scores on turn 0, but the grader says incorrect
-    s = Script({"actor": ["answer \\boxed{V}", "answer \\boxed{W}"], "critic": ["c"], "judge": [judge(45), judge(45)]})
-    a = await Scalar().run(make_ctx(tmp_path, s, grader=grader))
-    assert a.details["passes"] == [False, True] and a.stop_reason == "passed"
+    # the Judge calls turn 0's \boxed{V} equivalent to the reference; the grader says incorrect
+    s = Script({"actor": ["answer \\boxed{V}", "answer \\boxed{W}"], "critic": ["c"],
+                "judge": [judge(45), judge(45, eq=False), judge(45)]})
+    a = await Scalar().run(make_ctx(tmp_path, s, grader=grader, reference="SECRET_REFERENCE_SOLUTION"))
+    assert a.details["passes"] == [True] and a.stop_reason == "passed"  # the paper's pass rule: the Judge's Eq
     tr = load_transcript(tmp_path)
-    assert tr.gradable and tr.turns[0].judge.equivalence_source == "grader"
-    assert tr.turns[0].grader_verdict["verdict"] == "incorrect" and tr.turns[0].judge.judge_equivalent
-    assert grader.seen == ["answer \\boxed{V}", "answer \\boxed{W}"]
+    turn = tr.turns[0]
+    assert turn.judge.judge_equivalent and turn.grader_verdict["verdict"] == "incorrect"
+    assert turn.judge.agrees_with_grader is False
+    assert a.details["judge_agreement"] == {"checked": 1, "agreed": 0}
+    assert grader.seen == ["answer \\boxed{V}"]
 
 
-async def test_reference_free_critic_by_default_and_nobody_sees_the_reference(tmp_path):
+def _roles_holding(s: Script, secret: str) -> set[str]:
+    return {c.role for c in s.calls if secret in c.system + c.user}
+
+
+async def test_judge_inputs_in_each_setting(tmp_path):
+    """Appendix C, 'Inputs': the Judge reads the problem, the Actor's solution, the Critic's feedback
+    and the reference solution. In `paper` the Critic has the reference too; in `blind` only the Judge."""
+    s = Script({"actor": ["attempt 0", "attempt 1"], "critic": ["CRITIQUE-A"], "judge": [judge(20), judge(45)]})
+    a = await Scalar().run(make_ctx(tmp_path, s, reference="SECRET_REFERENCE_SOLUTION"))
+    assert _roles_holding(s, "SECRET_REFERENCE_SOLUTION") == {"critic", "judge"}  # never the Actor
+    last_judge = [c for c in s.calls if c.role == "judge"][-1]
+    for part in ("Compute the decay width", "attempt 1", "CRITIQUE-A", "SECRET_REFERENCE_SOLUTION"):
+        assert part in last_judge.user, part
+    assert "Never\nreveal it" in next(c.system for c in s.calls if c.role == "critic")
+    assert a.details["config"]["setting"] == "paper" and a.details["config"]["critic_reference"] is True
+
+    s = Script({"actor": ["attempt 0"], "critic": ["c"], "judge": [judge(45)]})
+    a = await Scalar.configured({"setting": "blind"}).run(make_ctx(tmp_path / "blind", s,
+                                                                   reference="SECRET_REFERENCE_SOLUTION"))
+    assert _roles_holding(s, "SECRET_REFERENCE_SOLUTION") == {"judge"}
+    assert a.details["config"]["setting"] == "blind" and a.details["config"]["judge_reference"] is True
+
+
+async def test_without_a_reference_the_judge_grades_alone_unless_a_setting_was_asked_for(tmp_path):
     s = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(45)]})
-    await Scalar().run(make_ctx(tmp_path, s, reference="SECRET_REFERENCE_SOLUTION"))
-    assert all("SECRET" not in c.system + c.user for c in s.calls)
-
-
-async def test_reference_conditioned_critic_only_when_asked(tmp_path):
-    s = Script({"actor": ["a"], "critic": ["c"], "judge": [judge(20), judge(45)]})
-    await Scalar.configured({"critic_reference": True}).run(
-        make_ctx(tmp_path, s, reference="SECRET_REFERENCE_SOLUTION"))
-    for c in s.calls:
-        if c.role == "critic":
-            assert "SECRET_REFERENCE_SOLUTION" in c.user and "Never" in c.system
-        else:
-            assert "SECRET" not in c.system + c.user
-    assert load_transcript(tmp_path).config["critic_reference"] is True
-
-
-async def test_critic_reference_without_reference_is_a_user_error(tmp_path):
-    with pytest.raises(UserError, match="needs a reference solution"):
-        await Scalar.configured({"critic_reference": True}).run(make_ctx(tmp_path, Script({})))
+    a = await Scalar().run(make_ctx(tmp_path, s))  # an open question: nothing to condition on
+    assert a.status == "complete" and a.details["config"]["setting"] == "no reference"
+    assert "(none: judge the final result on its own merits)" in next(c.user for c in s.calls if c.role == "judge")
+    with pytest.raises(UserError, match="setting=blind: the Judge grades against the reference solution"):
+        await Scalar.configured({"setting": "blind"}).run(make_ctx(tmp_path / "b", Script({})))
 
 
 async def test_persona_and_feedback_reach_the_prompts(tmp_path):
@@ -167,19 +180,26 @@ async def test_budget_end_keeps_last_attempt(tmp_path):
 async def test_rescore_with_another_judge(tmp_path):
     grader = _Grader("W")
     s = Script({"actor": ["\\boxed{V}", "\\boxed{W}"], "critic": ["c"], "judge": [judge(30, 6), judge(45)]})
-    await Scalar().run(make_ctx(tmp_path, s, grader=grader))
+    await Scalar().run(make_ctx(tmp_path, s, grader=grader, reference="SECRET_REFERENCE_SOLUTION"))
+    assert "SECRET" not in (tmp_path / "scalar_transcript.json").read_text()  # never stored with the run
+    # the first Judge had the reference: so must the new one
+    with pytest.raises(UserError, match="give that problem with --problem"):
+        await rescore_transcript(tmp_path, Script({"judge": [judge(45)]}).model("judge"), "scripted:x")
     # the new Judge is harsher on turn 1 and cannot parse-fail silently on turn 0
     s2 = Script({"judge": ["garbage"] * (1 + OUTPUT_RETRIES) + [judge(38, 8)]})
-    res = await rescore_transcript(tmp_path, s2.model("judge"), "scripted:harsh")
+    res = await rescore_transcript(tmp_path, s2.model("judge"), "scripted:harsh", reference="SECRET_REFERENCE_SOLUTION")
     assert res.scores == [None, 78] and res.passes == [False, False] and not res.converged
     assert (tmp_path / rescore_file_name("scripted:harsh")).is_file()
     assert all(c.role == "judge" for c in s2.calls) and len(s2.calls) == 2 + OUTPUT_RETRIES  # actor/critic not re-run
-    # grader equivalence was reused: a lenient judge that says "not equivalent" still passes turn 1
+    assert all("SECRET_REFERENCE_SOLUTION" in c.user for c in s2.calls[-1:])
+    # re-scoring recomputes Eq: a Judge that finds turn 1 not equivalent does not pass it, whatever
+    # the first Judge or the grader said; the grader's stored verdict stays beside its verdict
     s3 = Script({"judge": [judge(45, eq=False)]})
-    res3 = await rescore_transcript(tmp_path, s3.model("judge"), "scripted:lenient")
-    assert res3.passes == [False, True]
-    recs = load_records([tmp_path], judge="scripted:lenient")
-    assert recs[0].scores == [85, 85] and recs[0].converged
+    res3 = await rescore_transcript(tmp_path, s3.model("judge"), "scripted:other", reference="SECRET_REFERENCE_SOLUTION")
+    assert res3.passes == [False, False]
+    assert res3.verdicts[1].grader_verdict["verdict"] == "correct" and res3.verdicts[1].agrees_with_grader is False
+    recs = load_records([tmp_path], judge="scripted:other")
+    assert recs[0].scores == [85, 85] and not recs[0].converged
     orig = load_records([tmp_path])
     assert orig[0].scores == [60, 85]
 

@@ -12,7 +12,7 @@ from pydantic_ai.models.function import FunctionModel
 
 from physlab.strategies.sampling import OUTPUT_RETRIES
 from physlab.strategies.scalar import judge
-from physlab.strategies.scalar.rubric import JudgeReply, pass_rule, verdict_from_reply, with_equivalence
+from physlab.strategies.scalar.rubric import JudgeReply, pass_rule, verdict_from_reply
 
 
 def reply(correctness=45, rest=(8, 8, 8, 8, 8), eq=True, **extra) -> str:
@@ -80,13 +80,13 @@ def test_taxonomy_and_unknown_labels():
     assert v.critic_scores == {"accuracy": 18.0, "clarity": 7.0} and v.critic_total == 25.0
 
 
-def test_grader_equivalence_overrides_the_judge():
+def test_the_graders_verdict_goes_beside_the_judges_and_never_changes_the_pass():
     v = verdict(reply(45, eq=True))
-    assert v.passed
-    graded = with_equivalence(v, False, "grader", {"verdict": "incorrect", "reason": "x"})
-    assert not graded.passed and graded.judge_equivalent is True and graded.equivalence_source == "grader"
-    v2 = verdict(reply(45, eq=False))
-    assert with_equivalence(v2, True, "grader").passed
+    graded = judge.with_grader(v, {"verdict": "incorrect", "reason": "x"})
+    assert graded.passed and graded.judge_equivalent is True  # Eq(A, R) is the Judge's (Appendix C)
+    assert graded.agrees_with_grader is False
+    assert judge.with_grader(verdict(reply(45, eq=False)), {"verdict": "incorrect"}).agrees_with_grader is True
+    assert v.agrees_with_grader is None  # no grader verdict: nothing to agree with
 
 
 def _judge_model(replies: list[str], seen: list[int]) -> FunctionModel:
@@ -115,4 +115,5 @@ async def test_a_judge_that_never_validates_is_a_recorded_failing_verdict():
     assert len(seen) == 1 + OUTPUT_RETRIES
     assert not v.parsed and not v.passed and v.total is None and v.parse_error
     assert v.raw == prose  # the Judge's last reply, kept for debugging (Appendix C)
-    assert not with_equivalence(v, True, "grader").passed
+    graded = judge.with_grader(v, {"verdict": "correct"})
+    assert not graded.passed and graded.agrees_with_grader is None  # an unparsed verdict decided nothing

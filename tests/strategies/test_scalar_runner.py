@@ -1,5 +1,5 @@
-"""SCALAR through the runner with the registered scripted scenario, the reference-conditioned
-Critic wiring, and `runs rescore` as a CLI command."""
+"""SCALAR through the runner with the registered scripted scenario, who is handed the reference in
+each setting, and `runs rescore` as a CLI command."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def test_scalar_demo_through_runner_and_rescore_cli(tmp_path):
     calls = [json.loads(x) for x in (ws / "calls.jsonl").read_text().splitlines() if x.strip()]
     assert [c["role"] for c in calls] == ["actor", "critic", "judge"] * 2
     transcript = json.loads((ws / "scalar_transcript.json").read_text())
-    assert transcript["gradable"] is False and transcript["turns"][1]["judge"]["equivalence_source"] == "judge"
+    assert transcript["gradable"] is False and transcript["config"]["setting"] == "no reference"
+    assert metrics["reference_conditioned"] is False  # an open question: nobody saw a reference
 
     app = typer.Typer()
     runs = typer.Typer()
@@ -65,33 +66,61 @@ async def test_the_reference_is_supplied_only_to_parameters_that_ask_for_it(tmp_
                       solution="SECRET_WORKED_SOLUTION")
     from physlab.strategies import registry, runner
 
-    asks = registry.get("scalar").Params.parse("scalar", {"critic_reference": True})
-    assert asks.sees_reference and runner._reference_for(problem, "scalar", asks) == "SECRET_WORKED_SOLUTION"
-    assert runner._reference_for(problem, "scalar", registry.get("scalar").Params()) is None
+    for setting in ("paper", "blind"):
+        asks = registry.get("scalar").Params.parse("scalar", {"setting": setting})
+        assert asks.sees_reference and runner._reference_for(problem, asks) == "SECRET_WORKED_SOLUTION"
+    assert runner._reference_for(OPEN, registry.get("scalar").Params()) is None  # none to give
     # no other strategy's parameters can ask for it
     for name in registry.names():
         assert not registry.get(name).Params().sees_reference or name == "scalar"
-    with pytest.raises(UserError, match="unknown --param 'critic_reference'"):
-        registry.get("oneshot").Params.parse("oneshot", {"critic_reference": True})
+    with pytest.raises(UserError, match="unknown --param 'setting'"):
+        registry.get("oneshot").Params.parse("oneshot", {"setting": "paper"})
+    with pytest.raises(UserError, match="--param setting: input should be 'paper' or 'blind'"):
+        registry.get("scalar").Params.parse("scalar", {"setting": "open"})
 
 
-async def test_critic_reference_on_open_question_is_bad_input(tmp_path):
-    with pytest.raises(UserError):
-        await run_solve(OPEN, "scalar", "scripted:scalar-demo", workspace=tmp_path / "r",
-                        params={"critic_reference": True})
+async def test_a_setting_on_an_open_question_is_bad_input(tmp_path):
+    with pytest.raises(UserError, match="has none"):
+        await run_solve(OPEN, "scalar", "scripted:scalar-demo", workspace=tmp_path / "r", params={"setting": "paper"})
 
 
-async def test_a_reference_conditioned_run_is_marked_and_only_its_critic_sees_the_key(tmp_path):
+@pytest.mark.parametrize("setting,readers", [("paper", {"critic", "judge"}), ("blind", {"judge"})])
+async def test_a_run_where_a_role_saw_the_key_is_marked_reference_conditioned(tmp_path, setting, readers):
     problem = Problem(id="q", statement="Find x.", reference="42", reference_format="number",
                       solution="SECRET_WORKED_SOLUTION")
     ws = tmp_path / "r"
-    await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=ws, params={"critic_reference": True})
+    await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=ws, params={"setting": setting})
     metrics = json.loads((ws / "metrics.json").read_text())
     assert metrics["reference_conditioned"] is True
-    for line in (ws / "calls.jsonl").read_text().splitlines():
-        call = json.loads(line)
-        assert ("SECRET_WORKED_SOLUTION" in json.dumps(call["request"])) == (call["role"] == "critic")
-    plain = tmp_path / "plain"
-    await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=plain)
-    assert json.loads((plain / "metrics.json").read_text())["reference_conditioned"] is False
-    assert "SECRET" not in (plain / "calls.jsonl").read_text()
+    saw = {json.loads(line)["role"] for line in (ws / "calls.jsonl").read_text().splitlines()
+           if "SECRET_WORKED_SOLUTION" in json.dumps(json.loads(line)["request"])}
+    assert saw == readers
+    assert "SECRET" not in (ws / "scalar_transcript.json").read_text()  # the sandbox can read the workspace
+    # the grader's verdict beside the Judge's: how often they agreed
+    agreement = metrics["details"]["judge_agreement"]
+    assert agreement["checked"] == 2 and 0 <= agreement["agreed"] <= 2
+
+
+def test_rescore_cli_gives_the_new_judge_the_reference_from_the_problem(tmp_path):
+    import asyncio
+
+    problem_file = tmp_path / "q.yaml"
+    problem_file.write_text("id: q\nproblem: Find x.\nanswer: '42'\nsolution: SECRET_WORKED_SOLUTION\n")
+    from physlab.problems import resolve_problem
+
+    ws = tmp_path / "run"
+    asyncio.run(run_solve(resolve_problem(problem_file), "scalar", "scripted:scalar-demo", workspace=ws))
+    app, runs = typer.Typer(), typer.Typer()
+    register_scalar_runs(runs)
+    app.add_typer(runs, name="runs")
+    missing = CliRunner().invoke(app, ["runs", "rescore", str(ws), "--judge", "scripted:scalar-demo"])
+    assert missing.exit_code != 0 and "--problem" in str(missing.exception)
+    other = tmp_path / "other.yaml"
+    other.write_text("id: other\nproblem: Find y.\nanswer: '1'\n")
+    wrong = CliRunner().invoke(app, ["runs", "rescore", str(ws), "--judge", "scripted:scalar-demo", "--problem", str(other)])
+    assert wrong.exit_code != 0 and "this run is on 'q'" in str(wrong.exception)
+    out = CliRunner().invoke(app, ["runs", "rescore", str(ws), "--judge", "scripted:scalar-demo",
+                                   "--problem", str(problem_file), "--json"])
+    assert out.exit_code == 0, out.output
+    calls = (ws / rescore_file_name("scripted:scalar-demo").replace(".json", ".calls.jsonl")).read_text()
+    assert calls.count("SECRET_WORKED_SOLUTION") >= 2  # each re-scored turn, against the reference

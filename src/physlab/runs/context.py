@@ -19,7 +19,7 @@ from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Budget, Usage
 from physlab.problems.model import Problem
 from physlab.sandbox.core import Sandbox
-from physlab.strategies.checkpoints import Checkpoint
+from physlab.runs.checkpoints import Checkpoint
 
 
 class ModelSource(Protocol):
@@ -83,5 +83,5 @@ class RunContext:
     # reference-conditioned Critic). The runner fills it only when the strategy's parameters ask
     # for it (``StrategyParams.sees_reference``); everywhere else it stays None.
     reference_solution: str | None = None
-    # Best answer so far, each time it changed (strategies.checkpoints.record_best appends here).
+    # Best answer so far, each time it changed (runs.checkpoints.record_best appends here).
     checkpoints: list[Checkpoint] = field(default_factory=list)

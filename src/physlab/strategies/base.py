@@ -10,7 +10,7 @@ from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Usage
 from physlab.runs.context import RunContext
 from physlab.strategies.params import StrategyParams
-from physlab.strategies.checkpoints import Checkpoint
+from physlab.runs.checkpoints import Checkpoint
 
 AttemptStatus = Literal[
     "complete",  # a final answer was produced the normal way
@@ -33,7 +33,7 @@ class Attempt(BaseModel):
     wall_s: float = 0.0
     details: dict[str, Any] = Field(default_factory=dict)
     checkpoints: list[Checkpoint] = Field(
-        default_factory=list, description="Best answer so far, each time it changed (see strategies.checkpoints).")
+        default_factory=list, description="Best answer so far, each time it changed (see runs.checkpoints).")
     ran_as: str | None = Field(
         default=None, description="What the run really was when a cap changed the strategy (TPBench's "
                                   "verifiers falling back to a majority vote, RSA stopping after round 1); "

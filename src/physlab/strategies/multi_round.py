@@ -19,7 +19,7 @@ from typing import Any
 from physlab.grading.extract import extract_code
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
-from physlab.strategies.checkpoints import record_best
+from physlab.runs.checkpoints import record_best
 from physlab.strategies.params import TPBENCH, ModelParams, param
 from physlab.strategies.sampling import (
     answer_requirements, ask, ended_by, error_text, finish, load_prompt, model_settings, render,

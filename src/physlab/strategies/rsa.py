@@ -21,7 +21,7 @@ from pydantic import model_validator
 from physlab.grading.extract import extract_code
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
-from physlab.strategies.checkpoints import record_best
+from physlab.runs.checkpoints import record_best
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
 from physlab.strategies.sampling import (
     answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,

@@ -40,7 +40,7 @@ from physlab.strategies.params import StrategyParams
 
 if TYPE_CHECKING:
     from physlab.grading import BoundGrader, Equivalence, Grader
-from physlab.strategies.checkpoints import grade_checkpoints
+from physlab.runs.checkpoints import grade_checkpoints
 
 # A strategy that ignores the wall budget is cancelled this long after it (the budget check before
 # each request normally ends it first; the slack lets a forced formatter finish).
@@ -76,16 +76,13 @@ def _graders(problem: Problem, grader: Grader | None, sandbox: Any, public: Prob
     return (bind(problem, g) if problem.gradable else None), Equivalence(public or problem.public(), g)
 
 
-def _reference_for(problem: Problem, strategy: str, params: StrategyParams) -> str | None:
+def _reference_for(problem: Problem, params: StrategyParams) -> str | None:
     """The reference solution, for a strategy whose parameters ask to see it (the one exception
-    to "no prompt holds the answer key": SCALAR's reference-conditioned Critic); None otherwise."""
+    to "no prompt holds the answer key": SCALAR's Judge and, in its paper setting, its Critic);
+    None otherwise, and for a problem that has none (the strategy says whether it can do without)."""
     if not params.sees_reference:
         return None
-    reference = problem.solution or problem.reference
-    if not reference:
-        raise UserError(f"strategy {strategy}: its parameters ask for the reference solution, and problem "
-                        f"'{problem.id}' has none")
-    return reference
+    return problem.solution or problem.reference or None
 
 
 def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | None,
@@ -197,7 +194,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     emit = events or (lambda *a, **k: None)
     kind = registry.get(strategy)  # unknown name or bad parameters: UserError before any file
     scaffold = kind(kind.Params.parse(strategy, params))
-    reference = _reference_for(problem, strategy, scaffold.params)
+    reference = _reference_for(problem, scaffold.params)
     _check_replay(model, problem, strategy)
     reg = model_registry or ModelRegistry.load(models_config)
     ws, resuming = _resolve_workspace(problem, strategy, workspace, resume, replace)

@@ -23,6 +23,7 @@ from physlab.grading.extract import extract_code
 from physlab.llm.errors import budget_error
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
+from physlab.runs.checkpoints import record_best
 from physlab.strategies.minions.common import render, requirements
 from physlab.strategies.minions.logic import LogicStudio
 from physlab.strategies.minions.review import ReviewStudio
@@ -49,8 +50,11 @@ class MinionsParams(ModelParams):
         f"{MINIONS} §3.2: the same iteration cap as the Review Studio", ge=1, le=100)
     self_improve: bool = param(True, "The Introspector improves the Solver's first solution before review.",
                                f"{MINIONS}, Method Summary: the Logic Studio generates and refines")
-    send_images: bool = param(True, "The raw figures also go to the studios, next to their JSON descriptions.",
-                              "PhysLab: a multimodal model can check the description against the pixels")
+    send_images: bool = param(
+        False, "Ablation: the raw figures also go to the Logic and Review studios, next to the Visual "
+               "Studio's JSON (with visual=false they always go: the studios see the figures or nothing).",
+        f"{MINIONS} §3.2 and Mechanism 1: the main configuration passes the validated JSON, not the pixels, "
+        "to the Logic Studio; 'raw images vs Visual Studio JSON' is the paper's ablation")
 
     @model_validator(mode="after")
     def _visual_defaults(self) -> Self:
@@ -112,19 +116,27 @@ class Minions(Strategy[MinionsParams]):
                         break
                     figures.append(fig)
                     trace["figures"].append(fig.model_dump())
-            # a model that failed on the figures gets text only from here on
-            raw_images = [image_content(img) for img in images] if p.send_images and images_ok else []
+            # The studios see the figures as the Visual Studio's JSON (the paper's main configuration);
+            # the pixels go too in the ablation, or when there is no JSON to give. A model that failed on
+            # the figures gets text only from here on.
+            raw_images = [image_content(img) for img in images] \
+                if (p.send_images or not use_visual) and images_ok else []
             reqs = requirements(problem)
             fig_text = figures_block(figures)
             logic = LogicStudio(ctx, problem.statement, fig_text, reqs, raw_images, settings)
             review = ReviewStudio(ctx, problem.statement, fig_text, raw_images, settings)
 
+            def best_so_far(step: str) -> None:
+                trace["solutions"].append({"step": step, "text": solution})
+                record_best(ctx, step, answer_code=extract_code(solution) if problem.has_template else None,
+                            answer_text=solution)
+
             solution = await logic.solve()
-            trace["solutions"].append({"step": "solver", "text": solution})
+            best_so_far("solver")
             ctx.events("step", strategy=self.name, step="solve")
             if self_improve:
                 solution = await logic.improve(solution)
-                trace["solutions"].append({"step": "self_improve", "text": solution})
+                best_so_far("self_improve")
             passes = 0
             for it in range(1, max_iter + 1):
                 outcome = await review.review(solution)
@@ -139,7 +151,7 @@ class Minions(Strategy[MinionsParams]):
                     break
                 if not outcome.passed and it < max_iter:
                     solution = await logic.refine(solution, outcome.bug_report())
-                    trace["solutions"].append({"step": f"refine_{it}", "text": solution})
+                    best_so_far(f"refine_{it}")
             if problem.has_template and not extract_code(solution):
                 filled, _ = await ask(ctx, "formatter", render("formatter", requirements=reqs, solution=solution),
                                       settings=settings, images=False)

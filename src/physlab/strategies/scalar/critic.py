@@ -1,6 +1,6 @@
-"""The Critic: reviews the Actor's latest attempt in its feedback strategy. Reference-free by
-default; with ``critic_reference`` it is given the reference solution (the one prompt in PhysLab
-that may contain it) and told never to disclose it."""
+"""The Critic: reviews the Actor's latest attempt in its feedback strategy. Reference-free in
+SCALAR's ``blind`` setting; in its ``paper`` setting it is given the reference solution (with the
+Judge's, the only prompts in PhysLab that may contain it) and told never to disclose it."""
 
 from __future__ import annotations
 

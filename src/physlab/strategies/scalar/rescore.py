@@ -1,8 +1,10 @@
 """Re-score a stored SCALAR transcript with another Judge (``physlab runs rescore DIR --judge M``).
 
 The Actor and the Critic are not re-run and the original stopping decisions stand; each stored
-turn is scored again by the new Judge. Eq(A, R) is the grader's stored verdict when the run was
-gradable (it does not depend on the Judge), otherwise the new Judge's own. The result goes to
+turn is scored again by the new Judge, which decides Eq(A, R) again itself (seed 003, Appendix D,
+'Re-scoring protocol'): it reads the reference solution as the first Judge did, so a run whose
+Judge had one needs the problem again (``--problem``; the transcript never holds the reference).
+The grader's stored verdict goes beside each new verdict, as in the run. The result goes to
 ``scalar_rescore_<judge>.json`` beside the transcript, and the new Judge's requests to
 ``scalar_rescore_<judge>.calls.jsonl`` (the run's own calls.jsonl is left untouched).
 """
@@ -18,6 +20,7 @@ import typer
 from pydantic import BaseModel, Field
 from pydantic_ai.models import Model
 
+from physlab.errors import UserError
 from physlab.strategies.scalar import judge as judge_mod
 from physlab.strategies.scalar.rubric import JudgeVerdict
 from physlab.strategies.scalar.transcript import load_transcript
@@ -53,35 +56,51 @@ def rescore_file_name(judge_model: str) -> str:
 
 
 async def rescore_transcript(run_dir: Path | str, model: Model, judge_name: str,
-                             settings: dict[str, Any] | None = None) -> Rescore:
-    """Score every stored turn with ``model`` (a pydantic-ai Model) and write the result file."""
+                             settings: dict[str, Any] | None = None, *, reference: str | None = None) -> Rescore:
+    """Score every stored turn with ``model`` (a pydantic-ai Model), against ``reference`` when the
+    run's Judge had one, and write the result file."""
     run_dir = Path(run_dir)
     tr = load_transcript(run_dir)
+    if tr.config.get("judge_reference") and not reference:
+        raise UserError(f"the Judge of this run graded against the reference solution of problem '{tr.problem_id}'; "
+                        "give that problem with --problem so the new Judge can too", path=run_dir)
     out = Rescore(run_dir=str(run_dir), problem_id=tr.problem_id, judge_model=judge_name,
                   original_judge_model=tr.judge_model)
     for t in tr.turns:
         v = await judge_mod.score(model, tr.problem_statement, t.actor, t.turn, t.feedback_before, t.critique,
-                                  settings)
-        out.verdicts.append(judge_mod.apply_equivalence(v, t.grader_verdict))
+                                  settings, reference=reference)
+        out.verdicts.append(judge_mod.with_grader(v, t.grader_verdict))
     (run_dir / rescore_file_name(judge_name)).write_text(out.model_dump_json(indent=1), encoding="utf-8")
     return out
 
 
-async def rescore_run(run_dir: Path | str, judge_model: str, *, api_base: str | None = None,
-                      api_key_env: str | None = None, temperature: float | None = None) -> Rescore:
+async def rescore_run(run_dir: Path | str, judge_model: str, *, problem: str | Path | None = None,
+                      api_base: str | None = None, api_key_env: str | None = None,
+                      temperature: float | None = None) -> Rescore:
     """Re-score a SCALAR run directory with the Judge ``judge_model`` (a PhysLab model name:
-    provider:model, scripted:NAME, ...). Bad input raises UserError."""
+    provider:model, scripted:NAME, ...); ``problem`` (what `physlab solve` accepts) gives the new
+    Judge the reference solution. Bad input raises UserError."""
     from physlab.llm.meter import RunMeter
     from physlab.llm.models import RunModels
 
     run_dir = Path(run_dir)
-    load_transcript(run_dir)  # fail early with a one-line error
+    tr = load_transcript(run_dir)  # fail early with a one-line error
+    reference = None
+    if problem is not None:
+        from physlab.problems import resolve_problem
+
+        full = resolve_problem(problem)
+        if full.id != tr.problem_id:
+            raise UserError(f"--problem is '{full.id}', and this run is on '{tr.problem_id}'", path=run_dir,
+                            field="--problem")
+        reference = full.solution or full.reference
     calls = run_dir / rescore_file_name(judge_model).replace(".json", ".calls.jsonl")
     meter = RunMeter(None, calls)
     models = RunModels(judge_model, meter=meter, api_base=api_base, api_key_env=api_key_env)
     try:
         settings = {"temperature": temperature} if temperature is not None else None
-        return await rescore_transcript(run_dir, models.for_role(judge_mod.ROLE), judge_model, settings)
+        return await rescore_transcript(run_dir, models.for_role(judge_mod.ROLE), judge_model, settings,
+                                        reference=reference)
     finally:
         meter.close()
         await models.aclose()
@@ -95,6 +114,8 @@ def register_rescore(runs_app: typer.Typer) -> None:
     def rescore_cmd(
         run_dirs: list[Path] = typer.Argument(..., help="SCALAR run directories (holding scalar_transcript.json)."),
         judge: str = typer.Option(..., "--judge", help="Judge model, provider:model (or scripted:NAME)."),
+        problem: str | None = typer.Option(None, "--problem", help="The runs' problem (a file, FILE#ID or SUITE/ID): "
+                                           "the new Judge grades against its reference solution, as the first did."),
         api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible base URL for openai: models."),
         api_key_env: str | None = typer.Option(None, "--api-key-env", help="Environment variable holding the key."),
         temperature: float | None = typer.Option(None, "--temperature", help="Judge sampling temperature."),
@@ -102,7 +123,7 @@ def register_rescore(runs_app: typer.Typer) -> None:
     ) -> None:
         """Re-score stored SCALAR transcripts with another Judge (Actor and Critic are not re-run)."""
         for d in run_dirs:
-            res = asyncio.run(rescore_run(d, judge, api_base=api_base, api_key_env=api_key_env,
+            res = asyncio.run(rescore_run(d, judge, problem=problem, api_base=api_base, api_key_env=api_key_env,
                                           temperature=temperature))
             summary = {"run_dir": str(d), **res.summary()}
             if as_json:

@@ -1,7 +1,8 @@
 """The SCALAR Judge's rubric (seed 003, Appendix C): six scores totalling 100, final-answer
-equivalence, error taxonomy, binary flags, missing-content labels, optional Critic scores; the
-Judge's reply as a pydantic model (its output tool's arguments, validated by pydantic-ai); and the
-pass rule Eq AND total >= 80 AND correctness >= 40."""
+equivalence decided by the Judge against the reference, error taxonomy, binary flags,
+missing-content labels, optional Critic scores; the Judge's reply as a pydantic model (its output
+tool's arguments, validated by pydantic-ai); and the pass rule Eq AND total >= 80 AND
+correctness >= 40."""
 
 from __future__ import annotations
 
@@ -67,10 +68,10 @@ class JudgeVerdict(BaseModel):
     raw: str = ""
     scores: dict[str, float] = Field(default_factory=dict)
     total: float | None = None
-    judge_equivalent: bool | None = Field(default=None, description="The Judge's own Eq(A, R).")
-    equivalent: bool = False
-    equivalence_source: str = "judge"  # "grader" | "judge"
-    grader_verdict: dict[str, Any] | None = None
+    judge_equivalent: bool | None = Field(default=None, description="Eq(A, R), decided by the Judge (Appendix C).")
+    grader_verdict: dict[str, Any] | None = Field(
+        default=None, description="PhysLab's grader on the same answer, stored beside the Judge's (never "
+                                  "used by the pass rule): how far the two agree is reported.")
     final_answer: str | None = None
     error_categories: list[str] = Field(default_factory=list)
     flags: dict[str, bool] = Field(default_factory=dict)
@@ -84,6 +85,13 @@ class JudgeVerdict(BaseModel):
     @property
     def correctness(self) -> float | None:
         return self.scores.get("correctness")
+
+    @property
+    def agrees_with_grader(self) -> bool | None:
+        """Did the Judge's Eq(A, R) match the grader's verdict? None unless both decided."""
+        if not self.parsed or self.judge_equivalent is None or self.grader_verdict is None:
+            return None
+        return self.judge_equivalent == (self.grader_verdict.get("verdict") == "correct")
 
 
 def pass_rule(equivalent: bool, total: float | None, correctness: float | None) -> bool:
@@ -102,7 +110,7 @@ def verdict_from_reply(reply: JudgeReply) -> JudgeVerdict:
     total = sum(scores.values())
     return JudgeVerdict(
         raw=reply.model_dump_json(), scores=scores, total=total,
-        judge_equivalent=reply.final_answer_equivalent, equivalent=reply.final_answer_equivalent,
+        judge_equivalent=reply.final_answer_equivalent,
         final_answer=reply.final_answer,
         error_categories=[c for c in cats if c in ERROR_CATEGORIES],
         flags={k: v for k, v in flags.items() if k in FLAGS},
@@ -117,13 +125,3 @@ def verdict_from_reply(reply: JudgeReply) -> JudgeVerdict:
 def unparsed_verdict(error: str, raw: str) -> JudgeVerdict:
     """A Judge that gave no valid evaluation: the turn fails and the reply is kept (Appendix C)."""
     return JudgeVerdict(parsed=False, parse_error=error[:300], raw=raw, passed=False)
-
-
-def with_equivalence(verdict: JudgeVerdict, equivalent: bool, source: str,
-                     grader_verdict: dict[str, Any] | None = None) -> JudgeVerdict:
-    """The verdict with Eq(A, R) taken from ``source`` (the grader when the answer is gradable)
-    and the pass rule re-applied."""
-    update = {"equivalent": equivalent, "equivalence_source": source, "grader_verdict": grader_verdict}
-    v = verdict.model_copy(update=update)
-    v.passed = v.parsed and pass_rule(equivalent, v.total, v.correctness)
-    return v

@@ -1,10 +1,10 @@
 """Scripted scenario ``scripted:scalar-demo``: plays Actor, Critic and Judge offline.
 
-Turn 0 scores 62 (not equivalent), turn 1 scores 85 with an equivalent answer, so a reference-free
-run passes at turn 1 (for a gradable problem the grader's verdict decides equivalence instead, so
-the placeholder answer usually runs to the iteration cap). The answer is a placeholder (template
-filled with zeros, or ``\\boxed{0}``); the demo shows the mechanics, it solves nothing. The Judge
-gives its evaluation through its output tool, as a real model does.
+Turn 0 scores 62 (not equivalent), turn 1 scores 85 with an equivalent answer, so a run passes at
+turn 1 (the Judge decides equivalence; the grader's verdict on the placeholder is stored beside it
+and disagrees). The answer is a placeholder (template filled with zeros, or ``\\boxed{0}``); the
+demo shows the mechanics, it solves nothing. The Judge gives its evaluation through its output
+tool, as a real model does.
 """
 
 from __future__ import annotations

@@ -1,15 +1,19 @@
 """`scalar` - SCALAR (seed 003): Actor-Critic dialogue scored by an out-of-loop Judge.
 
 Each turn: the Actor (persona = expertise x reasoning style) writes or revises a solution; the
-Critic (feedback strategy) reviews it; the Judge scores it with the 100-point rubric, Eq(A, R)
-coming from PhysLab's grader when the problem is gradable. The run stops when a turn passes
-(Eq AND total >= 80 AND correctness >= 40), at the iteration cap, or when the score stagnates (the
-last ``stagnation_patience`` Critic turns each moved it by at most ``stagnation_delta`` points).
-The transcript goes to ``scalar_transcript.json`` for re-scoring by other Judges.
+Critic (feedback strategy) reviews it; the Judge scores it with the 100-point rubric against the
+reference solution and decides Eq(A, R) itself (Appendix C). PhysLab's grader's verdict on the same
+answer is stored beside the Judge's and their agreement counted, but the pass rule is the paper's.
+The run stops when a turn passes (Eq AND total >= 80 AND correctness >= 40), at the iteration cap,
+or when the score stagnates (the last ``stagnation_patience`` Critic turns each moved it by at most
+``stagnation_delta`` points). The transcript goes to ``scalar_transcript.json`` (never the
+reference) for re-scoring by other Judges.
 
-Parameters: :class:`ScalarParams` (``physlab strategies show scalar``). ``critic_reference=true``
-is the paper's setting: the Critic sees the reference solution, which the runner hands over only
-because these parameters ask for it (``sees_reference``); such a run is reference-conditioned.
+Parameters: :class:`ScalarParams` (``physlab strategies show scalar``). ``setting`` says who sees the
+reference solution: ``paper`` (default) the Critic and the Judge, ``blind`` only the Judge. The
+runner hands it over only because these parameters ask for it (``sees_reference``), and either
+way the run is reference-conditioned -- the Judge that stops it read the answer key -- so it is
+reported apart from solvers. On an open question (no reference) the Judge grades without one.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, Literal
 
 from physlab.errors import UserError
 from physlab.grading.extract import extract_code
+from physlab.runs.checkpoints import record_best
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.minions.common import requirements
@@ -54,14 +59,15 @@ class ScalarParams(ModelParams):
     stagnation_patience: int = param(2, "Consecutive turns without progress that stop the run (0: never).",
                                      "PhysLab: the paper names a score-stagnation trigger without its window",
                                      ge=0, le=100)
-    critic_reference: bool = param(False, "The Critic sees the reference solution (the run is then "
-                                   "reference-conditioned, never ranked beside solvers).",
-                                   f"PhysLab: off, so the run measures a solver; on is the paper's setting "
-                                   f"({SCALAR} §2.1)")
+    setting: Literal["paper", "blind"] = param(
+        "paper", "Who sees the reference solution: 'paper', the Critic and the Judge; 'blind', only the Judge "
+                 "(the Actor-Critic dialogue is reference-free). Either way the run is reference-conditioned.",
+        f"{SCALAR} §2.1: 'The Critic, who has access to a reference solution'; Appendix C, 'Inputs': the "
+        "Judge receives the reference solution R and decides Eq(A, R)")
 
     @property
     def sees_reference(self) -> bool:
-        return self.critic_reference
+        return True  # the Judge grades against it in both settings
 
 
 def stagnated(scores: list[float | None], delta: float, patience: int) -> bool:
@@ -97,23 +103,27 @@ class Scalar(Strategy[ScalarParams]):
         expertise, style, feedback = p.expertise, p.style, p.feedback
         max_iter, delta, patience = p.max_iterations, p.stagnation_delta, p.stagnation_patience
         settings = model_settings(p)
-        reference = ctx.reference_solution if p.critic_reference else None
-        if p.critic_reference and not reference:
-            raise UserError("strategy scalar: --param critic_reference=true needs a reference solution, "
-                            "and the problem has none (no solution or reference answer)")
+        reference = ctx.reference_solution
+        if reference is None and "setting" in p.model_fields_set:
+            raise UserError(f"strategy scalar: --param setting={p.setting}: the Judge grades against the reference "
+                            f"solution, and problem '{ctx.problem.id}' has none (leave setting unset on an open "
+                            "question: the Judge then grades without one)")
+        critic_reference = reference if p.setting == "paper" else None
 
         started = time.monotonic()
         problem = ctx.problem
         reqs = requirements(problem)
         images = [image_content(img) for img in problem.images if img.exists()]
         actor = Actor(ctx, persona_text(expertise, style), reqs, settings)
-        critic = Critic(ctx, FEEDBACK[feedback], reference, settings)
+        critic = Critic(ctx, FEEDBACK[feedback], critic_reference, settings)
         judge_model = ctx.models.for_role(judge_mod.ROLE)
         transcript = ScalarTranscript(
             problem_id=problem.id, problem_statement=problem.statement, has_template=problem.has_template,
             gradable=ctx.grader is not None, model=ctx.models.name, judge_model=ctx.models.name,
             config={"expertise": expertise, "style": style, "persona": f"{expertise}/{style}",
-                    "feedback": feedback, "critic_reference": bool(reference), "max_iterations": max_iter,
+                    "feedback": feedback, "setting": p.setting if reference else "no reference",
+                    "critic_reference": bool(critic_reference), "judge_reference": bool(reference),
+                    "max_iterations": max_iter,
                     "stagnation_delta": delta, "stagnation_patience": patience, "temperature": p.temperature})
         text: str | None = None
         code: str | None = None
@@ -122,10 +132,12 @@ class Scalar(Strategy[ScalarParams]):
         def done(status: str, reason: str, exc: BaseException | None = None) -> Attempt:
             transcript.stop_reason = reason
             _save(ctx, transcript)
+            decided = [t.judge.agrees_with_grader for t in transcript.turns if t.judge.agrees_with_grader is not None]
             details = {"scores": transcript.scores, "passes": transcript.passes,
                        "converged": transcript.converged, "turns": len(transcript.turns),
                        "config": transcript.config, "transcript_file": TRANSCRIPT_FILE,
-                       "judge_parse_failures": sum(not t.judge.parsed for t in transcript.turns)}
+                       "judge_parse_failures": sum(not t.judge.parsed for t in transcript.turns),
+                       "judge_agreement": {"checked": len(decided), "agreed": sum(decided)}}
             if exc is not None:
                 details["error"] = error_text(exc)
             return finish(ctx, self.name, status, reason, started=started, answer_text=text, answer_code=code,
@@ -143,8 +155,10 @@ class Scalar(Strategy[ScalarParams]):
                 critique = await critic.review(problem.statement, earlier, text, turn)
                 grader_verdict = await grade_turn(ctx, text, code)
                 verdict: JudgeVerdict = await judge_mod.score(judge_model, problem.statement, text, turn,
-                                                              previous_critique, critique, settings)
-                verdict = judge_mod.apply_equivalence(verdict, grader_verdict)
+                                                              previous_critique, critique, settings,
+                                                              reference=reference)
+                verdict = judge_mod.with_grader(verdict, grader_verdict)
+                record_best(ctx, f"turn {turn}", answer_code=code, answer_text=text)
                 prev = transcript.scores[-1] if transcript.scores else None
                 progress = (abs(verdict.total - prev) > delta
                             if prev is not None and verdict.parsed and verdict.total is not None else None)

@@ -13,7 +13,7 @@ from physlab.grading.extract import extract_code
 from physlab.llm.usage import Usage
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt, AttemptStatus
-from physlab.strategies.checkpoints import record_as_they_came
+from physlab.runs.checkpoints import record_as_they_came
 from physlab.strategies.params import TPBENCH, SamplingParams, param
 from physlab.strategies.sampling import (
     answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,

@@ -13,7 +13,7 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior
 from physlab.llm.usage import Usage
 from physlab.runs.context import RunContext
 from physlab.strategies.base import Attempt
-from physlab.strategies.checkpoints import record_as_they_came
+from physlab.runs.checkpoints import record_as_they_came
 from physlab.strategies.params import TPBENCH, param
 from physlab.strategies.sampling import (
     answer_requirements, ask_structured, budget_reason, gather_bounded, model_settings, render,
