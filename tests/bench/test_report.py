@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import random
 import re
 import sqlite3
@@ -158,24 +159,31 @@ def _curve_db(path):
     return st
 
 
+def accuracy_by_hand(db_path, strategy: str, model: str, cap: float) -> float:
+    """A group's accuracy at a token cap, straight from the database: each graded cell holds the
+    last answer it had with at most `cap` tokens (its checkpoints, then its final answer at its own
+    spend); a problem scores the share of its repeats holding a correct one; problems weigh the same."""
+    db = sqlite3.connect(db_path)
+    held: dict[str, list[bool]] = {}
+    for key, pid, tokens, verdict in db.execute(
+            "SELECT key, problem_id, input_tokens + output_tokens, verdict FROM cells WHERE strategy=? AND model=? "
+            "AND state='done' AND verdict IS NOT NULL", (strategy, model)):
+        points = db.execute("SELECT input_tokens + output_tokens, verdict FROM checkpoints WHERE cell_key=? "
+                            "ORDER BY idx", (key,)).fetchall() + [(tokens, verdict)]
+        within = [v for t, v in points if t <= cap]
+        held.setdefault(pid, []).append(bool(within) and within[-1] == "correct")
+    db.close()
+    by_problem = [sum(v) / len(v) for v in held.values()]
+    return sum(by_problem) / len(by_problem)
+
+
 def test_a_curve_point_recomputed_by_hand_from_the_database(tmp_path):
     st = _curve_db(tmp_path / "r.sqlite")
     rep = build_report(st)
     (curve,) = [c for c in rep.curves if c.group == "rsa|m" and c.axis == "tokens"]
     cap = 4300.0
     point = next(p for p in curve.points if p.cap == cap)  # p3's round-2 checkpoint: a spend where it changes
-    # by hand: each cell holds the last answer it had with at most `cap` tokens (checkpoints, then the final
-    # answer at the cell's own spend); a problem scores the share of its repeats holding a correct one
-    db = sqlite3.connect(tmp_path / "r.sqlite")
-    held: dict[str, list[bool]] = {}
-    for key, pid, tokens, verdict in db.execute(
-            "SELECT key, problem_id, input_tokens + output_tokens, verdict FROM cells WHERE strategy='rsa'"):
-        points = db.execute("SELECT input_tokens + output_tokens, verdict FROM checkpoints WHERE cell_key=? "
-                            "ORDER BY idx", (key,)).fetchall() + [(tokens, verdict)]
-        within = [v for t, v in points if t <= cap]
-        held.setdefault(pid, []).append(bool(within) and within[-1] == "correct")
-    by_problem = [sum(v) / len(v) for v in held.values()]
-    assert point.accuracy == pytest.approx(sum(by_problem) / len(by_problem))
+    assert point.accuracy == pytest.approx(accuracy_by_hand(tmp_path / "r.sqlite", "rsa", "m", cap))
     assert point.low <= point.accuracy <= point.high
     # below the first checkpoint nothing is held; past every spend the curve is the accuracy column
     g = next(g for g in rep.groups if g.strategy == "rsa")
@@ -269,11 +277,59 @@ def test_plots_put_spend_on_log_axes_and_legends_beside_the_data(tmp_path):
     for name, fig in figs.items():
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
-        ax = fig.axes[0]
-        if name != "role_share":
-            assert ax.get_xscale() == "log", name
         legend = fig.legends[0]
-        assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer)), name
+        for ax in fig.axes:
+            if name != "role_share":
+                assert ax.get_xscale() == "log", name
+            assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer)), name
         drawn, page = fig.get_tightbbox(renderer), fig.bbox_inches  # every label, tick and legend drawn
         assert page.x0 - 0.01 <= drawn.x0 and drawn.x1 <= page.x1 + 0.01, name  # ... inside the page
         assert page.y0 - 0.01 <= drawn.y0 and drawn.y1 <= page.y1 + 0.01, name
+
+
+STUDENTS = "scripted:examples-strong,scripted:examples-weak"
+
+
+@pytest.mark.slow
+def test_report_of_a_sweep_of_the_examples(tmp_path, capsys):
+    """The examples x 4 strategies x 2 scripted models x 3 repeats: the report shows problem-clustered
+    intervals, paired comparisons, the per-problem matrix and accuracy-vs-budget curves, and one curve
+    point is what the database says by hand."""
+    db = tmp_path / "r.sqlite"
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "run", "examples", "--strategies", "oneshot,rsa,multi-round,tpbench-vote", "--models",
+              STUDENTS, "--repeats", "3", "--db", str(db), "--no-progress"])
+    assert e.value.code == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "report", "--db", str(db), "--plots", str(tmp_path / "plots")])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for section in ("bootstrap over problems", "Paired comparisons", "Problems × strategies: scripted:examples-weak",
+                    "accuracy vs token cap, rsa × scripted:examples-strong"):
+        assert section in text, section
+    assert (tmp_path / "plots" / "accuracy_vs_tokens_budget.png").is_file()
+    with pytest.raises(SystemExit):
+        main(["bench", "report", "--db", str(db), "--json"])
+    rep = json.loads(capsys.readouterr().out)
+    n_problems = len(rep["matrix"])
+    assert len(rep["groups"]) == 8 and n_problems >= 17
+    for g in rep["groups"]:  # 3 repeats of every problem, yet the interval is over the problems
+        assert g["graded"] == 3 * n_problems and g["ci_method"] == f"bootstrap over {n_problems} problems"
+    strong = {g["strategy"]: g for g in rep["groups"] if g["model"] == "scripted:examples-strong"}
+    assert strong["rsa"]["ci_low"] < strong["rsa"]["accuracy"] < strong["rsa"]["ci_high"]
+    (vs,) = [c for c in rep["comparisons"] if (c["a"], c["b"]) == ("oneshot|scripted:examples-strong",
+                                                                 "rsa|scripted:examples-strong")]
+    assert vs["problems"] == n_problems and vs["difference"] < 0 and vs["p_value"] < 0.05
+    assert all(len(row) == 8 for row in rep["matrix"].values())
+    curves = {c["group"]: c["points"] for c in rep["curves"] if c["axis"] == "tokens"}
+    assert len(curves) == 8
+    rsa = curves["rsa|scripted:examples-strong"]
+    assert len(rsa) > 10 and rsa[-1]["accuracy"] == pytest.approx(strong["rsa"]["accuracy"])
+    point = rsa[len(rsa) // 2]
+    assert point["accuracy"] == pytest.approx(accuracy_by_hand(db, "rsa", "scripted:examples-strong", point["cap"]))
+    # the equal-budget column is the curves read at one cap, which reaches a correct answer
+    cap = rep["equal_budget_tokens"]
+    assert any(g["equal_budget_accuracy"] > 0 for g in rep["groups"])
+    one = next(g for g in rep["groups"] if g["strategy"] == "tpbench-vote" and g["model"].endswith("weak"))
+    assert one["equal_budget_accuracy"] == pytest.approx(accuracy_by_hand(db, "tpbench-vote", one["model"], cap))

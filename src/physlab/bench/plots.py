@@ -53,40 +53,53 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
 
 
 def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | None:
-    solver_labels = {group_label(g) for g in report.solvers}
-    curves = [c for c in report.curves if c.axis == axis and c.group in solver_labels
-              and any(p.cap > 0 for p in c.points)]
+    """One panel per model (and config), a step line per strategy with its band: all the groups in
+    one panel hide each other's bands."""
+    groups = {group_label(g): g for g in report.solvers}
+    curves = [c for c in report.curves if c.axis == axis and c.group in groups and any(p.cap > 0 for p in c.points)]
     if not curves:
         return None
+    panels: dict[str, list[BudgetCurve]] = {}
+    for c in curves:
+        g = groups[c.group]
+        panels.setdefault(g.model + (f" ({g.config})" if g.config != "-" else ""), []).append(c)
+    strategies = sorted({groups[c.group].strategy_label for c in curves})
+    colour = {s: f"C{i % 10}" for i, s in enumerate(strategies)}
     # every step line runs across the same range: nothing held before a run's first answer
     left = min(p.cap for c in curves for p in c.points if p.cap > 0)
     right = max(p.cap for c in curves for p in c.points) * 1.5
-    fig, ax = _figure()
-    for curve in curves:
-        _draw_curve(ax, curve, left, right)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 2.5, 4.5), layout="constrained",
+                             sharey=True, squeeze=False)
+    for ax, (title, cs) in zip(axes[0], sorted(panels.items())):
+        for curve in cs:
+            _draw_curve(ax, curve, left, right, colour[groups[curve.group].strategy_label])
+        if axis == "tokens" and report.equal_budget_tokens:
+            ax.axvline(report.equal_budget_tokens, color="grey", linestyle="--", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_xlabel(_AXIS_LABEL[axis])
+        ax.set_title(title, fontsize=9)
+        ax.set_ylim(-0.02, 1.02)
+    axes[0][0].set_ylabel("accuracy within the cap (95% band)")
+    handles = [plt.Line2D([], [], color=colour[s], label=s) for s in strategies]
     if axis == "tokens" and report.equal_budget_tokens:
-        ax.axvline(report.equal_budget_tokens, color="grey", linestyle="--", linewidth=1,
-                   label=f"equal-budget cap ({report.equal_budget_tokens:,.0f})")
-    ax.set_xscale("log")
-    ax.set_xlabel(_AXIS_LABEL[axis])
-    ax.set_ylabel("accuracy within the cap (95% band)")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Accuracy as a function of budget")
-    _legend_beside(fig, ax)
+        handles.append(plt.Line2D([], [], color="grey", linestyle="--",
+                                  label=f"equal-budget cap ({report.equal_budget_tokens:,.0f})"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7, frameon=False)
+    fig.suptitle("Accuracy as a function of budget")
     return fig
 
 
-def _draw_curve(ax: plt.Axes, curve: BudgetCurve, left: float, right: float) -> None:
+def _draw_curve(ax: plt.Axes, curve: BudgetCurve, left: float, right: float, colour: str) -> None:
     pts = [p for p in curve.points if p.cap > 0]
     if pts[0].cap > left:
         pts.insert(0, CurvePoint(cap=left, accuracy=0.0, low=0.0, high=0.0))
     xs = [p.cap for p in pts] + [right]
     ys = [p.accuracy for p in pts] + [pts[-1].accuracy]
-    (line,) = ax.step(xs, ys, where="post", label=curve.group.replace("|", " × "))
+    ax.step(xs, ys, where="post", color=colour)
     if all(p.low is not None and p.high is not None for p in pts):
         lows = [p.low for p in pts] + [pts[-1].low]
         highs = [p.high for p in pts] + [pts[-1].high]
-        ax.fill_between(xs, lows, highs, step="post", alpha=0.15, color=line.get_color(), linewidth=0)
+        ax.fill_between(xs, lows, highs, step="post", alpha=0.12, color=colour, linewidth=0)
 
 
 def role_share_figure(report: Report) -> Figure | None:

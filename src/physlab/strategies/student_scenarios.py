@@ -82,7 +82,6 @@ def student(skill: float, name: str):
 
     def factory():
         samples: dict[str, int] = {}  # per role: how many replies so far
-        rounds = {"summarizer": 0}
 
         def right(template: str, n: int) -> bool:
             key = _key(template)
@@ -106,9 +105,8 @@ def student(skill: float, name: str):
                 return f"[{role}] Step-by-step reasoning about the problem (no template shown)."
             if role == "reasoner":
                 return "Step-by-step reasoning: set up the model, solve it, check the limits."
-            if role == "summarizer":
-                rounds["summarizer"] += 1
-                ok = right(template, 100 + n) or _chance(name, "round", rounds["summarizer"]) < 0.15 * n
+            if role == "summarizer":  # right from round 0, or from a later round on, never wrong again
+                ok = right(template, 100) or _chance(name, _key(template), "rounds") < 0.12 * n
                 return answer(template, ok, "Concluding the reasoning so far.")
             if role == "aggregator":
                 shown = [c for c in _FENCE.findall(prompt) if not _PLACEHOLDER.search(c)]
