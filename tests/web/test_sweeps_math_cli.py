@@ -78,3 +78,38 @@ def test_ui_on_a_taken_port_is_one_line_before_any_url(capsys):
     out, err = capsys.readouterr()
     assert "dashboard on" not in out  # no URL promised for a server that never started
     assert "--port" in err and "in use" in err and "\n" not in err.strip() and "Traceback" not in err
+
+
+def test_reference_conditioned_runs_are_marked_and_kept_apart_from_solvers(tmp_path):
+    """A SCALAR run whose Judge read the reference is marked on the runs list and its page, and on the
+    sweeps page its group sits in a table of its own, left out of the solvers' chart and curves."""
+    from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+    from physlab.llm.usage import Usage
+    from tests.web.helpers import write_metrics
+
+    db = tmp_path / "results.sqlite"
+    st, w = ResultsStore(db), worker_id()
+    for strategy, ref in (("oneshot", False), ("scalar", True)):
+        for i in range(2):
+            spec = CellSpec(problem_id=f"p{i}", strategy=strategy, model="m", repeat=0, suite="s", gradable=True)
+            st.add_cells([spec])
+            st.claim(spec.key, w)
+            st.finish(spec.key, w, CellResult(status="complete", verdict="correct", reference_conditioned=ref,
+                                              judge_checks=2 if ref else None, judge_agreed=1 if ref else None,
+                                              usage_by_role={"x": Usage(calls=1, input_tokens=100)}))
+    st.close()
+    runs = tmp_path / "runs"
+    write_metrics(runs / "scalar-run", strategy="scalar", reference_conditioned=True)
+    write_metrics(runs / "rsa-run", strategy="rsa", ran_as="1 of 4 rounds")
+    c = TestClient(create_app(runs, db=db))
+    html = c.get("/sweeps").text
+    solvers = html.split('id="summary-table"')[1].split("</table>")[0]
+    reference = html.split('id="reference-table"')[1].split("</table>")[0]
+    assert "oneshot" in solvers and "scalar" not in solvers
+    assert "scalar" in reference and "2/4" in reference  # the Judge agreed with the grader on 2 of 4 turns
+    assert "scalar" not in html.split('id="accuracy-chart"')[1].split("</svg>")[0]
+    listing = c.get("/fragments/runs").text
+    row = next(r for r in listing.split("<tr") if "scalar-run" in r)
+    assert "reference-conditioned" in row
+    assert "ran as 1 of 4 rounds" in next(r for r in listing.split("<tr") if "rsa-run" in r)
+    assert 'id="reference-conditioned"' in c.get("/runs/scalar-run").text

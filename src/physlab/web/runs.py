@@ -92,6 +92,8 @@ def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
         "cost_usd": metrics.get("cost_usd", total.cost_usd),
         "calls": len(calls),
         "finished": bool(metrics),
+        "ran_as": metrics.get("ran_as"),  # what a cap turned the strategy into
+        "reference_conditioned": bool(metrics.get("reference_conditioned")),  # a role saw the answer key
     }
 
 

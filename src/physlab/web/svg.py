@@ -4,6 +4,7 @@ positions; ``templates/charts.html`` draws them (and escapes every label)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from physlab.bench.report import group_label
@@ -79,7 +80,7 @@ def research_graph(s: ResearchState) -> dict[str, Any]:
 
 
 def accuracy_bars(groups: list) -> dict[str, Any] | None:
-    """Accuracy per strategy x model with its Wilson 95% interval (None: nothing graded)."""
+    """Accuracy per strategy x model with its 95% interval (bootstrap over problems; None: nothing graded)."""
     graded = [g for g in groups if g.accuracy is not None]
     if not graded:
         return None
@@ -93,14 +94,23 @@ def accuracy_bars(groups: list) -> dict[str, Any] | None:
 
 
 def budget_curves(curves: dict[str, list[tuple[float, float]]]) -> dict[str, Any] | None:
-    """Accuracy when every cell is capped at a common token budget (step curves)."""
+    """Accuracy against a token cap per problem (step curves), the cap on a log scale: the scaffolds'
+    spends differ by orders of magnitude."""
+    curves = {name: [(c, a) for c, a in pts if c > 0] for name, pts in curves.items()}
+    curves = {name: pts for name, pts in curves.items() if pts}
     if not curves:
         return None
     w, h, pad = 640, 260, 40
-    xmax = max((c for pts in curves.values() for c, _ in pts), default=1.0) or 1.0
+    xmin = min(c for pts in curves.values() for c, _ in pts)
+    xmax = max(c for pts in curves.values() for c, _ in pts)
+    span = math.log(xmax / xmin) or 1.0
+
+    def x_of(c: float) -> float:
+        return pad + math.log(c / xmin) / span * (w - pad - 10)
+
     series = []
     for i, (name, pts) in enumerate(sorted(curves.items())):
-        xy = [(pad + c / xmax * (w - pad - 10), (h - pad) - a * (h - pad - 10)) for c, a in pts]
+        xy = [(x_of(c), (h - pad) - a * (h - pad - 10)) for c, a in pts] + [(w - 10, (h - pad) - pts[-1][1] * (h - pad - 10))]
         d = " ".join(f"M{x:.1f},{y:.1f}" if j == 0 else f"H{x:.1f} V{y:.1f}" for j, (x, y) in enumerate(xy))
         series.append({"name": name, "color": PALETTE[i % len(PALETTE)], "d": d})
-    return {"w": w, "h": h, "pad": pad, "xmax": xmax, "series": series}
+    return {"w": w, "h": h, "pad": pad, "xmin": xmin, "xmax": xmax, "series": series}

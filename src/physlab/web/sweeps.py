@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from physlab.bench.report import build_report, summary_rows
+from physlab.bench.report import build_report, group_label, summary_rows
 from physlab.bench.store import ResultsStore
 from physlab.web import svg
 from physlab.web.render import page
@@ -51,5 +51,11 @@ def sweeps_page(db: Path | None, filters: dict[str, str]) -> str:
         return page("sweeps.html", "Sweeps", db=None)
     data = report_data(db, filters)
     rep = data["report"]
-    return page("sweeps.html", "Sweeps", db=db, filters=filters, choices=data["choices"], rows=data["rows"],
-                report=rep, accuracy=svg.accuracy_bars(rep.groups), curves=svg.budget_curves(rep.token_curves()))
+    rows = data["rows"]  # one per group; reference-conditioned groups are shown apart, never ranked with solvers
+    solver = [not g.reference_conditioned for g in rep.groups]
+    solver_labels = {group_label(g) for g in rep.solvers}
+    return page("sweeps.html", "Sweeps", db=db, filters=filters, choices=data["choices"], rows=rows, report=rep,
+                solver_rows=[r for r, ok in zip(rows, solver) if ok],
+                reference_rows=[r for r, ok in zip(rows, solver) if not ok],
+                accuracy=svg.accuracy_bars(rep.solvers),
+                curves=svg.budget_curves({k: v for k, v in rep.token_curves().items() if k in solver_labels}))
