@@ -184,3 +184,25 @@ async def test_repeated_answers_are_served_from_the_cache(grader):
     start = time.monotonic()
     again = await grader.grade(QEC, code)
     assert again == first and time.monotonic() - start < 0.5
+
+
+async def test_a_runs_equivalence_compares_each_new_answer_with_one_member_per_known_class():
+    """A vote re-counted as samples come in (N=50) must not compare every pair again: the run's
+    Equivalence sends the grader only new answers, beside one member of each class it already knows."""
+    batches: list[list[str]] = []
+
+    class Recording:  # the grader's classes, by the first character, recording what it was asked
+        async def equivalence_classes(self, problem, codes, n_points=None):
+            batches.append(list(codes))
+            groups: dict[str, list[int]] = {}
+            for i, c in enumerate(codes):
+                if not c.startswith("!"):  # "!...": no valid answer, in no class
+                    groups.setdefault(c[0], []).append(i)
+            return list(groups.values())
+
+    eq = Equivalence(QEC, Recording())  # type: ignore[arg-type]
+    assert await eq.equivalence_classes(["a1", "b1", "a2", "!x"]) == [[0, 2], [1]]
+    assert await eq.equivalence_classes(["a1", "b1", "a2", "!x", "b2", "c1", "a1"]) == [[0, 2, 6], [1, 4], [5]]
+    assert batches == [["a1", "b1", "a2", "!x"], ["a1", "b1", "b2", "c1"]]  # known classes once, then the new
+    assert await eq.equivalent("a2", "a1") and not await eq.equivalent("!x", "!x")
+    assert len(batches) == 2  # nothing new: no grader run at all
