@@ -49,6 +49,11 @@ async def test_qec_demo_end_to_end(tmp_path):
     else:
         assert matches_reference(attempt.answer_code, qec_problem())
 
+    # a checkpoint each time the best current answer changed, at what the run had spent then: a
+    # provisional claim fills no template, so it grades invalid; the formatted answer is the cell's own
+    assert attempt.checkpoints and all(c.step.startswith("iteration ") for c in attempt.checkpoints)
+    assert all(c.verdict is not None and c.total_tokens < attempt.usage.total_tokens for c in attempt.checkpoints)
+
     # one commit per iteration, saying what happened; the reference never reaches the workspace
     subjects = git_subjects(ws)
     assert [int(x.split(":")[0].split()[1]) for x in reversed(subjects)] == list(range(0, s.iteration + 1))

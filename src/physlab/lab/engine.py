@@ -39,6 +39,7 @@ from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState
 from physlab.lab.workspace import RunWorkspace
 from physlab.llm.errors import ModelFailure, budget_error
+from physlab.runs.checkpoints import record_best
 from physlab.runs.context import RunContext
 
 
@@ -117,6 +118,8 @@ class LabEngine:
         best = A.best_answer(self.state)
         if best != self.state.best_answer:
             self.state = T.set_best_answer(self.state, best)
+        if best is not None:  # what the run would answer if stopped now, at what it has spent (bench report)
+            record_best(self.ctx, f"iteration {best.iteration}", answer_text=f"{best.claim}\n\n{best.value}".strip())
         s = self.state
         if s.final_answer_code is None and s.final_answer_text is None:
             (self.ws.root / "answer.py").unlink(missing_ok=True)     # a provisional answer fills no template
