@@ -121,7 +121,8 @@ def test_stdin_is_passed(sb):
     assert res.stdout.strip() == "HELLO"
 
 
-@pytest.mark.parametrize("name", ["../escape.txt", "/etc/passwd", ""])
+@pytest.mark.parametrize("name", ["../escape.txt", "/etc/passwd", "", "in\x00put.txt", "inputs/", "a//b.txt",
+                                  "./a.txt", "a/./b.txt", "."])
 def test_bad_input_file_names_are_user_errors(sb, name):
     with pytest.raises(UserError):
         sb.run_sync("pass", files={name: b"x"})
@@ -134,3 +135,15 @@ def test_limits_refuse_times_that_cannot_be_waited_for(field, value):
 
     with pytest.raises(ValidationError):
         SandboxLimits(**{field: value})
+
+
+@pytest.mark.parametrize("name", ["in\x00put.txt", "inputs/", "a//b.txt"])
+def test_a_bad_input_name_that_reaches_the_worker_is_one_line_not_a_dead_supervisor(sb, name):
+    """Past the front door's check (a caller building requests itself), the run's supervisor
+    still refuses the name in one line and the worker keeps serving."""
+    req = sb._request("print('ran')", SandboxLimits(), {"ok.txt": b"x"}, None, None)
+    req["files"][name] = req["files"].pop("ok.txt")
+    res = sb._result(sb._pool.run(req, 30), SandboxLimits())
+    assert res.exit_code is None and "input file" in res.error and "ran" not in res.stdout, res
+    assert len(res.error.splitlines()) == 1
+    assert sb.run_sync("print(6*7)").stdout == "42\n"

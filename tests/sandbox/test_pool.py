@@ -94,8 +94,17 @@ def test_dead_or_wedged_worker_is_replaced_transparently(monkeypatch):
         assert res.exit_code == 0 and res.stdout == "2\n"
         w2 = box._pool._idle[0]
         assert w2 is not w
-        for pid in _tree(w2.proc.pid):  # the worker stops answering
-            os.kill(pid, signal.SIGSTOP)
+        stopped: set[int] = set()
+        while True:  # the worker stops answering (stop its tree until no process is left running)
+            tree = set(_tree(w2.proc.pid))
+            if tree <= stopped:
+                break
+            for pid in tree - stopped:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:  # a run's manager that was just exiting
+                    pass
+            stopped |= tree
         res = box.run_sync("print(3)", limits=SandboxLimits(timeout_s=0.5))
         assert res.timed_out and "stopped answering" in res.error
         assert w2.proc.poll() is not None  # killed, not left stopped

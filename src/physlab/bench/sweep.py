@@ -101,10 +101,15 @@ class BoundedSandbox:
     """The shared sandbox behind a semaphore: at most ``workers`` sandbox runs at once across all
     cells of this process. Other attributes pass through to the wrapped sandbox."""
 
-    def __init__(self, inner: Any, workers: int):
+    def __init__(self, inner: Any, workers: int, _sem: asyncio.Semaphore | None = None):
         self._inner = inner
-        self._sem = asyncio.Semaphore(workers)
+        self._sem = _sem or asyncio.Semaphore(workers)
         self.workers = workers
+
+    @property
+    def trusted(self) -> "BoundedSandbox":
+        """The grader's pool for trusted code (its own workers), under the same bound."""
+        return BoundedSandbox(self._inner.trusted, self.workers, self._sem)
 
     async def run(self, *args, **kwargs):
         async with self._sem:

@@ -72,6 +72,9 @@ class Grader:
                  compare_timeout_s: float = 120.0, step_timeout_s: float = 5.0,
                  memory_mb: int = 2048, max_concurrency: int = 4) -> None:
         self.sandbox = sandbox or default_sandbox()
+        # Stage 2 holds the reference: it runs on the sandbox's pool for trusted code, never on
+        # workers that run candidates (a test double without one is used for both).
+        self.trusted_sandbox = getattr(self.sandbox, "trusted", self.sandbox)
         self.timeout_s = timeout_s
         self.compare_timeout_s = compare_timeout_s
         self.step_timeout_s = step_timeout_s
@@ -236,7 +239,7 @@ class Grader:
         """Stage 2: trusted comparison in its own sandbox run. None when it did not finish."""
         limits = SandboxLimits(timeout_s=self.compare_timeout_s, memory_mb=self.memory_mb,
                                max_output_bytes=4_000_000)
-        res = await self._run(_MAIN, limits, job)
+        res = await self._run(_MAIN, limits, job, sandbox=self.trusted_sandbox)
         for line in reversed((res.stdout or "").splitlines()):
             if line.startswith(RESULT_MARK):
                 try:
@@ -250,25 +253,27 @@ class Grader:
             raise RuntimeError(f"the sandbox failed while grading: {res.error}")
         return {"error": f"the grading process failed: {err[0][:300]}"}
 
-    async def _run(self, code: str, limits: SandboxLimits, job: dict, collect: list[str] | None = None):
+    async def _run(self, code: str, limits: SandboxLimits, job: dict, collect: list[str] | None = None,
+                   sandbox: Sandbox | None = None):
         files = dict(self._files)
         files["job.json"] = json.dumps(job).encode()
         for attempt in range(3):
-            res = await self._run_once(code, limits, files, collect)
+            res = await self._run_once(sandbox or self.sandbox, code, limits, files, collect)
             # a sandbox-side failure (worker lost, not the code's doing): try again on a fresh one
             if not (getattr(res, "error", "") and res.exit_code is None and not res.timed_out):
                 break
         return res
 
-    async def _run_once(self, code: str, limits: SandboxLimits, files: dict, collect: list[str] | None):
+    async def _run_once(self, sandbox: Sandbox, code: str, limits: SandboxLimits, files: dict,
+                        collect: list[str] | None):
         if not self._max_concurrency:
-            return await self.sandbox.run(code, limits=limits, files=files, collect=collect)
+            return await sandbox.run(code, limits=limits, files=files, collect=collect)
         loop = asyncio.get_running_loop()
         sem = self._sems.get(loop)
         if sem is None:
             sem = self._sems[loop] = asyncio.Semaphore(self._max_concurrency)
         async with sem:
-            return await self.sandbox.run(code, limits=limits, files=files, collect=collect)
+            return await sandbox.run(code, limits=limits, files=files, collect=collect)
 
 
 def _reference_field(problem: Problem) -> str:

@@ -1,17 +1,21 @@
 """Sandbox front door: run untrusted Python, isolated, limited, fast.
 
 ``Sandbox(backend="auto"|"bwrap"|"rlimit")``. Every run goes to a warm worker (a "zygote" that
-has imported sympy/numpy/scipy/mpmath/matplotlib) which forks a fresh child per run:
+has imported sympy/numpy/scipy/mpmath/matplotlib); for each run the worker forks a one-run manager
+*before* the request exists, and only that manager reads it (see ``_zygote.py``):
 
 * bwrap backend — the zygote lives inside bubblewrap (no network, own PID/IPC/UTS namespaces,
-  read-only /usr and Python installation, a private tmpfs, scrubbed environment, no $HOME, no
-  caller cwd, no /work, dies with us); each run additionally gets its own user + mount + PID
-  namespace with a fresh size-limited tmpfs work dir, so runs cannot see each other and nothing a
-  run starts outlives it.
-* rlimit backend — the weaker fallback (announced once): rlimits, scrubbed environment, private
-  temporary work dir, process group kill + child-subreaper sweep. No filesystem/network isolation.
+  read-only /usr, /dev and Python installation, a private tmpfs, scrubbed environment, no $HOME,
+  no caller cwd, no /work, dies with us); each run additionally gets its own user + mount + PID +
+  IPC namespace with a fresh size-limited tmpfs as /tmp and /dev/shm, so runs cannot see each
+  other and nothing a run starts or leaves outlives it.
+* rlimit backend — the weaker fallback (announced once; refused for root unless chosen
+  explicitly): rlimits, scrubbed environment, private work dir, an unprivileged uid of its own
+  when we are root, the run's process tree killed after it. No filesystem/network isolation.
 
-See ``_zygote.py`` for the per-run process tree and ``launch.py`` for the bwrap command line.
+Trusted code (the grader's comparisons, which hold the reference answer) runs on ``sandbox.trusted``:
+a pool of its own, so a worker that has served a comparison never serves model-written code.
+``launch.py`` builds the bwrap command line; ``docs/sandbox.md`` tabulates what each backend isolates.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import weakref
 
 from physlab.errors import UserError
 from physlab.sandbox import launch
+from physlab.sandbox._zygote import bad_name
 from physlab.sandbox.pool import Pool, _close_all
 from physlab.sandbox.types import SandboxLimits, SandboxResult
 
@@ -32,19 +37,33 @@ atexit.register(_close_all)
 
 
 def _check_name(name: str, what: str) -> None:
-    parts = name.replace("\\", "/").split("/")
-    if not name or name.startswith("/") or ".." in parts:
-        raise UserError(f"sandbox {what} {name!r}: expected a relative path inside the work dir")
+    why = bad_name(name)
+    if why:
+        raise UserError(f"sandbox {what} {name!r}: {why}")
 
 
 class Sandbox:
-    def __init__(self, backend: str = "auto", *, workers: int | None = None) -> None:
+    """Runs untrusted Python on warm workers. ``trusted`` is a second sandbox with workers of its
+    own for trusted code that holds secrets (the grader's comparisons with the reference)."""
+
+    def __init__(self, backend: str = "auto", *, workers: int | None = None, _model: "Sandbox | None" = None) -> None:
         self.requested = backend
-        self.backend = launch.resolve_backend(backend)
+        self.backend = launch.resolve_backend(backend) if _model is None else _model.backend
         self.workers = workers or os.cpu_count() or 2
+        self.purpose = "model-code" if _model is None else "trusted"
         self._pool = Pool(self.backend, self.workers)
+        self._trusted: Sandbox | None = self if _model is not None else None
+        self._trusted_lock = threading.Lock()
         # a Sandbox dropped without close() must not leave its warm workers running
         weakref.finalize(self, self._pool.close)
+
+    @property
+    def trusted(self) -> "Sandbox":
+        """The sandbox for trusted code, made on first use: same backend and size, its own pool."""
+        with self._trusted_lock:
+            if self._trusted is None:
+                self._trusted = Sandbox(self.requested, workers=self.workers, _model=self)
+            return self._trusted
 
     def _request(self, code: str, limits: SandboxLimits, files, collect, stdin) -> dict:
         for name in files or {}:
@@ -123,10 +142,13 @@ class Sandbox:
         self._pool.warm(n)
 
     async def aclose(self) -> None:
-        await asyncio.to_thread(self._pool.close)
+        await asyncio.to_thread(self.close)
 
     def close(self) -> None:
         self._pool.close()
+        trusted = self._trusted
+        if trusted is not None and trusted is not self:
+            trusted.close()
 
 
 def _set(fut: asyncio.Future, res, exc) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import concurrent.futures
 import ctypes
 import functools
-import logging
 import os
 import shutil
 import signal
@@ -18,30 +17,33 @@ from pathlib import Path
 
 from physlab.errors import UserError
 
-log = logging.getLogger("physlab.sandbox")
-
 BACKENDS = ("auto", "bwrap", "rlimit")
 ENV_VAR = "PHYSLAB_SANDBOX_BACKEND"
 ZYGOTE_SRC = Path(__file__).with_name("_zygote.py")
 ZYGOTE_IN_BOX = "/opt/physlab/zygote.py"
 MPL_CACHE_IN_BOX = "/opt/physlab/mplcache"
 RUN_ROOT_IN_BOX = "/tmp"
+PYROOTS_IN_BOX = "/opt/physlab/pyroots"
 
 
 def python_executable() -> str:
-    return os.path.realpath(sys.executable)
+    """The interpreter as this process was started (a venv's ``bin/python``, not the base
+    interpreter it links to: the venv's pyvenv.cfg is found next to it)."""
+    return os.path.abspath(sys.executable)
 
 
 def python_roots() -> list[str]:
-    """The Python installation the sandbox needs read-only: prefixes and site-packages dirs.
-    Source checkouts on sys.path (e.g. an editable install of this project) are left out."""
+    """The Python installation the sandbox needs read-only, wherever it lives: prefixes (a venv
+    and its base), site-packages dirs and the interpreter's own directory. Source checkouts on
+    sys.path (e.g. an editable install of this project) are left out."""
     roots: list[str] = []
     for p in (sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix):
         roots.append(os.path.realpath(p))
     for p in sys.path:
         if p and ("site-packages" in p or "dist-packages" in p) and os.path.isdir(p):
             roots.append(os.path.realpath(p))
-    roots.append(os.path.dirname(os.path.dirname(python_executable())))
+    for exe in (python_executable(), os.path.realpath(python_executable())):
+        roots.append(os.path.dirname(os.path.dirname(exe)))
     out: list[str] = []
     for r in sorted(set(roots), key=len):
         if r in ("/", "/usr") or r.startswith("/usr/"):
@@ -49,6 +51,42 @@ def python_roots() -> list[str]:
         if not any(r == o or r.startswith(o + "/") for o in out):
             out.append(r)
     return out
+
+
+def own_package_dirs() -> list[str]:
+    """PhysLab's own package directory when a bound Python root holds it (a regular install):
+    its built-in suites carry reference answers, and nothing in the sandbox needs it."""
+    import physlab
+
+    pkg = os.path.realpath(os.path.dirname(physlab.__file__))
+    return [pkg] if any(_under(pkg, r) for r in python_roots()) else []
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def python_mounts() -> tuple[list[str], list[list[str]]]:
+    """bubblewrap arguments that mount the Python installation read-only wherever it lives, and
+    the roots under the run's /tmp as [staging path, real path]: a run mounts a fresh tmpfs over
+    /tmp, then binds those back from their staging path (a venv made under /tmp keeps its
+    packages). PhysLab's own package directory is covered by an empty read-only tmpfs."""
+    argv: list[str] = []
+    rebind: list[list[str]] = []
+    hide = own_package_dirs()
+    for i, root in enumerate(python_roots()):
+        targets = [root]
+        if _under(root, RUN_ROOT_IN_BOX):
+            staging = f"{PYROOTS_IN_BOX}/{i}"
+            targets.append(staging)
+            rebind.append([staging, root])
+        for target in targets:
+            argv += ["--ro-bind", root, target]
+            for pkg in hide:
+                if _under(pkg, root):
+                    inside = target + pkg[len(root):]
+                    argv += ["--tmpfs", inside, "--remount-ro", inside]
+    return argv, rebind
 
 
 def run_env() -> dict[str, str]:
@@ -70,7 +108,7 @@ def run_env() -> dict[str, str]:
     }
 
 
-def zygote_env(backend: str, run_root: str) -> dict[str, str]:
+def zygote_env(backend: str, run_root: str, rebind: list[list[str]] | None = None) -> dict[str, str]:
     import json
 
     env = dict(run_env())
@@ -81,13 +119,13 @@ def zygote_env(backend: str, run_root: str) -> dict[str, str]:
     env["PHYSLAB_ZYGOTE_RUNROOT"] = run_root
     if backend == "bwrap":
         env["PHYSLAB_ZYGOTE_NS"] = "1"
-        env["PHYSLAB_ZYGOTE_SWEEP_ALL"] = "1"
+        env["PHYSLAB_ZYGOTE_REBIND"] = json.dumps(rebind or [])
     return env
 
 
 def bwrap_argv(command: list[str], env: dict[str, str], *, zygote: bool = True) -> list[str]:
-    """bubblewrap around ``command``: no network, own PID/IPC/UTS namespaces, read-only system and
-    Python, a private tmpfs as the only writable place, no $HOME, no caller cwd, no /work."""
+    """bubblewrap around ``command``: no network, own PID/IPC/UTS namespaces, read-only system,
+    /dev and Python, a private tmpfs as the only writable place, no $HOME, no caller cwd, no /work."""
     bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session",
             "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
@@ -102,9 +140,8 @@ def bwrap_argv(command: list[str], env: dict[str, str], *, zygote: bool = True) 
         p = Path("/etc") / name
         if p.exists():
             argv += ["--ro-bind", str(p), str(p)]
-    for root in python_roots():
-        argv += ["--ro-bind", root, root]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", RUN_ROOT_IN_BOX]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--tmpfs", RUN_ROOT_IN_BOX]
+    argv += python_mounts()[0]  # after /tmp's tmpfs, so a venv under /tmp is mounted over it
     if zygote:
         argv += ["--ro-bind", str(ZYGOTE_SRC), ZYGOTE_IN_BOX]
         cache = mpl_cache()
@@ -149,11 +186,19 @@ def mpl_cache() -> str | None:
         return _mpl_cache_cached()
 
 
+def install_advice() -> str:
+    """What to install where bubblewrap is missing (it is Linux-only)."""
+    if sys.platform == "darwin" or not sys.platform.startswith("linux"):
+        return ("bubblewrap is Linux-only: run PhysLab in a Linux VM or container and install it there "
+                "(e.g. `brew install lima && limactl start`, then `sudo apt-get install bubblewrap` inside)")
+    return "install it: `apt-get install bubblewrap` (Debian/Ubuntu), `dnf install bubblewrap` (Fedora)"
+
+
 @functools.lru_cache(maxsize=1)
 def bwrap_works() -> tuple[bool, str]:
     """Probe once per process: can we start Python inside bubblewrap here?"""
     if not shutil.which("bwrap") and not os.path.exists("/usr/bin/bwrap"):
-        return False, "bubblewrap (bwrap) is not installed"
+        return False, f"bubblewrap (bwrap) is not installed; {install_advice()}"
     argv = bwrap_argv([python_executable(), "-I", "-c", "import os; print(os.getpid())"],
                       run_env(), zygote=False)
     try:
@@ -162,15 +207,32 @@ def bwrap_works() -> tuple[bool, str]:
         return False, f"bubblewrap failed to start: {exc}"
     if out.returncode != 0:
         msg = out.stderr.decode(errors="replace").strip().splitlines()
-        return False, f"bubblewrap does not work here: {msg[-1] if msg else out.returncode}"
+        return False, (f"bubblewrap does not work here ({msg[-1] if msg else out.returncode}); it needs "
+                       "unprivileged user namespaces (in a container: --security-opt seccomp=unconfined)")
     return True, ""
+
+
+def fallback_warning() -> str:
+    """Exactly what the rlimit backend isolates and what it does not (one line)."""
+    if os.geteuid() == 0:
+        who = ("an unprivileged uid of its own (the memory, environment and descriptors of other "
+               "processes stay unreadable; its processes are killed after each run)")
+    else:
+        who = ("its processes killed after each run (completely where it gets a cgroup, else a "
+               "process that leaves its session may outlive the run)")
+    mine = "" if os.geteuid() == 0 else ", your files and your other processes' environment (API keys)"
+    return ("physlab sandbox: rlimit backend, WEAKER than bubblewrap. Isolated: memory, CPU, process "
+            f"and file-size limits, a scrubbed environment, a private work directory, {who}. NOT isolated: "
+            "the network (including services on this machine's loopback), files readable by all users "
+            f"(problem files with their reference answers included){mine}, the process list in /proc.")
 
 
 _warned = False
 
 
 def resolve_backend(backend: str | None) -> str:
-    """auto → bwrap if it works here, else rlimit (announced once, loudly, as weaker)."""
+    """auto → bwrap if it works here, else rlimit (announced once, loudly, as weaker). As root,
+    auto never falls back: running model code as root without bubblewrap must be chosen."""
     global _warned
     choice = (backend or "auto").strip().lower()
     if choice == "auto":
@@ -189,18 +251,15 @@ def resolve_backend(backend: str | None) -> str:
             ok, why = bwrap_works()
         if ok:
             return "bwrap"
-        if not _warned:
-            _warned = True
-            msg = (f"physlab sandbox: {why}; falling back to the rlimit backend, which is WEAKER "
-                   "(no network, filesystem or PID isolation; only limits, a scrubbed environment "
-                   "and a temporary directory)")
-            log.warning(msg)
-            print(msg, file=sys.stderr)
-        return "rlimit"
+        if os.geteuid() == 0:
+            raise UserError(f"physlab sandbox: {why}; PhysLab runs as root and will not run model-written "
+                            f"code without bubblewrap unless told to: set {ENV_VAR}=rlimit to accept the "
+                            "weaker rlimit backend (code runs as an unprivileged uid; the network and files "
+                            "readable by all users are not isolated)")
     if not _warned:
         _warned = True
-        log.warning("physlab sandbox: rlimit backend selected; it is WEAKER than bubblewrap "
-                    "(no network, filesystem or PID isolation)")
+        print(fallback_warning() if choice == "rlimit" else f"physlab sandbox: {why}. {fallback_warning()}",
+              file=sys.stderr)
     return "rlimit"
 
 
@@ -218,7 +277,7 @@ def start_zygote(backend: str) -> tuple[subprocess.Popen, str | None]:
 def _start_zygote(backend: str) -> tuple[subprocess.Popen, str | None]:
     python = python_executable()
     if backend == "bwrap":
-        env = zygote_env("bwrap", RUN_ROOT_IN_BOX)
+        env = zygote_env("bwrap", RUN_ROOT_IN_BOX, python_mounts()[1])
         argv = bwrap_argv([python, "-I", ZYGOTE_IN_BOX], env)
         cwd, private = "/", None
         proc_env = {"PATH": "/usr/bin:/bin"}
@@ -226,7 +285,7 @@ def _start_zygote(backend: str) -> tuple[subprocess.Popen, str | None]:
         import tempfile
 
         private = tempfile.mkdtemp(prefix="physlab-sb-")
-        os.chmod(private, 0o700)
+        os.chmod(private, 0o711)  # the runs' own uid (when we are root) enters its work dir here
         env = zygote_env("rlimit", private)
         argv = [python, "-I", str(ZYGOTE_SRC)]
         cwd, proc_env = private, env

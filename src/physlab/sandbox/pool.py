@@ -38,7 +38,12 @@ class Worker:
         self.backend = backend
         self.proc, self.private = launch.start_zygote(backend)
         self.runs = 0
-        self.hello = self._read(time.monotonic() + 120)  # imports sympy/numpy/scipy: ~1 s
+        self.hello: dict = {}
+        try:
+            self.hello = self._read(time.monotonic() + 120)  # imports sympy/numpy/scipy: ~1 s
+        except BaseException:
+            self.kill()
+            raise
         if not self.hello.get("ready"):
             self.kill()
             raise WorkerDied(f"sandbox worker failed to start: {self.hello}")
@@ -76,7 +81,13 @@ class Worker:
         (n,) = _HDR.unpack(self._read_exact(_HDR.size, deadline))
         if n > MAX_RESPONSE:
             raise WorkerDied("sandbox worker sent an oversized reply")
-        return json.loads(self._read_exact(n, deadline))
+        try:
+            reply = json.loads(self._read_exact(n, deadline))
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise WorkerDied("sandbox worker sent a damaged reply")
+        return reply
 
     def kill(self) -> None:
         try:
@@ -96,8 +107,36 @@ class Worker:
                 f.close()
             except OSError:
                 pass
+        self._kill_runs()
         if self.private:
             shutil.rmtree(self.private, ignore_errors=True)
+
+    def _kill_runs(self) -> None:
+        """rlimit backend: what a run left when its worker died (the run may have killed it)
+        is still in the worker's cgroup, or still runs as the runs' own uid."""
+        cgroup, uid = self.hello.get("cgroup"), self.hello.get("run_uid")
+        if isinstance(cgroup, str) and os.path.isabs(cgroup):
+            try:
+                with open(os.path.join(cgroup, "cgroup.kill"), "w") as fh:
+                    fh.write("1")
+            except OSError:
+                pass
+            for _ in range(100):  # the kill is asynchronous: rmdir once the last process is gone
+                try:
+                    os.rmdir(cgroup)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+        if isinstance(uid, int) and uid > 0 and os.geteuid() == 0:
+            for _ in range(3):
+                for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+                    try:
+                        if os.stat(f"/proc/{pid}").st_uid == uid:
+                            os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
 
 
 _pools: "weakref.WeakSet[Pool]" = weakref.WeakSet()
@@ -146,14 +185,26 @@ class Pool:
             self._cond.notify()
 
     def warm(self, n: int | None = None) -> None:
-        """Start workers ahead of time (each takes about a second)."""
-        got = []
-        try:
-            for _ in range(min(n or self.size, self.size)):
+        """Start workers ahead of time, side by side (each takes about a second)."""
+        got: list[Worker] = []
+        errors: list[BaseException] = []
+
+        def one() -> None:
+            try:
                 got.append(self._acquire())
-        finally:
-            for w in got:
-                self._release(w, True)
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the others
+                errors.append(exc)
+
+        threads = [threading.Thread(target=one, name="physlab-sandbox-warm")
+                   for _ in range(min(n or self.size, self.size))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for w in got:
+            self._release(w, True)
+        if errors:
+            raise errors[0]
 
     def run(self, req: dict, timeout_s: float) -> dict:
         """One run on a warm worker. Never raises for what the code does; the reply says."""
