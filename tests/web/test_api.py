@@ -19,7 +19,7 @@ from physlab.web import create_app
 
 @pytest.fixture
 def client(runs_root):
-    return TestClient(create_app(runs_root, poll_s=0.05, sse_max_s=0.3))
+    return TestClient(create_app(runs_root, poll_s=0.05, sse_max_s=0.3), base_url="http://127.0.0.1")
 
 
 def test_runs_list_html_and_json(client):
@@ -147,8 +147,8 @@ def test_actions_need_json_same_origin_and_a_lab_run(client, runs_root):
 
 def test_resume_only_when_paused(runs_root):
     seen = []
-    app = create_app(runs_root, resumer=lambda run, summary, problem: seen.append((run.name, problem)) or "resuming")
-    c = TestClient(app)
+    app = create_app(runs_root, resumer=lambda run, summary, problem, lock: seen.append((run.name, problem)) or "resuming")
+    c = TestClient(app, base_url="http://127.0.0.1")
     assert c.post("/api/runs/lab1/actions", json={"kind": "resume"}).status_code == 409 and seen == []
     ws = RunWorkspace(runs_root / "lab1")
     ws.commit(T.set_status(ws.load(), "paused", "paused by the physicist"), "iteration 3: paused by the physicist")
@@ -157,7 +157,7 @@ def test_resume_only_when_paused(runs_root):
 
 
 def test_token_required_when_set(runs_root):
-    c = TestClient(create_app(runs_root, token="s3cret-token"))
+    c = TestClient(create_app(runs_root, token="s3cret-token"), base_url="http://127.0.0.1")
     r = c.get("/")
     assert r.status_code == 401 and 'name="token"' in r.text and "lab1" not in r.text
     assert c.get("/api/runs").status_code == 401 and c.get("/runs/lab1").status_code == 401
@@ -180,7 +180,7 @@ def test_loopback_mode_refuses_foreign_host_headers(client):
 
 
 def test_sse_sends_an_event_when_the_run_changes(runs_root):
-    c = TestClient(create_app(runs_root, poll_s=0.05, sse_max_s=1.2))
+    c = TestClient(create_app(runs_root, poll_s=0.05, sse_max_s=1.2), base_url="http://127.0.0.1")
 
     def touch():
         time.sleep(0.4)

@@ -27,7 +27,7 @@ def test_pause_then_resume_from_the_dashboard(tmp_path):
 
     asyncio.run(run_solve(resolve_problem(PROBLEM), "lab", "scripted:lab-qec", workspace=ws, events=pause_at_2))
     assert json.loads((ws / "state.json").read_text())["status"] == "paused"
-    c = TestClient(create_app(tmp_path))
+    c = TestClient(create_app(tmp_path), base_url="http://127.0.0.1")
     r = c.post("/api/runs/qec/actions", json={"kind": "resume", "problem": PROBLEM})
     assert r.status_code == 200 and "resuming" in r.json()["detail"]
     deadline = time.monotonic() + 120

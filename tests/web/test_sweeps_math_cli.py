@@ -16,7 +16,7 @@ def sweep_client(tmp_path):
     db = tmp_path / "results.sqlite"
     truth = build_results_db(db)
     (tmp_path / "runs").mkdir()
-    return TestClient(create_app(tmp_path / "runs", db=db)), truth
+    return TestClient(create_app(tmp_path / "runs", db=db), base_url="http://127.0.0.1"), truth
 
 
 def test_sweeps_report_and_filters(sweep_client):
@@ -36,7 +36,7 @@ def test_sweeps_report_and_filters(sweep_client):
 
 
 def test_sweeps_without_a_database(tmp_path):
-    c = TestClient(create_app(tmp_path))
+    c = TestClient(create_app(tmp_path), base_url="http://127.0.0.1")
     assert "No results database" in c.get("/sweeps").text
     assert c.get("/api/sweeps").status_code == 404
 

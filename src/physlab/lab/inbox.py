@@ -9,8 +9,10 @@ skipped until it is complete.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import time
 import uuid
 from pathlib import Path
@@ -33,12 +35,38 @@ def post(run_dir: str | Path, kind: str, text: str = "", on: str | None = None) 
         raise UserError("a challenge targets an established result (ER-n)", field="--on")
     mid = uuid.uuid4().hex[:12]
     line = json.dumps({"id": mid, "kind": kind, "text": text, "on": on, "ts": time.time()}) + "\n"
-    fd = os.open(run_dir / INBOX, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = _open_inbox(run_dir)
     try:
         os.write(fd, line.encode())
     finally:
         os.close(fd)
     return mid
+
+
+def _open_inbox(run_dir: Path) -> int:
+    """The run's own inbox.jsonl for appending, never through a link: the run directory and the
+    file are opened without following symbolic links, and a file that is not a regular file with
+    one name (a hard link to a file elsewhere, a FIFO) is refused."""
+    path = run_dir / INBOX
+    nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        dir_fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | nofollow)
+    except OSError as exc:
+        raise UserError(f"cannot open the run directory ({exc.strerror}; a symbolic link is refused)",
+                        path=run_dir) from None
+    try:
+        fd = os.open(INBOX, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | nofollow, 0o644, dir_fd=dir_fd)
+    except OSError as exc:
+        why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise UserError(f"cannot write the inbox ({why}); nothing was posted", path=path) from None
+    finally:
+        os.close(dir_fd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        raise UserError("the inbox is not a plain file of this run (a hard link or a special file); "
+                        "nothing was posted", path=path)
+    return fd
 
 
 def read(run_dir: str | Path) -> list[dict]:

@@ -5,10 +5,16 @@ Crash safety: state.json is written to a temporary file and renamed, then commit
 ``kill -9`` the last commit is the truth: ``load`` reads state.json from HEAD, so a half-finished
 iteration is simply redone. Other files (calls.jsonl, inbox.jsonl) are append-only and never
 rolled back, so nothing already spent or said is lost; the next commit picks them up.
+
+One engine per run: the process running a run holds an exclusive lock on ``.physlab.lock`` in
+its directory for the run's lifetime (:func:`lock_run`); a second one is refused in one line.
+The lock is an flock on an open file description, so the kernel drops it when its holder dies,
+and a process can hand it to a child it starts (the dashboard's resume) without a gap.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -20,6 +26,8 @@ from physlab.lab.state.models import ResearchState
 from physlab.lab.state.render import render_log, render_state
 
 STATE = "state.json"
+LOCK = ".physlab.lock"
+LOCK_FD_ENV = "PHYSLAB_RUN_LOCK_FD"  # a lock descriptor handed down by the process that started us
 _GIT_ID = ["-c", "user.name=PhysLab lab", "-c", "user.email=lab@physlab.invalid", "-c", "commit.gpgsign=false"]
 _ITER = re.compile(r"^iteration (\d+)\b")
 
@@ -46,8 +54,12 @@ class RunWorkspace:
             self.git("init", "-q", "-b", "main")
             (self.root / ".gitignore").write_text("*.tmp\n", encoding="utf-8")
         lock = self.root / ".git" / "index.lock"
-        if lock.exists():      # left by a process killed during a commit; we own this repository
-            lock.unlink()
+        if lock.exists():
+            holders = open_by(lock)
+            if holders:
+                raise UserError(f"git is working in this run (process {holders[0]} holds .git/index.lock); "
+                                "wait for it to finish", path=self.root)
+            lock.unlink(missing_ok=True)  # left by a process killed during a commit
         if problem_md is not None and not (self.root / "PROBLEM.md").exists():
             (self.root / "PROBLEM.md").write_text(problem_md, encoding="utf-8")
 
@@ -61,7 +73,7 @@ class RunWorkspace:
 
     def commit(self, state: ResearchState, message: str) -> str:
         self.write_state(state)
-        self.git("add", "-A")
+        self.git("add", "-A", "--", ".", f":(exclude){LOCK}")
         self.git("commit", "-q", "--allow-empty", "--no-verify", "-m", message)
         return self.git("rev-parse", "HEAD").strip()
 
@@ -133,3 +145,121 @@ def read_json(path: Path) -> dict:
     except (OSError, ValueError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def open_by(path: Path) -> list[int]:
+    """Processes that have ``path`` open (Linux: their /proc/PID/fd links); [] where unknown."""
+    target = os.path.realpath(path)
+    found = []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    found.append(int(pid))
+                    break
+            except OSError:
+                continue
+    return found
+
+
+class RunLock:
+    """The exclusive lock on one run directory (see :func:`lock_run`)."""
+
+    def __init__(self, root: Path, fd: int) -> None:
+        self.root, self.fd = root, fd
+
+    def _write_holder(self, pid: int) -> None:
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{pid}\n".encode(), 0)
+
+    def hand_over(self, pid: int) -> None:
+        """A child started with this descriptor (``pass_fds`` and ``LOCK_FD_ENV``) holds the lock
+        now: name it as the holder and close our copy (the lock stays with the child's)."""
+        self._write_holder(pid)
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            try:
+                os.ftruncate(self.fd, 0)
+            except OSError:
+                pass
+            self.close()
+
+    def __enter__(self) -> "RunLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _inherited(path: Path) -> int | None:
+    """The lock descriptor our parent handed us for ``path``, if it did."""
+    raw = os.environ.get(LOCK_FD_ENV, "")
+    if not raw.isdigit():
+        return None
+    fd = int(raw)
+    try:
+        mine, theirs = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    if (mine.st_dev, mine.st_ino) != (theirs.st_dev, theirs.st_ino):
+        return None
+    os.environ.pop(LOCK_FD_ENV, None)
+    os.set_inheritable(fd, False)
+    return fd
+
+
+def lock_run(root: str | Path) -> RunLock:
+    """Take the run directory's lock, or refuse in one line naming the process that has it."""
+    root = Path(root)
+    path = root / LOCK
+    fd = _inherited(path)
+    if fd is None:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise UserError(f"cannot lock the run directory ({exc.strerror})", path=path) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        pid = lock_holder(root)
+        who = f"another physlab process (pid {pid})" if pid else "another physlab process"
+        raise UserError(f"{who} is already running or resuming this run; wait for it to end, or stop it "
+                        f"with `physlab runs stop {root}`", path=root) from None
+    lock = RunLock(root, fd)
+    lock._write_holder(os.getpid())
+    return lock
+
+
+def lock_holder(root: str | Path) -> int | None:
+    """The pid that holds the run's lock, as the lock file names it, when that process is alive
+    (for display; taking the lock is the only real test)."""
+    try:
+        raw = (Path(root) / LOCK).read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    if not raw.isdigit():
+        return None
+    pid = int(raw)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return pid

@@ -24,6 +24,7 @@ from pydantic_ai.models import Model
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
+from physlab.lab.workspace import LOCK, RunLock, lock_run
 from physlab.llm.defaults import ModelRegistry
 from physlab.llm.errors import ModelFailure, ReplayError, budget_error, find_error
 from physlab.llm.meter import RunMeter, read_calls
@@ -86,7 +87,9 @@ def _reference_for(problem: Problem, params: StrategyParams) -> str | None:
 
 
 def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | None,
-                       resume: Path | str | bool | None, replace: bool = False) -> tuple[Path, bool]:
+                       resume: Path | str | bool | None, replace: bool = False) -> tuple[Path, bool, RunLock]:
+    """(run directory, resuming, its lock): the lock is taken before anything in the directory
+    changes, so a second process on the same run is refused before it spends anything."""
     if resume not in (None, False):
         ws = Path(workspace) if resume is True else Path(resume)  # type: ignore[arg-type]
         if resume is True and workspace is None:
@@ -94,14 +97,14 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
         if not ws.is_dir():
             raise UserError("no such run directory to resume", path=ws, field="--resume")
         _check_resumable(ws, problem, strategy)
-        return ws, True
+        return ws, True, lock_run(ws)
     ws = Path(workspace) if workspace is not None else default_workspace(problem, strategy)
     try:
         ws.mkdir(parents=True)
     except FileExistsError:
         if not ws.is_dir():
             raise UserError("workspace exists and is not a directory", path=ws, field="--workspace") from None
-        if any(ws.iterdir()):
+        if any(p.name != LOCK for p in ws.iterdir()):
             if not replace:
                 raise UserError("workspace already exists and is not empty (use --resume to continue it, "
                                 "or --replace to start it over)", path=ws, field="--workspace") from None
@@ -109,9 +112,12 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
                 raise UserError("--replace only replaces a PhysLab run directory (no PROBLEM.md, calls.jsonl, "
                                 "metrics.json or state.json here); nothing was deleted", path=ws,
                                 field="--workspace") from None
-            shutil.rmtree(ws)
-            ws.mkdir()
-    return ws, False
+            lock = lock_run(ws)
+            for p in ws.iterdir():  # everything but the lock we hold
+                if p.name != LOCK:
+                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            return ws, False, lock
+    return ws, False, lock_run(ws)
 
 
 # Strategies that continue a run from what its workspace holds; every other one starts over.
@@ -197,10 +203,14 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     reference = _reference_for(problem, scaffold.params)
     _check_replay(model, problem, strategy)
     reg = model_registry or ModelRegistry.load(models_config)
-    ws, resuming = _resolve_workspace(problem, strategy, workspace, resume, replace)
+    ws, resuming, run_lock = _resolve_workspace(problem, strategy, workspace, resume, replace)
     calls_path = ws / "calls.jsonl"
-    previous = read_calls(calls_path) if resuming and calls_path.is_file() else None
-    meter = RunMeter(budget, calls_path, previous=previous, on_record=on_call)
+    try:
+        previous = read_calls(calls_path) if resuming and calls_path.is_file() else None
+        meter = RunMeter(budget, calls_path, previous=previous, on_record=on_call)
+    except BaseException:
+        run_lock.release()
+        raise
     own_cap = [ConcurrencyLimiter(max_in_flight, name="run")] if max_in_flight else []
     limiters = own_cap + ([limiter] if limiter is not None else [])
     models = None
@@ -248,6 +258,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
         meter.close()
         if models is not None:
             await models.aclose()
+        run_lock.release()
 
 
 async def _run_strategy(scaffold: Strategy, ctx: RunContext, strategy: str, model: str, problem: Problem,
@@ -283,7 +294,7 @@ def answered(attempt: Attempt) -> bool:
 def _discard_if_untouched(ws: Path) -> None:
     names = {p.name for p in ws.iterdir()}
     calls = ws / "calls.jsonl"
-    if names <= {"PROBLEM.md", "calls.jsonl"} and (not calls.exists() or calls.stat().st_size == 0):
+    if names <= {"PROBLEM.md", "calls.jsonl", LOCK} and (not calls.exists() or calls.stat().st_size == 0):
         shutil.rmtree(ws, ignore_errors=True)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import subprocess
 import sys
@@ -31,12 +32,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from physlab.errors import UserError
 from physlab.lab import inbox
+from physlab.lab.workspace import LOCK_FD_ENV, RunLock, lock_holder, lock_run
 from physlab.web import render, runs
 from physlab.web.paths import NotFound, discover, read_text, resolve_run
 from physlab.web.sweeps import FILTERS, report_data, sweeps_page
 
 COOKIE = "physlab_token"
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 FILES = ("PROBLEM.md", "ANSWER.md", "answer.py", "RESEARCH_STATE.md", "LOG.md", "state.json", "metrics.json")
 STATIC = Path(__file__).parent / "static"
 # The pages load only their own script and stylesheet: injected markup could not run a script even
@@ -52,20 +54,23 @@ class Action(BaseModel):
     problem: str | None = Field(default=None, max_length=1000, description="resume only: the problem spec")
 
 
-def default_resumer(run: Path, summary: dict[str, Any], problem: str | None) -> str:
-    """Continue a paused/stopped lab run in a detached `physlab solve --resume` process."""
+def default_resumer(run: Path, summary: dict[str, Any], problem: str | None, lock: RunLock) -> str:
+    """Continue a paused/stopped lab run in a detached `physlab solve --resume` process, which
+    inherits the run's lock (taken before it starts): a second resume is refused meanwhile."""
     spec = problem or summary["problem"]
     cmd = [sys.executable, "-m", "physlab", "solve", spec, "--strategy", "lab", "--resume", str(run)]
     if summary.get("model"):
         cmd += ["--model", summary["model"]]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, pass_fds=(lock.fd,),
+                            env={**os.environ, LOCK_FD_ENV: str(lock.fd)})
+    lock.hand_over(proc.pid)
     return f"resuming (pid {proc.pid})"
 
 
 def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str | None = None,
                poll_s: float = 0.5, sse_max_s: float = 300.0,
-               resumer: Callable[[Path, dict[str, Any], str | None], str] = default_resumer) -> FastAPI:
+               resumer: Callable[[Path, dict[str, Any], str | None, RunLock], str] = default_resumer) -> FastAPI:
     root = Path(runs_dir).resolve()
     app = FastAPI(title="PhysLab", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.root, app.state.db, app.state.token = root, Path(db) if db else None, token
@@ -93,7 +98,7 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
         if token is None:
             host = (request.headers.get("host") or "").rsplit(":", 1)[0] if not (request.headers.get("host") or "").startswith("[") \
                 else (request.headers.get("host") or "").split("]")[0] + "]"
-            if host not in LOOPBACK_HOSTS and host != "testserver":
+            if host not in LOOPBACK_HOSTS:  # also in tests (their clients name 127.0.0.1)
                 return PlainTextResponse("host not allowed", status_code=403)
         if path.startswith("/static/") or path == "/login" or authorised(request):
             if request.method == "POST":
@@ -211,7 +216,15 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
         if action.kind == "resume":
             if state.status not in ("paused", "stopped"):
                 raise HTTPException(409, f"the run is {state.status}, not paused")
-            msg = await asyncio.to_thread(resumer, run, runs.summary(run_id, run, root), action.problem)
+            try:  # taken before a process starts, so the page shows "resuming" and a 2nd post is refused
+                lock = lock_run(run)
+            except UserError:
+                pid = lock_holder(run)
+                raise HTTPException(409, f"the run is already resuming or running{f' (pid {pid})' if pid else ''}") from None
+            try:
+                msg = await asyncio.to_thread(resumer, run, runs.summary(run_id, run, root), action.problem, lock)
+            finally:
+                lock.release()  # nothing left to release when the resumer handed it to its process
             return {"queued": False, "detail": msg}
         if action.kind in ("comment", "hint", "redirect", "challenge") and not action.text.strip():
             raise HTTPException(422, f"text: a {action.kind} needs a message")

@@ -10,7 +10,7 @@ from typing import Any
 
 from physlab.lab import inbox
 from physlab.lab.state.models import ResearchState
-from physlab.lab.workspace import RunWorkspace
+from physlab.lab.workspace import RunWorkspace, lock_holder
 from physlab.llm.usage import CallRecord, Usage
 from physlab.web.paths import _inside, read_text, run_file
 
@@ -77,6 +77,8 @@ def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
     status = metrics.get("status") or (state.status if state else "running")
     if state is not None and state.status in ("paused", "stopped") and not metrics:
         status = state.status
+    if state is not None and state.status in ("paused", "stopped") and lock_holder(run):
+        status = "resuming"  # a process holds the run: it has not committed its first iteration yet
     verdict = (metrics.get("verdict") or {}).get("verdict") if isinstance(metrics.get("verdict"), dict) else None
     return {
         "id": run_id,
