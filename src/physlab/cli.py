@@ -51,6 +51,7 @@ def _root() -> None:
 # click's exceptions, from wherever this typer takes click (its own copy since typer 0.2x)
 _clicks = importlib.import_module(typer.BadParameter.__module__)
 _NoArgsIsHelp = getattr(_clicks, "NoArgsIsHelpError", type("_NeverRaised", (Exception,), {}))
+DEBUG_ENV = "PHYSLAB_DEBUG"  # set: an unexpected error prints its traceback instead of saving it
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -64,14 +65,62 @@ def main(argv: list[str] | None = None) -> None:
     except _clicks.ClickException as exc:  # a mistyped option or value: one line, like a UserError
         typer.echo(f"error: {_one_line(exc)}", err=True)
         sys.exit(exc.exit_code)
-    except _clicks.Abort:
+    except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    except OSError as exc:  # the machine's trouble (a full disk, a permission), not bad input
+        _debug_traceback(exc)
+        typer.echo(f"error: {_os_error(exc)}", err=True)
+        sys.exit(1)
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug, in one line
+        typer.echo(f"error: {_unexpected(exc)}", err=True)
+        sys.exit(1)
     # Not standalone, typer returns an Exit's code (typer.Exit(1), Ctrl-C's 130) instead of exiting.
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _os_error(exc: OSError) -> str:
+    """An operating-system error as one line naming the file it was about, when it says."""
+    import errno
+
+    what = "no space left on device (the disk is full)" if exc.errno == errno.ENOSPC else (
+        exc.strerror or str(exc)).rstrip(".")
+    where = exc.filename if exc.filename is not None else None
+    return f"{where}: {what}" if where else what
+
+
+def _debug_traceback(exc: BaseException) -> bool:
+    """With PHYSLAB_DEBUG set, the traceback goes to stderr too."""
+    import os
+    import traceback
+
+    if not os.environ.get(DEBUG_ENV):
+        return False
+    sys.stderr.write("".join(traceback.format_exception(exc)))
+    return True
+
+
+def _unexpected(exc: BaseException) -> str:
+    """A bug: its first line, and where its traceback is (PHYSLAB_DEBUG=1 prints it instead)."""
+    import os
+    import tempfile
+    import traceback
+
+    text = "".join(traceback.format_exception(exc))
+    head = (str(exc).strip().splitlines() or [""])[0][:300]
+    if _debug_traceback(exc):
+        return f"unexpected {type(exc).__name__}: {head}"
+    try:
+        fd, path = tempfile.mkstemp(prefix="physlab-crash-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        where = f"traceback in {path}"
+    except OSError:
+        where = f"{DEBUG_ENV}=1 prints the traceback"
+    return f"unexpected {type(exc).__name__}: {head} (a PhysLab bug; {where})"
 
 
 def _one_line(exc: Exception) -> str:

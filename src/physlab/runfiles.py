@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Replace ``path`` with ``data`` (text as UTF-8) in one step: whoever reads it meanwhile (the
     dashboard, a resume) sees the old file or the new one, and a kill mid-write leaves the old one."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    with _naming(tmp):
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
     os.replace(tmp, path)
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """A write error names the file (a full disk shows when the data is flushed, where Python
+    gives the error no file name)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
 
 
 class LineLog:
@@ -32,8 +47,9 @@ class LineLog:
 
     def write_line(self, line: str | bytes) -> None:
         data = line.encode("utf-8") if isinstance(line, str) else line
-        self._fh.write(data + b"\n")
-        self._fh.flush()
+        with _naming(self.path):
+            self._fh.write(data + b"\n")
+            self._fh.flush()
 
     def close(self) -> None:
         self._fh.close()

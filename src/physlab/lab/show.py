@@ -3,7 +3,6 @@ strategy's workspace (a `solve`, a sweep cell) its outcome from metrics.json and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from physlab.errors import UserError
 from physlab.lab.answer import standing_of
 from physlab.lab.state.models import ResearchState
 from physlab.lab.workspace import RunWorkspace, read_json
+from physlab.llm.meter import read_calls
 
 
 def open_run(run_dir: str | Path) -> tuple[RunWorkspace, ResearchState]:
@@ -33,23 +33,42 @@ def usage_by_role(run_dir: Path) -> dict[str, dict[str, Any]]:
     path = run_dir / "calls.jsonl"
     if not path.is_file():
         return per
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        r = per.setdefault(rec.get("role", "?"), {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
+    for rec in read_calls(path, bodies=False):  # a damaged line: one line naming the file
+        r = per.setdefault(rec.role, {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
         r["calls"] += 1
-        r["input_tokens"] += int(rec.get("input_tokens") or 0)
-        r["output_tokens"] += int(rec.get("output_tokens") or 0)
-        r["cost_usd"] += float(rec.get("cost_usd") or 0.0)
+        r["input_tokens"] += rec.input_tokens
+        r["output_tokens"] += rec.output_tokens
+        r["cost_usd"] += rec.cost_usd
     return per
+
+
+_METRIC_TYPES: dict[str, tuple[type, ...]] = {
+    "problem_id": (str,), "strategy": (str,), "model": (str,), "status": (str,), "stop_reason": (str,),
+    "verdict": (dict,), "details": (dict,), "wall_s": (int, float)}
+
+
+_JSON_KIND = {str: "a string", dict: "an object", int: "a number"}
+
+
+def read_metrics(path: Path) -> dict[str, Any]:
+    """metrics.json as `runs show` uses it; a field of the wrong kind is one line naming the file."""
+    metrics = read_json(path)
+    for field, kinds in _METRIC_TYPES.items():
+        value = metrics.get(field)
+        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
+            raise UserError(f"expected {_JSON_KIND[kinds[0]]}, got {value!r:.60}; the file is damaged",
+                            path=path, field=field)
+    verdict = (metrics.get("verdict") or {}).get("verdict")
+    if verdict is not None and not isinstance(verdict, str):
+        raise UserError(f"expected a verdict name, got {verdict!r:.60}; the file is damaged", path=path,
+                        field="verdict.verdict")
+    return metrics
 
 
 def plain_summary(root: Path) -> dict[str, Any] | None:
     """Any other strategy's workspace (a `solve` or a sweep cell): what its metrics.json says, or
     None when ``root`` holds no PhysLab run at all."""
-    metrics = read_json(root / "metrics.json")
+    metrics = read_metrics(root / "metrics.json")
     if not metrics:
         if not (root / "calls.jsonl").is_file():
             return None
@@ -70,7 +89,7 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
             raise UserError("not a run directory (no state.json, metrics.json or calls.jsonl)", path=root)
         return plain
     ws, s = open_run(run_dir)
-    metrics = read_json(ws.root / "metrics.json")
+    metrics = read_metrics(ws.root / "metrics.json")
     return {
         "run": str(ws.root), "problem_id": s.problem_id, "iteration": s.iteration, "status": s.status,
         "stop_reason": s.stop_reason, "verdict": (metrics.get("verdict") or {}).get("verdict"),

@@ -24,6 +24,7 @@ from pathlib import Path
 from physlab.errors import UserError
 from physlab.lab.state.models import ResearchState
 from physlab.lab.state.render import render_log, render_state
+from physlab.runfiles import write_atomic  # errors name the file (a full disk says where)
 
 STATE = "state.json"
 LOCK = ".physlab.lock"
@@ -65,11 +66,9 @@ class RunWorkspace:
 
     # ------------------------------------------------------------------ saving
     def write_state(self, state: ResearchState) -> None:
-        tmp = self.root / (STATE + ".tmp")
-        tmp.write_text(state.model_dump_json(indent=1), encoding="utf-8")
-        os.replace(tmp, self.root / STATE)
-        (self.root / "RESEARCH_STATE.md").write_text(render_state(state), encoding="utf-8")
-        (self.root / "LOG.md").write_text(render_log(state), encoding="utf-8")
+        write_atomic(self.root / STATE, state.model_dump_json(indent=1))
+        write_atomic(self.root / "RESEARCH_STATE.md", render_state(state))
+        write_atomic(self.root / "LOG.md", render_log(state))
 
     def commit(self, state: ResearchState, message: str) -> str:
         self.write_state(state)

@@ -18,6 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from pydantic import ValidationError
+
+from physlab.errors import UserError
 from physlab.llm.errors import BudgetExceeded
 from physlab.llm.usage import Budget, CallRecord, Usage
 from physlab.runfiles import LineLog
@@ -27,9 +30,10 @@ def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
     """Read a calls.jsonl file. Blank lines are skipped, and so is a line cut short by a kill in
     the middle of a write (a record's opening that does not parse: that request was never fully
     recorded, and resuming or replaying the run must not fail on it); any other line that is not
-    JSON raises. ``bodies=False`` leaves out the request/response bodies."""
+    a call record is bad input: one line naming the file and the line. ``bodies=False`` leaves
+    out the request/response bodies."""
     out = []
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -37,11 +41,20 @@ def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
         except json.JSONDecodeError:
             if line.lstrip().startswith("{"):  # a record cut short; anything else is not calls.jsonl
                 continue
-            raise
+            raise UserError(f"line {n} is not JSON: not a calls.jsonl file", path=path) from None
+        if not isinstance(data, dict):
+            raise UserError(f"line {n} is not a call record (expected a JSON object): not a calls.jsonl file",
+                            path=path)
         if not bodies:
             data.pop("request", None)
             data.pop("response", None)
-        out.append(CallRecord.model_validate(data))
+        try:
+            out.append(CallRecord.model_validate(data))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise UserError(f"line {n} is not a call record ({where}: {err['msg']}): not a calls.jsonl file",
+                            path=path) from None
     return out
 
 

@@ -10,6 +10,7 @@ goes to the workspace's error.log). Bad input raises UserError.
 from __future__ import annotations
 
 import asyncio
+import errno
 import re
 import shutil
 import time
@@ -119,6 +120,8 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
             return ws, False, lock
     return ws, False, lock_run(ws)
 
+
+_MACHINE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # the disk, not the strategy
 
 # Strategies that continue a run from what its workspace holds; every other one starts over.
 RESUMABLE = frozenset({"lab"})
@@ -281,6 +284,8 @@ async def _run_strategy(scaffold: Strategy, ctx: RunContext, strategy: str, mode
         if (failure := find_error(exc, ModelFailure)) is not None:
             reason = "replay_error" if isinstance(failure, ReplayError) else "model_failure"
             return ended("error", reason, error=str(failure))
+        if isinstance(exc, OSError) and exc.errno in _MACHINE_FULL:  # no strategy bug: the run cannot go on
+            raise
         # a strategy bug: recorded in error.log, not shown as a traceback
         (ws / "error.log").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
         return ended("error", f"exception:{type(exc).__name__}", error=str(exc)[:2000])
