@@ -29,7 +29,7 @@ import weakref
 
 from physlab.errors import UserError
 from physlab.sandbox import launch
-from physlab.sandbox._zygote import bad_name
+from physlab.sandbox._zygote_common import bad_name
 from physlab.sandbox.pool import Pool, _close_all
 from physlab.sandbox.types import SandboxLimits, SandboxResult
 

@@ -19,8 +19,10 @@ from physlab.errors import UserError
 
 BACKENDS = ("auto", "bwrap", "rlimit")
 ENV_VAR = "PHYSLAB_SANDBOX_BACKEND"
-ZYGOTE_SRC = Path(__file__).with_name("_zygote.py")
-ZYGOTE_IN_BOX = "/opt/physlab/zygote.py"
+ZYGOTE_SRC = Path(__file__).with_name("_zygote.py")  # with its _zygote_*.py modules beside it
+WORKER_FILES = tuple(sorted(Path(__file__).parent.glob("_zygote*.py")))
+WORKER_IN_BOX = "/opt/physlab"
+ZYGOTE_IN_BOX = f"{WORKER_IN_BOX}/{ZYGOTE_SRC.name}"
 MPL_CACHE_IN_BOX = "/opt/physlab/mplcache"
 RUN_ROOT_IN_BOX = "/tmp"
 PYROOTS_IN_BOX = "/opt/physlab/pyroots"
@@ -143,7 +145,8 @@ def bwrap_argv(command: list[str], env: dict[str, str], *, zygote: bool = True) 
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--tmpfs", RUN_ROOT_IN_BOX]
     argv += python_mounts()[0]  # after /tmp's tmpfs, so a venv under /tmp is mounted over it
     if zygote:
-        argv += ["--ro-bind", str(ZYGOTE_SRC), ZYGOTE_IN_BOX]
+        for f in WORKER_FILES:
+            argv += ["--ro-bind", str(f), f"{WORKER_IN_BOX}/{f.name}"]
         cache = mpl_cache()
         if cache:
             argv += ["--ro-bind", cache, MPL_CACHE_IN_BOX]
