@@ -249,3 +249,16 @@ time.sleep(3)
         box.close()
     assert out and "written" in out[0].stdout, out
     assert peak - before < 300, (before, peak)
+
+
+async def test_a_sweeps_bounded_sandbox_hands_the_grader_the_trusted_pool_under_the_same_bound():
+    from physlab.bench.sweep import BoundedSandbox
+
+    box = Sandbox("rlimit", workers=1)
+    try:
+        bounded = BoundedSandbox(box, 3)
+        trusted = Grader(bounded).trusted_sandbox
+        assert trusted._inner is box.trusted and trusted._sem is bounded._sem
+        assert Grader(bounded).sandbox is bounded
+    finally:
+        box.close()

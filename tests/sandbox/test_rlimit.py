@@ -220,3 +220,13 @@ except OSError as e:
     rl.run_sync(code)
     assert wait_gone(token, timeout=10) == []
     assert rl.run_sync("print(6*7)").stdout == "42\n"
+
+
+def test_rlimit_runs_live_in_the_workers_cgroup_where_one_can_be_made(rl):
+    rl.warm(1)
+    cgroup = rl._pool._idle[0].hello.get("cgroup")
+    if not cgroup:
+        pytest.skip("no cgroup v2 this process may write to")
+    res = rl.run_sync("print(open('/proc/self/cgroup').read())")
+    assert res.exit_code == 0, res.stderr
+    assert os.path.basename(cgroup) in res.stdout
