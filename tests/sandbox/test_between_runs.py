@@ -130,6 +130,8 @@ def test_the_trusted_pool_is_one_per_sandbox_and_never_the_model_pool():
         assert box.trusted is box.trusted and box.trusted._pool is not box._pool
         assert box.trusted.backend == box.backend
         assert box.trusted.trusted is box.trusted
+        box.warm(1, trusted=True)  # `physlab grade` starts both side by side
+        assert len(box._pool._idle) == 1 and len(box.trusted._pool._idle) == 1
     finally:
         box.close()
 

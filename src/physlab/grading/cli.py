@@ -44,8 +44,8 @@ def grade_command(
 
     sandbox = default_sandbox()
     warm = getattr(sandbox, "warm", None)
-    if warm is not None:  # start the worker from this long-lived thread (both stages reuse it)
-        warm(1)
+    if warm is not None:  # a worker for the candidate and one for the trusted comparison, side by side
+        warm(1, trusted=True)
     verdict = Grader(sandbox, timeout_s=timeout).grade_sync(prob, text)
     if as_json:
         typer.echo(json.dumps({**verdict.contract_json(), "problem": prob.id}))

@@ -137,9 +137,28 @@ class Sandbox:
         threading.Thread(target=work, name="physlab-sandbox-run", daemon=True).start()
         return await fut
 
-    def warm(self, n: int | None = None) -> None:
-        """Start ``n`` (default: all) workers now instead of on first use."""
-        self._pool.warm(n)
+    def warm(self, n: int | None = None, *, trusted: bool = False) -> None:
+        """Start ``n`` (default: all) workers now instead of on first use; with ``trusted``, as
+        many for the trusted pool too, side by side (a grade needs both)."""
+        if not trusted or self.trusted is self:
+            self._pool.warm(n)
+            return
+        errors: list[BaseException] = []
+
+        def other() -> None:
+            try:
+                self.trusted._pool.warm(n)
+            except BaseException as exc:  # noqa: BLE001 - raised below
+                errors.append(exc)
+
+        t = threading.Thread(target=other, name="physlab-sandbox-warm")
+        t.start()
+        try:
+            self._pool.warm(n)
+        finally:
+            t.join()
+        if errors:
+            raise errors[0]
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
