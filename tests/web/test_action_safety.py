@@ -102,3 +102,11 @@ def test_a_resumer_that_fails_leaves_the_run_resumable(runs_root):
     assert c.post("/api/runs/lab1/actions", json={"kind": "resume"}).status_code == 500
     assert {r["id"]: r["status"] for r in c.get("/api/runs").json()}["lab1"] == "paused"
     lock_run(runs_root / "lab1").release()
+
+
+def test_a_planted_lock_file_never_hangs_the_page_or_the_run(runs_root, tmp_path):
+    os.mkfifo(runs_root / "lab1" / ".physlab.lock")
+    c = TestClient(create_app(runs_root), base_url="http://127.0.0.1")
+    assert {r["id"]: r["status"] for r in c.get("/api/runs").json()}["lab1"] == "running"
+    with pytest.raises(Exception, match="not a regular file"):
+        lock_run(runs_root / "lab1")

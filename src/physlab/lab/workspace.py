@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 import subprocess
 from pathlib import Path
 
@@ -229,9 +230,12 @@ def lock_run(root: str | Path) -> RunLock:
     fd = _inherited(path)
     if fd is None:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             raise UserError(f"cannot lock the run directory ({exc.strerror})", path=path) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UserError("cannot lock the run directory (the lock is not a regular file)", path=path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -249,9 +253,13 @@ def lock_holder(root: str | Path) -> int | None:
     """The pid that holds the run's lock, as the lock file names it, when that process is alive
     (for display; taking the lock is the only real test)."""
     try:
-        raw = (Path(root) / LOCK).read_text(encoding="ascii", errors="replace").strip()
+        fd = os.open(Path(root) / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        raw = os.read(fd, 32).decode("ascii", "replace").strip() if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+    finally:
+        os.close(fd)
     if not raw.isdigit():
         return None
     pid = int(raw)
