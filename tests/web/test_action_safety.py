@@ -15,6 +15,7 @@ from physlab.lab import inbox
 from physlab.lab.state import transitions as T
 from physlab.lab.workspace import LOCK_FD_ENV, RunWorkspace, lock_run
 from physlab.web import create_app
+from physlab.web import runs as web_runs
 
 
 @pytest.fixture
@@ -50,13 +51,14 @@ def test_the_testserver_host_is_not_loopback(runs_root):
     assert c.get("/api/runs", headers={"host": "localhost:8765"}).status_code == 200
 
 
-def _sleeper_resumer(started: list):
+def _sleeper_resumer(started: list, shown_before_start: list):
     """Start a stand-in engine the way the dashboard's resumer does: the process inherits the run's
     lock, takes it as `physlab solve --resume` would, and waits until the test closes its stdin."""
     code = ("import sys\nfrom physlab.lab.workspace import lock_run\n"
             "lock = lock_run(sys.argv[1])\nprint('locked', flush=True)\nsys.stdin.read()\n")
 
     def resume(run, summary, problem, lock):
+        shown_before_start.append(web_runs.summary("lab1", run, run.parent)["status"])
         proc = subprocess.Popen([sys.executable, "-c", code, str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 pass_fds=(lock.fd,), env={**os.environ, LOCK_FD_ENV: str(lock.fd)}, text=True)
         lock.hand_over(proc.pid)
@@ -70,10 +72,13 @@ def test_resume_posted_twice_starts_one_engine_and_shows_resuming(runs_root):
     ws = RunWorkspace(runs_root / "lab1")
     ws.commit(T.set_status(ws.load(), "paused", "paused by the physicist"), "iteration 3: paused by the physicist")
     started: list[subprocess.Popen] = []
-    c = TestClient(create_app(runs_root, resumer=_sleeper_resumer(started)), base_url="http://127.0.0.1")
+    shown_before_start: list[str] = []
+    c = TestClient(create_app(runs_root, resumer=_sleeper_resumer(started, shown_before_start)),
+                   base_url="http://127.0.0.1")
     try:
         first = c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": "examples/x"})
         assert first.status_code == 200 and "resuming" in first.json()["detail"], first.text
+        assert shown_before_start == ["resuming"]  # the page said so before the process existed
         assert started[0].stdout.readline().strip() == "locked"  # the engine took the handed lock
         status = {r["id"]: r["status"] for r in c.get("/api/runs").json()}
         assert status["lab1"] == "resuming"
