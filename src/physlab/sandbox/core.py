@@ -30,7 +30,7 @@ import weakref
 from physlab.errors import UserError
 from physlab.sandbox import launch
 from physlab.sandbox._zygote_common import bad_name
-from physlab.sandbox.pool import Pool, _close_all
+from physlab.sandbox.pool import Pool, _close_all, warm_pools
 from physlab.sandbox.types import SandboxLimits, SandboxResult
 
 atexit.register(_close_all)
@@ -50,7 +50,6 @@ class Sandbox:
         self.requested = backend
         self.backend = launch.resolve_backend(backend) if _model is None else _model.backend
         self.workers = workers or os.cpu_count() or 2
-        self.purpose = "model-code" if _model is None else "trusted"
         self._pool = Pool(self.backend, self.workers)
         self._trusted: Sandbox | None = self if _model is not None else None
         self._trusted_lock = threading.Lock()
@@ -140,25 +139,7 @@ class Sandbox:
     def warm(self, n: int | None = None, *, trusted: bool = False) -> None:
         """Start ``n`` (default: all) workers now instead of on first use; with ``trusted``, as
         many for the trusted pool too, side by side (a grade needs both)."""
-        if not trusted or self.trusted is self:
-            self._pool.warm(n)
-            return
-        errors: list[BaseException] = []
-
-        def other() -> None:
-            try:
-                self.trusted._pool.warm(n)
-            except BaseException as exc:  # noqa: BLE001 - raised below
-                errors.append(exc)
-
-        t = threading.Thread(target=other, name="physlab-sandbox-warm")
-        t.start()
-        try:
-            self._pool.warm(n)
-        finally:
-            t.join()
-        if errors:
-            raise errors[0]
+        warm_pools([self._pool] + ([self.trusted._pool] if trusted and self.trusted is not self else []), n)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)

@@ -185,26 +185,8 @@ class Pool:
             self._cond.notify()
 
     def warm(self, n: int | None = None) -> None:
-        """Start workers ahead of time, side by side (each takes about a second)."""
-        got: list[Worker] = []
-        errors: list[BaseException] = []
-
-        def one() -> None:
-            try:
-                got.append(self._acquire())
-            except BaseException as exc:  # noqa: BLE001 - raised below, after the others
-                errors.append(exc)
-
-        threads = [threading.Thread(target=one, name="physlab-sandbox-warm")
-                   for _ in range(min(n or self.size, self.size))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for w in got:
-            self._release(w, True)
-        if errors:
-            raise errors[0]
+        """Start workers ahead of time (each takes about a second)."""
+        warm_pools([self], n)
 
     def run(self, req: dict, timeout_s: float) -> dict:
         """One run on a warm worker. Never raises for what the code does; the reply says."""
@@ -229,6 +211,29 @@ class Pool:
             self._cond.notify_all()
         for w in idle:
             w.kill()
+
+
+def warm_pools(pools: list[Pool], n: int | None = None) -> None:
+    """Start ``n`` workers (default: each pool's size) in each pool, all side by side."""
+    got: list[tuple[Pool, Worker]] = []
+    errors: list[BaseException] = []
+
+    def one(pool: Pool) -> None:
+        try:
+            got.append((pool, pool._acquire()))
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the others
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(p,), name="physlab-sandbox-warm")
+               for p in pools for _ in range(min(n or p.size, p.size))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for pool, w in got:
+        pool._release(w, True)
+    if errors:
+        raise errors[0]
 
 
 def _close_all() -> None:
