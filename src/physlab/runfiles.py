@@ -52,4 +52,5 @@ class LineLog:
             self._fh.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        with _naming(self.path):  # a line a full disk refused is still buffered: closing retries it
+            self._fh.close()

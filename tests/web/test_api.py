@@ -72,7 +72,7 @@ def test_hostile_text_from_any_run_file_is_escaped_on_every_page(tmp_path):
     (ws / "ANSWER.md").write_text("The answer $x^2$ " + XSS)
     (ws / "answer.py").write_text("def answer():\n    return '" + XSS + "'\n")
     (ws / "PROBLEM.md").write_text(XSS)
-    client = TestClient(create_app(root))
+    client = TestClient(create_app(root), base_url="http://127.0.0.1")
     run_url = "/runs/" + quote(ws.name)
     for url in ("/", "/fragments/runs", run_url, "/fragments" + run_url):
         r = client.get(url)
