@@ -101,7 +101,7 @@ def test_reference_conditioned_runs_are_marked_and_kept_apart_from_solvers(tmp_p
     runs = tmp_path / "runs"
     write_metrics(runs / "scalar-run", strategy="scalar", reference_conditioned=True)
     write_metrics(runs / "rsa-run", strategy="rsa", ran_as="1 of 4 rounds")
-    c = TestClient(create_app(runs, db=db))
+    c = TestClient(create_app(runs, db=db), base_url="http://127.0.0.1")
     html = c.get("/sweeps").text
     solvers = html.split('id="summary-table"')[1].split("</table>")[0]
     reference = html.split('id="reference-table"')[1].split("</table>")[0]
