@@ -218,7 +218,9 @@ def preload() -> list[str]:
         shutil.copytree(cache, mine, dirs_exist_ok=True)
     loaded = []
     for name in ("sympy", "numpy", "scipy", "scipy.integrate", "scipy.special", "scipy.linalg",
-                 "scipy.optimize", "mpmath", "matplotlib", "matplotlib.pyplot"):
+                 "scipy.optimize", "mpmath", "matplotlib", "matplotlib.pyplot",
+                 # the grader's reader of written (LaTeX) answers runs in the sandbox too
+                 "latex2sympy2_extended", "pint"):
         try:
             __import__(name)
             loaded.append(name)
