@@ -326,6 +326,8 @@ def test_report_of_a_sweep_of_the_examples(tmp_path, capsys):
     assert len(curves) == 8
     rsa = curves["rsa|scripted:examples-strong"]
     assert len(rsa) > 10 and rsa[-1]["accuracy"] == pytest.approx(strong["rsa"]["accuracy"])
+    # the first release's field stays for the tools that read it: the same token curves
+    assert rep["budget_curves"]["rsa|scripted:examples-strong"] == [[p["cap"], p["accuracy"]] for p in rsa]
     point = rsa[len(rsa) // 2]
     assert point["accuracy"] == pytest.approx(accuracy_by_hand(db, "rsa", "scripted:examples-strong", point["cap"]))
     # the equal-budget column is the curves read at one cap, which reaches a correct answer

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from physlab.bench import stats
 from physlab.bench.store import ResultsStore, cell_config
@@ -171,6 +171,12 @@ class Report(BaseModel):
     def token_curves(self) -> dict[str, list[tuple[float, float]]]:
         """group label -> [(token cap, accuracy)]."""
         return {c.group: [(p.cap, p.accuracy) for p in c.points] for c in self.curves if c.axis == "tokens"}
+
+    @computed_field(description="The token curves in the first release's shape, 'group label' -> "  # type: ignore[prop-decorator]
+                                "[(token cap, accuracy)]: `bench report --json` readers rely on it.")
+    @property
+    def budget_curves(self) -> dict[str, list[tuple[float, float]]]:
+        return self.token_curves()
 
 
 def group_label(g: GroupSummary, *, sep: str = "|") -> str:
