@@ -40,11 +40,11 @@ async def test_max_calls_raises_before_the_request_is_sent(tmp_path):
 
 
 async def test_token_budget_and_per_role_totals(tmp_path):
-    meter = RunMeter(Budget(max_tokens=60), tmp_path / "calls.jsonl")
+    meter = RunMeter(Budget(max_tokens=1500), tmp_path / "calls.jsonl")
     sent: list[str] = []
     a, b = Agent(_model(meter, sent, "planner")), Agent(_model(meter, sent, "critic"))
     with pytest.raises(BudgetExceeded) as exc:
-        for _ in range(10):
+        for _ in range(100):
             await a.run("hello")
             await b.run("hello")
     assert exc.value.limit == "max_tokens"
@@ -55,7 +55,8 @@ async def test_token_budget_and_per_role_totals(tmp_path):
         assert by_role[role].calls == len(mine)
         assert by_role[role].input_tokens == sum(r.input_tokens for r in mine)
     assert meter.total().total_tokens == sum(r.input_tokens + r.output_tokens for r in recs)
-    assert meter.total().total_tokens >= 60
+    # refused before sending once less than a useful reply was left: the cap holds
+    assert len(recs) >= 2 and meter.total().total_tokens <= 1500
 
 
 async def test_grace_allows_exactly_the_granted_calls(tmp_path):

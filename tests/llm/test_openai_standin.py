@@ -155,7 +155,7 @@ async def test_truncation_retries_are_bounded(tmp_path):
     long = "word " * 200
     with StandinServer(ScriptedResponder([long] * 5)) as srv:
         meter = RunMeter(Budget(), None)
-        d = ModelDefaults(max_output_tokens=50, truncation_retries=1)
+        d = ModelDefaults(max_output_tokens=50, truncation_retries=1, continuations=0)
         models = await models_for(srv, meter, defaults=d)
         out = (await Agent(models.for_role("solver")).run("write")).output
         await models.aclose()

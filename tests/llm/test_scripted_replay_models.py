@@ -14,7 +14,8 @@ from physlab.errors import UserError
 from physlab.llm.defaults import ModelDefaults, ModelRegistry
 from physlab.llm.errors import ModelFailure, ReplayError
 from physlab.llm.meter import RunMeter, read_calls
-from physlab.llm.models import RunModels, _price_fn, parse_spec
+from physlab.llm.models import RunModels, parse_spec
+from physlab.llm.pricing import Pricer
 from physlab.llm.prompt import problem_prompt_parts
 from physlab.llm.scripted import Turns, final_answer, register_scenario, scenario_names, tool_call
 from physlab.llm.standin import random_instance
@@ -74,8 +75,8 @@ def test_unknown_scenario_and_bad_specs():
         RunModels("openai:gpt-4o", meter=RunMeter())
     with pytest.raises(UserError, match="MISSING_VAR is not set"):
         RunModels("openai:x", meter=RunMeter(), api_base="http://127.0.0.1:9/v1", api_key_env="MISSING_VAR")
-    with pytest.raises(UserError, match="only applies to openai"):
-        RunModels("anthropic:claude-x", meter=RunMeter(), api_base="http://127.0.0.1:9/v1")
+    with pytest.raises(UserError, match="--api-base applies to openai:, anthropic:, google-gla:"):
+        RunModels("groq:llama-x", meter=RunMeter(), api_base="http://127.0.0.1:9/v1")
     # a base URL the client cannot use is bad input, not four connection errors after retries
     for bad in ("localhost:8000/v1", "notaurl", "ftp://host/v1", "http:///v1", "http://127.0.0.1:99999/v1"):
         with pytest.raises(UserError, match="--api-base") as err:
@@ -141,17 +142,22 @@ def test_registry_yaml(tmp_path):
         ModelRegistry.load(tmp_path / "missing.yaml")
 
 
-def test_pricing_genai_prices_registry_and_local():
+def test_pricing_genai_prices_registry_free_and_unpriced():
     resp = ModelResponse(parts=[], usage=RequestUsage(input_tokens=1_000_000, output_tokens=1_000_000),
                          model_name="gpt-4o", provider_name="openai")
-    known = _price_fn("openai:gpt-4o", ModelDefaults(), local=False)(resp)
-    assert known > 1.0  # genai-prices knows gpt-4o (several dollars per million tokens)
-    assert _price_fn("openai:gpt-4o", ModelDefaults(), local=True)(resp) == 0.0  # own server: free
+    known, source = Pricer("openai:gpt-4o", ModelDefaults()).price(resp, {})
+    assert known > 1.0 and source == "genai-prices"  # several dollars per million tokens
+    # behind a proxy (another base URL, a deployment name) it is still gpt-4o
+    proxied = ModelResponse(parts=[], usage=resp.usage, model_name="openai/gpt-4o", provider_name="openai",
+                            provider_url="http://127.0.0.1:4000/v1/")
+    assert Pricer("openai:gpt-4o", ModelDefaults()).price(proxied, {}) == (known, "genai-prices")
+    assert Pricer("openai:gpt-4o", ModelDefaults(free=True)).price(resp, {}) == (0.0, "free")
     priced = ModelDefaults(input_usd_per_mtok=0.5, output_usd_per_mtok=2.0)
-    assert _price_fn("openai:mine", priced, local=True)(resp) == pytest.approx(2.5)
+    assert Pricer("openai:mine", priced).price(resp, {}) == (pytest.approx(2.5), "registry")
+    assert Pricer("openai:mine", priced).price(resp, {"x-litellm-response-cost": "0.0068"}) == (0.0068, "proxy")
     unknown = ModelResponse(parts=[], usage=RequestUsage(input_tokens=10, output_tokens=10),
                             model_name="no-such-model-xyz", provider_name="openai")
-    assert _price_fn("openai:no-such-model-xyz", ModelDefaults(), local=False)(unknown) == 0.0
+    assert Pricer("openai:no-such-model-xyz", ModelDefaults()).price(unknown, {}) == (0.0, "unpriced")
 
 
 def test_prompt_parts_are_public_and_carry_images(tmp_path):

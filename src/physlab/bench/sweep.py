@@ -200,7 +200,7 @@ class Sweep:
 
         def on_call(rec: CallRecord) -> None:  # live tokens/cost while the cell runs
             seen.append(rec.model_copy(update={"request": None, "response": None}))
-            if rec.response is not None:
+            if rec.input_tokens or rec.output_tokens or rec.cost_usd:  # an unusable reply's tokens too
                 self.live.tokens += rec.input_tokens + rec.output_tokens
                 self.live.cost += rec.cost_usd
                 self._prog.update(self.live)

@@ -1,19 +1,32 @@
-"""Per-model defaults from a small registry YAML (max output tokens, reasoning effort, prices,
-truncation policy, timeout).
+"""Per-model defaults from a small registry YAML (output caps, output mode, retry policy, prices,
+reasoning effort, prompt caching, endpoint), and the model each role plays.
 
 Format (``--models-config FILE`` or ``$PHYSLAB_MODELS_CONFIG``)::
 
     models:
       "openai:qwen3-32b":            # exact model spec, the bare model name, or a glob ("openai:qwen*")
-        max_output_tokens: 8192
+        max_output_tokens: 8192      # the cap every request is sent with (none: the server's default)
+        truncation_max_output_tokens: 32768  # the model's own maximum: a truncated reply is re-asked up to it
+        truncation_retries: 2        # finish_reason=length: re-ask this many times, then continue the text
+        context_window: 32768        # prompt + reply, when the server does not say (it is also discovered)
+        output_mode: auto            # tool | native | prompted | auto (see physlab.llm.output)
         reasoning_effort: high       # pydantic-ai `thinking`: minimal|low|medium|high|xhigh|max|true|false
-        input_usd_per_mtok: 0.0      # prices for models genai-prices does not know
+        free: true                   # or a price for a model genai-prices does not know:
+        input_usd_per_mtok: 0.0
         output_usd_per_mtok: 0.0
-        truncation_retries: 1        # finish_reason=length: re-ask this many times ...
-        truncation_max_output_tokens: 32768   # ... with a cap raised up to this
+        cache_read_usd_per_mtok: 0.0
+        cache_write_usd_per_mtok: 0.0
+        prompt_cache: true           # pydantic-ai's `cache` setting (Anthropic cache points, ...)
+        retry: {max_attempts: 6, max_wait_s: 600}
+        api_base: http://127.0.0.1:4000/v1   # this model's own server ("default": the provider's own)
+        api_key_env: LITELLM_KEY
         timeout_s: 900
+    roles:                           # a model per role, over --model (--role-model overrides these)
+      reviewer: "anthropic:claude-sonnet-4-5"
+      computer: "openai:qwen3-32b"
 
-Local models (an ``--api-base`` server) cost 0 unless a price is set here.
+Prices: a proxy's stated cost first, then the registry, then genai-prices (behind ``--api-base``
+too), else 0 ("unpriced"); ``free: true`` makes a model cost 0.
 """
 
 from __future__ import annotations
@@ -25,20 +38,57 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from physlab.errors import UserError
+
+OutputMode = Literal["tool", "native", "prompted", "auto"]
+OUTPUT_MODES: tuple[str, ...] = ("tool", "native", "prompted", "auto")
+
+
+class RetryPolicy(BaseModel):
+    """How transient failures are retried (each attempt is recorded in calls.jsonl).
+
+    A rate limit (429) is waited out for up to ``max_wait_s`` in total, as long as the server says
+    (``Retry-After``, ``retry-after-ms``, LiteLLM's ``llm_provider-retry-after(-ms)``), plus jitter;
+    other transient failures (5xx, timeouts, dropped connections, unusable replies) are retried at
+    most ``max_attempts`` times (the first try included) with jittered exponential backoff."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(default=4, ge=1)
+    backoff_s: float = Field(default=1.0, ge=0)  # first delay without a server hint; doubles each time
+    max_backoff_s: float = Field(default=30.0, ge=0)
+    max_wait_s: float = Field(default=600.0, ge=0, description="Total seconds one request may spend waiting.")
+    jitter: float = Field(default=0.2, ge=0, le=1, description="Spread added to every delay (fraction).")
+
+    @property
+    def max_retry_after_s(self) -> float:
+        return self.max_wait_s
 
 
 class ModelDefaults(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_output_tokens: int | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
     reasoning_effort: str | bool | None = None
-    input_usd_per_mtok: float | None = None
-    output_usd_per_mtok: float | None = None
-    truncation_retries: int = 1
-    truncation_max_output_tokens: int | None = None
+    output_mode: OutputMode | None = None
+    free: bool = False
+    input_usd_per_mtok: float | None = Field(default=None, ge=0)
+    output_usd_per_mtok: float | None = Field(default=None, ge=0)
+    cache_read_usd_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_usd_per_mtok: float | None = Field(default=None, ge=0)
+    truncation_retries: int = Field(default=2, ge=0)
+    truncation_max_output_tokens: int | None = Field(default=None, ge=1)
+    continuations: int = Field(default=2, ge=0, description="A text reply still cut at the maximum is "
+                               "continued (the model asked for the rest) this many times.")
+    context_window: int | None = Field(default=None, ge=1)
+    min_reply_tokens: int = Field(default=256, ge=1, description="Under a token or cost cap, a request is "
+                                  "not sent when fewer output tokens than this are left for it.")
+    prompt_cache: bool | str | dict[str, Any] | None = None
+    retry: RetryPolicy | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
     timeout_s: float = 600.0
     # Deprecated: the lean `direct` client is gone; both values now mean the provider's SDK (a
     # registry that still says `direct` gets one warning line from ModelRegistry.load).
@@ -48,13 +98,22 @@ class ModelDefaults(BaseModel):
     def has_price(self) -> bool:
         return self.input_usd_per_mtok is not None or self.output_usd_per_mtok is not None
 
-    def price(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * (self.input_usd_per_mtok or 0.0)
+    def price(self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0,
+              cache_write_tokens: int = 0) -> float:
+        """The registry's price of a request (cached input at its own price when one is given)."""
+        inp = self.input_usd_per_mtok or 0.0
+        read = self.cache_read_usd_per_mtok if self.cache_read_usd_per_mtok is not None else inp
+        write = self.cache_write_usd_per_mtok if self.cache_write_usd_per_mtok is not None else inp
+        plain = max(0, input_tokens - cache_read_tokens - cache_write_tokens)
+        return (plain * inp + cache_read_tokens * read + cache_write_tokens * write
                 + output_tokens * (self.output_usd_per_mtok or 0.0)) / 1e6
 
 
 class ModelRegistry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     models: dict[str, ModelDefaults] = {}
+    roles: dict[str, str] = {}
 
     def defaults_for(self, spec: str) -> ModelDefaults:
         """Defaults for ``provider:model``: exact spec, then bare model name, then the first glob."""
@@ -86,8 +145,14 @@ class ModelRegistry(BaseModel):
             return cls()
         if not isinstance(raw, dict) or not isinstance(raw.get("models", {}), dict):
             raise UserError("expected a mapping 'models: {<provider:model>: {...}}'", path=p, field="models")
+        if not isinstance(raw.get("roles", {}) or {}, dict):
+            raise UserError("expected a mapping 'roles: {<role>: <provider:model>}'", path=p, field="roles")
+        unknown = sorted(set(raw) - {"models", "roles"})
+        if unknown:
+            raise UserError(f"unknown top-level key '{unknown[0]}' (expected models, roles)", path=p,
+                            field=unknown[0])
         try:
-            registry = cls.model_validate({"models": raw.get("models") or {}})
+            registry = cls.model_validate({"models": raw.get("models") or {}, "roles": raw.get("roles") or {}})
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(x) for x in err["loc"])

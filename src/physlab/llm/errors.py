@@ -23,6 +23,23 @@ class ReplayError(ModelFailure):
     other than what was recorded (the replay diverged)."""
 
 
+class ContextTooLong(ModelFailure):
+    """The request does not fit the model's context window, even with the smallest useful output
+    cap: the caller can assemble a shorter context and ask again (the lab drops its older windows
+    first, never the problem or the role's task; see :func:`physlab.llm.context_fit.fitting`).
+    ``window`` and ``prompt_tokens`` are what the server said (None when it did not)."""
+
+    def __init__(self, role: str, *, window: int | None = None, prompt_tokens: int | None = None,
+                 detail: str = "") -> None:
+        self.role = role
+        self.window = window
+        self.prompt_tokens = prompt_tokens
+        said = ", ".join(x for x in (f"window {window} tokens" if window else "",
+                                     f"prompt {prompt_tokens} tokens" if prompt_tokens else "") if x)
+        super().__init__(f"{role}: the prompt does not fit the model's context window"
+                         + (f" ({said})" if said else "") + (f": {detail}" if detail else ""))
+
+
 E = TypeVar("E", bound=BaseException)
 
 

@@ -3,18 +3,29 @@ per role and overall, and enforces the run's Budget *before* each request is sen
 
 Counting rules (documented because sweeps compare on them):
 - ``calls`` counts requests that returned a response (including truncated ones); requests that
-  failed (429, 5xx, connection, empty choices) are recorded with ``error`` set and zero tokens and
-  are counted separately as ``failed_requests``.
-- tokens are exactly what the server reported in each response's usage block.
+  failed (429, 5xx, connection, empty choices) are recorded with ``error`` set and are counted
+  separately as ``failed_requests``.
+- tokens are exactly what the server reported in each usage block it sent, including the usage of a
+  reply that could not be used (a 200 with empty ``choices``): those tokens were served and paid for.
 - the wall budget is measured from the meter's creation (the start of the run).
+
+Token and cost caps hold *before* a request is sent: :meth:`RunMeter.reserve` sets aside the
+request's estimated input and the ``max_tokens`` it will be sent with (no more than what the budget
+has left after the requests in flight set aside theirs); a request for which less than a useful
+reply is left waits for those in flight to give back what they did not use, and is refused
+(BudgetExceeded) when nothing is in flight.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -58,6 +69,21 @@ def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
     return out
 
 
+@dataclass(frozen=True)
+class Grant:
+    """What :meth:`RunMeter.reserve` set aside for one request: the output cap to send it with
+    (None: the budget does not limit it) and the tokens and cost held until it is released."""
+
+    max_tokens: int | None = None
+    tokens: int = 0
+    output_tokens: int = 0
+    input_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+NO_GRANT = Grant()
+
+
 class RunMeter:
     """Implements the ``UsageMeter`` protocol of :mod:`physlab.runs.context`."""
 
@@ -80,6 +106,11 @@ class RunMeter:
         self.truncated_replies = 0
         self.in_flight = 0  # this run's requests out at the server right now (they hold every slot)
         self.max_in_flight_seen = 0
+        # Set aside by requests not yet recorded (see reserve): input + output tokens, output, cost.
+        self._held = Grant()
+        self._holders = 0
+        self._released: asyncio.Event | None = None  # set (and replaced) when a reservation is given back
+        self.price_sources: Counter[str] = Counter()
         for rec in self.records:
             self._account(rec)
         self._fh = None
@@ -132,16 +163,112 @@ class RunMeter:
 
     # ---- used by the recording model -----------------------------------------------------
     def admit(self) -> None:
-        """Reserve a slot for one request, or raise BudgetExceeded (before anything is sent)."""
+        """Count one request as pending, or raise BudgetExceeded (before anything is sent). A
+        request under a token or cost cap goes through :meth:`reserve` instead."""
         with self._lock:
-            try:
-                self.check()
-            except BudgetExceeded:
-                if self._grace <= 0:
-                    raise
-                self._grace -= 1
-                self.graced_calls += 1
+            self._admit_locked()
+
+    def _admit_locked(self) -> bool:
+        """True when the request goes ahead on grace (past the budget)."""
+        try:
+            self.check()
+        except BudgetExceeded:
+            if self._grace <= 0:
+                raise
+            self._grace -= 1
+            self.graced_calls += 1
             self._pending += 1
+            return True
+        self._pending += 1
+        return False
+
+    @property
+    def caps_tokens(self) -> bool:
+        b = self.budget
+        return b.max_tokens is not None or b.max_output_tokens is not None or b.max_input_tokens is not None
+
+    async def reserve(self, *, input_tokens: int, want_output: int | None, min_reply: int,
+                      usd_per_input: float = 0.0, usd_per_output: float = 0.0) -> Grant:
+        """Admit one request and set aside what it may use: its estimated ``input_tokens`` and an
+        output cap no larger than what the token and cost budgets have left after the requests in
+        flight set aside theirs (``want_output`` is the cap it would have had anyway). When less
+        than ``min_reply`` output tokens are left, wait for a request in flight to give back what
+        it did not use; with none in flight, raise BudgetExceeded. A request on grace (the lab's
+        forced formatter) goes ahead with ``want_output``."""
+        while True:
+            with self._lock:
+                graced = self._admit_locked()
+                if graced:
+                    return self._hold(Grant(max_tokens=want_output))
+                room, limit = self._room(input_tokens, usd_per_input, usd_per_output)
+                if room is None:
+                    return self._hold(Grant(max_tokens=want_output, input_tokens=input_tokens,
+                                            tokens=input_tokens + (want_output or 0),
+                                            output_tokens=want_output or 0,
+                                            cost_usd=input_tokens * usd_per_input + (want_output or 0) * usd_per_output))
+                cap = room if want_output is None else min(room, want_output)
+                if cap >= min_reply or (want_output is not None and cap >= want_output > 0):
+                    return self._hold(Grant(max_tokens=cap, input_tokens=input_tokens, tokens=input_tokens + cap,
+                                            output_tokens=cap,
+                                            cost_usd=input_tokens * usd_per_input + cap * usd_per_output))
+                self._pending = max(0, self._pending - 1)
+                waiting_on = self._holders
+                if not waiting_on:
+                    raise BudgetExceeded(limit, f"{max(0, room)} output tokens left for this request, less "
+                                                f"than a useful reply ({min_reply})")
+                if self._released is None:
+                    self._released = asyncio.Event()
+                released = self._released
+            timeout = None
+            if self.budget.max_wall_s is not None:
+                timeout = max(0.0, self.budget.max_wall_s - self.elapsed_s)
+            try:
+                await asyncio.wait_for(released.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass  # the wall budget: check() raises on the next turn
+
+    def _room(self, input_tokens: int, usd_in: float, usd_out: float) -> tuple[int | None, str]:
+        """Output tokens the budgets leave for a request with ``input_tokens`` (None: unlimited),
+        and the limit that binds."""
+        b, t, h = self.budget, self._total, self._held
+        room: float = math.inf
+        limit = "max_tokens"
+        if b.max_tokens is not None:
+            left = b.max_tokens - t.total_tokens - h.tokens - input_tokens
+            if left < room:
+                room, limit = left, "max_tokens"
+        if b.max_output_tokens is not None:
+            left = b.max_output_tokens - t.output_tokens - h.output_tokens
+            if left < room:
+                room, limit = left, "max_output_tokens"
+        if b.max_input_tokens is not None and t.input_tokens + h.input_tokens + input_tokens > b.max_input_tokens:
+            room, limit = 0, "max_input_tokens"
+        if b.max_cost_usd is not None and usd_out > 0:
+            left = (b.max_cost_usd - t.cost_usd - h.cost_usd - input_tokens * usd_in) / usd_out
+            if left < room:
+                room, limit = left, "max_cost"
+        if room == math.inf:
+            return None, limit
+        return int(max(0, math.floor(room))), limit
+
+    def _hold(self, g: Grant) -> Grant:
+        h = self._held
+        self._held = Grant(tokens=h.tokens + g.tokens, output_tokens=h.output_tokens + g.output_tokens,
+                           input_tokens=h.input_tokens + g.input_tokens, cost_usd=h.cost_usd + g.cost_usd)
+        self._holders += 1
+        return g
+
+    def give_back(self, g: Grant) -> None:
+        """What ``g`` set aside is free again (call after the request's record is written, so the
+        totals already hold what it used), and waiting requests look again."""
+        with self._lock:
+            h = self._held
+            self._held = Grant(tokens=h.tokens - g.tokens, output_tokens=h.output_tokens - g.output_tokens,
+                               input_tokens=h.input_tokens - g.input_tokens, cost_usd=h.cost_usd - g.cost_usd)
+            self._holders = max(0, self._holders - 1)
+            released, self._released = self._released, None
+        if released is not None:
+            released.set()
 
     @contextmanager
     def sending(self) -> Iterator[None]:
@@ -170,12 +297,16 @@ class RunMeter:
         return rec
 
     def _account(self, rec: CallRecord) -> None:
-        if rec.response is None:
+        if rec.price_source:
+            self.price_sources[rec.price_source] += 1
+        if rec.error:
             self.failed_requests += 1
-            return
-        if rec.finish_reason == "length":
-            self.truncated_replies += 1
-        self.retries += 1 if rec.retries else 0
+            if not (rec.input_tokens or rec.output_tokens or rec.cost_usd):
+                return
+        else:
+            if rec.finish_reason == "length":
+                self.truncated_replies += 1
+            self.retries += 1 if rec.retries else 0
         u = rec.usage()
         self._by_role[rec.role] = self._by_role.get(rec.role, Usage()).add(u)
         self._total = self._total.add(u)
@@ -192,7 +323,8 @@ class RunMeter:
         def u(x: Usage) -> dict[str, Any]:
             return {"calls": x.calls, "input_tokens": x.input_tokens, "output_tokens": x.output_tokens,
                     "total_tokens": x.total_tokens, "cost_usd": round(x.cost_usd, 10),
-                    "latency_s": round(x.wall_s, 6)}
+                    "latency_s": round(x.wall_s, 6), "cache_read_tokens": x.cache_read_tokens,
+                    "cache_write_tokens": x.cache_write_tokens}
 
         return {
             "totals": u(self._total),
@@ -201,5 +333,6 @@ class RunMeter:
             "retried_requests": self.retries,
             "truncated_replies": self.truncated_replies,
             "graced_calls": self.graced_calls,
+            "price_sources": dict(sorted(self.price_sources.items())),
             "budget": json.loads(self.budget.model_dump_json(exclude_none=True)),
         }

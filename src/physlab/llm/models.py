@@ -1,29 +1,40 @@
 """Model names -> pydantic-ai models, and the per-run ModelSource strategies draw from.
 
     provider:model      any pydantic-ai provider (openai:, anthropic:, google-gla:, ...)
-    openai:NAME + api_base   any OpenAI-compatible server (vLLM, Ollama, LiteLLM proxy, the stand-in)
+    + api_base          openai: any OpenAI-compatible server (vLLM, Ollama, LiteLLM proxy, the stand-in);
+                        anthropic: a Messages API (a LiteLLM proxy's /v1/messages); google-gla: a
+                        Gemini API base URL
     scripted:NAME       a registered deterministic scenario (physlab.llm.scripted)
     replay:PATH         a recorded run's calls.jsonl (physlab.llm.replay)
+
+A run may give each role its own model (``role_models``, over the registry's ``roles:``, over the
+run's model): each distinct model gets one provider model (one HTTP client), one output-mode state
+and one record of its limits, shared by the roles that use it.
 """
 
 from __future__ import annotations
 
 import os
-from contextlib import AsyncExitStack
-from typing import Any, Sequence
+import sys
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter
-from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models import Model
 
 from physlab.errors import UserError
-from physlab.llm.defaults import ModelDefaults, ModelRegistry
+from physlab.llm.defaults import ModelDefaults, ModelRegistry, RetryPolicy
 from physlab.llm.meter import RunMeter
-from physlab.llm.recording import RecordingModel, RetryPolicy
+from physlab.llm.output import OutputModeState, check_output_mode
+from physlab.llm.pricing import Pricer
+from physlab.llm.recording import ModelLimits, RecordingModel
 from physlab.llm.replay import ReplayBook, resolve_calls_path
 from physlab.llm.scripted import get_scenario, scripted_model
 
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google-gla": "GEMINI_API_KEY"}
+BASE_URL_PROVIDERS = ("openai", "anthropic", "google-gla")
+PLACEHOLDER_KEY = "api-key-not-set"
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -46,7 +57,34 @@ def check_model_name(spec: str, api_base: str | None = None) -> None:
     if api_base is not None:
         if provider in ("scripted", "replay"):
             raise UserError(f"--api-base does not apply to {provider}: models ({spec})", field="--api-base")
+        if provider not in BASE_URL_PROVIDERS:
+            raise UserError(f"--api-base applies to {', '.join(p + ':' for p in BASE_URL_PROVIDERS)} models "
+                            f"(got '{spec}'); an OpenAI-compatible server is addressed as openai:<served-name>",
+                            field="--api-base")
         check_api_base(api_base)
+
+
+def parse_role_models(items: Sequence[str] | Mapping[str, str] | None, *, field_name: str = "--role-model"
+                      ) -> dict[str, str]:
+    """``ROLE=provider:model`` items (repeatable on the command line) as a mapping, each model checked."""
+    if not items:
+        return {}
+    pairs = items.items() if isinstance(items, Mapping) else [_split_role(i, field_name) for i in items]
+    out: dict[str, str] = {}
+    for role, spec in pairs:
+        if not role or not isinstance(spec, str):
+            raise UserError(f"expected ROLE=provider:model, got {role!r}={spec!r}", field=field_name)
+        parse_spec(spec)
+        out[role] = spec
+    return out
+
+
+def _split_role(item: str, field_name: str) -> tuple[str, str]:
+    role, sep, spec = item.partition("=")
+    if not sep or not role.strip() or not spec.strip():
+        raise UserError(f"'{item}' should be ROLE=provider:model (e.g. reviewer=anthropic:claude-sonnet-4-5)",
+                        field=field_name)
+    return role.strip(), spec.strip()
 
 
 def check_api_base(api_base: str) -> None:
@@ -64,44 +102,65 @@ def check_api_base(api_base: str) -> None:
                         field="--api-base")
 
 
-def _api_key(provider: str, api_key_env: str | None, required: bool) -> str | None:
+@dataclass
+class KeyInfo:
+    key: str | None
+    env: str | None
+    note: str | None = None  # what to tell the user when no key is sent
+
+
+def api_key(provider: str, api_key_env: str | None, *, api_base: str | None) -> KeyInfo:
+    """The key for ``provider``: from ``api_key_env`` or the provider's variable. A hosted provider
+    needs one (UserError naming the variable); a server at ``api_base`` may not, and then the
+    returned note says that no key will be sent."""
     env = api_key_env or _KEY_ENV.get(provider)
     key = os.environ.get(env) if env else None
     if api_key_env and not key:
         raise UserError(f"environment variable {api_key_env} is not set", field="--api-key-env")
-    if required and not key:
-        raise UserError(f"no API key for {provider}: set {env} (or name another variable with --api-key-env)",
-                        field="--model")
-    return key
+    if key:
+        return KeyInfo(key, env)
+    if api_base is None:
+        if provider in _KEY_ENV:
+            raise UserError(f"no API key for {provider}: set {env} (or name another variable with --api-key-env)",
+                            field="--model")
+        return KeyInfo(None, env)
+    return KeyInfo(None, env, note=f"no API key was sent ({env or 'no key variable'} is not set); if the server "
+                                   f"at {api_base} needs one, set it or name the variable with --api-key-env")
 
 
-def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env: str | None = None) -> Model:
-    """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels). Its provider
-    owns its HTTP client: use the model as an async context manager (``async with model:``) and the
-    client is closed on exit. Timeouts and the SDK's retries (off: RecordingModel retries and records
-    every attempt) are set per request by RecordingModel's model settings."""
+def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env: str | None = None,
+                         http_client: Any = None, key: KeyInfo | None = None) -> Model:
+    """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels). With
+    ``http_client`` (physlab.llm.http_capture.http_client) the seam sees the response headers and
+    usage blocks the SDKs drop; its owner closes it. Without one, the provider owns its client: use
+    the model as an async context manager. Timeouts and the SDK's retries (off: RecordingModel
+    retries and records every attempt) are set per request by RecordingModel's model settings."""
     provider, name = parse_spec(spec)
-    if provider == "openai":
-        from pydantic_ai.models.openai import OpenAIChatModel
-        from pydantic_ai.providers.openai import OpenAIProvider
-
-        key = _api_key("openai", api_key_env, required=api_base is None)
-        return OpenAIChatModel(name, provider=OpenAIProvider(base_url=api_base, api_key=key or "api-key-not-set"))
-    if api_base is not None:
-        raise UserError(f"--api-base only applies to openai: models (got '{spec}'); an OpenAI-compatible "
-                        f"server is addressed as openai:<served-model-name>", field="--api-base")
-    key = _api_key(provider, api_key_env, required=False)
+    if api_base is not None and provider not in BASE_URL_PROVIDERS:
+        raise UserError(f"--api-base applies to {', '.join(p + ':' for p in BASE_URL_PROVIDERS)} models "
+                        f"(got '{spec}'); an OpenAI-compatible server is addressed as openai:<served-name>",
+                        field="--api-base")
+    key = key or api_key(provider, api_key_env, api_base=api_base)
+    secret = key.key or (PLACEHOLDER_KEY if api_base is not None else None)
     try:
-        if provider == "anthropic" and key:
+        if provider == "openai":
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            return OpenAIChatModel(name, provider=OpenAIProvider(base_url=api_base, api_key=secret,
+                                                                 http_client=http_client))
+        if provider == "anthropic":
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
-            return AnthropicModel(name, provider=AnthropicProvider(api_key=key))
-        if provider == "google-gla" and key:
+            return AnthropicModel(name, provider=AnthropicProvider(api_key=secret, base_url=_anthropic_base(api_base),
+                                                                   http_client=http_client))
+        if provider == "google-gla":
             from pydantic_ai.models.google import GoogleModel
             from pydantic_ai.providers.google import GoogleProvider
 
-            return GoogleModel(name, provider=GoogleProvider(api_key=key))
+            return GoogleModel(name, provider=GoogleProvider(api_key=secret, base_url=api_base,
+                                                             http_client=http_client))
         from pydantic_ai.models import infer_model
 
         return infer_model(spec)
@@ -111,80 +170,203 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
         raise UserError(f"cannot use model '{spec}': {str(exc).splitlines()[0]}", field="--model") from None
 
 
-def _price_fn(spec: str, defaults: ModelDefaults, local: bool):
-    def cost(resp: ModelResponse) -> float:
-        if defaults.has_price:
-            return defaults.price(resp.usage.input_tokens, resp.usage.output_tokens)
-        if local:
-            return 0.0  # a model served by the user (vLLM, Ollama...): free unless priced in the registry
-        try:
-            return float(resp.cost().total_price)
-        except Exception:  # genai-prices does not know it: 0, the registry can set a price
-            return 0.0
+def _anthropic_base(api_base: str | None) -> str | None:
+    """The Anthropic SDK appends /v1/messages itself: a proxy's base given as .../v1 (as for openai:)
+    is accepted too."""
+    if api_base is None:
+        return None
+    base = api_base.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
 
-    return cost
+
+@asynccontextmanager
+async def open_provider(spec: str, *, api_base: str | None = None, api_key_env: str | None = None,
+                        timeout_s: float = 600.0) -> AsyncIterator[Model]:
+    """A provider model for ``spec`` with the seam's HTTP client, open for the block (a sweep shares
+    one between its cells)."""
+    from physlab.llm.http_capture import http_client
+
+    client = http_client(timeout_s)
+    try:
+        model = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env, http_client=client)
+        async with model:
+            yield model
+    finally:
+        await client.aclose()
+
+
+@dataclass
+class _Endpoint:
+    """One model of a run: its base model(s), defaults, price, output mode and known limits."""
+
+    spec: str
+    kind: str  # scripted | replay | provider
+    defaults: ModelDefaults
+    state: OutputModeState
+    limits: ModelLimits
+    pricer: Pricer | None = None
+    scenario: Any = None
+    scenario_name: str = ""
+    book: ReplayBook | None = None
+    base: Model | None = None
+    api_base: str | None = None
+    key: KeyInfo | None = None
+    roles: list[str] = field(default_factory=list)
 
 
 class RunModels:
     """The ModelSource of one run: ``for_role(role)`` gives a RecordingModel bound to the run's
-    meter (calls.jsonl, budget) and in-flight limiters. Models for one role are cached.
+    meter (calls.jsonl, budget) and in-flight limiters, for the model that role plays. Models for
+    one role are cached.
 
     Use it as an async context manager (``async with RunModels(...) as models``): a provider model
-    built here is closed on exit. A ``provider`` model passed in stays open, its caller's to close:
-    a sweep builds one per model and shares it between its cells, so they reuse its connections
-    instead of each opening its own (the SDK's intended use: one client, many requests)."""
+    built here is closed on exit. Provider models passed in (``provider`` for the run's model,
+    ``providers`` by spec) stay open, their caller's to close: a sweep builds one per model and
+    shares it between its cells, so they reuse its connections instead of each opening its own."""
 
     def __init__(self, spec: str, *, meter: RunMeter, limiters: Sequence[AbstractConcurrencyLimiter] = (),
                  api_base: str | None = None, api_key_env: str | None = None,
                  registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
-                 provider: Model | None = None) -> None:
+                 provider: Model | None = None, providers: Mapping[str, Model] | None = None,
+                 role_models: Mapping[str, str] | None = None, output_mode: str | None = None,
+                 events: Callable[..., None] | None = None) -> None:
         self.name = spec
         self.meter = meter
         self.limiters = tuple(limiters)
-        self.retry = retry or RetryPolicy()
+        self.retry = retry
         self.registry = registry or ModelRegistry()
+        self.api_base = api_base
+        self.api_key_env = api_key_env
+        self.output_mode = check_output_mode(output_mode)
+        self.events = events
+        self.role_models = {**parse_role_models(self.registry.roles, field_name="roles"),
+                            **parse_role_models(role_models)}
         self.defaults = self.registry.defaults_for(spec)
-        kind, rest = parse_spec(spec)
+        kind, _ = parse_spec(spec)
         self.kind = kind if kind in ("scripted", "replay") else "provider"
+        self._shared = dict(providers or {})
+        if provider is not None:
+            self._shared[spec] = provider
         self._roles: dict[str, RecordingModel] = {}
-        self._scenario: Any = None
-        self._book: ReplayBook | None = None
-        self._base: Model | None = None
-        self._owned: Model | None = None  # the provider model this run built (and closes)
-        self._stack = AsyncExitStack()
+        self._endpoints: dict[str, _Endpoint] = {}
+        self._clients: list[Any] = []  # the HTTP clients of the provider models built here
         check_model_name(spec, api_base)
-        if kind == "scripted":
-            self._scenario = get_scenario(rest)()
-            self._scenario_name = rest
-        elif kind == "replay":
-            self._book = ReplayBook(rest)
-        elif provider is not None:
-            self._base = provider
+        for s in dict.fromkeys([spec, *self.role_models.values()]):
+            self._endpoint(s)
+
+    # ---- the models of the run ----------------------------------------------------------------
+    def spec_for(self, role: str) -> str:
+        return self.role_models.get(role, self.name)
+
+    def _endpoint(self, spec: str) -> _Endpoint:
+        if spec in self._endpoints:
+            return self._endpoints[spec]
+        provider, rest = parse_spec(spec)
+        defaults = self.registry.defaults_for(spec)
+        mode = self.output_mode or defaults.output_mode or "tool"
+        if provider in ("scripted", "replay"):
+            mode = "tool"  # a scenario plays tool calls; a replay re-serves what was recorded
+        ep = _Endpoint(spec=spec, kind=provider if provider in ("scripted", "replay") else "provider",
+                       defaults=defaults, state=OutputModeState(configured=mode),
+                       limits=ModelLimits(declared_max_output=defaults.truncation_max_output_tokens,
+                                          window=defaults.context_window))
+        ep.state.on_change = lambda reason, s=spec: self._say(
+            "output_mode", f"{s}: {reason}; output mode auto -> prompted for the rest of the run")
+        if provider == "scripted":
+            ep.scenario, ep.scenario_name = get_scenario(rest)(), rest
+            ep.pricer = Pricer(spec, defaults, free=True)
+        elif provider == "replay":
+            ep.book = ReplayBook(rest)
         else:
-            self._base = self._owned = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env)
-        self._cost = (self._book.cost_of if self._book else
-                      _price_fn(spec, self.defaults, local=api_base is not None or self.kind == "scripted"))
+            ep.api_base = self._api_base_for(spec, defaults)
+            ep.pricer = Pricer(spec, defaults)
+            ep.key = api_key(provider, defaults.api_key_env or self.api_key_env, api_base=ep.api_base)
+            if spec in self._shared:
+                ep.base = self._shared[spec]
+            else:
+                from physlab.llm.http_capture import http_client
+
+                client = http_client(defaults.timeout_s)
+                self._clients.append(client)
+                ep.base = build_provider_model(spec, api_base=ep.api_base, http_client=client, key=ep.key)
+            if ep.key.note:
+                self._say("notice", f"{spec}: {ep.key.note}")
+        self._endpoints[spec] = ep
+        return ep
+
+    def _api_base_for(self, spec: str, defaults: ModelDefaults) -> str | None:
+        """The registry entry's own server ("default": the provider's), else the run's --api-base."""
+        if defaults.api_base is not None:
+            if defaults.api_base == "default":
+                return None
+            check_api_base(defaults.api_base)
+            return defaults.api_base
+        if self.api_base is not None and parse_spec(spec)[0] in BASE_URL_PROVIDERS:
+            return self.api_base
+        return None
+
+    def _say(self, kind: str, text: str) -> None:
+        if self.events is not None:
+            try:
+                self.events(kind, text=text)
+                return
+            except Exception:  # noqa: BLE001 - a broken display must not stop the run
+                pass
+        print(f"physlab: {text}", file=sys.stderr)
 
     def for_role(self, role: str) -> RecordingModel:
         if role not in self._roles:
-            if self._scenario is not None:
-                base: Model = scripted_model(self._scenario, role, self._scenario_name)
-            elif self._book is not None:
-                base = self._book.model_for(role)
+            ep = self._endpoint(self.spec_for(role))
+            ep.roles.append(role)
+            if ep.scenario is not None:
+                base: Model = scripted_model(ep.scenario, role, ep.scenario_name)
+            elif ep.book is not None:
+                base = ep.book.model_for(role)
             else:
-                assert self._base is not None
-                base = self._base
+                assert ep.base is not None
+                base = ep.base
             self._roles[role] = RecordingModel(
-                base, role=role, spec=self.name, meter=self.meter, limiters=self.limiters,
-                defaults=self.defaults, retry=self.retry, cost=self._cost,
-                model_label=self._book.model_of if self._book else None)
+                base, role=role, spec=ep.spec, meter=self.meter, limiters=self.limiters,
+                defaults=ep.defaults, retry=self.retry or ep.defaults.retry,
+                cost=ep.pricer if ep.pricer is not None else (ep.book.cost_of if ep.book else None),
+                model_label=ep.book.model_of if ep.book else None, output_state=ep.state, limits=ep.limits,
+                events=self.events, endpoint=ep.api_base, key_note=ep.key.note if ep.key else None)
         return self._roles[role]
 
+    def output_modes(self) -> dict[str, str]:
+        """Each model's output mode as the run ends (``auto`` that fell back says so)."""
+        return {s: (ep.state.configured if not ep.state.fell_back else f"auto -> prompted ({ep.state.fell_back})")
+                for s, ep in self._endpoints.items()}
+
+    def models_by_role(self) -> dict[str, str]:
+        return {role: m.spec for role, m in sorted(self._roles.items())}
+
+    def unused_role_models(self) -> list[str]:
+        """Roles given their own model that no request of the run played (a misspelt role?)."""
+        return sorted(r for r in self.role_models if r not in self._roles)
+
+    def describe_failure(self, exc: BaseException) -> str | None:
+        """A line naming the role and output mode, and what to try, for a model that could not
+        produce the structured output asked of it (pydantic-ai's 'Exceeded maximum output retries')."""
+        from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+        if not isinstance(exc, UnexpectedModelBehavior) or "retries" not in str(exc):
+            return None
+        missed = [m for m in self._roles.values() if m.output_misses]
+        last = self.meter.records[-1] if self.meter.records else None
+        model = missed[-1] if missed else (self._roles.get(last.role) if last else None)
+        if model is None:
+            return None
+        mode = model.output_state.mode
+        other = {"tool": "prompted (or auto)", "native": "prompted", "prompted": "native or tool"}[mode]
+        return (f"{model.role}: the model ({model.spec}) did not produce the structured output asked of it in "
+                f"'{mode}' output mode ({str(exc).splitlines()[0]}); try --output-mode {other}, a larger model for "
+                f"this role (--role-model {model.role}=...), or a server with tool calling enabled")
+
+    # ---- lifecycle ----------------------------------------------------------------------------
     async def open(self) -> "RunModels":
-        """Open the provider model this run built (its HTTP client is closed by :meth:`aclose`)."""
-        if self._owned is not None:
-            await self._stack.enter_async_context(self._owned)
-            self._owned = None  # entered once
+        """Nothing to open (the provider models are ready when built); kept so a run reads
+        ``await models.open()`` ... ``await models.aclose()``."""
         return self
 
     async def __aenter__(self) -> "RunModels":
@@ -194,5 +376,7 @@ class RunModels:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close what this run opened (idempotent)."""
-        await self._stack.aclose()
+        """Close the HTTP clients of the provider models built here (idempotent)."""
+        clients, self._clients = self._clients, []
+        for client in clients:
+            await client.aclose()

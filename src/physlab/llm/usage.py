@@ -24,6 +24,10 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
     wall_s: float = Field(default=0.0, description="Sum of request latencies.")
+    cache_read_tokens: int = Field(default=0, description="Input tokens served from the provider's prompt cache "
+                                   "(part of input_tokens).")
+    cache_write_tokens: int = Field(default=0, description="Input tokens written to the provider's prompt cache "
+                                    "(part of input_tokens).")
 
     @property
     def total_tokens(self) -> int:
@@ -36,6 +40,8 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
             wall_s=self.wall_s + other.wall_s,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 
@@ -56,12 +62,22 @@ class CallRecord(BaseModel):
     request: Any = Field(default=None, description="The request messages (for audit and replay).")
     response: Any = Field(default=None, description="The full response (for replay).")
     note: str | None = Field(default=None, description="What the model seam did (e.g. truncation retry).")
+    cache_read_tokens: int = Field(default=0, description="Of input_tokens, read from the prompt cache.")
+    cache_write_tokens: int = Field(default=0, description="Of input_tokens, written to the prompt cache.")
+    price_source: str | None = Field(
+        default=None, description="Where cost_usd came from: proxy (the server's stated cost), genai-prices, "
+        "registry (a price in the model registry), free (local or marked free), unpriced (no price known), replay.")
+    max_tokens: int | None = Field(default=None, description="The output cap the request was sent with.")
 
     def usage(self) -> Usage:
+        """This request's share of the totals. A failed request counts no call, but any tokens the
+        server reported for it (an unusable reply with a usage block) count: they were served."""
         return Usage(
-            calls=1,
+            calls=0 if self.error else 1,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cost_usd=self.cost_usd,
             wall_s=self.latency_s,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
         )

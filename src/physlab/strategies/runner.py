@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pydantic_core
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter, ConcurrencyLimiter
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.models import Model
 
 from physlab.errors import UserError
@@ -190,7 +191,8 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
                     model_registry: ModelRegistry | None = None, retry: RetryPolicy | None = None,
                     provider: Model | None = None,
                     on_call: Callable[[CallRecord], None] | None = None,
-                    replace: bool = False) -> Attempt:
+                    replace: bool = False, role_models: dict[str, str] | None = None,
+                    output_mode: str | None = None, providers: dict[str, Model] | None = None) -> Attempt:
     """Run ``strategy`` with ``model`` on ``problem``; returns the Attempt (also in metrics.json).
 
     ``limiter`` is an in-flight limiter shared with other runs (a sweep's: pydantic-ai's
@@ -198,7 +200,10 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     physlab.grading Grader (bound here to the full problem; a sweep shares one). ``provider`` is a
     provider model for ``model`` that the caller built and closes (a sweep shares one between its
     cells); ``on_call`` sees each calls.jsonl record as it is written. ``replace`` removes what an
-    earlier, unfinished try left in ``workspace`` (a sweep restarting a cell) instead of refusing it."""
+    earlier, unfinished try left in ``workspace`` (a sweep restarting a cell) instead of refusing it.
+    ``role_models`` gives roles their own model (over the registry's ``roles:``; ``model`` plays the
+    others), ``providers`` shares provider models by spec like ``provider``; ``output_mode``
+    (tool|native|prompted|auto) overrides the registry's for every model of the run."""
     budget = budget or Budget()
     emit = events or (lambda *a, **k: None)
     kind = registry.get(strategy)  # unknown name or bad parameters: UserError before any file
@@ -221,7 +226,9 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     t0 = time.monotonic()
     try:
         models = RunModels(model, meter=meter, limiters=limiters, api_base=api_base,
-                           api_key_env=api_key_env, registry=reg, retry=retry, provider=provider)
+                           api_key_env=api_key_env, registry=reg, retry=retry, provider=provider,
+                           providers=providers, role_models=role_models, output_mode=output_mode,
+                           events=events)
         await models.open()
         if sandbox is None:
             from physlab.sandbox import default_sandbox
@@ -234,7 +241,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
                          sandbox=sandbox, grader=bound, equivalence=equivalence, seed=seed,
                          resume=resuming, events=emit, reference_solution=reference)
         emit("run_started", strategy=strategy, model=model, problem_id=problem.id, workspace=str(ws))
-        attempt = await _run_strategy(scaffold, ctx, strategy, model, problem, budget, ws)
+        attempt = await _run_strategy(scaffold, ctx, strategy, model, problem, budget, ws, models)
         attempt.wall_s = time.monotonic() - t0
         attempt.usage_by_role = meter.by_role()
         attempt.strategy, attempt.model, attempt.problem_id = strategy, model, problem.id
@@ -248,7 +255,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
         attempt.verdict = await _grade(attempt, problem, bound)
         if bound is not None:
             await grade_checkpoints(attempt.checkpoints, bound)
-        _write_metrics(attempt, meter, ws, seed=seed, api_base=api_base, started_at=started_at)
+        _write_metrics(attempt, meter, ws, seed=seed, api_base=api_base, started_at=started_at, models=models)
         emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
              verdict=attempt.verdict.verdict if attempt.verdict else None)
         return attempt
@@ -265,7 +272,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
 
 
 async def _run_strategy(scaffold: Strategy, ctx: RunContext, strategy: str, model: str, problem: Problem,
-                        budget: Budget, ws: Path) -> Attempt:
+                        budget: Budget, ws: Path, models: RunModels | None = None) -> Attempt:
     def ended(status: str, reason: str, **details: Any) -> Attempt:
         return Attempt(strategy=strategy, model=model, problem_id=problem.id, status=status,  # type: ignore[arg-type]
                        stop_reason=reason, details=details)
@@ -286,6 +293,12 @@ async def _run_strategy(scaffold: Strategy, ctx: RunContext, strategy: str, mode
             return ended("error", reason, error=str(failure))
         if isinstance(exc, OSError) and exc.errno in _MACHINE_FULL:  # no strategy bug: the run cannot go on
             raise
+        # a model that could not give the structured output asked of it: say which role, in which
+        # output mode, and what to try (the traceback still goes to error.log)
+        explained = models.describe_failure(find_error(exc, UnexpectedModelBehavior) or exc) if models else None
+        if explained:
+            (ws / "error.log").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+            return ended("error", "model_failure", error=explained)
         # a strategy bug: recorded in error.log, not shown as a traceback
         (ws / "error.log").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
         return ended("error", f"exception:{type(exc).__name__}", error=str(exc)[:2000])
@@ -331,7 +344,7 @@ async def _grade(attempt: Attempt, problem: Problem, bound: BoundGrader | None) 
 
 
 def _write_metrics(attempt: Attempt, meter: RunMeter, ws: Path, *, seed: int,
-                   api_base: str | None, started_at: datetime) -> None:
+                   api_base: str | None, started_at: datetime, models: RunModels | None = None) -> None:
     data: dict[str, Any] = {
         "problem_id": attempt.problem_id,
         "strategy": attempt.strategy,
@@ -352,6 +365,12 @@ def _write_metrics(attempt: Attempt, meter: RunMeter, ws: Path, *, seed: int,
         "details": attempt.details,
         "checkpoints": [cp.model_dump(exclude_none=True) for cp in attempt.checkpoints],
     }
+    if models is not None:
+        data["models_by_role"] = models.models_by_role()
+        data["output_modes"] = models.output_modes()
+        if unused := models.unused_role_models():
+            data["warnings"] = [f"--role-model {r}=...: no request of this run was made by role '{r}' (roles: "
+                                f"{', '.join(sorted(models.models_by_role())) or 'none'})" for r in unused]
     # metrics.json is the run's record that it finished (resume, the dashboard, `runs show` read it):
     # replaced whole. pydantic's encoder: it takes models and values json.dumps would refuse.
     write_atomic(ws / "metrics.json", pydantic_core.to_json(data, indent=2, fallback=str) + b"\n")

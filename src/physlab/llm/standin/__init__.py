@@ -7,7 +7,15 @@ from physlab.llm.standin.responders import (
     ScriptedResponder,
     random_instance,
 )
-from physlab.llm.standin.server import FAULT_KINDS, StandinServer, StandinStats, count_tokens
+from physlab.llm.standin.server import FAULT_KINDS, Habits, StandinServer, StandinStats, count_tokens
 
-__all__ = ["EchoResponder", "FAULT_KINDS", "RandomToolResponder", "Reply", "ScriptedResponder",
-           "StandinServer", "StandinStats", "count_tokens", "random_instance"]
+__all__ = ["EchoResponder", "FAULT_KINDS", "Habits", "RandomToolResponder", "Reply", "ScriptedResponder",
+           "ScenarioResponder", "StandinServer", "StandinStats", "count_tokens", "random_instance"]
+
+
+def __getattr__(name: str):  # the scenario responder imports pydantic-ai: only when asked for
+    if name == "ScenarioResponder":
+        from physlab.llm.standin.scenario import ScenarioResponder
+
+        return ScenarioResponder
+    raise AttributeError(name)

@@ -23,9 +23,22 @@ definitions for the prompt, and of the reply's text and arguments for the comple
 adds to ``stats`` exactly what it reports in the usage blocks it sends.
 
 Faults (``inject(kind, times=1, **opts)``), applied to the next requests in order:
-rate_limit (429, ``retry_after`` s), server_error (500), slow (``delay_s``), length (reply cut,
-finish_reason=length), malformed_tool_json, unknown_tool, empty_choices (``choices: []``),
-drop (connection closed without an answer).
+rate_limit (429, ``retry_after`` s; ``style="proxy"`` sends only LiteLLM's
+``llm_provider-retry-after(-ms)``), server_error (500), slow (``delay_s``), length (reply cut,
+finish_reason=length), malformed_tool_json, unknown_tool, empty_choices (``choices: []``, with
+``usage=True`` a usage block too, as some servers send), drop (connection closed without an answer).
+
+Habits (``StandinServer(..., habits=Habits(...))``), the way real servers behave on every request:
+``refuse_tools`` (vLLM without a tool parser: 400 '"auto" tool choice requires
+--enable-auto-tool-choice and --tool-call-parser to be set'), ``default_max_tokens`` (a reply is
+cut there when the request gives no cap) and ``max_output_tokens`` (a larger cap is refused with
+OpenAI's 400), ``context_window`` (prompt + cap beyond it: vLLM's 400 "This model's maximum context
+length is N tokens..."; without a cap the reply gets what is left), ``rpm`` (requests per
+``rpm_window_s`` beyond it get 429 with the headers of ``rate_limit_style``: ``openai``
+(Retry-After, retry-after-ms) or ``proxy`` (only LiteLLM's ``llm_provider-retry-after``)),
+``usd_per_mtok`` (input, output: every answer states its cost in ``x-litellm-response-cost``) and
+``prefix_cache`` (a prompt's prefix already seen is reported as ``prompt_tokens_details.cached_tokens``
+in blocks of 16 tokens, as vLLM's prefix cache does).
 """
 
 from __future__ import annotations
@@ -48,6 +61,47 @@ from physlab.llm.standin.responders import EchoResponder, Reply, Responder, args
 FAULT_KINDS = ("rate_limit", "server_error", "slow", "length", "malformed_tool_json", "unknown_tool",
                "empty_choices", "drop")
 
+VLLM_TOOLS_REFUSED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+CACHE_BLOCK = 16  # tokens per prefix-cache block (vLLM's default block size)
+
+
+@dataclass
+class Habits:
+    """What the stand-in does on every request, like the real servers it plays (see the module doc)."""
+
+    refuse_tools: bool = False
+    default_max_tokens: int | None = None
+    max_output_tokens: int | None = None
+    context_window: int | None = None
+    rpm: int | None = None
+    rpm_window_s: float = 60.0
+    rate_limit_style: str = "openai"
+    usd_per_mtok: tuple[float, float] | None = None
+    prefix_cache: bool = False
+
+
+def _error(status: int, message: str, *, kind: str = "invalid_request_error", param: str | None = None,
+           code: Any = None) -> "Answer":
+    return Answer("json", status, {"error": {"message": message, "type": kind, "param": param, "code": code}})
+
+
+def rate_limit_headers(wait_s: float, style: str) -> dict[str, str]:
+    """Retry-After is whole seconds (RFC 9110); retry-after-ms (as OpenAI sends it) is exact; a LiteLLM
+    proxy passes an upstream's on with its own prefix."""
+    if style == "proxy":
+        return {"llm_provider-retry-after": str(math.ceil(wait_s)),
+                "llm_provider-retry-after-ms": str(int(wait_s * 1000))}
+    return {"Retry-After": str(math.ceil(wait_s)), "retry-after-ms": str(int(wait_s * 1000))}
+
+
+def rendered_prompt(body: dict[str, Any]) -> str:
+    """The prompt as a chat template would lay it out (tools first, then the messages), for prefix caching."""
+    parts = [json.dumps(body.get("tools") or [], sort_keys=True)]
+    for msg in body.get("messages", []):
+        parts.append(json.dumps({k: msg.get(k) for k in ("role", "content", "tool_calls", "tool_call_id")},
+                                sort_keys=True))
+    return "".join(parts)
+
 
 def count_tokens(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
@@ -69,6 +123,18 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     if body.get("tools"):
         n += count_tokens(json.dumps(body["tools"]))
     return n
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    lo, hi = 0, n  # binary search on prefix equality (C-speed slicing compares)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 @dataclass
@@ -244,8 +310,13 @@ class _HTTPServer(ThreadingHTTPServer):
 class StandinServer:
     def __init__(self, responder: Responder | None = None, *,
                  latency_s: float | Callable[[dict[str, Any]], float] = 0.0,
-                 model_name: str = "standin", host: str = "127.0.0.1", port: int = 0) -> None:
+                 model_name: str = "standin", host: str = "127.0.0.1", port: int = 0,
+                 habits: Habits | None = None) -> None:
         self.responder: Responder = responder or EchoResponder()
+        self.habits = habits or Habits()
+        self._arrivals: deque[float] = deque()  # request times, for the rpm habit
+        self._prompts: list[str] = []  # prompts seen, for the prefix-cache habit
+        self.costs: list[float] = []  # the cost stated for each answer (usd_per_mtok habit)
         self.latency_s = latency_s
         self.model_name = model_name
         self.host = host
@@ -330,10 +401,11 @@ class StandinServer:
             return Answer("drop")
         if fault and fault.kind == "rate_limit":
             ra = float(fault.opts.get("retry_after", 1))
-            # Retry-After is whole seconds (RFC 9110); retry-after-ms (as OpenAI sends it) is exact.
             return Answer("json", 429, {"error": {"message": "rate limited (stand-in)", "type": "rate_limit_error",
                                                   "code": "rate_limit_exceeded"}},
-                          {"Retry-After": str(math.ceil(ra)), "retry-after-ms": str(int(ra * 1000))})
+                          rate_limit_headers(ra, fault.opts.get("style", "openai")))
+        if (refused := self._habit_refusal(body)) is not None:
+            return refused
         if fault and fault.kind == "server_error":
             return Answer("json", 500, {"error": {"message": "internal error (stand-in)", "type": "server_error"}})
         try:
@@ -342,10 +414,59 @@ class StandinServer:
             return Answer("json", 500, {"error": {"message": f"stand-in responder failed: {exc}",
                                                   "type": "server_error"}})
         counted = (1 if "usage" in completion else 0, n_prompt, n_completion)
+        headers = {}
+        if self.habits.usd_per_mtok is not None and "usage" in completion:
+            usd_in, usd_out = self.habits.usd_per_mtok
+            cost = (n_prompt * usd_in + n_completion * usd_out) / 1e6
+            with self._lock:
+                self.costs.append(cost)
+            headers["x-litellm-response-cost"] = repr(cost)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return Answer("stream", 200, sse_events(completion, include_usage), counted=counted)
-        return Answer("json", 200, completion, counted=counted)
+        return Answer("json", 200, completion, headers, counted=counted)
+
+    def _habit_refusal(self, body: dict[str, Any]) -> "Answer | None":
+        """A refusal the server's habits give this request (None: it is answered)."""
+        h = self.habits
+        if h.rpm is not None:
+            now = time.monotonic()
+            with self._lock:
+                while self._arrivals and now - self._arrivals[0] >= h.rpm_window_s:
+                    self._arrivals.popleft()
+                if len(self._arrivals) >= h.rpm:
+                    wait = h.rpm_window_s - (now - self._arrivals[0])
+                    self.stats.faults["rpm"] += 1
+                    answer = _error(429, f"Rate limit reached: {h.rpm} requests per {h.rpm_window_s:g}s (stand-in)",
+                                    kind="rate_limit_error", code="rate_limit_exceeded")
+                    answer.headers = rate_limit_headers(max(0.0, wait), h.rate_limit_style)
+                    return answer
+                self._arrivals.append(now)
+        tools = [t for t in body.get("tools") or [] if t.get("type") == "function"]
+        if h.refuse_tools and tools and body.get("tool_choice", "auto") != "none":
+            self.stats.faults["tools_refused"] += 1
+            return Answer("json", 400, {"object": "error", "message": VLLM_TOOLS_REFUSED, "type": "BadRequestError",
+                                        "param": None, "code": 400})
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        if h.max_output_tokens is not None and cap and cap > h.max_output_tokens:
+            self.stats.faults["cap_refused"] += 1
+            return _error(400, f"max_tokens is too large: {cap}. This model supports at most {h.max_output_tokens} "
+                               f"completion tokens, whereas you provided {cap}.", param="max_tokens",
+                          code="invalid_value")
+        if h.context_window is not None:
+            n = prompt_tokens(body)
+            if n + (cap or 0) > h.context_window or n >= h.context_window:
+                self.stats.faults["context_refused"] += 1
+                if cap:
+                    text = (f"This model's maximum context length is {h.context_window} tokens. However, you "
+                            f"requested {n + cap} tokens ({n} in the messages, {cap} in the completion). Please "
+                            "reduce the length of the messages or completion.")
+                else:
+                    text = (f"This model's maximum context length is {h.context_window} tokens. However, your "
+                            f"messages resulted in {n} tokens. Please reduce the length of the messages.")
+                return Answer("json", 400, {"object": "error", "message": text, "type": "BadRequestError",
+                                            "param": None, "code": 400})
+        return None
 
     def answered(self, answer: "Answer", handling_s: float, arrived: float, latency: float) -> None:
         """An answer went out: add the tokens it reported, and note when its request arrived."""
@@ -371,10 +492,16 @@ class StandinServer:
     def build(self, body: dict[str, Any], fault: Fault | None) -> tuple[dict[str, Any], Reply, int, int]:
         """The completion (non-streamed shape), the reply, and the tokens it reports."""
         kind = fault.kind if fault else None
-        if kind == "empty_choices":  # nothing usable served: the responder is not consulted, no usage
-            return ({"id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion",
-                     "created": int(time.time()), "model": body.get("model", self.model_name),
-                     "choices": []}, Reply(), 0, 0)
+        if kind == "empty_choices":  # nothing usable served: the responder is not consulted
+            empty: dict[str, Any] = {"id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion",
+                                     "created": int(time.time()), "model": body.get("model", self.model_name),
+                                     "choices": []}
+            if not fault.opts.get("usage"):
+                return empty, Reply(), 0, 0
+            n_prompt, n_completion = prompt_tokens(body), int(fault.opts.get("completion_tokens", 7))
+            empty["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": n_completion,
+                              "total_tokens": n_prompt + n_completion}
+            return empty, Reply(), n_prompt, n_completion
         reply = as_reply(self.responder(body))
         content = reply.content
         calls = [(name, args_json(args)) for name, args in reply.tool_calls]
@@ -390,6 +517,11 @@ class StandinServer:
         if finish is None:
             finish = "tool_calls" if calls else "stop"
         cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        if not cap:  # the server's own limit: its default, or what the context window leaves
+            limits = [x for x in (self.habits.default_max_tokens,
+                                  (self.habits.context_window - prompt_tokens(body)) if self.habits.context_window
+                                  else None) if x]
+            cap = min(limits) if limits else None
         full = count_tokens(content or "") + sum(count_tokens(n + a) for n, a in calls)
         if kind == "length" or (cap and full > cap):
             budget_chars = (cap * 4) if (cap and full > cap) else max(1, len(content or "") // 2)
@@ -412,4 +544,15 @@ class StandinServer:
             "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_completion,
                       "total_tokens": n_prompt + n_completion},
         }
+        if self.habits.prefix_cache:
+            completion["usage"]["prompt_tokens_details"] = {"cached_tokens": self._cached_tokens(body, n_prompt)}
         return completion, reply, n_prompt, n_completion
+
+    def _cached_tokens(self, body: dict[str, Any], n_prompt: int) -> int:
+        """Tokens of this prompt's longest prefix seen in an earlier one, in whole cache blocks."""
+        text = rendered_prompt(body)
+        with self._lock:
+            best = max((_common_prefix(text, seen) for seen in self._prompts), default=0)
+            self._prompts.append(text)
+        tokens = min(n_prompt, best // 4)
+        return tokens - tokens % CACHE_BLOCK

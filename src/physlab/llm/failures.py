@@ -1,0 +1,98 @@
+"""What the recording model does with a failed request: retry it (and after how long), send it
+again changed (a lower output cap, tools in the text), ask the caller for a shorter context, or give
+up with a message that names the cause and what to try."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from pydantic_ai.exceptions import (
+    ContentFilterError,
+    ModelAPIError,
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelNotFoundError,
+    ModelRateLimitError,
+    ModelRequestTimeout,
+    UnexpectedModelBehavior,
+)
+
+from physlab.llm.defaults import RetryPolicy
+from physlab.llm.errors import BudgetExceeded, ReplayError
+from physlab.llm.server_limits import message_of
+
+TOOLS_HINT = ("try --output-mode prompted (or auto, or `output_mode:` in the model registry), or enable "
+              "tool calling on the server (vLLM: --enable-auto-tool-choice --tool-call-parser NAME)")
+
+
+def transient(exc: BaseException) -> str | None:
+    """A short kind for a failure worth retrying, None for one that is not."""
+    if isinstance(exc, (BudgetExceeded, ReplayError, ContentFilterError)):
+        return None
+    if isinstance(exc, ModelHTTPError):
+        if exc.status_code == 429:
+            return "rate_limited"
+        if exc.status_code >= 500 or exc.status_code in (408, 409):
+            return f"http_{exc.status_code}"
+        return None
+    if isinstance(exc, (ModelConnectionError, ModelRequestTimeout)):
+        return "connection"
+    if isinstance(exc, ModelRateLimitError):
+        return "rate_limited"
+    if isinstance(exc, ModelAPIError) and not isinstance(exc, ModelAuthenticationError):
+        return "api_error"
+    if isinstance(exc, (UnexpectedModelBehavior, IndexError)):  # e.g. empty `choices`
+        return "invalid_reply"
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    """The exception's type and its server's message, on one line (calls.jsonl ``error``)."""
+    status = getattr(exc, "status_code", None)
+    text = message_of(exc) if isinstance(exc, ModelAPIError) else (str(exc).splitlines()[0] if str(exc) else "")
+    return (f"{type(exc).__name__}: " + (f"HTTP {status}: " if status else "") + text)[:500]
+
+
+def named_cause(exc: BaseException, *, role: str, url: str | None, key_note: str | None,
+                model: str) -> str:
+    """One line for a failure that will not be retried (or no longer): what happened, where, and
+    what to try."""
+    where = f" at {url}" if url else ""
+    if isinstance(exc, ModelAuthenticationError) or getattr(exc, "status_code", None) in (401, 403):
+        hint = key_note or "check the API key (--api-key-env NAME names the variable that holds it)"
+        return f"{role}: the server{where} refused the credentials ({describe(exc)}); {hint}"
+    if isinstance(exc, ModelNotFoundError) or getattr(exc, "status_code", None) == 404:
+        return (f"{role}: the server{where} does not serve model '{model.split(':', 1)[-1]}' "
+                f"({describe(exc)}); check the name it serves (GET {url or ''}/models)")
+    if isinstance(exc, (ModelConnectionError, ModelRequestTimeout)):
+        what = "timed out" if isinstance(exc, ModelRequestTimeout) else "could not be reached"
+        return f"{role}: {url or 'the model server'} {what} ({describe(exc)})"
+    return f"{role}: model request failed{where}: {describe(exc)}"
+
+
+@dataclass
+class Waiting:
+    """The waits of one logical request (its retries share the policy's total)."""
+
+    policy: RetryPolicy
+    waited: float = 0.0
+    failures: int = 0
+
+    def delay(self, hint: float | None, *, rng: random.Random) -> float | None:
+        """Seconds to wait before the next try (None: the total wait is spent). A server's hint is
+        waited out with a little jitter on top (clients told the same second do not all return at
+        once); without one, exponential backoff with jitter."""
+        p = self.policy
+        if hint is not None:
+            delay = min(hint, p.max_wait_s) * (1 + rng.uniform(0, p.jitter / 2))
+        else:
+            base = min(p.backoff_s * (2 ** max(0, self.failures - 1)), p.max_backoff_s)
+            delay = base * (1 - p.jitter / 2 + rng.uniform(0, p.jitter / 2))
+        left = p.max_wait_s - self.waited
+        if left <= 0 and delay > 0:
+            return None
+        delay = max(0.0, min(delay, left))
+        self.waited += delay
+        return delay
