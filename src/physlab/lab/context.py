@@ -37,6 +37,18 @@ class Windows:
     field_chars: int = 1500
     output_chars: int = 6000
 
+    def shrunk(self, level: int) -> "Windows":
+        """The windows for a prompt that did not fit the model's context window, ``level`` times
+        over: each list window and text clip halved per level (at least one item, 200 characters).
+        Only what is windowed shrinks: the problem and the role's task never do."""
+        if level <= 0:
+            return self
+        from dataclasses import fields, replace
+
+        f = 2 ** level
+        return replace(self, **{x.name: max(200 if x.name.endswith("_chars") else 1, getattr(self, x.name) // f)
+                                for x in fields(self)})
+
 
 # What each section is, and how to use it. Shown to every role for the sections it receives.
 SECTION_GUIDE: dict[str, str] = {

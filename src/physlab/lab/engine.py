@@ -38,7 +38,7 @@ from physlab.lab.roles._base import LabEnv
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState
 from physlab.lab.workspace import RunWorkspace
-from physlab.llm.errors import ModelFailure, budget_error
+from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error
 from physlab.runs.checkpoints import record_best
 from physlab.runs.context import RunContext
 
@@ -71,8 +71,10 @@ class LabOutcome:
 
 
 def fatal(exc: BaseException) -> bool:
-    """Errors that end the run instead of being recorded as one failed role call."""
-    return budget_error(exc) is not None or isinstance(exc, ModelFailure)
+    """Errors that end the run instead of being recorded as one failed role call. A prompt that
+    does not fit the context window even shortened is that role's failure, not the run's."""
+    spent = budget_error(exc)
+    return (spent is not None and not isinstance(spent, ContextTooLong)) or isinstance(exc, ModelFailure)
 
 
 def _short(exc: BaseException) -> str:
@@ -282,7 +284,8 @@ class LabEngine:
                 self.state = T.dismiss_stale_critique(self.state, c.id, f"{c.target} was already demoted")
                 continue
             try:
-                ruling = await adjudicator.run(self.env, C.for_adjudicator(self.ctx.problem, self.state, self.windows, c))
+                ruling = await adjudicator.run(self.env, lambda level: C.for_adjudicator(
+                    self.ctx.problem, self.state, self.windows.shrunk(level), c))
             except Exception as exc:
                 if fatal(exc):
                     raise
@@ -296,8 +299,8 @@ class LabEngine:
 
     async def _orchestrate(self) -> orchestrator.Decision | None:
         s = self.state
-        prompt = C.for_orchestrator(
-            self.ctx.problem, s, self.windows, new_evidence=s.evidence[s.seen_evidence:],
+        prompt = lambda level: C.for_orchestrator(  # noqa: E731 - rebuilt shorter if it does not fit
+            self.ctx.problem, s, self.windows.shrunk(level), new_evidence=s.evidence[s.seen_evidence:],
             new_reviews=[f"{r.wh}: {r.verdict} — {C.clip(r.reasoning, 800)}" for r in s.reviews[s.seen_reviews:]],
             events=[f"[{e.kind}] {e.text}" for e in s.events[s.seen_events:] if e.kind not in ("review",)],
             human=routing.human_lines_for_orchestrator(s, s.seen_humans), gates=gates.completion_blockers(s),
@@ -331,7 +334,8 @@ class LabEngine:
     async def _reviews(self) -> None:
         for wid in T.pending_reviews(self.state):
             try:
-                rep = await reviewer.run(self.env, C.for_reviewer(self.ctx.problem, self.state, self.windows, wid))
+                rep = await reviewer.run(self.env, lambda level: C.for_reviewer(
+                    self.ctx.problem, self.state, self.windows.shrunk(level), wid))
             except Exception as exc:
                 if fatal(exc):
                     raise
@@ -382,8 +386,9 @@ class LabEngine:
         async def work(o: orchestrator.DispatchOrder) -> dict[str, Any]:
             async with gate:
                 hints = "\n".join(x for x in (o.method_hints, routing.hints_for_workers(snapshot)) if x)
-                prompt = C.for_worker(o.worker, self.ctx.problem, snapshot, self.windows, target=o.target,
-                                      instructions=o.instructions, method_hints=hints, relevant=o.relevant_results)
+                prompt = lambda level: C.for_worker(  # noqa: E731 - rebuilt shorter if it does not fit
+                    o.worker, self.ctx.problem, snapshot, self.windows.shrunk(level), target=o.target,
+                    instructions=o.instructions, method_hints=hints, relevant=o.relevant_results)
                 if o.worker == "computer":
                     bench = computer.Bench(self.env)
                     try:
@@ -415,8 +420,8 @@ class LabEngine:
     async def _critic(self) -> None:
         desk = critic.Desk(self.state, self.cfg.max_critiques)
         try:
-            audit = await critic.run(self.env, desk, C.for_critic(self.ctx.problem, self.state, self.windows,
-                                                                  max_critiques=self.cfg.max_critiques))
+            audit = await critic.run(self.env, desk, lambda level: C.for_critic(
+                self.ctx.problem, self.state, self.windows.shrunk(level), max_critiques=self.cfg.max_critiques))
         except Exception as exc:
             if fatal(exc):
                 raise
@@ -441,7 +446,8 @@ class LabEngine:
     async def _format(self, *, forced: bool, reason: str = "") -> bool:
         s, template = self.state, self.ctx.problem.answer_template
         desk = formatter.Desk(s, template, forced)
-        prompt = C.for_formatter(self.ctx.problem, s, self.windows, forced=forced, reason=reason)
+        prompt = lambda level: C.for_formatter(  # noqa: E731 - rebuilt shorter if it does not fit
+            self.ctx.problem, s, self.windows.shrunk(level), forced=forced, reason=reason)
         try:
             ans = await formatter.run(self.env, desk, prompt)
         except Exception as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable, TypeVar
 
-from physlab.llm.errors import ContextTooLong
+from physlab.llm.errors import ContextTooLong, find_error
 
 T = TypeVar("T")
 
@@ -35,16 +35,7 @@ async def fitting(call: Callable[[int], Awaitable[T]], *, levels: int = MAX_LEVE
                 on_shrink(level, found)
 
 
+
 def context_too_long(exc: BaseException | None) -> ContextTooLong | None:
     """The ContextTooLong in ``exc`` or its causes (pydantic-ai and task groups may wrap it)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, ContextTooLong):
-            return exc
-        if isinstance(exc, BaseExceptionGroup):
-            for sub in exc.exceptions:
-                if (found := context_too_long(sub)) is not None:
-                    return found
-        exc = exc.__cause__ or exc.__context__
-    return None
+    return find_error(exc, ContextTooLong)

@@ -61,10 +61,8 @@ class RetryPolicy(BaseModel):
     max_backoff_s: float = Field(default=30.0, ge=0)
     max_wait_s: float = Field(default=600.0, ge=0, description="Total seconds one request may spend waiting.")
     jitter: float = Field(default=0.2, ge=0, le=1, description="Spread added to every delay (fraction).")
-
-    @property
-    def max_retry_after_s(self) -> float:
-        return self.max_wait_s
+    max_retry_after_s: float | None = Field(default=None, ge=0, description="A longer wait one server "
+                                            "asks for is cut to this (default: max_wait_s).")
 
 
 class ModelDefaults(BaseModel):

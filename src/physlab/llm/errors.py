@@ -23,11 +23,13 @@ class ReplayError(ModelFailure):
     other than what was recorded (the replay diverged)."""
 
 
-class ContextTooLong(ModelFailure):
+class ContextTooLong(BudgetExceeded):
     """The request does not fit the model's context window, even with the smallest useful output
-    cap: the caller can assemble a shorter context and ask again (the lab drops its older windows
-    first, never the problem or the role's task; see :func:`physlab.llm.context_fit.fitting`).
-    ``window`` and ``prompt_tokens`` are what the server said (None when it did not)."""
+    cap. The caller can assemble a shorter context and ask again (the lab drops its older windows
+    first, never the problem or the role's task; see :func:`physlab.llm.context_fit.fitting`); a
+    caller that cannot treats it as the hard limit it is, like a spent budget (``limit`` is
+    "context_window"): it stops with the best answer it has. ``window`` and ``prompt_tokens`` are
+    what the server said (None when it did not)."""
 
     def __init__(self, role: str, *, window: int | None = None, prompt_tokens: int | None = None,
                  detail: str = "") -> None:
@@ -36,7 +38,7 @@ class ContextTooLong(ModelFailure):
         self.prompt_tokens = prompt_tokens
         said = ", ".join(x for x in (f"window {window} tokens" if window else "",
                                      f"prompt {prompt_tokens} tokens" if prompt_tokens else "") if x)
-        super().__init__(f"{role}: the prompt does not fit the model's context window"
+        super().__init__("context_window", f"{role}: the prompt does not fit the model's context window"
                          + (f" ({said})" if said else "") + (f": {detail}" if detail else ""))
 
 

@@ -86,7 +86,8 @@ class Waiting:
         once); without one, exponential backoff with jitter."""
         p = self.policy
         if hint is not None:
-            delay = min(hint, p.max_wait_s) * (1 + rng.uniform(0, p.jitter / 2))
+            cut = p.max_retry_after_s if p.max_retry_after_s is not None else p.max_wait_s
+            delay = min(hint, cut) * (1 + rng.uniform(0, p.jitter / 2))
         else:
             base = min(p.backoff_s * (2 ** max(0, self.failures - 1)), p.max_backoff_s)
             delay = base * (1 - p.jitter / 2 + rng.uniform(0, p.jitter / 2))

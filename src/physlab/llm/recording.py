@@ -135,6 +135,7 @@ class _Sent:
     prior: int
     tools: TextToolsRequest | None
     wire_messages: list[ModelMessage] = field(default_factory=list)
+    window_capped: bool = False  # the context window, not the model's limits, set that cap
 
 
 class RecordingModel(WrapperModel):
@@ -261,9 +262,17 @@ class RecordingModel(WrapperModel):
         raised = continued = 0
         prior = sent.prior + 1
         while sent.raw.finish_reason == "length":
-            if sent.budget_capped and sent.cap and sent.raw.usage.output_tokens >= 0.9 * sent.cap:
+            cut_at_cap = bool(sent.cap) and sent.raw.usage.output_tokens >= 0.9 * (sent.cap or 0)
+            if sent.budget_capped and cut_at_cap:
                 self._finish(sent, "truncated at the budget's cap (finish_reason=length); returned as is")
                 break
+            if sent.window_capped and cut_at_cap and not pieces:
+                # No larger cap fits beside this prompt, and a continuation would only make the
+                # prompt longer: the caller has to send a shorter one.
+                self._finish(sent, "truncated where the context window ends (finish_reason=length)")
+                self.emit("context_too_long", text=f"{self.role}: the reply does not fit the context window")
+                raise ContextTooLong(self.role, window=self.limits.window, prompt_tokens=sent.raw.usage.input_tokens,
+                                     detail=f"the window leaves {sent.cap} tokens for the reply and it was cut there")
             new_cap = self._raised_cap(sent.cap, sent.raw)
             if raised < self.defaults.truncation_retries and new_cap is not None and not pieces:
                 self._finish(sent, f"truncated (finish_reason=length); retrying with max_tokens={new_cap}")
@@ -342,12 +351,13 @@ class RecordingModel(WrapperModel):
             tools = encode(messages, params, mode) if (mode != "tool" and not plain and needs_translation(params)) else None
             wire_messages, wire_params = (tools.messages, tools.params) if tools else (messages, params)
             request = dump_request(wire_messages, asked, wire_params)
-            want = self._wanted_cap(settings, call_cap)
+            wanted = want = self._wanted_cap(settings, call_cap)
             estimate = estimate_tokens(request["messages"]) + estimate_tokens(
                 [t.parameters_json_schema for t in (*wire_params.function_tools, *wire_params.output_tools)]
                 + ([wire_params.output_object.json_schema, wire_params.prompted_output_template or ""]
                    if wire_params.output_object is not None else []))
             want = self._fit_window(want, estimate)
+            window_capped = want is not None and (wanted is None or want < wanted)
             grant = await self._reserve(estimate, want)
             cap = grant.max_tokens if grant.max_tokens is not None else want
             budget_capped = grant.max_tokens is not None and (want is None or grant.max_tokens < want)
@@ -378,7 +388,8 @@ class RecordingModel(WrapperModel):
                         prior += 1
                         continue
                     self.output_misses += 1
-                return _Sent(raw, request, latency, cap, budget_capped, grant, http, prior, tools, wire_messages)
+                return _Sent(raw, request, latency, cap, budget_capped, grant, http, prior, tools, wire_messages,
+                             window_capped=window_capped and not budget_capped)
 
             exc = outcome
             self.meter.release()
@@ -490,9 +501,9 @@ class RecordingModel(WrapperModel):
         window = self.limits.window
         if not window:
             return want
-        room = window - int(estimate * 0.75)  # the estimate errs high for budgets; this check should not
-        if room <= 0:
-            return want
+        # The estimate errs high (for budgets); here it should not. Never below a useful reply: when
+        # that does not fit, the server's refusal says exactly by how much.
+        room = max(window - int(estimate * 0.75), self.defaults.min_reply_tokens)
         return room if want is None or want > room else want
 
     async def _reserve(self, estimate: int, want: int | None) -> Grant:

@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
-from pydantic_ai import Agent, RunContext as AgentContext, Tool, ToolOutput
+from pydantic_ai import Agent, RunContext as AgentContext, Tool
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
 from physlab.grading.extract import extract_code
 from physlab.llm.errors import ModelFailure, budget_error
+from physlab.llm.output import structured_output
 from physlab.runs.context import RunContext
 from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, Strategy
@@ -163,8 +164,7 @@ class Manager(Strategy[ManagerParams]):
                 return load_prompt("manager_wind_down").strip()
             return ""
 
-        submit = ToolOutput(FinalAnswer, name="submit_final_answer",
-                            description="Submit the final answer and end the research.")
+        manager = ctx.models.for_role("manager")
         tools = [Tool(dispatch_subagent, name="dispatch_subagent", prepare=prepare_dispatch),
                  Tool(write_to_permanent_memory), Tool(write_to_scratchpad)]
         stop_reason = "max_iterations"
@@ -173,8 +173,9 @@ class Manager(Strategy[ManagerParams]):
         for iteration in range(1, max_iterations + 1):
             current = {"iteration": iteration, "final_iteration": iteration == max_iterations}
             agent: Agent[None, str | FinalAnswer] = Agent(
-                ctx.models.for_role("manager"), instructions=[system, wind_down_note],
-                tools=tools, output_type=[submit, str])
+                manager, instructions=[system, wind_down_note], tools=tools,
+                output_type=structured_output(manager, FinalAnswer, name="submit_final_answer", allow_text=True,
+                                              description="Submit the final answer and end the research."))
             prompt = iteration_prompt(ctx, state, iteration, max_iterations, window, note)
             current["scratchpad_shown"] = [n for n, _ in state.scratch_window(window)]
             ctx.events("iteration", strategy=self.name, iteration=iteration)
@@ -216,10 +217,11 @@ class Manager(Strategy[ManagerParams]):
     async def _wrap_up(self, ctx: RunContext, state: ManagerState, started: float, status: str,
                        reason: str, settings: dict[str, Any] | None, *, graced: bool) -> Attempt:
         """The forced wind-down: only submit_final_answer is offered, once."""
+        manager = ctx.models.for_role("manager")
         agent: Agent[None, FinalAnswer] = Agent(
-            ctx.models.for_role("manager"), instructions=load_prompt("manager_system_final"),
-            output_type=ToolOutput(FinalAnswer, name="submit_final_answer",
-                                   description="Submit the final answer."))
+            manager, instructions=load_prompt("manager_system_final"),
+            output_type=structured_output(manager, FinalAnswer, name="submit_final_answer",
+                                          description="Submit the final answer."))
         prompt = iteration_prompt(ctx, state, len(state.iterations) + 1, len(state.iterations) + 1,
                                   10**6, load_prompt("manager_wind_down_final").strip())
         try:

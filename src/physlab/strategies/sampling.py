@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from pydantic import BaseModel
-from pydantic_ai import Agent, ToolOutput
+from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
 from physlab.grading.extract import extract_final_answer
 from physlab.llm.errors import budget_error
+from physlab.llm.output import structured_output
 from physlab.llm.text import ask_text
 from physlab.problems.model import Problem
 from physlab.runs.context import RunContext
@@ -89,11 +90,12 @@ async def ask(ctx: RunContext, role: str, prompt: str | list[Any], *, system: st
 
 async def structured_reply(model: Model, prompt: str | list[Any], output: type[M], *, tool: str,
                            system: str | None = None, settings: dict[str, Any] | None = None) -> M:
-    """One reply from ``model`` as an ``output`` model, given through the output tool ``tool``
-    (pydantic-ai structured output in tool mode). A reply that does not validate is sent back
+    """One reply from ``model`` as an ``output`` model, in the model's output mode (the output tool
+    ``tool``, or JSON named ``tool``: physlab.llm.output). A reply that does not validate is sent back
     with the error, up to OUTPUT_RETRIES times; after that pydantic-ai raises
     ``UnexpectedModelBehavior``, which the caller records as no verdict."""
-    agent = Agent(model, output_type=ToolOutput(output, name=tool), instructions=system, retries=OUTPUT_RETRIES)
+    agent = Agent(model, output_type=structured_output(model, output, name=tool), instructions=system,
+                  retries=OUTPUT_RETRIES)
     result = await agent.run(prompt, model_settings=settings)  # type: ignore[arg-type]
     return result.output
 

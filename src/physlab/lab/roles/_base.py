@@ -6,12 +6,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable, Sequence
 
-from pydantic_ai import Agent, ModelRetry, ToolOutput
+from pydantic_ai import Agent, ModelRetry
 from pydantic_ai import RunContext as CallContext
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.usage import UsageLimits
 
 from physlab.lab.context import clip, guide
+from physlab.llm.context_fit import fitting
+from physlab.llm.output import structured_output
 from physlab.runs.context import RunContext
 from physlab.sandbox.types import SandboxLimits
 
@@ -41,13 +43,20 @@ def prompt(role: str) -> str:
 WITH_STANDARDS = {"surveyor", "planner", "researcher", "computer", "reviewer", "critic", "adjudicator"}
 
 
-def instructions(role: str) -> str:
+# Shrink levels (a prompt that does not fit the model's context window, see run_role) at which the
+# guide to the context's sections, then the standards, are left out: after the older windows, and
+# never the role's own task.
+NO_GUIDE_LEVEL, NO_STANDARDS_LEVEL = 3, 4
+
+
+def instructions(role: str, level: int = 0) -> str:
     """The role's prompt file, the lab's standards where they apply, then what each section of its
     context is (from the same table the context is built with, so the two cannot drift apart)."""
     parts = [prompt(role).rstrip()]
-    if role in WITH_STANDARDS:
+    if role in WITH_STANDARDS and level < NO_STANDARDS_LEVEL:
         parts.append(prompt("standards").rstrip())
-    parts.append("## What your context contains\n\n" + guide(role))
+    if level < NO_GUIDE_LEVEL:
+        parts.append("## What your context contains\n\n" + guide(role))
     return "\n\n".join(parts) + "\n"
 
 
@@ -60,27 +69,55 @@ def correct_or_drop(ctx: CallContext[Any], problems: list[str], how: str) -> boo
     return bool(problems)
 
 
-async def run_role(env: LabEnv, role: str, user_prompt: str, output_type: type, *, tools: Sequence[Any] = (),
-                   deps: Any = None, output_name: str = "submit", output_validator: Callable | None = None) -> Any:
+PromptSource = str | Callable[[int], str]
+
+
+async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_type: type, *,
+                   tools: Sequence[Any] = (), deps: Any = None, output_name: str = "submit",
+                   output_validator: Callable | None = None) -> Any:
     """One fresh agent call for ``role``. Validation errors and ModelRetry from tools are sent back
     to the model as corrective messages (bounded by ``env.tool_retries``); after that pydantic-ai
-    raises UnexpectedModelBehavior, which the engine records."""
-    agent = Agent(env.model(role), instructions=instructions(role), deps_type=type(deps) if deps is not None else None,
-                  output_type=ToolOutput(output_type, name=output_name), tools=list(tools),
-                  retries=env.tool_retries)
-    if output_validator is not None:
-        agent.output_validator(output_validator)
-    env.notify("role_start", role=role)
-    try:
+    raises UnexpectedModelBehavior, which the engine records.
+
+    ``user_prompt`` may be a builder ``level -> prompt`` (``level`` 0 is the full context): when the
+    model's server says the prompt does not fit its context window, the call starts again with the
+    prompt built one level shorter: older windows dropped first (``context.Windows.shrunk``), then
+    the guide to the context and the standards from the instructions (a model with a small window).
+    A plain string prompt gets the same instruction levels."""
+    build = user_prompt if callable(user_prompt) else (lambda level: user_prompt)
+    model = env.model(role)
+    tried: dict[tuple[str, str], BaseException] = {}  # a level that shortens nothing is not sent again
+
+    async def call(level: int) -> Any:
+        text, instr = build(level), instructions(role, level)
+        if (text, instr) in tried:
+            raise tried[(text, instr)]
+        agent = Agent(model, instructions=instr, deps_type=type(deps) if deps is not None else None,
+                      output_type=structured_output(model, output_type, name=output_name), tools=list(tools),
+                      retries=env.tool_retries)
+        if output_validator is not None:
+            agent.output_validator(output_validator)
         # Tools here are state transitions (create RQ-1, then a WH that depends on it...): they must
         # apply in the order the model emitted them, never concurrently, or ids and dependencies
         # would depend on scheduling.
-        with ToolManager.parallel_execution_mode("sequential"):
-            result = await agent.run(user_prompt, deps=deps, model_settings=env.model_settings,
-                                     usage_limits=UsageLimits(request_limit=env.request_limit))
+        try:
+            with ToolManager.parallel_execution_mode("sequential"):
+                result = await agent.run(text, deps=deps, model_settings=env.model_settings,
+                                         usage_limits=UsageLimits(request_limit=env.request_limit))
+        except Exception as exc:
+            tried[(text, instr)] = exc
+            raise
+        return result.output
+
+    env.notify("role_start", role=role)
+    try:
+        return await fitting(call, levels=NO_STANDARDS_LEVEL,
+                             on_shrink=lambda level, exc: env.notify(
+                                 "system", what="context_shrunk",
+                                 text=f"{role}: prompt too long for the model's context window; "
+                                      f"sent again with older context dropped (level {level})"))
     finally:
         env.notify("role_end", role=role)
-    return result.output
 
 
 async def run_python(env: LabEnv, code: str) -> tuple[str, str]:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from physlab.lab.roles._base import LabEnv, run_role
+from physlab.lab.roles._base import LabEnv, PromptSource, run_role
 from physlab.lab.roles.reviewer import ReviewDesk, execute_python
 
 ROLE = "adjudicator"
@@ -18,6 +18,6 @@ class Ruling(BaseModel):
     reasoning: str = Field(description="The independent check you made and what it showed.")
 
 
-async def run(env: LabEnv, user_prompt: str) -> Ruling:
+async def run(env: LabEnv, user_prompt: PromptSource) -> Ruling:
     return await run_role(env, ROLE, user_prompt, Ruling, tools=[execute_python], deps=ReviewDesk(env),
                           output_name="submit_ruling")

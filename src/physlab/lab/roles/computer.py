@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
 
-from physlab.lab.roles._base import LabEnv, run_python, run_role
+from physlab.lab.roles._base import LabEnv, PromptSource, run_python, run_role
 
 ROLE = "computer"
 
@@ -67,6 +67,6 @@ def _validate(ctx: RunContext[Bench], result: ComputerResult) -> ComputerResult:
     return result
 
 
-async def run(env: LabEnv, bench: Bench, user_prompt: str) -> ComputerResult:
+async def run(env: LabEnv, bench: Bench, user_prompt: PromptSource) -> ComputerResult:
     return await run_role(env, ROLE, user_prompt, ComputerResult, tools=[document_approach, execute_python],
                           deps=bench, output_name="submit_result", output_validator=_validate)

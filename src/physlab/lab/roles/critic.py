@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext
 
-from physlab.lab.roles._base import LabEnv, correct_or_drop, run_role
+from physlab.lab.roles._base import LabEnv, PromptSource, correct_or_drop, run_role
 from physlab.lab.state.models import ResearchState
 
 ROLE = "critic"
@@ -61,6 +61,6 @@ def _validate(ctx: RunContext[Desk], audit: Audit) -> Audit:
     return audit
 
 
-async def run(env: LabEnv, desk: Desk, user_prompt: str) -> Audit:
+async def run(env: LabEnv, desk: Desk, user_prompt: PromptSource) -> Audit:
     return await run_role(env, ROLE, user_prompt, Audit, deps=desk, output_name="submit_audit",
                           output_validator=_validate)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
 
 from physlab.lab.gates import unestablished
-from physlab.lab.roles._base import LabEnv, correct_or_drop, run_role
+from physlab.lab.roles._base import LabEnv, PromptSource, correct_or_drop, run_role
 from physlab.lab.state.models import ResearchState
 
 ROLE = "formatter"
@@ -126,6 +126,6 @@ def assess(a: FinalAnswer, s: ResearchState, template: str | None, *, forced: bo
     return Assessment(code, body, sources)
 
 
-async def run(env: LabEnv, desk: Desk, user_prompt: str) -> FinalAnswer:
+async def run(env: LabEnv, desk: Desk, user_prompt: PromptSource) -> FinalAnswer:
     return await run_role(env, ROLE, user_prompt, FinalAnswer, deps=desk, output_name="submit_answer",
                           output_validator=_validate)

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
 
-from physlab.lab.roles._base import LabEnv, correct_or_drop, run_role
+from physlab.lab.roles._base import LabEnv, PromptSource, correct_or_drop, run_role
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import ResearchState
 
@@ -169,7 +169,7 @@ def _validate(ctx: RunContext[Desk], d: Decision) -> Decision:
     return d
 
 
-async def run(env: LabEnv, desk: Desk, user_prompt: str) -> Decision:
+async def run(env: LabEnv, desk: Desk, user_prompt: PromptSource) -> Decision:
     return await run_role(env, ROLE, user_prompt, Decision, tools=TOOLS, deps=desk,
                           output_name="submit_decision", output_validator=_validate)
 

@@ -72,6 +72,7 @@ def _validate(ctx: RunContext[Desk], plan: Plan) -> Plan:
 
 async def run(env: LabEnv, state: ResearchState, critiques: list[Critique], windows: C.Windows) -> tuple[Plan, Desk]:
     desk = Desk(state, list(critiques))
-    plan = await run_role(env, ROLE, C.for_planner(env.ctx.problem, state, critiques, windows), Plan,
+    plan = await run_role(env, ROLE, lambda level: C.for_planner(env.ctx.problem, state, critiques,
+                                                                 windows.shrunk(level)), Plan,
                           deps=desk, output_name="submit_plan", output_validator=_validate)
     return plan, desk

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.messages import ModelResponse, TextPart
 
-from physlab.lab.roles._base import LabEnv, run_role
+from physlab.lab.roles._base import LabEnv, PromptSource, run_role
 
 ROLE = "researcher"
 
@@ -50,7 +50,7 @@ def _validate(ctx: RunContext[Notebook], r: DerivationReport) -> DerivationRepor
     return r
 
 
-async def run(env: LabEnv, user_prompt: str) -> tuple[DerivationReport, str]:
+async def run(env: LabEnv, user_prompt: PromptSource) -> tuple[DerivationReport, str]:
     """The metadata and the derivation text."""
     nb = Notebook()
     report = await run_role(env, ROLE, user_prompt, DerivationReport, deps=nb, output_name="submit_derivation",

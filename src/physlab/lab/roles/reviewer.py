@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext
 
-from physlab.lab.roles._base import LabEnv, run_python, run_role
+from physlab.lab.roles._base import LabEnv, PromptSource, run_python, run_role
 
 ROLE = "reviewer"
 
@@ -38,6 +38,6 @@ async def execute_python(ctx: RunContext[ReviewDesk], code: str) -> str:
     return shown
 
 
-async def run(env: LabEnv, user_prompt: str) -> ReviewReport:
+async def run(env: LabEnv, user_prompt: PromptSource) -> ReviewReport:
     return await run_role(env, ROLE, user_prompt, ReviewReport, tools=[execute_python], deps=ReviewDesk(env),
                           output_name="submit_review")

@@ -141,7 +141,11 @@ class ScenarioResponder:
                              function_tools=functions, output_tools=outputs), instructions=_system_text(body))
         messages = self._messages(body, text_tools=envelope is not None)
         with self._lock:
-            reply = self.scenario(role, messages, info)
+            try:
+                reply = self.scenario(role, messages, info)
+            except Exception as exc:  # noqa: BLE001 - off script: answer as a confused model would, in text
+                self.modes["off_script"] = self.modes.get("off_script", 0) + 1
+                return Reply(content=f"I cannot continue from here ({type(exc).__name__}: {exc}).")
         if isinstance(reply, str):
             reply = ModelResponse(parts=[TextPart(reply)])
         return self._reply(reply, mode)

@@ -317,6 +317,7 @@ class StandinServer:
         self._arrivals: deque[float] = deque()  # request times, for the rpm habit
         self._prompts: list[str] = []  # prompts seen, for the prefix-cache habit
         self.costs: list[float] = []  # the cost stated for each answer (usd_per_mtok habit)
+        self._cut: list[str] = []  # the full text of replies cut by a cap, to continue them when asked
         self.latency_s = latency_s
         self.model_name = model_name
         self.host = host
@@ -502,7 +503,8 @@ class StandinServer:
             empty["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": n_completion,
                               "total_tokens": n_prompt + n_completion}
             return empty, Reply(), n_prompt, n_completion
-        reply = as_reply(self.responder(body))
+        head, reply = self._continuing(body)
+        reply = reply or as_reply(self.responder(body))
         content = reply.content
         calls = [(name, args_json(args)) for name, args in reply.tool_calls]
         finish = reply.finish_reason
@@ -525,10 +527,15 @@ class StandinServer:
         full = count_tokens(content or "") + sum(count_tokens(n + a) for n, a in calls)
         if kind == "length" or (cap and full > cap):
             budget_chars = (cap * 4) if (cap and full > cap) else max(1, len(content or "") // 2)
+            if content and not calls:
+                with self._lock:  # a model asked to continue a cut text goes on where it stopped
+                    self._cut.append(head + content)
             if content:
                 content = content[:budget_chars]
-            if calls:
-                calls = [(n, a[: max(1, len(a) // 2)]) for n, a in calls]
+                budget_chars -= len(content)
+            if calls:  # a cap cuts the arguments where its tokens run out; a `length` fault halves them
+                keep = (lambda n, a: budget_chars - len(n)) if (cap and full > cap) else (lambda n, a: len(a) // 2)
+                calls = [(n, a[: max(1, min(len(a) - 1, keep(n, a)))]) for n, a in calls]
             finish = "length"
         n_prompt = prompt_tokens(body)
         n_completion = count_tokens(content or "") + sum(count_tokens(n + a) for n, a in calls)
@@ -547,6 +554,25 @@ class StandinServer:
         if self.habits.prefix_cache:
             completion["usage"]["prompt_tokens_details"] = {"cached_tokens": self._cached_tokens(body, n_prompt)}
         return completion, reply, n_prompt, n_completion
+
+    @staticmethod
+    def _continued_from(body: dict[str, Any]) -> str:
+        """The text of the assistant turn a continuation request carries ("" for any other request)."""
+        msgs = body.get("messages", [])
+        if len(msgs) >= 2 and msgs[-1].get("role") == "user" and msgs[-2].get("role") == "assistant" \
+                and not msgs[-2].get("tool_calls") and isinstance(msgs[-2].get("content"), str):
+            return msgs[-2]["content"]
+        return ""
+
+    def _continuing(self, body: dict[str, Any]) -> tuple[str, Reply | None]:
+        """(the start handed back, the rest of the reply) when this request hands back the start of
+        a reply cut earlier and asks for more; ("", None) for any other request."""
+        head = self._continued_from(body)
+        if not head:
+            return "", None
+        with self._lock:
+            full = next((f for f in reversed(self._cut) if f.startswith(head) and len(f) > len(head)), None)
+        return (head, Reply(content=full[len(head):])) if full is not None else ("", None)
 
     def _cached_tokens(self, body: dict[str, Any], n_prompt: int) -> int:
         """Tokens of this prompt's longest prefix seen in an earlier one, in whole cache blocks."""

@@ -22,10 +22,11 @@ import time
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from pydantic_ai import Agent, Tool, ToolOutput
+from pydantic_ai import Agent, Tool
 from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
+from physlab.llm.output import structured_output
 from physlab.runs.context import RunContext
 from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, Strategy
@@ -82,9 +83,10 @@ async def run_check(ctx: RunContext, task: str, settings: dict[str, Any] | None,
         return _clip(f"EXIT CODE: {res.exit_code}{note}\nSTDOUT:\n{res.stdout}\n"
                      f"STDERR:\n{res.stderr}")
 
-    agent = Agent(ctx.models.for_role("verifier"), instructions=load_prompt("sympy_verifier"),
+    model = ctx.models.for_role("verifier")
+    agent = Agent(model, instructions=load_prompt("sympy_verifier"),
                   tools=[Tool(run_sympy_script, name="run_sympy_script")],
-                  output_type=ToolOutput(SympyReport, name="submit_report"), retries=OUTPUT_RETRIES)
+                  output_type=structured_output(model, SympyReport, name="submit_report"), retries=OUTPUT_RETRIES)
     record: dict[str, Any] = {"scripts_run": 0}
     try:
         result = await agent.run(task, model_settings=settings,  # type: ignore[arg-type]
