@@ -45,3 +45,15 @@ def git_subjects(ws: Path) -> list[str]:
     import subprocess
     out = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True, check=True).stdout
     return out.splitlines()
+
+
+def lab_role_of():
+    """For a stand-in serving a lab scenario over HTTP: the role a request belongs to, from the
+    first line of that role's prompt file, which opens its instructions."""
+    from importlib import resources
+
+    from physlab.lab.roles import ROLES
+    from physlab.llm.standin.scenario import role_by_instructions
+
+    return role_by_instructions({r: resources.files("physlab.lab.roles").joinpath(f"{r}.md").read_text(
+        encoding="utf-8").splitlines()[0] for r in ROLES})

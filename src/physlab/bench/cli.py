@@ -54,6 +54,10 @@ def run_cmd(
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
     api_base: Optional[str] = typer.Option(None, "--api-base"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
+    role_model: Optional[list[str]] = typer.Option(None, "--role-model",
+                                                   help="ROLE=provider:model: this role's model in every cell (repeat)."),
+    output_mode: Optional[str] = typer.Option(None, "--output-mode",
+                                              help="tool | native | prompted | auto (see `physlab solve --help`)."),
     workspace_root: Optional[Path] = typer.Option(None, "--workspace-root",
                                                   help="Where cell workspaces go (default: <db>_runs/)."),
     seed: int = typer.Option(0, "--seed"),
@@ -70,6 +74,8 @@ def run_cmd(
 ) -> None:
     """Run every (problem, strategy, model, repeat) cell; re-run the same command to resume."""
     from physlab.bench.sweep import SweepConfig, run_sweep
+    from physlab.llm.models import parse_role_models
+    from physlab.llm.output import check_output_mode
     from physlab.llm.usage import Budget
 
     if budget_cost is not None and budget_cost <= 0:
@@ -83,6 +89,7 @@ def run_cmd(
                       max_wall_s=budget_wall),
         db=db, workspace_root=workspace_root, api_base=api_base, api_key_env=api_key_env, seed=seed,
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
+        role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode),
     )
     _check_names(config)
     _check_models(config)
@@ -133,6 +140,10 @@ def worker_argv(config) -> list[str]:
         args += ["--name", config.name]
     for k, v in config.params.items():
         args += ["--param", f"{k}={json.dumps(v)}"]
+    for role, spec in config.role_models.items():
+        args += ["--role-model", f"{role}={spec}"]
+    if config.output_mode:
+        args += ["--output-mode", config.output_mode]
     if not config.retry_failed:
         args.append("--no-retry-failed")
     return args
@@ -274,6 +285,8 @@ def _check_models(config) -> None:
 
     for spec in config.models:
         check_model_name(spec, config.api_base)
+    for spec in config.role_models.values():
+        check_model_name(spec)
 
 
 def _output_file(path: Optional[Path], flag: str) -> Optional[Path]:

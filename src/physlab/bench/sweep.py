@@ -49,6 +49,8 @@ class SweepConfig(BaseModel):
     api_key_env: str | None = None
     seed: int = 0
     params: dict[str, Any] = Field(default_factory=dict)
+    role_models: dict[str, str] = Field(default_factory=dict, description="Roles played by another model.")
+    output_mode: str | None = None
     name: str = ""
     retry_failed: bool = True
     lease_s: float = Field(default=120.0, gt=0)
@@ -172,7 +174,8 @@ class Sweep:
         if dup:
             raise UserError(f"problem ids are not unique: {sorted(dup)[:3]}", path=self.config.suite)
         by_id = {p.id: p for p in problems}
-        params = params_tag(self.config.params)  # other parameters, other cells (like a budget)
+        # other parameters, other cells (like a budget); so are other role models and output modes
+        params = params_tag({**self.config.params, **self._model_options()})
         specs = [
             CellSpec(problem_id=p.id, strategy=s, model=m, repeat=r, budget=self.config.budget,
                      suite=label, sweep=self.config.name or label, gradable=p.gradable, params=params)
@@ -182,6 +185,15 @@ class Sweep:
         self.store.add_problems(problems, suite=label)
         self.store.add_cells(specs)
         return by_id, specs
+
+    def _model_options(self) -> dict[str, Any]:
+        """The model options that change what a cell measures, as they join its parameters' tag."""
+        out: dict[str, Any] = {}
+        if self.config.role_models:
+            out["@role_models"] = dict(sorted(self.config.role_models.items()))
+        if self.config.output_mode:
+            out["@output_mode"] = self.config.output_mode
+        return out
 
     # -- one cell -------------------------------------------------------------------------------
 
@@ -210,7 +222,8 @@ class Sweep:
                 problem, spec.strategy, spec.model, workspace=workspace, budget=cfg.budget,
                 api_base=cfg.api_base, api_key_env=cfg.api_key_env, seed=cfg.seed + spec.repeat,
                 params=dict(cfg.params), resume=False, limiter=self.limiter, sandbox=self.sandbox,
-                grader=self._shared_grader(), provider=self._providers.get(spec.model), on_call=on_call,
+                grader=self._shared_grader(), providers=self._providers, on_call=on_call,
+                role_models=dict(cfg.role_models), output_mode=cfg.output_mode,
                 model_registry=self._models,
                 replace=True,  # an unfinished earlier try: the cell restarts from scratch
             )
@@ -286,17 +299,20 @@ class Sweep:
         model per model name, open until the sweep ends (a missing API key stops the sweep here,
         exit 2, with every cell still pending)."""
         from physlab.llm.defaults import ModelRegistry
-        from physlab.llm.models import build_provider_model, parse_spec
+        from physlab.llm.models import RunModels, open_provider, parse_spec
         from physlab.strategies import registry
 
         for strategy in self.config.strategies:
             registry.get(strategy)
         self._models = ModelRegistry.load(None)
-        for spec in self.config.models:
+        specs = dict.fromkeys([*self.config.models, *self._models.roles.values(), *self.config.role_models.values()])
+        for spec in specs:
             if parse_spec(spec)[0] not in ("scripted", "replay"):
-                model = build_provider_model(spec, api_base=self.config.api_base,
-                                             api_key_env=self.config.api_key_env)
-                self._providers[spec] = await stack.enter_async_context(model)
+                defaults = self._models.defaults_for(spec)
+                api_base = RunModels.api_base_for(spec, defaults, self.config.api_base)
+                self._providers[spec] = await stack.enter_async_context(open_provider(
+                    spec, api_base=api_base, api_key_env=defaults.api_key_env or self.config.api_key_env,
+                    timeout_s=defaults.timeout_s))
 
     async def run(self, start_gate: Callable[[], Awaitable[None]] | None = None) -> SweepSummary:
         """Run the grid. ``start_gate``, when given, is awaited once the sweep is ready and before

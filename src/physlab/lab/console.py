@@ -30,6 +30,7 @@ class LabView:
         self.calls = self.tokens = 0
         self.cost = 0.0
         self.status = "starting"
+        self.waiting: str | None = None  # "waiting for rate limit (Ns)" while a request waits
         self.started = time.monotonic()
 
     def feed(self, kind: str, data: dict[str, Any]) -> None:
@@ -41,9 +42,9 @@ class LabView:
         if kind == "iteration":
             self.iteration, self.status = int(data.get("iteration", 0)), "running"
         elif kind == "role_start":
-            self.role = data.get("role")
+            self.role, self.waiting = data.get("role"), None
         elif kind == "role_end":
-            self.role = None
+            self.role, self.waiting = None, None
         elif kind == "verdict":
             promoted = data.get("promoted") or []
             self.verdicts.append(f"{data.get('wh')}: {data.get('verdict')}" + (f" → {', '.join(promoted)}" if promoted else ""))
@@ -53,6 +54,10 @@ class LabView:
             self.critiques.append(f"{data.get('id')}: {data.get('status')} ({data.get('by')})")
         elif kind in ("system", "evidence", "formatter_bounce", "forced_formatter"):
             self.events.append(f"[{kind}] " + str(data.get("text") or data.get("reason") or data.get("id") or ""))
+        elif kind == "rate_limited":  # the model seam: a request waits out the server's rate limit
+            self.waiting = str(data.get("text") or "waiting for rate limit")
+        elif kind in ("output_mode", "notice", "context_too_long"):
+            self.events.append(f"[{kind}] " + str(data.get("text") or ""))
         elif kind == "completion_refused":
             self.events.append("[completion refused] " + "; ".join(map(str, data.get("blockers") or [])))
         elif kind == "iteration_end":
@@ -67,7 +72,7 @@ class LabView:
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold"); t.add_column()
         t.add_row("iteration", f"{self.iteration}   status: {self.status}")
-        t.add_row("at work", self.role or "—")
+        t.add_row("at work", (self.role or "—") + (f" — {self.waiting}" if self.waiting else ""))
         t.add_row("usage", f"{self.calls} calls · {self.tokens:,} tokens · ${self.cost:.4f} · "
                            f"{time.monotonic() - self.started:.0f}s")
         t.add_row("verdicts", "\n".join(self.verdicts) or "—")

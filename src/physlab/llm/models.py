@@ -264,8 +264,8 @@ class RunModels:
         provider, rest = parse_spec(spec)
         defaults = self.registry.defaults_for(spec)
         mode = self.output_mode or defaults.output_mode or "tool"
-        if provider in ("scripted", "replay"):
-            mode = "tool"  # a scenario plays tool calls; a replay re-serves what was recorded
+        if provider == "scripted":
+            mode = "tool"  # a scenario plays tool calls
         ep = _Endpoint(spec=spec, kind=provider if provider in ("scripted", "replay") else "provider",
                        defaults=defaults, state=OutputModeState(configured=mode),
                        limits=ModelLimits(declared_max_output=defaults.truncation_max_output_tokens,
@@ -277,8 +277,9 @@ class RunModels:
             ep.pricer = Pricer(spec, defaults, free=True)
         elif provider == "replay":
             ep.book = ReplayBook(rest)
+            ep.state.configured = ep.book.output_mode  # the recorded run's requests, sent the same way
         else:
-            ep.api_base = self._api_base_for(spec, defaults)
+            ep.api_base = self.api_base_for(spec, defaults, self.api_base)
             ep.pricer = Pricer(spec, defaults)
             ep.key = api_key(provider, defaults.api_key_env or self.api_key_env, api_base=ep.api_base)
             if spec in self._shared:
@@ -294,15 +295,16 @@ class RunModels:
         self._endpoints[spec] = ep
         return ep
 
-    def _api_base_for(self, spec: str, defaults: ModelDefaults) -> str | None:
+    @staticmethod
+    def api_base_for(spec: str, defaults: ModelDefaults, api_base: str | None) -> str | None:
         """The registry entry's own server ("default": the provider's), else the run's --api-base."""
         if defaults.api_base is not None:
             if defaults.api_base == "default":
                 return None
             check_api_base(defaults.api_base)
             return defaults.api_base
-        if self.api_base is not None and parse_spec(spec)[0] in BASE_URL_PROVIDERS:
-            return self.api_base
+        if api_base is not None and parse_spec(spec)[0] in BASE_URL_PROVIDERS:
+            return api_base
         return None
 
     def _say(self, kind: str, text: str) -> None:

@@ -1,7 +1,8 @@
 """``replay:PATH`` - re-serve the responses recorded in a run's calls.jsonl, in order per role.
 
 PATH is the calls.jsonl file or the run directory holding it. Only records with a response are
-re-served (failed attempts were not seen by the strategy). Because the same RecordingModel sits in
+re-served (failed attempts were not seen by the strategy), and the server's refusals of tool calls
+(after which ``--output-mode auto`` went on in prompted mode, as it does again in the replay). Because the same RecordingModel sits in
 front, a truncated reply that was re-asked is re-asked again and gets the next recorded response,
 so the replayed run takes the same path. Each request is compared with the recorded ones of its role
 (ignoring timestamps and run ids) and gets the response of the first unserved recording it matches,
@@ -58,6 +59,20 @@ def _first_difference(a: Any, b: Any, where: str = "") -> str:
     return where or "/"
 
 
+def _refused_tools(rec: CallRecord) -> bool:
+    """A request the server refused for carrying tools, after which ``auto`` fell back to prompted
+    output: re-served as that refusal so a replay falls back at the same point."""
+    return rec.response is None and (rec.note or "").startswith("tools refused")
+
+
+def _recorded_mode(records: list[CallRecord]) -> str:
+    """The output mode the recorded run was in (the replay sends its requests the same way)."""
+    if any("auto -> prompted" in (r.note or "") for r in records):
+        return "auto"
+    sent = {r.request.get("output_mode") for r in records if isinstance(r.request, dict)}
+    return "native" if "native" in sent else "prompted" if "prompted" in sent else "tool"
+
+
 def replay_checks_requests() -> bool:
     """False when ``PHYSLAB_REPLAY_CHECK`` is 0/false/no: replay serves without comparing requests."""
     return os.environ.get("PHYSLAB_REPLAY_CHECK", "1").strip().lower() not in ("0", "false", "no")
@@ -77,8 +92,9 @@ class ReplayBook:
         self.check_requests = check_requests
         self.queues: dict[str, list[CallRecord]] = defaultdict(list)
         for rec in records:
-            if rec.response is not None:
+            if rec.response is not None or _refused_tools(rec):
                 self.queues[rec.role].append(rec)
+        self.output_mode = _recorded_mode(records)
         self.served: dict[str, int] = defaultdict(int)
         self._served_idx: dict[str, set[int]] = defaultdict(set)
         self._norm: dict[int, Any] = {}
@@ -122,6 +138,10 @@ class ReplayBook:
         self._served_idx[role].add(pick)
         self.served[role] += 1
         rec = queue[pick]
+        if rec.response is None:  # the server refused tools here: the run's output mode fell back
+            from pydantic_ai.exceptions import ModelHTTPError
+
+            raise ModelHTTPError(400, f"replay:{self.path}", body={"error": {"message": rec.error or ""}})
         resp = load_response(rec.response)
         self._meta[id(resp)] = rec
         return resp

@@ -142,7 +142,16 @@ def register(app: typer.Typer) -> None:
         strategy: str = typer.Option("lab", "--strategy", "-s", help=STRATEGY_HELP),
         model: Optional[str] = typer.Option(None, "--model", "-m", envvar="PHYSLAB_MODEL",
                                             help="provider:model, scripted:NAME or replay:PATH."),
-        api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+        api_base: Optional[str] = typer.Option(
+            None, "--api-base", help="The models' server: any OpenAI-compatible server for openai: models (vLLM, "
+            "Ollama, a LiteLLM proxy), a Messages API for anthropic:, a Gemini API for google-gla:."),
+        role_model: list[str] = typer.Option(
+            [], "--role-model", help="ROLE=provider:model: this role's model instead of --model (repeat; e.g. "
+            "reviewer=anthropic:claude-sonnet-4-5). The roles: `physlab strategies show NAME`."),
+        output_mode: Optional[str] = typer.Option(
+            None, "--output-mode", help="How structured answers are asked for: tool (tool calls, the default), "
+            "native (a JSON-schema response format), prompted (JSON in the text; for servers without tool "
+            "calling) or auto (tool, then prompted if the server refuses or ignores tools)."),
         api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
         workspace: Optional[Path] = typer.Option(None, "--workspace", help="Run directory."),
@@ -170,6 +179,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
         from physlab.llm.usage import Budget
+        from physlab.llm.models import parse_role_models
+        from physlab.llm.output import check_output_mode
         from physlab.strategies.runner import answered, run_solve
 
         if not model:
@@ -191,7 +202,8 @@ def register(app: typer.Typer) -> None:
         attempt = asyncio.run(run_solve(
             prob, strategy, model, workspace=workspace, budget=budget, api_base=api_base,
             api_key_env=api_key_env, seed=seed, params=params, resume=resume_dir, events=events,
-            max_in_flight=max_in_flight, models_config=models_config, replace=replace))
+            max_in_flight=max_in_flight, models_config=models_config, replace=replace,
+            role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode)))
         ws_path = Path(attempt.details["workspace"])
         if as_json:
             typer.echo((ws_path / "metrics.json").read_text())
@@ -234,6 +246,7 @@ def _progress_sink(mode: str | None, strategy: str, *, quiet: bool):
 
 def _console_events():
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(stderr=True)
 
@@ -243,6 +256,8 @@ def _console_events():
                           f"-> {data['workspace']}")
         elif kind == "step":
             console.print(f"  [dim]{data.get('strategy', '')}: {data.get('step', '')}[/]")
+        elif kind in ("rate_limited", "output_mode", "notice", "context_too_long"):
+            console.print(f"  [yellow]{escape(str(data.get('text', kind)))}[/]")
 
     return emit
 

@@ -36,8 +36,8 @@ OpenAI's 400), ``context_window`` (prompt + cap beyond it: vLLM's 400 "This mode
 length is N tokens..."; without a cap the reply gets what is left), ``rpm`` (requests per
 ``rpm_window_s`` beyond it get 429 with the headers of ``rate_limit_style``: ``openai``
 (Retry-After, retry-after-ms) or ``proxy`` (only LiteLLM's ``llm_provider-retry-after``)),
-``usd_per_mtok`` (input, output: every answer states its cost in ``x-litellm-response-cost``) and
-``prefix_cache`` (a prompt's prefix already seen is reported as ``prompt_tokens_details.cached_tokens``
+``usd_per_mtok`` (input, output: every answer states its cost in ``x-litellm-response-cost``),
+``api_key`` (a proxy's 401 without it) and ``prefix_cache`` (a prompt's prefix already seen is reported as ``prompt_tokens_details.cached_tokens``
 in blocks of 16 tokens, as vLLM's prefix cache does).
 """
 
@@ -78,6 +78,7 @@ class Habits:
     rate_limit_style: str = "openai"
     usd_per_mtok: tuple[float, float] | None = None
     prefix_cache: bool = False
+    api_key: str | None = None  # a request without "Authorization: Bearer <key>" gets a proxy's 401
 
 
 def _error(status: int, message: str, *, kind: str = "invalid_request_error", param: str | None = None,
@@ -254,6 +255,11 @@ class _Handler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError):
             return self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
         srv = self.server.standin
+        key = srv.habits.api_key
+        if key is not None and self.headers.get("Authorization", "") != f"Bearer {key}":
+            srv.stats.faults["unauthorized"] += 1
+            return self._json(401, {"error": {"message": "Authentication Error, invalid or missing API key (stand-in)",
+                                              "type": "auth_error", "param": "None", "code": "401"}})
         arrived = time.time()
         fault, latency, delay = srv.admit(body)
         try:
@@ -318,6 +324,7 @@ class StandinServer:
         self._prompts: list[str] = []  # prompts seen, for the prefix-cache habit
         self.costs: list[float] = []  # the cost stated for each answer (usd_per_mtok habit)
         self._cut: list[str] = []  # the full text of replies cut by a cap, to continue them when asked
+        self.usages: list[dict[str, Any]] = []  # the usage block of each answer sent, in order
         self.latency_s = latency_s
         self.model_name = model_name
         self.host = host
@@ -478,6 +485,8 @@ class StandinServer:
         with self._lock:
             if completion is not None and "id" in completion:
                 self.served[completion["id"]] = (arrived, latency)
+            if completion is not None and "usage" in completion:
+                self.usages.append(completion["usage"])
             self.stats.answered += answered
             self.stats.prompt_tokens += n_prompt
             self.stats.completion_tokens += n_completion
