@@ -35,6 +35,9 @@ async def test_cached_tokens_are_recorded_totalled_per_role_and_priced(tmp_path)
     summary = meter.summary()
     assert summary["per_role"]["reviewer"]["cache_read_tokens"] == sum(r.cache_read_tokens for r in recs[:3])
     assert summary["totals"]["cache_read_tokens"] == sum(served)
+    from physlab.lab.show import usage_by_role  # what `physlab runs show` prints per role
+
+    assert usage_by_role(tmp_path)["critic"]["cache_read_tokens"] == summary["per_role"]["critic"]["cache_read_tokens"]
     # priced at genai-prices' cache-read price: cheaper than the same tokens uncached
     second = recs[1]
     cached = ModelResponse(parts=[], model_name="gpt-4o", provider_name="openai", usage=RequestUsage(

@@ -34,10 +34,11 @@ def usage_by_role(run_dir: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return per
     for rec in read_calls(path, bodies=False):  # a damaged line: one line naming the file
-        r = per.setdefault(rec.role, {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
-        r["calls"] += 1
-        r["input_tokens"] += rec.input_tokens
-        r["output_tokens"] += rec.output_tokens
+        r = per.setdefault(rec.role, {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
+                                      "cache_read_tokens": 0, "cache_write_tokens": 0})
+        r["calls"] += 0 if rec.error else 1  # a failed attempt is no call (its tokens, if any, count)
+        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            r[key] += getattr(rec, key)
         r["cost_usd"] += rec.cost_usd
     return per
 
@@ -158,8 +159,11 @@ def _usage_table(con: Any, data: dict[str, Any]) -> None:
     from rich.table import Table
 
     table = Table(title="Usage per role")
-    for col in ("role", "calls", "input tokens", "output tokens", "cost USD"):
+    for col in ("role", "calls", "input tokens", "of which cached", "output tokens", "cost USD"):
         table.add_column(col, justify="left" if col == "role" else "right")
     for role, u in sorted(data["usage_by_role"].items()):
-        table.add_row(role, str(u["calls"]), f"{u['input_tokens']:,}", f"{u['output_tokens']:,}", f"{u['cost_usd']:.4f}")
+        cached = f"{u.get('cache_read_tokens', 0):,}" + (f" (+{u['cache_write_tokens']:,} written)"
+                                                         if u.get("cache_write_tokens") else "")
+        table.add_row(role, str(u["calls"]), f"{u['input_tokens']:,}", cached, f"{u['output_tokens']:,}",
+                      f"{u['cost_usd']:.4f}")
     con.print(table)
