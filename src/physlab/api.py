@@ -61,7 +61,8 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str =
                       max_wall: float | None = None, params: dict[str, Any] | None = None, seed: int = 0,
                       api_base: str | None = None, api_key_env: str | None = None,
                       resume: str | os.PathLike[str] | None = None, replace: bool = False,
-                      events: Callable[..., None] | None = None) -> Attempt:
+                      events: Callable[..., None] | None = None, role_models: dict[str, str] | None = None,
+                      output_mode: str | None = None) -> Attempt:
     """Run ``strategy`` with ``model`` on ``problem``, exactly as ``physlab solve`` does: a run
     workspace is written (``workspace``, default ``runs/<time>-<problem>-<strategy>/``) and the
     answer graded when the problem has a reference. Returns the Attempt: ``status``,
@@ -70,7 +71,9 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str =
     ``model``: ``provider:model``, ``scripted:NAME`` or ``replay:RUN_DIR`` (default:
     ``$PHYSLAB_MODEL``). ``budget`` or the ``max_*`` shortcuts cap calls, tokens, cost (USD) and
     wall time (s). ``params``: the strategy's parameters (``physlab strategies show NAME`` lists them).
-    ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...)."""
+    ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...).
+    ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
+    ``output_mode``: tool | native | prompted | auto (docs/serving.md)."""
     from physlab.llm.usage import Budget
     from physlab.strategies.runner import run_solve
 
@@ -84,7 +87,8 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str =
     budget = budget or Budget(**limits)
     return await run_solve(_problem(problem), strategy, model, workspace=workspace, budget=budget,
                            api_base=api_base, api_key_env=api_key_env, seed=seed, params=dict(params or {}),
-                           resume=resume, events=events, replace=replace)
+                           resume=resume, events=events, replace=replace, role_models=role_models,
+                           output_mode=output_mode)
 
 
 async def grade_async(problem: Problem | str | os.PathLike[str], candidate: str | os.PathLike[str], *,
