@@ -10,7 +10,7 @@ import json
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelResponse
 from pydantic_ai.usage import RequestUsage
 
 from physlab.errors import UserError

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from physlab.llm.standin import Habits, ScriptedResponder, StandinServer
-from physlab.llm.standin.server import VLLM_TOOLS_REFUSED
+from physlab.llm.standin.habits import VLLM_TOOLS_REFUSED
 
 TOOL = {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}
 

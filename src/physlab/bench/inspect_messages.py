@@ -44,7 +44,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from physlab.llm.recording import load_response, normalize_messages
+from physlab.llm.wire import load_response, normalize_messages
 from physlab.llm.usage import CallRecord
 
 # Inspect's stop reasons; pydantic-ai's finish reasons map onto them.

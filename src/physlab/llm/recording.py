@@ -29,7 +29,6 @@ recorded) like any other.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -39,7 +38,6 @@ from typing import Any, AsyncIterator, Callable, Sequence
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -61,49 +59,12 @@ from physlab.llm.pricing import Pricer
 from physlab.llm.server_limits import estimate_tokens, limit_refusal, refuses_tools, retry_after_s
 from physlab.llm.text_tools import TextToolsRequest, encode, needs_translation
 from physlab.llm.usage import CallRecord
+from physlab.llm.wire import dump_request, dump_response
 
-__all__ = ["ModelLimits", "RecordingModel", "RetryPolicy", "dump_request", "dump_response", "load_response",
-           "normalize_messages"]
+__all__ = ["ModelLimits", "RecordingModel", "RetryPolicy"]
 
 CONTINUE_PROMPT = ("Your previous reply was cut off by the output limit. Continue it exactly where it stopped: "
                    "no repetition, no preamble.")
-
-
-def dump_response(resp: ModelResponse) -> dict[str, Any]:
-    return ModelMessagesTypeAdapter.dump_python([resp], mode="json")[0]
-
-
-def load_response(data: dict[str, Any]) -> ModelResponse:
-    msg = ModelMessagesTypeAdapter.validate_python([data])[0]
-    assert isinstance(msg, ModelResponse)
-    return msg
-
-
-def dump_request(messages: list[ModelMessage], settings: ModelSettings | None,
-                 params: ModelRequestParameters | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")}
-    if settings:
-        out["settings"] = json.loads(json.dumps(dict(settings), default=str))
-    if params is not None:
-        out["tools"] = [t.name for t in params.function_tools]
-        out["output_tools"] = [t.name for t in params.output_tools]
-        if params.output_mode not in ("text", "tool", "auto"):
-            out["output_mode"] = params.output_mode
-    return out
-
-
-_VOLATILE_KEYS = frozenset({"timestamp", "run_id", "conversation_id", "model_id"})
-
-
-def normalize_messages(dumped: Any) -> Any:
-    """A dumped message list without the fields that differ between two runs of the same
-    conversation (timestamps, run ids, generated tool-call ids) - what replay compares to detect
-    divergence."""
-    if isinstance(dumped, dict):
-        return {k: normalize_messages(v) for k, v in dumped.items() if k not in _VOLATILE_KEYS}
-    if isinstance(dumped, list):
-        return [normalize_messages(v) for v in dumped]
-    return dumped
 
 
 @dataclass

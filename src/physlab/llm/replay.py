@@ -28,7 +28,7 @@ from pydantic_ai.settings import ModelSettings
 from physlab.errors import UserError
 from physlab.llm.errors import ReplayError
 from physlab.llm.meter import read_calls
-from physlab.llm.recording import load_response, normalize_messages
+from physlab.llm.wire import load_response, normalize_messages
 from physlab.llm.usage import CallRecord
 
 

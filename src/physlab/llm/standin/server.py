@@ -56,53 +56,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from physlab.llm.standin.habits import Habits, HabitState, rate_limit_headers
 from physlab.llm.standin.responders import EchoResponder, Reply, Responder, args_json, as_reply
 
 FAULT_KINDS = ("rate_limit", "server_error", "slow", "length", "malformed_tool_json", "unknown_tool",
                "empty_choices", "drop")
-
-VLLM_TOOLS_REFUSED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
-CACHE_BLOCK = 16  # tokens per prefix-cache block (vLLM's default block size)
-
-
-@dataclass
-class Habits:
-    """What the stand-in does on every request, like the real servers it plays (see the module doc)."""
-
-    refuse_tools: bool = False
-    default_max_tokens: int | None = None
-    max_output_tokens: int | None = None
-    context_window: int | None = None
-    rpm: int | None = None
-    rpm_window_s: float = 60.0
-    rate_limit_style: str = "openai"
-    usd_per_mtok: tuple[float, float] | None = None
-    prefix_cache: bool = False
-    api_key: str | None = None  # a request without "Authorization: Bearer <key>" gets a proxy's 401
-
-
-def _error(status: int, message: str, *, kind: str = "invalid_request_error", param: str | None = None,
-           code: Any = None) -> "Answer":
-    return Answer("json", status, {"error": {"message": message, "type": kind, "param": param, "code": code}})
-
-
-def rate_limit_headers(wait_s: float, style: str) -> dict[str, str]:
-    """Retry-After is whole seconds (RFC 9110); retry-after-ms (as OpenAI sends it) is exact; a LiteLLM
-    proxy passes an upstream's on with its own prefix."""
-    if style == "proxy":
-        return {"llm_provider-retry-after": str(math.ceil(wait_s)),
-                "llm_provider-retry-after-ms": str(int(wait_s * 1000))}
-    return {"Retry-After": str(math.ceil(wait_s)), "retry-after-ms": str(int(wait_s * 1000))}
-
-
-def rendered_prompt(body: dict[str, Any]) -> str:
-    """The prompt as a chat template would lay it out (tools first, then the messages), for prefix caching."""
-    parts = [json.dumps(body.get("tools") or [], sort_keys=True)]
-    for msg in body.get("messages", []):
-        parts.append(json.dumps({k: msg.get(k) for k in ("role", "content", "tool_calls", "tool_call_id")},
-                                sort_keys=True))
-    return "".join(parts)
-
 
 def count_tokens(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
@@ -124,18 +82,6 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     if body.get("tools"):
         n += count_tokens(json.dumps(body["tools"]))
     return n
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    lo, hi = 0, n  # binary search on prefix equality (C-speed slicing compares)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 @dataclass
@@ -320,16 +266,14 @@ class StandinServer:
                  habits: Habits | None = None) -> None:
         self.responder: Responder = responder or EchoResponder()
         self.habits = habits or Habits()
-        self._arrivals: deque[float] = deque()  # request times, for the rpm habit
-        self._prompts: list[str] = []  # prompts seen, for the prefix-cache habit
         self.costs: list[float] = []  # the cost stated for each answer (usd_per_mtok habit)
-        self._cut: list[str] = []  # the full text of replies cut by a cap, to continue them when asked
         self.usages: list[dict[str, Any]] = []  # the usage block of each answer sent, in order
         self.latency_s = latency_s
         self.model_name = model_name
         self.host = host
         self._port = port
         self.stats = StandinStats()
+        self._habits = HabitState(self.habits, prompt_tokens, self.stats.faults)
         self.requests: list[dict[str, Any]] = []
         self.served: dict[str, tuple[float, float]] = {}  # completion id -> (arrival time, latency given)
         self._faults: deque[Fault] = deque()
@@ -412,8 +356,9 @@ class StandinServer:
             return Answer("json", 429, {"error": {"message": "rate limited (stand-in)", "type": "rate_limit_error",
                                                   "code": "rate_limit_exceeded"}},
                           rate_limit_headers(ra, fault.opts.get("style", "openai")))
-        if (refused := self._habit_refusal(body)) is not None:
-            return refused
+        if (refused := self._habits.refusal(body)) is not None:
+            status, payload, headers = refused
+            return Answer("json", status, payload, headers)
         if fault and fault.kind == "server_error":
             return Answer("json", 500, {"error": {"message": "internal error (stand-in)", "type": "server_error"}})
         try:
@@ -433,48 +378,6 @@ class StandinServer:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return Answer("stream", 200, sse_events(completion, include_usage), counted=counted)
         return Answer("json", 200, completion, headers, counted=counted)
-
-    def _habit_refusal(self, body: dict[str, Any]) -> "Answer | None":
-        """A refusal the server's habits give this request (None: it is answered)."""
-        h = self.habits
-        if h.rpm is not None:
-            now = time.monotonic()
-            with self._lock:
-                while self._arrivals and now - self._arrivals[0] >= h.rpm_window_s:
-                    self._arrivals.popleft()
-                if len(self._arrivals) >= h.rpm:
-                    wait = h.rpm_window_s - (now - self._arrivals[0])
-                    self.stats.faults["rpm"] += 1
-                    answer = _error(429, f"Rate limit reached: {h.rpm} requests per {h.rpm_window_s:g}s (stand-in)",
-                                    kind="rate_limit_error", code="rate_limit_exceeded")
-                    answer.headers = rate_limit_headers(max(0.0, wait), h.rate_limit_style)
-                    return answer
-                self._arrivals.append(now)
-        tools = [t for t in body.get("tools") or [] if t.get("type") == "function"]
-        if h.refuse_tools and tools and body.get("tool_choice", "auto") != "none":
-            self.stats.faults["tools_refused"] += 1
-            return Answer("json", 400, {"object": "error", "message": VLLM_TOOLS_REFUSED, "type": "BadRequestError",
-                                        "param": None, "code": 400})
-        cap = body.get("max_completion_tokens") or body.get("max_tokens")
-        if h.max_output_tokens is not None and cap and cap > h.max_output_tokens:
-            self.stats.faults["cap_refused"] += 1
-            return _error(400, f"max_tokens is too large: {cap}. This model supports at most {h.max_output_tokens} "
-                               f"completion tokens, whereas you provided {cap}.", param="max_tokens",
-                          code="invalid_value")
-        if h.context_window is not None:
-            n = prompt_tokens(body)
-            if n + (cap or 0) > h.context_window or n >= h.context_window:
-                self.stats.faults["context_refused"] += 1
-                if cap:
-                    text = (f"This model's maximum context length is {h.context_window} tokens. However, you "
-                            f"requested {n + cap} tokens ({n} in the messages, {cap} in the completion). Please "
-                            "reduce the length of the messages or completion.")
-                else:
-                    text = (f"This model's maximum context length is {h.context_window} tokens. However, your "
-                            f"messages resulted in {n} tokens. Please reduce the length of the messages.")
-                return Answer("json", 400, {"object": "error", "message": text, "type": "BadRequestError",
-                                            "param": None, "code": 400})
-        return None
 
     def answered(self, answer: "Answer", handling_s: float, arrived: float, latency: float) -> None:
         """An answer went out: add the tokens it reported, and note when its request arrived."""
@@ -512,8 +415,8 @@ class StandinServer:
             empty["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": n_completion,
                               "total_tokens": n_prompt + n_completion}
             return empty, Reply(), n_prompt, n_completion
-        head, reply = self._continuing(body)
-        reply = reply or as_reply(self.responder(body))
+        head, rest = self._habits.continuing(body)
+        reply = Reply(content=rest) if rest is not None else as_reply(self.responder(body))
         content = reply.content
         calls = [(name, args_json(args)) for name, args in reply.tool_calls]
         finish = reply.finish_reason
@@ -537,8 +440,7 @@ class StandinServer:
         if kind == "length" or (cap and full > cap):
             budget_chars = (cap * 4) if (cap and full > cap) else max(1, len(content or "") // 2)
             if content and not calls:
-                with self._lock:  # a model asked to continue a cut text goes on where it stopped
-                    self._cut.append(head + content)
+                self._habits.remember_cut(head + content)  # asked to go on, it continues where it stopped
             if content:
                 content = content[:budget_chars]
                 budget_chars -= len(content)
@@ -561,33 +463,6 @@ class StandinServer:
                       "total_tokens": n_prompt + n_completion},
         }
         if self.habits.prefix_cache:
-            completion["usage"]["prompt_tokens_details"] = {"cached_tokens": self._cached_tokens(body, n_prompt)}
+            completion["usage"]["prompt_tokens_details"] = {"cached_tokens": self._habits.cached_tokens(body, n_prompt)}
         return completion, reply, n_prompt, n_completion
 
-    @staticmethod
-    def _continued_from(body: dict[str, Any]) -> str:
-        """The text of the assistant turn a continuation request carries ("" for any other request)."""
-        msgs = body.get("messages", [])
-        if len(msgs) >= 2 and msgs[-1].get("role") == "user" and msgs[-2].get("role") == "assistant" \
-                and not msgs[-2].get("tool_calls") and isinstance(msgs[-2].get("content"), str):
-            return msgs[-2]["content"]
-        return ""
-
-    def _continuing(self, body: dict[str, Any]) -> tuple[str, Reply | None]:
-        """(the start handed back, the rest of the reply) when this request hands back the start of
-        a reply cut earlier and asks for more; ("", None) for any other request."""
-        head = self._continued_from(body)
-        if not head:
-            return "", None
-        with self._lock:
-            full = next((f for f in reversed(self._cut) if f.startswith(head) and len(f) > len(head)), None)
-        return (head, Reply(content=full[len(head):])) if full is not None else ("", None)
-
-    def _cached_tokens(self, body: dict[str, Any], n_prompt: int) -> int:
-        """Tokens of this prompt's longest prefix seen in an earlier one, in whole cache blocks."""
-        text = rendered_prompt(body)
-        with self._lock:
-            best = max((_common_prefix(text, seen) for seen in self._prompts), default=0)
-            self._prompts.append(text)
-        tokens = min(n_prompt, best // 4)
-        return tokens - tokens % CACHE_BLOCK
