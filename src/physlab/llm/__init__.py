@@ -25,10 +25,12 @@ _LAZY = {
     "ModelDefaults": "physlab.llm.defaults",
     "ModelRegistry": "physlab.llm.defaults",
     "RecordingModel": "physlab.llm.recording",
-    "RetryPolicy": "physlab.llm.recording",
+    "RetryPolicy": "physlab.llm.defaults",
     "register_scenario": "physlab.llm.scripted",
     "register_scenario_module": "physlab.llm.scripted",
     "problem_prompt_parts": "physlab.llm.prompt",
+    "structured_output": "physlab.llm.output",
+    "fitting": "physlab.llm.context_fit",
 }
 
 __all__ = ["Budget", "CallRecord", "Usage", *_LAZY]
