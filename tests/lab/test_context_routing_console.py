@@ -101,3 +101,18 @@ def test_console_view_and_json_mode():
     sink("verdict", wh="WH-1", verdict="REFUTED")
     assert json.loads(buf.getvalue()) == {"event": "verdict", "wh": "WH-1", "verdict": "REFUTED"}
     make_console("quiet")("anything", x=1)
+
+
+def test_live_view_shows_a_request_waiting_out_a_rate_limit():
+    from rich.console import Console
+
+    v = LabView()
+    v.feed("role_start", {"role": "reviewer"})
+    v.feed("rate_limited", {"role": "reviewer", "wait_s": 12.0, "text": "waiting for rate limit (12s)"})
+    v.feed("output_mode", {"text": "openai:qwen3-32b: ... output mode auto -> prompted for the rest of the run"})
+    out = io.StringIO()
+    Console(file=out, width=160).print(v.renderable())
+    assert "reviewer — waiting for rate limit (12s)" in out.getvalue()
+    assert "auto -> prompted" in out.getvalue()
+    v.feed("role_end", {"role": "reviewer"})
+    assert v.waiting is None
