@@ -263,14 +263,16 @@ def test_api_base_points_anthropic_and_gemini_at_a_proxy(spec, expected):
 # ---- 7. a model per role -------------------------------------------------------------------------
 
 async def test_each_role_talks_to_its_own_model(tmp_path):
+    from physlab.problems.model import Problem
     from physlab.strategies.runner import run_solve
-    from tests.strategies.test_runner import CODE_REPLY, problem
 
-    with StandinServer(ScriptedResponder([CODE_REPLY], repeat_last=True), model_name="small") as small, \
-            StandinServer(ScriptedResponder([CODE_REPLY], repeat_last=True), model_name="large") as large:
+    code = "Work.\n\n```python\ndef answer(x):\n    y = 2 * x\n    return y\n```\n"
+    problem = Problem(id="double", statement="Return twice $x$.", answer_template="def answer(x):\n    y = ...\n    return y\n")
+    with StandinServer(ScriptedResponder([code], repeat_last=True), model_name="small") as small, \
+            StandinServer(ScriptedResponder([code], repeat_last=True), model_name="large") as large:
         registry = ModelRegistry(models={"openai:small": ModelDefaults(api_base=small.base_url),
                                          "openai:large": ModelDefaults(api_base=large.base_url)})
-        await run_solve(problem(), "two-step", "openai:small", workspace=tmp_path / "w", model_registry=registry,
+        await run_solve(problem, "two-step", "openai:small", workspace=tmp_path / "w", model_registry=registry,
                         role_models={"formatter": "openai:large", "critci": "openai:large"})
     assert len(small.requests) == 1 and len(large.requests) == 1  # the solver on one, the formatter on the other
     m = json.loads((tmp_path / "w" / "metrics.json").read_text())
