@@ -8,6 +8,7 @@ on stderr with exit code 2.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import typer
@@ -46,6 +47,10 @@ _register_all()
 @app.callback()
 def _root() -> None:
     """PhysLab command line."""
+    # The command line owns its terminal: pydantic-ai's first-run banner would land above (and
+    # inside) the live progress panel. Its documented switch; the environment variable rather than
+    # ``pydantic_ai.BANNER_ENABLED`` so that commands without a model need not import pydantic-ai.
+    os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
 
 # click's exceptions, from wherever this typer takes click (its own copy since typer 0.2x)

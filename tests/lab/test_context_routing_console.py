@@ -7,7 +7,8 @@ import json
 
 from physlab.lab import context as C
 from physlab.lab import routing
-from physlab.lab.console import LabView, make_console
+from physlab.lab.console import LabView
+from physlab.runs.console import make_console
 from physlab.lab.state import transitions as T
 from physlab.lab.state.invariants import check
 from physlab.lab.state.models import ResearchState
@@ -97,7 +98,7 @@ def test_console_view_and_json_mode():
     v.feed("completion_refused", {"blockers": ["CR-2 (ER-1) is open"]})
     assert "CR-2 (ER-1) is open" in v.events[-1]
     buf = io.StringIO()
-    sink = make_console("json", buf)
+    sink = make_console("json", stream=buf)
     sink("verdict", wh="WH-1", verdict="REFUTED")
     assert json.loads(buf.getvalue()) == {"event": "verdict", "wh": "WH-1", "verdict": "REFUTED"}
     make_console("quiet")("anything", x=1)

@@ -1,21 +1,15 @@
-"""Live view of a lab run, driven by the events the engine sends through ``ctx.events``.
+"""The lab's live panel: its state, fed by the events the engine sends through ``ctx.events``.
 
-``make_console("rich" | "json" | "quiet")`` returns an event sink ``(kind, **data) -> None``:
-- rich: a live panel (iteration, role at work, last verdicts and critiques, calls/tokens/cost);
-- json: one JSON object per event on stderr (for scripts);
-- quiet: nothing.
-Use it as the ``events=`` of ``physlab.strategies.runner.run_solve`` (the CLI does for ``lab``).
+The panel is shown by :func:`physlab.runs.console.make_console` (``--console live``, the default on
+a terminal); the same module gives the line, JSON and quiet modes.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 from collections import deque
-from typing import Any, Callable, TextIO
+from typing import Any
 
-EventSink = Callable[..., None]
+from physlab.runs.console import Usage, finished_text, one_line_rows
 
 
 class LabView:
@@ -27,18 +21,17 @@ class LabView:
         self.verdicts: deque[str] = deque(maxlen=5)
         self.critiques: deque[str] = deque(maxlen=5)
         self.events: deque[str] = deque(maxlen=6)
-        self.calls = self.tokens = 0
-        self.cost = 0.0
+        self.usage = Usage()
         self.status = "starting"
         self.waiting: str | None = None  # "waiting for rate limit (Ns)" while a request waits
-        self.started = time.monotonic()
+
+    # the usage as the panel shows it (calls, tokens and cost are the run's running totals)
+    calls = property(lambda self: self.usage.calls)
+    tokens = property(lambda self: self.usage.tokens)
+    cost = property(lambda self: self.usage.cost)
 
     def feed(self, kind: str, data: dict[str, Any]) -> None:
-        for key in ("calls", "tokens"):
-            if isinstance(data.get(key), int):
-                setattr(self, key, data[key])
-        if isinstance(data.get("cost_usd"), (int, float)):
-            self.cost = float(data["cost_usd"])
+        self.usage.take(data)
         if kind == "iteration":
             self.iteration, self.status = int(data.get("iteration", 0)), "running"
         elif kind == "role_start":
@@ -60,10 +53,11 @@ class LabView:
             self.events.append(f"[{kind}] " + str(data.get("text") or ""))
         elif kind == "completion_refused":
             self.events.append("[completion refused] " + "; ".join(map(str, data.get("blockers") or [])))
-        elif kind == "iteration_end":
-            self.events.append(f"it. {data.get('iteration')}: {str(data.get('summary', ''))[:140]}")
+        elif kind == "iteration_end":  # one row per thing the iteration did (whole, not cut at a width)
+            for item in data.get("items") or [data.get("summary") or "no progress"]:
+                self.events.append(f"it. {data.get('iteration')}: {item}")
         elif kind == "run_finished":
-            self.status = f"{data.get('status')} (verdict {data.get('verdict')})"
+            self.status = finished_text(data)
 
     def renderable(self):
         from rich.panel import Panel
@@ -73,41 +67,9 @@ class LabView:
         t.add_column(style="bold"); t.add_column()
         t.add_row("iteration", f"{self.iteration}   status: {self.status}")
         t.add_row("at work", (self.role or "—") + (f" — {self.waiting}" if self.waiting else ""))
-        t.add_row("usage", f"{self.calls} calls · {self.tokens:,} tokens · ${self.cost:.4f} · "
-                           f"{time.monotonic() - self.started:.0f}s")
-        t.add_row("verdicts", "\n".join(self.verdicts) or "—")
-        t.add_row("critiques", "\n".join(self.critiques) or "—")
-        t.add_row("recent", "\n".join(self.events) or "—")
+        t.add_row("usage", self.usage.line())
+        t.add_row("verdicts", one_line_rows(self.verdicts))
+        t.add_row("critiques", one_line_rows(self.critiques))
+        t.add_row("recent", one_line_rows(self.events))
         return Panel(t, title="PhysLab research lab")
 
-
-def make_console(mode: str = "rich", stream: TextIO | None = None) -> EventSink:
-    if mode == "quiet":
-        return lambda *a, **k: None
-    if mode == "json":
-        out = stream or sys.stderr
-
-        def emit_json(kind: str, **data: Any) -> None:
-            out.write(json.dumps({"event": kind, **data}, default=str) + "\n")
-            out.flush()
-        return emit_json
-    if mode != "rich":
-        from physlab.errors import UserError
-        raise UserError("console mode must be rich, json or quiet", field="--console")
-    from rich.console import Console
-    from rich.live import Live
-
-    view = LabView()
-    live = Live(view.renderable(), console=Console(file=stream or sys.stderr), refresh_per_second=4, transient=False)
-    started = False
-
-    def emit_rich(kind: str, **data: Any) -> None:
-        nonlocal started
-        if not started:
-            live.start()
-            started = True
-        view.feed(kind, data)
-        live.update(view.renderable())
-        if kind == "run_finished":
-            live.stop()
-    return emit_rich

@@ -222,10 +222,11 @@ class LabEngine:
                                                     on_demand=bool(decision and decision.request_audit)):
             await self._critic()
             await self._route_critiques()
-        summary = "; ".join(self.summary) or "no progress"
+        items = list(self.summary)          # (the commit starts the next iteration's summary)
+        summary = "; ".join(items) or "no progress"
         self.commit(f"iteration {it}: {summary}")
         total = time.perf_counter() - t_start
-        self.emit("iteration_end", iteration=it, summary=summary, **self._usage_data())
+        self.emit("iteration_end", iteration=it, summary=summary, items=items, **self._usage_data())
         self.emit("step", strategy="lab", step=f"iteration {it}: {summary}")
         self.timings.append({"iteration": it, "total_s": total, "commit_s": getattr(self, "_commit_s", 0.0)})
         return None

@@ -174,8 +174,8 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the workspace path."),
         as_json: bool = typer.Option(False, "--json", help="Print metrics.json."),
         console_mode: Optional[str] = typer.Option(
-            None, "--console", help="Progress display: live (the lab's live view; default for the lab on a "
-            "terminal), lines, json (one event per line on stderr) or quiet."),
+            None, "--console", help="Progress display: live (a live panel; the default on a terminal), lines "
+            "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
     ) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
         from physlab.llm.usage import Budget
@@ -199,11 +199,15 @@ def register(app: typer.Typer) -> None:
             params["resume_iteration"] = resume_iteration
         prob = load_problem(problem)
         events = _progress_sink(console_mode, strategy, quiet=quiet or as_json)
-        attempt = asyncio.run(run_solve(
-            prob, strategy, model, workspace=workspace, budget=budget, api_base=api_base,
-            api_key_env=api_key_env, seed=seed, params=params, resume=resume_dir, events=events,
-            max_in_flight=max_in_flight, models_config=models_config, replace=replace,
-            role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode)))
+        try:
+            attempt = asyncio.run(run_solve(
+                prob, strategy, model, workspace=workspace, budget=budget, api_base=api_base,
+                api_key_env=api_key_env, seed=seed, params=params, resume=resume_dir, events=events,
+                max_in_flight=max_in_flight, models_config=models_config, replace=replace,
+                role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode)))
+        finally:
+            if events is not None:
+                events.close()  # a live panel ends (and gives the cursor back) however the run ended
         ws_path = Path(attempt.details["workspace"])
         if as_json:
             typer.echo((ws_path / "metrics.json").read_text())
@@ -229,37 +233,16 @@ def split_resume(resume: str | None) -> tuple[Path | None, int | None]:
 
 
 def _progress_sink(mode: str | None, strategy: str, *, quiet: bool):
+    """The run's progress display: a live panel on a terminal (every strategy), lines otherwise."""
     import sys
+
+    from physlab.runs.console import make_console
 
     if mode is None:
         if quiet:
             return None
-        mode = "live" if strategy == "lab" and sys.stderr.isatty() else "lines"
-    if mode == "lines":
-        return _console_events()
-    if mode in ("live", "json", "quiet"):
-        from physlab.lab.console import make_console
-
-        return make_console({"live": "rich"}.get(mode, mode))
-    raise UserError("expected live, lines, json or quiet", field="--console")
-
-
-def _console_events():
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console(stderr=True)
-
-    def emit(kind: str, **data: Any) -> None:
-        if kind == "run_started":
-            console.print(f"[bold]{data['strategy']}[/] on [bold]{data['problem_id']}[/] with {data['model']} "
-                          f"-> {data['workspace']}")
-        elif kind == "step":
-            console.print(f"  [dim]{data.get('strategy', '')}: {data.get('step', '')}[/]")
-        elif kind in ("rate_limited", "output_mode", "notice", "context_too_long"):
-            console.print(f"  [yellow]{escape(str(data.get('text', kind)))}[/]")
-
-    return emit
+        mode = "live" if sys.stderr.isatty() else "lines"
+    return make_console(mode, strategy)
 
 
 def _print_summary(attempt: Any, ws: Path) -> None:

@@ -213,9 +213,18 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     reg = model_registry or ModelRegistry.load(models_config)
     ws, resuming, run_lock = _resolve_workspace(problem, strategy, workspace, resume, replace)
     calls_path = ws / "calls.jsonl"
+
+    def on_record(rec: CallRecord) -> None:
+        if on_call is not None:
+            on_call(rec)
+        try:  # the run's totals after each call: a live view's last frame agrees with the summary
+            emit("usage", role=rec.role, failed=rec.response is None, **_totals(meter))
+        except Exception:  # noqa: BLE001 - a broken progress display must not fail a model call
+            pass
+
     try:
         previous = read_calls(calls_path) if resuming and calls_path.is_file() else None
-        meter = RunMeter(budget, calls_path, previous=previous, on_record=on_call)
+        meter = RunMeter(budget, calls_path, previous=previous, on_record=on_record)
     except BaseException:
         run_lock.release()
         raise
@@ -257,7 +266,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
             await grade_checkpoints(attempt.checkpoints, bound)
         _write_metrics(attempt, meter, ws, seed=seed, api_base=api_base, started_at=started_at, models=models)
         emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
-             verdict=attempt.verdict.verdict if attempt.verdict else None)
+             verdict=attempt.verdict.verdict if attempt.verdict else None, wall_s=attempt.wall_s, **_totals(meter))
         return attempt
     except UserError:
         meter.close()
@@ -302,6 +311,12 @@ async def _run_strategy(scaffold: Strategy, ctx: RunContext, strategy: str, mode
         # a strategy bug: recorded in error.log, not shown as a traceback
         (ws / "error.log").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
         return ended("error", f"exception:{type(exc).__name__}", error=str(exc)[:2000])
+
+
+def _totals(meter: RunMeter) -> dict[str, Any]:
+    """The run's usage so far, as progress events carry it."""
+    t = meter.total()
+    return {"calls": t.calls, "tokens": t.total_tokens, "cost_usd": t.cost_usd}
 
 
 def answered(attempt: Attempt) -> bool:
