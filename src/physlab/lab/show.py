@@ -3,8 +3,11 @@ strategy's workspace (a `solve`, a sweep cell) its outcome from metrics.json and
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+from rich.markup import escape
 
 from physlab.errors import UserError
 from physlab.lab.answer import standing_of
@@ -78,8 +81,24 @@ def plain_summary(root: Path) -> dict[str, Any] | None:
         "run": str(root), "problem_id": metrics.get("problem_id"), "strategy": metrics.get("strategy"),
         "model": metrics.get("model"), "status": metrics.get("status"), "stop_reason": metrics.get("stop_reason"),
         "verdict": (metrics.get("verdict") or {}).get("verdict"), "wall_s": metrics.get("wall_s"),
+        "verdict_reason": (metrics.get("verdict") or {}).get("reason"),
         "error": (metrics.get("details") or {}).get("error"), "usage_by_role": usage_by_role(root),
+        **answer_files(root),
     }
+
+
+def answer_files(root: Path) -> dict[str, Any]:
+    """The run's final answer as written (ANSWER.md, answer.py), or what a run that ended without
+    one left behind (DRAFT_ANSWER.md, draft_answer.py: never graded)."""
+    def text(name: str) -> str | None:
+        path = root / name
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+    answer, code = text("ANSWER.md"), text("answer.py")
+    draft = answer is None and code is None
+    if draft:
+        answer, code = text("DRAFT_ANSWER.md"), text("draft_answer.py")
+    return {"answer": answer, "answer_code": code, "answer_is_draft": draft and (answer or code) is not None}
 
 
 def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
@@ -94,6 +113,7 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
     return {
         "run": str(ws.root), "problem_id": s.problem_id, "iteration": s.iteration, "status": s.status,
         "stop_reason": s.stop_reason, "verdict": (metrics.get("verdict") or {}).get("verdict"),
+        "verdict_reason": (metrics.get("verdict") or {}).get("reason"),
         "strategy_version": s.strategy_version,
         # "flagged" stays in the JSON (a contract) but is always false: what builds on a demoted
         # result is demoted with it, so an active result always has its dependencies established.
@@ -107,28 +127,30 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
         "human_messages": [{"id": h.id, "kind": h.kind, "on": h.on, "routed_to": h.routed_to} for h in s.human_messages],
         "last_iterations": [subject for _, subject in ws.history()[:last]],
         "usage_by_role": usage_by_role(ws.root),
+        **answer_files(ws.root),
     }
 
 
 def render(data: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.markup import escape
 
-    con = Console()
+    con = Console(highlight=False)
     if "iteration" not in data:  # not a lab run: its outcome and usage
         con.print(f"[bold]{data['problem_id']}[/] — {data['strategy']} with {data['model']}, status "
                   f"[bold]{data['status']}[/]" + _outcome(data))
         con.print(f"run: {data['run']}" + (f" ({data['wall_s']:.1f} s)" if data.get("wall_s") is not None else ""))
         if data.get("error"):
-            con.print(f"error: {data['error']}")
+            con.print(f"error: {data['error']}", markup=False)
+        _answer(con, data)
         _usage_table(con, data)
         return
     con.print(f"[bold]{data['problem_id']}[/] — iteration {data['iteration']}, status [bold]{data['status']}[/]"
               + _outcome(data))
     con.print(f"run: {data['run']}")
     con.print("\n[bold]Established results[/]")
-    for e in data["established_results"]:
-        con.print(f"  {e['id']} ({e['wh']}): {escape(e['claim'][:160])}")
+    for e in data["established_results"]:  # whole: a result cut short could end mid-formula
+        con.print(f"  {e['id']} ({e['wh']}){' (flagged)' if e.get('flagged') else ''}: {e['claim']}"
+                  + (f"\n      value: {e['value']}" if e.get("value") else ""), markup=False)
     if not data["established_results"]:
         con.print("  (none)")
     if data.get("best_answer"):
@@ -137,22 +159,54 @@ def render(data: dict[str, Any]) -> None:
     if data["hypotheses"]:
         con.print("[bold]Working hypotheses[/]")
         for w in data["hypotheses"]:
-            con.print(f"  {w['id']} \\[{w['status']}]: {escape(w['claim'][:160])}")
+            con.print(f"  {w['id']} ({w['status']}): {clip(w['claim'], 240)}", markup=False)
     if data["open_questions"]:
         con.print("[bold]Open questions[/]")
         for r in data["open_questions"]:
-            con.print(f"  {r['id']}: {r['question'][:160]}")
+            con.print(f"  {r['id']}: {clip(r['question'], 240)}", markup=False)
     if data["critiques"]:
         con.print("[bold]Critiques[/]  " + ", ".join(f"{c['id']}→{c['target']} {c['status']}" for c in data["critiques"]))
     con.print("\n[bold]Last iterations[/]")
     for subject in data["last_iterations"]:
-        con.print(f"  {subject[:200]}")
+        con.print(f"  {clip(subject, 300)}", markup=False)
+    _answer(con, data)
     _usage_table(con, data)
 
 
+_MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` shortened to about ``limit`` characters at a space outside any formula, marked
+    with an ellipsis (a formula is kept whole or left out, never cut in the middle)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    inside = [(m.start(), m.end()) for m in _MATH.finditer(text)]
+    cut = text.rfind(" ", 0, limit)
+    while cut > 0 and any(a < cut < b for a, b in inside):
+        cut = text.rfind(" ", 0, cut)
+    return (text[:cut] if cut > 0 else text[:limit]).rstrip() + " …"
+
+
+def _answer(con: Any, data: dict[str, Any]) -> None:
+    """The final answer as the run wrote it (ANSWER.md; answer.py when ANSWER.md does not hold it)."""
+    answer, code = data.get("answer"), data.get("answer_code")
+    if answer is None and code is None:
+        return
+    con.print("\n[bold]" + ("Draft answer[/] (the run ended without a final answer; not graded)"
+                            if data.get("answer_is_draft") else "Final answer[/]"))
+    if answer:
+        con.print(answer.rstrip(), markup=False)
+    if code and (not answer or code.strip() not in answer):
+        con.print(f"\n{code.rstrip()}", markup=False)
+
+
 def _outcome(data: dict[str, Any]) -> str:
-    return ((f" ({data['stop_reason']})" if data["stop_reason"] else "")
-            + (f", verdict [bold]{data['verdict']}[/]" if data["verdict"] else ""))
+    reason = data.get("verdict_reason")
+    return ((f" ({escape(data['stop_reason'])})" if data["stop_reason"] else "")
+            + (f", verdict [bold]{escape(data['verdict'])}[/]" if data["verdict"] else "")
+            + (f": {escape(reason)}" if data["verdict"] and reason else ""))
 
 
 def _usage_table(con: Any, data: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """`physlab runs ...`: inspect a lab run and talk to it while it goes or between resumes.
 
-    physlab runs show DIR [--json] [--last N]      (any run; the research state for a lab run)
+    physlab runs list [--root runs] [--json]       (every run: problem, strategy, model, status, verdict, cost)
+    physlab runs show DIR [--json] [--last N]      (any run; the research state for a lab run; its answer)
     physlab runs comment DIR --on WH-3 "text"      (shown to the orchestrator)
     physlab runs hint DIR "text"                   (orchestrator and workers)
     physlab runs challenge DIR --on ER-2 "text"    (to the adjudicator, like a critique)
@@ -16,6 +17,7 @@ next `--resume`). Resuming from an earlier iteration: `physlab runs rewind DIR -
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -28,6 +30,44 @@ from physlab.lab.show import open_run, render, summary
 
 runs_app = typer.Typer(help="Inspect lab runs and send them messages (comment, hint, challenge, redirect, pause, stop).",
                        no_args_is_help=True)
+
+
+@runs_app.command("list")
+def list_runs(root: Path = typer.Option(Path("runs"), "--root", help="The directory holding the runs (and sweeps' "
+                                         "run directories one level down)."),
+              as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """Every run under ROOT: id, problem, strategy, model, status, verdict, tokens, cost."""
+    # The dashboard's runs table reads them the same way: one summary of a run directory for both.
+    from physlab.web.paths import discover, resolve_run
+    from physlab.web.runs import summary as run_summary
+
+    if not root.is_dir():
+        raise UserError("no such runs directory", path=root, field="--root")
+    base = root.resolve()
+    rows = [run_summary(rid, resolve_run(base, rid), base) for rid in discover(base)]
+    if as_json:
+        typer.echo(json.dumps([{**r, "path": str(root / r["id"])} for r in rows], indent=2))
+        return
+    if not rows:
+        typer.echo(f"no runs under {root}")
+        return
+    cols = ("id", "problem", "strategy", "model", "status", "verdict", "tokens", "cost USD")
+    # the id as a path `physlab runs show` takes
+    cells = [(str(root / r["id"]), r["problem"], r["strategy"], r["model"], r["status"], r["verdict"] or "-",
+              r["tokens"], f"{r['cost_usd'] or 0:.4f}") for r in rows]
+    if not sys.stdout.isatty():  # a pipe (grep, awk, a file): one tab-separated line per run
+        for line in (cols, *cells):
+            typer.echo("\t".join(map(str, line)))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Runs under {root}")
+    for col in cols:
+        table.add_column(col, justify="right" if col in ("tokens", "cost USD") else "left", overflow="fold")
+    for *head, tokens, cost in cells:
+        table.add_row(*head, f"{tokens:,}", cost)
+    Console(highlight=False).print(table)
 
 
 @runs_app.command("show")

@@ -68,9 +68,12 @@ def signature(run: Path) -> tuple:
 
 
 def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
+    """One line of the runs table (and of `physlab runs list`). A finished run's totals come from
+    its metrics.json; calls.jsonl is read only while a run has none."""
     state = load_state(run, root)
     metrics = load_metrics(run, root)
-    calls = load_calls(run, root)
+    totals = metrics.get("totals") if isinstance(metrics.get("totals"), dict) else None
+    calls = load_calls(run, root) if totals is None else []
     total = Usage()
     for u in usage_by_role(calls).values():
         total = total.add(u)
@@ -80,6 +83,13 @@ def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
     if state is not None and state.status in ("paused", "stopped") and lock_holder(run):
         status = "resuming"  # a process holds the run: it has not committed its first iteration yet
     verdict = (metrics.get("verdict") or {}).get("verdict") if isinstance(metrics.get("verdict"), dict) else None
+    if totals is not None:
+        tokens, cost = totals.get("total_tokens", 0), totals.get("cost_usd", 0.0)
+        n_calls = totals.get("calls", 0) + metrics.get("failed_requests", 0)
+    else:
+        tokens = (metrics.get("input_tokens", 0) + metrics.get("output_tokens", 0) if "input_tokens" in metrics
+                  else total.total_tokens)
+        cost, n_calls = metrics.get("cost_usd", total.cost_usd), len(calls)
     return {
         "id": run_id,
         "status": status,
@@ -89,10 +99,9 @@ def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
         "model": metrics.get("model") or (calls[0].model if calls else ""),
         "iteration": state.iteration if state else None,
         "verdict": verdict,
-        "tokens": metrics.get("input_tokens", 0) + metrics.get("output_tokens", 0)
-        if "input_tokens" in metrics else total.total_tokens,
-        "cost_usd": metrics.get("cost_usd", total.cost_usd),
-        "calls": len(calls),
+        "tokens": tokens,
+        "cost_usd": cost,
+        "calls": n_calls,
         "finished": bool(metrics),
         "ran_as": metrics.get("ran_as"),  # what a cap turned the strategy into
         "reference_conditioned": bool(metrics.get("reference_conditioned")),  # a role saw the answer key
