@@ -43,8 +43,10 @@ def matches_reference(answer_code: str, problem) -> bool:
 
 def git_subjects(ws: Path) -> list[str]:
     import subprocess
+    from physlab.lab.workspace import ENDED
+
     out = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True, check=True).stdout
-    return out.splitlines()
+    return [s for s in out.splitlines() if not s.startswith(ENDED)]  # the lab's own commits (not the run's end)
 
 
 def lab_role_of():

@@ -12,7 +12,7 @@ from rich.markup import escape
 from physlab.errors import UserError
 from physlab.lab.answer import standing_of
 from physlab.lab.state.models import ResearchState
-from physlab.lab.workspace import RunWorkspace, read_json
+from physlab.lab.workspace import ENDED, RunWorkspace, read_json
 from physlab.llm.meter import read_calls
 
 
@@ -125,7 +125,7 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
         "open_questions": [{"id": r.id, "question": r.question} for r in s.rqs if r.status == "open"],
         "critiques": [{"id": c.id, "target": c.target or c.target_type, "status": c.status} for c in s.critiques],
         "human_messages": [{"id": h.id, "kind": h.kind, "on": h.on, "routed_to": h.routed_to} for h in s.human_messages],
-        "last_iterations": [subject for _, subject in ws.history()[:last]],
+        "last_iterations": [subject for _, subject in ws.history() if not subject.startswith(ENDED)][:last],
         "usage_by_role": usage_by_role(ws.root),
         **answer_files(ws.root),
     }

@@ -32,6 +32,7 @@ LOCK = ".physlab.lock"
 LOCK_FD_ENV = "PHYSLAB_RUN_LOCK_FD"  # a lock descriptor handed down by the process that started us
 _GIT_ID = ["-c", "user.name=PhysLab lab", "-c", "user.email=lab@physlab.invalid", "-c", "commit.gpgsign=false"]
 _ITER = re.compile(r"^iteration (\d+)\b")
+ENDED = "run ended"  # the subject of the commit a run's end adds (its answer and metrics.json)
 
 
 class RunWorkspace:
@@ -76,6 +77,21 @@ class RunWorkspace:
         self.git("add", "-A", "--", ".", f":(exclude){LOCK}")
         self.git("commit", "-q", "--allow-empty", "--no-verify", "-m", message)
         return self.git("rev-parse", "HEAD").strip()
+
+    def commit_outcome(self, message: str) -> bool:
+        """Commit what the run wrote after its last iteration (the final ANSWER.md, metrics.json),
+        so that a finished run's tree is clean. A session that added no iteration (a resume of a
+        finished run) replaces the previous end commit instead of stacking another one. False when
+        there was nothing new to commit."""
+        if not self.is_repo:
+            return False
+        self.git("add", "-A")
+        if not self.git("status", "--porcelain").strip():
+            return False
+        history = self.history()
+        again = ["--amend"] if history and history[0][1].startswith(ENDED) else []
+        self.git("commit", "-q", "--no-verify", *again, "-m", message)
+        return True
 
     # ------------------------------------------------------------------ loading
     def history(self) -> list[tuple[str, str]]:

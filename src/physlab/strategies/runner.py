@@ -265,6 +265,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
         if bound is not None:
             await grade_checkpoints(attempt.checkpoints, bound)
         _write_metrics(attempt, meter, ws, seed=seed, api_base=api_base, started_at=started_at, models=models)
+        _commit_outcome(attempt, ws)
         emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
              verdict=attempt.verdict.verdict if attempt.verdict else None, wall_s=attempt.wall_s, **_totals(meter))
         return attempt
@@ -313,6 +314,20 @@ async def _run_strategy(scaffold: Strategy, ctx: RunContext, strategy: str, mode
         return ended("error", f"exception:{type(exc).__name__}", error=str(exc)[:2000])
 
 
+def _commit_outcome(attempt: Attempt, ws: Path) -> None:
+    """A run kept in git (the lab) gets one last commit with what was written after its last
+    iteration (the final ANSWER.md and answer.py, metrics.json): its tree ends clean."""
+    if not (ws / ".git").is_dir():
+        return
+    from physlab.lab.workspace import ENDED, RunWorkspace  # the run directory's own git helpers
+
+    verdict = f", verdict {attempt.verdict.verdict}" if attempt.verdict else ""
+    try:
+        RunWorkspace(ws).commit_outcome(f"{ENDED}: {attempt.status}{verdict} ({attempt.stop_reason})")
+    except RuntimeError:  # git failed: the files are written all the same; the next commit takes them
+        pass
+
+
 def _totals(meter: RunMeter) -> dict[str, Any]:
     """The run's usage so far, as progress events carry it."""
     t = meter.total()
@@ -346,7 +361,7 @@ def _write_answer(attempt: Attempt, problem: Problem, ws: Path) -> None:
 
 
 async def _grade(attempt: Attempt, problem: Problem, bound: BoundGrader | None) -> Verdict | None:
-    if not problem.gradable:
+    if not problem.gradable or attempt.status == "paused":  # a paused run has no answer to grade yet
         return None
     if not answered(attempt):
         return Verdict(verdict="invalid", reason=f"no answer ({attempt.status}: {attempt.stop_reason})")
