@@ -54,7 +54,7 @@ async def test_human_messages_pause_resume_and_routing(tmp_path):
     model = register("lab-mini-pause", Pausing)
     a = await solve(ws, model, problem=mini_problem())
     s = state_of(ws)
-    assert s.status == "paused" and a.status == "no_answer" and s.iteration == 3
+    assert s.status == "paused" and a.status == "paused" and a.verdict is None and s.iteration == 3
     er = s.active_ers()[0].id
     inbox.post(ws, "challenge", "UPHOLD: the product was never cross-checked", on=er)
     inbox.post(ws, "redirect", "Also derive it by repeated addition")

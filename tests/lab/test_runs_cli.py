@@ -47,10 +47,12 @@ async def test_runs_messages_land_in_the_inbox(finished_run):
     for args in (["comment", str(finished_run), "check the sign", "--on", "WH-1"],
                  ["hint", str(finished_run), "try symmetry"],
                  ["challenge", str(finished_run), "doubt it", "--on", "ER-1"],
-                 ["redirect", str(finished_run), "change course"],
-                 ["pause", str(finished_run)], ["stop", str(finished_run)]):
+                 ["redirect", str(finished_run), "change course"]):
         res = runner.invoke(app, ["runs", *args])
         assert res.exit_code == 0, res.output
+    runner.invoke(app, ["runs", "rewind", str(finished_run), "--to", "1"])   # running again: it can be paused
+    for kind in ("pause", "stop"):
+        assert runner.invoke(app, ["runs", kind, str(finished_run)]).exit_code == 0
     msgs = inbox.read(finished_run)
     assert [m["kind"] for m in msgs] == ["comment", "hint", "challenge", "redirect", "pause", "stop"]
     assert msgs[0]["on"] == "WH-1" and msgs[2]["on"] == "ER-1"

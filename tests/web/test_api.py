@@ -44,7 +44,7 @@ def test_run_page_renders_graph_math_and_escapes_model_output(client):
     assert "iteration 2: WH-1 VERIFIED -&gt; ER-1" in html           # timeline from git
     assert 'aria-label="tokens per role"' in html and "orchestrator" in html
     assert "plan the work" in html and "dispatch computer" in html   # prompt and reply of a call
-    assert client.get("/fragments/runs/lab1").text.startswith('<p id="run-status">')
+    assert client.get("/fragments/runs/lab1").text.startswith('<p id="run-status"')
 
 
 def test_run_json_calls_and_files(client):
@@ -145,15 +145,29 @@ def test_actions_need_json_same_origin_and_a_lab_run(client, runs_root):
     assert inbox.read(runs_root / "lab1") == []
 
 
-def test_resume_only_when_paused(runs_root):
+def test_resume_accepts_what_the_cli_accepts(runs_root, tmp_path):
     seen = []
     app = create_app(runs_root, resumer=lambda run, summary, problem, lock: seen.append((run.name, problem)) or "resuming")
     c = TestClient(app, base_url="http://127.0.0.1")
-    assert c.post("/api/runs/lab1/actions", json={"kind": "resume"}).status_code == 409 and seen == []
+    problem = tmp_path / "demo.yaml"
+    problem.write_text("id: demo_problem\nproblem: Find $F(p)$.\n")
+
+    def resume(spec=str(problem)):
+        return c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": spec})
+
     ws = RunWorkspace(runs_root / "lab1")
-    ws.commit(T.set_status(ws.load(), "paused", "paused by the physicist"), "iteration 3: paused by the physicist")
-    r = c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": "examples/x"})
-    assert r.status_code == 200 and seen == [("lab1", "examples/x")]
+    for status in ("paused", "stopped", "complete", "partially_complete", "no_answer"):  # all `--resume` takes
+        ws.commit(T.set_status(ws.load(), status, "test"), f"iteration 3: {status}")
+        assert resume().status_code == 200
+    assert seen == [("lab1", str(problem))] * 5
+    # a problem that does not load, or another run's: refused in one line before anything starts
+    r = resume(str(tmp_path / "missing.yaml"))
+    assert r.status_code == 400 and r.json()["detail"].startswith("problem: ") and "\n" not in r.json()["detail"]
+    other = tmp_path / "other.yaml"
+    other.write_text("id: other_problem\nproblem: Find $G$.\n")
+    r = resume(str(other))
+    assert r.status_code == 400 and "this run is on 'demo_problem'" in r.json()["detail"]
+    assert len(seen) == 5
 
 
 def test_token_required_when_set(runs_root):

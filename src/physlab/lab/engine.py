@@ -146,6 +146,7 @@ class LabEngine:
             loaded = self.ws.rewind(from_iteration)
         if loaded is not None:
             self.state = T.settle(loaded)     # a run saved before dependents were demoted with their base
+            self._drop_stale_controls()
             if self._finished():
                 if not self._has_new_messages():
                     return self._outcome()
@@ -185,6 +186,22 @@ class LabEngine:
         """A completed run (with a template answer, or a text answer for an open question)."""
         s = self.state
         return s.status == "complete" and (s.final_answer_code is not None or s.final_answer_text is not None)
+
+    def _drop_stale_controls(self) -> None:
+        """On --resume, a pause or stop that reached the run after it had ended (or a pause sent to
+        a paused run) is taken in without effect: acting on it would turn the answer of a run the
+        physicist chose to continue into no answer."""
+        status, dropped = self.state.status, False
+        for msg in inbox.pending(self.ws.root, self.state.inbox_consumed):
+            if inbox.refusal(status, msg["kind"]) is None:
+                continue
+            self.state, hid = T.receive_human(self.state, kind=msg["kind"], text=str(msg.get("text", "")),
+                                              on=msg.get("on"), inbox_id=msg["id"])
+            self.note("human_ignored", f"{hid} {msg['kind']}: the run was already {status} when it was sent; "
+                                       "resuming it continues the research")
+            dropped = True
+        if dropped:  # taken in for good: the next commit (an iteration's, or the run's end) records it
+            self.ws.write_state(self.state)
 
     def _has_new_messages(self) -> bool:
         """Messages the physicist sent after the run ended reopen it on --resume (a challenge to a

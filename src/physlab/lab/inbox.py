@@ -87,3 +87,28 @@ def read(run_dir: str | Path) -> list[dict]:
 def pending(run_dir: str | Path, consumed: list[str]) -> list[dict]:
     done = set(consumed)
     return [m for m in read(run_dir) if m["id"] not in done]
+
+
+# What a message means depends on the state of the run it is sent to.
+ENDED = ("complete", "partially_complete", "stopped", "no_answer")
+
+
+def refusal(status: str, kind: str) -> str | None:
+    """Why a message of ``kind`` makes no sense for a run whose state is ``status`` (None: it
+    does). Pausing or stopping a run that has ended would only undo its answer at the next resume;
+    pausing a paused run does nothing."""
+    if kind in ("pause", "stop") and status in ENDED:
+        return f"this run has already ended ({status}): there is nothing to {kind}"
+    if kind == "pause" and status == "paused":
+        return "this run is already paused"
+    return None
+
+
+def when_taken_in(status: str, run_dir: str | Path) -> str:
+    """When a run in state ``status`` takes in a message (the answer to "queued; and then?")."""
+    resume = f"`physlab solve PROBLEM --strategy lab --resume {run_dir}`"
+    if status == "running":
+        return "the run takes it in at its next iteration boundary"
+    if status == "paused":
+        return f"the run is paused: it takes it in when you resume it ({resume})"
+    return f"this run has ended ({status}): {resume} takes it in and continues the research"

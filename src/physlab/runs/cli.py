@@ -25,7 +25,6 @@ import typer
 
 from physlab.errors import UserError
 from physlab.lab import inbox
-from physlab.lab.state.models import ResearchState
 from physlab.lab.show import open_run, render, summary
 
 runs_app = typer.Typer(help="Inspect lab runs and send them messages (comment, hint, challenge, redirect, pause, stop).",
@@ -87,17 +86,11 @@ def _post(run_dir: Path, kind: str, text: str = "", on: str | None = None) -> No
     _, state = open_run(run_dir)
     if on and state.find(on) is None:  # ids are never removed: an unknown one is a typo
         raise UserError(f"{on} is not in this run (see `physlab runs show {run_dir}`)", field="--on")
+    refused = inbox.refusal(state.status, kind)
+    if refused:
+        raise UserError(refused, path=run_dir)
     mid = inbox.post(run_dir, kind, text, on)
-    typer.echo(f"{kind} queued ({mid}); " + _when_taken_in(state, run_dir, kind))
-
-
-def _when_taken_in(state: ResearchState, run_dir: Path, kind: str) -> str:
-    if state.status in ("running", "paused"):
-        return "the run takes it in at its next iteration boundary"
-    if kind in ("pause", "stop"):
-        return f"this run has already ended ({state.status})"
-    return (f"this run has ended ({state.status}): `physlab solve PROBLEM --strategy lab --resume {run_dir}` "
-            "takes it in")
+    typer.echo(f"{kind} queued ({mid}); " + inbox.when_taken_in(state.status, run_dir))
 
 
 @runs_app.command("comment")

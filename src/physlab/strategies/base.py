@@ -16,6 +16,7 @@ AttemptStatus = Literal[
     "complete",  # a final answer was produced the normal way
     "partially_complete",  # a budget ended the run; the best supported answer was written
     "no_answer",  # the run ended without a final answer
+    "paused",  # the physicist paused it (the lab): no final answer yet, continue with --resume
     "error",  # the run failed (model errors exhausted retries, ...)
 ]
 

@@ -65,7 +65,8 @@ class LabStrategy(Strategy[LabParams]):
         engine = LabEngine(ctx, settings)
         out = await engine.run(resume=bool(ctx.resume) or from_iteration is not None,
                                from_iteration=from_iteration)
-        status = {"complete": "complete", "partially_complete": "partially_complete"}.get(out.status, "no_answer")
+        status = {"complete": "complete", "partially_complete": "partially_complete",
+                  "paused": "paused"}.get(out.status, "no_answer")
         if status == "partially_complete" and not (out.answer_code or out.answer_text):
             status = "no_answer"
         s = out.state

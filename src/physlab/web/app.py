@@ -54,23 +54,39 @@ class Action(BaseModel):
     problem: str | None = Field(default=None, max_length=1000, description="resume only: the problem spec")
 
 
-def default_resumer(run: Path, summary: dict[str, Any], problem: str | None, lock: RunLock) -> str:
-    """Continue a paused/stopped lab run in a detached `physlab solve --resume` process, which
-    inherits the run's lock (taken before it starts): a second resume is refused meanwhile."""
-    spec = problem or summary["problem"]
-    cmd = [sys.executable, "-m", "physlab", "solve", spec, "--strategy", "lab", "--resume", str(run)]
+def default_resumer(run: Path, summary: dict[str, Any], problem: str, lock: RunLock) -> str:
+    """Continue a lab run that is not running in a detached `physlab solve PROBLEM --resume RUN`
+    process, with the run's model (and server). The process inherits the run's lock (taken before
+    it starts: a second resume is refused meanwhile) and is waited for by a thread of ours, so that
+    it leaves no defunct entry in the process table when it ends."""
+    cmd = [sys.executable, "-m", "physlab", "solve", problem, "--strategy", "lab", "--resume", str(run),
+           "--console", "quiet"]
     if summary.get("model"):
         cmd += ["--model", summary["model"]]
+    if summary.get("api_base"):
+        cmd += ["--api-base", summary["api_base"]]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True, pass_fds=(lock.fd,),
                             env={**os.environ, LOCK_FD_ENV: str(lock.fd)})
     lock.hand_over(proc.pid)
+    threading.Thread(target=proc.wait, name=f"physlab-resume-{proc.pid}", daemon=True).start()
     return f"resuming (pid {proc.pid})"
+
+
+def resume_problem(spec: str, problem_id: str) -> str:
+    """The problem a resume runs on, checked as `physlab solve` would check it (a UserError: one
+    line) before any process starts: it must load, and be the run's own problem."""
+    from physlab.problems import resolve_problem
+
+    loaded = resolve_problem(spec)
+    if problem_id and loaded.id != problem_id:
+        raise UserError(f"'{spec}' is problem '{loaded.id}'; this run is on '{problem_id}'")
+    return spec
 
 
 def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str | None = None,
                poll_s: float = 0.5, sse_max_s: float = 300.0,
-               resumer: Callable[[Path, dict[str, Any], str | None, RunLock], str] = default_resumer) -> FastAPI:
+               resumer: Callable[[Path, dict[str, Any], str, RunLock], str] = default_resumer) -> FastAPI:
     root = Path(runs_dir).resolve()
     app = FastAPI(title="PhysLab", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.root, app.state.db, app.state.token = root, Path(db) if db else None, token
@@ -210,30 +226,37 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
             raise HTTPException(422, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
         state = runs.load_state(run, root)
         if state is None:
-            raise HTTPException(409, "not a lab run (no readable state.json)")
+            raise HTTPException(409, "not a lab run (no readable state.json): only the lab takes messages")
         if action.on is not None and state.find(action.on) is None:
             raise HTTPException(400, f"on: no {action.on} in this run")
-        if action.kind == "resume":
-            if state.status not in ("paused", "stopped"):
-                raise HTTPException(409, f"the run is {state.status}, not paused")
+        if action.kind == "resume":  # what `physlab solve PROBLEM --strategy lab --resume RUN` accepts
+            summary = runs.summary(run_id, run, root)
+            try:
+                spec = await asyncio.to_thread(resume_problem, (action.problem or "").strip() or summary["problem"],
+                                               summary["problem"])
+            except UserError as exc:
+                raise HTTPException(400, f"problem: {exc} (give the problem as `physlab solve` takes it)") from None
             try:  # taken before a process starts, so the page shows "resuming" and a 2nd post is refused
                 lock = lock_run(run)
             except UserError:
                 pid = lock_holder(run)
                 raise HTTPException(409, f"the run is already resuming or running{f' (pid {pid})' if pid else ''}") from None
             try:
-                msg = await asyncio.to_thread(resumer, run, runs.summary(run_id, run, root), action.problem, lock)
+                msg = await asyncio.to_thread(resumer, run, summary, spec, lock)
             finally:
                 lock.release()  # nothing left to release when the resumer handed it to its process
             return {"queued": False, "detail": msg}
         if action.kind in ("comment", "hint", "redirect", "challenge") and not action.text.strip():
             raise HTTPException(422, f"text: a {action.kind} needs a message")
+        refused = inbox.refusal(state.status, action.kind)
+        if refused:
+            raise HTTPException(409, refused)
         try:
             mid = inbox.post(run, action.kind, action.text, action.on)
         except UserError as exc:
             raise HTTPException(400, str(exc)) from None
         return {"queued": True, "id": mid,
-                "detail": f"{action.kind} queued ({mid}); the run takes it in at its next iteration boundary"}
+                "detail": f"{action.kind} queued ({mid}); {inbox.when_taken_in(state.status, run)}"}
 
     @app.get("/api/runs/{run_id:path}")
     def api_run(run_id: str):

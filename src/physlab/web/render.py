@@ -17,7 +17,7 @@ from physlab.lab.state.models import ResearchState
 from physlab.web import svg
 from physlab.web.mathml import rich, tex_value
 
-ACTIONS = ("comment", "hint", "challenge", "redirect", "pause", "resume", "stop")
+MESSAGES = ("comment", "hint", "challenge", "redirect")  # pause, stop and resume are buttons of their own
 
 
 def run_link(run_id: str) -> str:
@@ -116,7 +116,7 @@ def run_page(run_id: str, d: dict[str, Any]) -> str:
     s = d["state"]
     claim_ids = [] if s is None else [x.id for x in (*s.ers, *s.whs, *s.rqs)]
     return page("run.html", run_id, script="app.js", data={"events": f"/api/events{link}", "actions": f"/api{link}/actions"},
-                run_id=run_id, link=link, actions=ACTIONS, claim_ids=claim_ids, **_fragment_context(d))
+                run_id=run_id, link=link, messages=MESSAGES, claim_ids=claim_ids, **_fragment_context(d))
 
 
 def login_page(error: str = "") -> str:

@@ -105,7 +105,18 @@ def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
         "finished": bool(metrics),
         "ran_as": metrics.get("ran_as"),  # what a cap turned the strategy into
         "reference_conditioned": bool(metrics.get("reference_conditioned")),  # a role saw the answer key
+        "api_base": metrics.get("api_base"),
+        "talk": talk_state(state),
     }
+
+
+def talk_state(state: ResearchState | None) -> str | None:
+    """What the physicist can do with a run: ``running`` (messages are taken in at the next
+    iteration boundary; pause, stop), ``paused`` (messages wait for a resume; stop, resume),
+    ``ended`` (messages reopen it at a resume; resume); None: not a lab run, it takes no messages."""
+    if state is None:
+        return None
+    return state.status if state.status in ("running", "paused") else "ended"
 
 
 def history(run: Path, root: Path) -> list[dict[str, Any]]:

@@ -13,6 +13,9 @@
     if (!resp.ok) return;
     live.innerHTML = await resp.text();
     open.forEach((id) => { const d = document.getElementById(id); if (d) d.open = true; });
+    const status = document.getElementById("run-status");
+    const form = document.getElementById("action-form");
+    if (status && form && status.dataset.talk) form.dataset.state = status.dataset.talk;  // which buttons apply
     body.dataset.refreshed = String(Date.now());
   }
 
@@ -32,6 +35,7 @@
     async function send(kind, text, on) {
       const payload = { kind: kind, text: text || "" };
       if (on) payload.on = on;
+      if (kind === "resume") payload.problem = document.getElementById("resume-problem").value.trim();
       const resp = await fetch(body.dataset.actions, {
         method: "POST", credentials: "same-origin",
         headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload),
