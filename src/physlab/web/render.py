@@ -1,11 +1,13 @@
 """Server-side HTML for the dashboard: Jinja2 templates (``templates/``, package data) with
 autoescaping, so everything from a run (model output included) is escaped unless it went through
-:func:`physlab.web.mathml.rich` (LaTeX as allow-listed MathML). The browser only swaps these
-fragments in."""
+the ``md``/``md_inline`` filters (:mod:`physlab.web.markdown`: Markdown without raw HTML, LaTeX as
+allow-listed MathML). The browser only swaps these fragments in."""
 
 from __future__ import annotations
 
+import ast
 import json
+import textwrap
 import time
 from typing import Any
 from urllib.parse import quote
@@ -15,7 +17,8 @@ from markupsafe import Markup
 
 from physlab.lab.state.models import ResearchState
 from physlab.web import svg
-from physlab.web.mathml import rich, tex_value
+from physlab.web.markdown import markdown_html, markdown_inline
+from physlab.web.mathml import tex_value
 
 MESSAGES = ("comment", "hint", "challenge", "redirect")  # pause, stop and resume are buttons of their own
 
@@ -56,7 +59,8 @@ def _message_text(obj: Any, limit: int = 6000) -> str:
 ENV = Environment(loader=PackageLoader("physlab.web", "templates"), autoescape=True, trim_blocks=True,
                   lstrip_blocks=True)
 ENV.filters.update(
-    rich=lambda text, limit=None: Markup(rich(text, limit)),  # escaped text and sanitised MathML
+    md=lambda text, limit=None: Markup(markdown_html(text, limit)),  # no raw HTML; sanitised MathML
+    md_inline=lambda text, limit=None: Markup(markdown_inline(text, limit)),
     tex_value=lambda value: Markup(tex_value(value)),
     num=lambda x, spec=",": "" if x is None else format(x, spec),
     clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)),
@@ -97,6 +101,25 @@ def _graph(s: ResearchState) -> dict[str, Any]:
             "er_tags": {e.id: e.status for e in s.ers}}
 
 
+def filled_answer(code: str | None) -> str | None:
+    """What the run filled into the template: the body of its ``answer`` function without the
+    docstring and comments (``F = 1 - 3*p**2`` / ``return F``), shown above the whole file.
+    None when the code does not parse or has no such function."""
+    if not code:
+        return None
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    func = next((f for f in funcs if f.name == "answer"), funcs[0] if funcs else None)
+    if func is None:
+        return None
+    body = func.body[1:] if ast.get_docstring(func) is not None else func.body
+    lines = [textwrap.dedent(ast.get_source_segment(code, stmt, padded=True) or "") for stmt in body]
+    return "\n".join(line for line in lines if line.strip()) or None
+
+
 def _fragment_context(d: dict[str, Any]) -> dict[str, Any]:
     s: ResearchState | None = d["state"]
     consumed = set(s.inbox_consumed) if s else set()
@@ -104,7 +127,10 @@ def _fragment_context(d: dict[str, Any]) -> dict[str, Any]:
     return {"d": d, "pending": [m for m in d["inbox"] if m["id"] not in consumed],
             "verdict": verdict if isinstance(verdict, dict) else None,
             "graph": _graph(s) if s is not None else None, "usage": svg.usage_bars(d["usage"]),
-            "run_path": quote(d["summary"]["id"], safe="/")}
+            "run_path": quote(d["summary"]["id"], safe="/"), "filled": filled_answer(d["answer_py"]),
+            # a run that is going (or paused) shows its best answer so far, not a final one
+            "answer_title": "Final answer" if d["metrics"].get("has_answer") and (s is None or s.status not in (
+                "running", "paused")) else "Best answer so far (provisional)"}
 
 
 def run_fragment(d: dict[str, Any]) -> str:
