@@ -39,7 +39,8 @@ from physlab.web.sweeps import FILTERS, report_data, sweeps_page
 
 COOKIE = "physlab_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-FILES = ("PROBLEM.md", "ANSWER.md", "answer.py", "RESEARCH_STATE.md", "LOG.md", "state.json", "metrics.json")
+FILES = ("PROBLEM.md", "ANSWER.md", "answer.py", "RESEARCH_STATE.md", "LOG.md", "state.json", "metrics.json",
+         "error.log")
 STATIC = Path(__file__).parent / "static"
 # The pages load only their own script and stylesheet: injected markup could not run a script even
 # if it got past the templates' escaping.

@@ -135,12 +135,35 @@ def history(run: Path, root: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def failure(metrics: dict[str, Any], state: ResearchState | None, calls: list[CallRecord],
+            error_log: str | None) -> dict[str, Any] | None:
+    """Why a run ended without an answer, as its files tell it: its status and stop reason, the
+    error, the role whose model call failed (or that was at work when the strategy raised), the
+    last line of the traceback in error.log, and the lab's role failures. None for a run that is
+    going or produced an answer."""
+    details = metrics.get("details") if isinstance(metrics.get("details"), dict) else {}
+    status = metrics.get("status")
+    if status not in ("error", "no_answer"):  # (an error.log a later session recovered from stays quiet)
+        return None
+    failed = [c for c in calls if c.error]
+    role = failed[-1].role if failed else (calls[-1].role if calls else None)
+    last_line = next((line for line in reversed((error_log or "").splitlines()) if line.strip()), None)
+    role_failures = [e.text for e in state.events if e.kind == "role_failed"][-5:] if state else []
+    return {"status": status, "stop_reason": metrics.get("stop_reason"), "error": details.get("error"),
+            "role": role, "role_call_failed": bool(failed), "exception": last_line, "error_log": error_log,
+            "role_failures": role_failures}
+
+
 def detail(run_id: str, run: Path, root: Path) -> dict[str, Any]:
     calls = load_calls(run, root)
+    metrics = load_metrics(run, root)
+    state = load_state(run, root)
+    error_log = read_text(run, root, "error.log", 200_000)
     return {
         "summary": summary(run_id, run, root),
-        "state": load_state(run, root),
-        "metrics": load_metrics(run, root),
+        "state": state,
+        "metrics": metrics,
+        "failure": failure(metrics, state, calls, error_log),
         "calls": calls,
         "usage": usage_by_role(calls),
         "history": history(run, root),
