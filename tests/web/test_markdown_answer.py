@@ -89,3 +89,11 @@ def test_the_filled_answer_comes_first_above_the_template(lab):
     assert order == sorted(order)                                               # answer first, then the rest
     assert 'class="full" id="answer-py"' in html and "Return the expression" in html
     assert code.splitlines()[0] in html
+
+
+def test_python_in_prose_stays_a_formula():
+    from physlab.web.markdown import markdown_html
+
+    html = markdown_html("F(p) = (229376*p**5 - 1116160*p**4)/(x*y), **bold** and *slanted*")
+    assert "229376*p**5 - 1116160*p**4" in html and "(x*y)" in html
+    assert html.count("<strong>") == 1 and html.count("<em>") == 1

@@ -35,7 +35,7 @@ from physlab.lab import inbox
 from physlab.lab.workspace import LOCK_FD_ENV, RunLock, lock_holder, lock_run
 from physlab.web import render, runs
 from physlab.web.paths import NotFound, discover, read_text, resolve_run
-from physlab.web.sweeps import FILTERS, report_data, sweeps_page
+from physlab.web.sweeps import CELL_PREFIX, FILTERS, cell_workspace, report_data, sweeps_page
 
 COOKIE = "physlab_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -139,9 +139,17 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
         return HTMLResponse(render.login_page("wrong token" if given else ""), status_code=401)
 
     # ------------------------------------------------------------------ helpers
-    def run_or_404(run_id: str) -> Path:
+    def run_or_404(run_id: str) -> tuple[Path, Path]:
+        """(the run directory, the directory its files must stay in): a run under the runs root,
+        or a sweep cell's workspace (``~cell/N``, N its row in the results database), confined to
+        itself."""
         try:
-            return resolve_run(root, run_id)
+            if run_id.startswith(CELL_PREFIX) and app.state.db is not None:
+                cell = cell_workspace(app.state.db, run_id[len(CELL_PREFIX):])
+                if cell is None:
+                    raise NotFound(run_id)
+                return cell, cell
+            return resolve_run(root, run_id), root
         except NotFound:
             raise HTTPException(404, "no such run") from None
 
@@ -168,18 +176,19 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
 
     @app.get("/fragments/runs/{run_id:path}", response_class=HTMLResponse)
     def run_fragment(run_id: str):
-        run = run_or_404(run_id)
-        return render.run_fragment(runs.detail(run_id, run, root))
+        run, base = run_or_404(run_id)
+        return render.run_fragment(runs.detail(run_id, run, base))
 
     @app.get("/runs/{run_id:path}", response_class=HTMLResponse)
     def run_page(run_id: str):
-        run = run_or_404(run_id)
-        return render.run_page(run_id, runs.detail(run_id, run, root))
+        run, base = run_or_404(run_id)
+        name = f"sweep cell {run.parent.name}/{run.name}" if run_id.startswith(CELL_PREFIX) else None
+        return render.run_page(run_id, runs.detail(run_id, run, base), name)
 
     @app.get("/sweeps", response_class=HTMLResponse)
     def sweeps(request: Request):
         try:
-            return sweeps_page(app.state.db, filters_of(request))
+            return sweeps_page(app.state.db, filters_of(request), root)
         except UserError as exc:
             raise HTTPException(404, str(exc)) from None
 
@@ -200,24 +209,24 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
 
     @app.get("/api/runs/{run_id:path}/calls/{n}")
     def api_call(run_id: str, n: int):
-        calls = runs.load_calls(run_or_404(run_id), root)
+        calls = runs.load_calls(*run_or_404(run_id))
         if not 0 <= n < len(calls):
             raise HTTPException(404, "no such call")
         return calls[n].model_dump(mode="json")
 
     @app.get("/api/runs/{run_id:path}/files/{name}")
     def api_file(run_id: str, name: str):
-        run = run_or_404(run_id)
+        run, base = run_or_404(run_id)
         if name not in FILES:
             raise HTTPException(404, "not a run file")
-        text = read_text(run, root, name)
+        text = read_text(run, base, name)
         if text is None:
             raise HTTPException(404, "no such file")
         return PlainTextResponse(text)
 
     @app.post("/api/runs/{run_id:path}/actions")
     async def api_action(run_id: str, request: Request):
-        run = run_or_404(run_id)
+        run, base = run_or_404(run_id)
         if not request.headers.get("content-type", "").startswith("application/json"):
             raise HTTPException(415, "send the action as JSON")
         try:
@@ -225,13 +234,13 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
         except ValidationError as exc:
             err = exc.errors()[0]
             raise HTTPException(422, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-        state = runs.load_state(run, root)
+        state = runs.load_state(run, base)
         if state is None:
             raise HTTPException(409, "not a lab run (no readable state.json): only the lab takes messages")
         if action.on is not None and state.find(action.on) is None:
             raise HTTPException(400, f"on: no {action.on} in this run")
         if action.kind == "resume":  # what `physlab solve PROBLEM --strategy lab --resume RUN` accepts
-            summary = runs.summary(run_id, run, root)
+            summary = runs.summary(run_id, run, base)
             try:
                 spec = await asyncio.to_thread(resume_problem, (action.problem or "").strip() or summary["problem"],
                                                summary["problem"])
@@ -261,8 +270,8 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
 
     @app.get("/api/runs/{run_id:path}")
     def api_run(run_id: str):
-        run = run_or_404(run_id)
-        d = runs.detail(run_id, run, root)
+        run, base = run_or_404(run_id)
+        d = runs.detail(run_id, run, base)
         return {"summary": d["summary"], "state": d["state"].model_dump(mode="json") if d["state"] else None,
                 "metrics": d["metrics"], "history": d["history"],
                 "usage_by_role": {k: v.model_dump() for k, v in d["usage"].items()},
@@ -295,7 +304,7 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
 
     @app.get("/api/events/runs/{run_id:path}")
     async def events_run(run_id: str, request: Request):
-        run = run_or_404(run_id)
+        run, _ = run_or_404(run_id)
         return sse(stream(lambda: runs.signature(run), request, "run"))
 
     return app

@@ -16,6 +16,7 @@ import html
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_inline.state_inline import Delimiter
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.texmath import texmath_plugin
 
@@ -57,10 +58,28 @@ def _display_brackets(state: Any, silent: bool) -> bool:
     return True
 
 
+def _emphasis_between_words(state: Any, silent: bool) -> bool:
+    """markdown-it's emphasis rule, except that ``*`` inside a word neither opens nor closes
+    emphasis (CommonMark's rule for ``_``): models write Python expressions in prose, and
+    ``229376*p**5 - 1116160*p**4`` must stay a formula, not turn italic and bold."""
+    marker = state.src[state.pos]
+    if silent or marker not in ("_", "*"):
+        return False
+    scanned = state.scanDelims(state.pos, False)
+    for _ in range(scanned.length):
+        token = state.push("text", "", 0)
+        token.content = marker
+        state.delimiters.append(Delimiter(marker=ord(marker), length=scanned.length, token=len(state.tokens) - 1,
+                                          end=-1, open=scanned.can_open, close=scanned.can_close))
+    state.pos += scanned.length
+    return True
+
+
 def _build() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.disable("image")
+    md.inline.ruler.at("emphasis", _emphasis_between_words)
     texmath_plugin(md, delimiters="brackets")
     md.inline.ruler.before("escape", "math_display_brackets", _display_brackets)
     dollarmath_plugin(md, allow_labels=False, allow_space=False, allow_digits=False, double_inline=True)

@@ -137,12 +137,14 @@ def run_fragment(d: dict[str, Any]) -> str:
     return _render("run_fragment.html", **_fragment_context(d))
 
 
-def run_page(run_id: str, d: dict[str, Any]) -> str:
+def run_page(run_id: str, d: dict[str, Any], name: str | None = None) -> str:
+    """The page of a run; ``name`` heads it when its id says little (a sweep cell's ``~cell/N``)."""
     link = run_link(run_id)
     s = d["state"]
     claim_ids = [] if s is None else [x.id for x in (*s.ers, *s.whs, *s.rqs)]
-    return page("run.html", run_id, script="app.js", data={"events": f"/api/events{link}", "actions": f"/api{link}/actions"},
-                run_id=run_id, link=link, messages=MESSAGES, claim_ids=claim_ids, **_fragment_context(d))
+    return page("run.html", name or run_id, script="app.js",
+                data={"events": f"/api/events{link}", "actions": f"/api{link}/actions"},
+                run_id=name or run_id, link=link, messages=MESSAGES, claim_ids=claim_ids, **_fragment_context(d))
 
 
 def login_page(error: str = "") -> str:

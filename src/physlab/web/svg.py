@@ -11,6 +11,15 @@ from physlab.bench.report import group_label
 from physlab.lab.state.models import ResearchState
 from physlab.llm.usage import Usage
 
+# Width of a label in the charts' 12 px sans-serif, on the generous side (no font metrics on the
+# server): a chart is made wide enough for its longest label instead of clipping it.
+CHAR_W = 7.2
+
+
+def text_w(text: str) -> float:
+    return len(text) * CHAR_W
+
+
 PALETTE = ["#3b6ea8", "#c0504d", "#4f9a4f", "#8064a2", "#d08a2e", "#2e9ca6", "#7f7f7f", "#b5547a", "#6b8e23"]
 
 
@@ -84,11 +93,12 @@ def accuracy_bars(groups: list) -> dict[str, Any] | None:
     graded = [g for g in groups if g.accuracy is not None]
     if not graded:
         return None
-    w, label_w, bar_h, gap = 640, 220, 18, 6
+    labels = [group_label(g, sep=" · ") for g in graded]  # with its budget|params when it has one
+    label_w = max(120, int(max(map(text_w, labels))) + 12)
+    w, bar_h, gap = label_w + 480, 18, 6
     return {"w": w, "h": len(graded) * (bar_h + gap) + 24, "label_w": label_w, "bar_h": bar_h,
             "span": w - label_w - 60, "axis_y": len(graded) * (bar_h + gap) + 14,
-            "rows": [{"label": group_label(g, sep=" · "),  # with its budget|params when it has one
-                      "y": i * (bar_h + gap), "accuracy": g.accuracy, "color": PALETTE[i % len(PALETTE)],
+            "rows": [{"label": labels[i], "y": i * (bar_h + gap), "accuracy": g.accuracy, "color": PALETTE[i % len(PALETTE)],
                       "ci": (g.ci_low, g.ci_high) if g.ci_low is not None and g.ci_high is not None else None}
                      for i, g in enumerate(graded)]}
 
@@ -100,7 +110,8 @@ def budget_curves(curves: dict[str, list[tuple[float, float]]]) -> dict[str, Any
     curves = {name: pts for name, pts in curves.items() if pts}
     if not curves:
         return None
-    w, h, pad = 640, 260, 40
+    h, pad = 260, 40
+    w = max(640, int(pad + 14 + max(text_w(n.replace("|", " · ")) for n in curves)) + 10)  # the legend fits
     xmin = min(c for pts in curves.values() for c, _ in pts)
     xmax = max(c for pts in curves.values() for c, _ in pts)
     span = math.log(xmax / xmin) or 1.0

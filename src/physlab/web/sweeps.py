@@ -1,4 +1,6 @@
-"""The sweeps page: the bench report (physlab.bench.report) over a filtered view of the results DB."""
+"""The sweeps page: the bench report (physlab.bench.report) over a filtered view of the results DB,
+and every cell of it, each opening as a run page: under the runs root by its own id, elsewhere (the
+default ``<db stem>_runs/`` beside the database) as ``~cell/N``, N its row in the database."""
 
 from __future__ import annotations
 
@@ -8,9 +10,13 @@ from typing import Any
 from physlab.bench.report import build_report, group_label, summary_rows
 from physlab.bench.store import ResultsStore
 from physlab.web import svg
+from physlab.web.paths import NotFound, is_run_dir, resolve_run
 from physlab.web.render import page
 
 FILTERS = ("strategy", "model", "suite")
+CELL_PREFIX = "~cell/"  # (PhysLab names no run directory "~cell", so no run under the root is hidden)
+_CELL_COLUMNS = "rowid AS n, suite, problem_id, strategy, model, repeat, state, status, verdict, input_tokens, " \
+                "output_tokens, cost_usd, wall_s, workspace, error"
 
 
 class FilteredStore:
@@ -46,7 +52,55 @@ def report_data(db: Path, filters: dict[str, str]) -> dict[str, Any]:
         store.close()
 
 
-def sweeps_page(db: Path | None, filters: dict[str, str]) -> str:
+def _workspace(db: Path, recorded: str | None) -> Path | None:
+    """A cell's workspace as the database recorded it (absolute, or relative to where the sweep
+    ran: tried from here, then beside the database), when it is a run directory."""
+    if not recorded:
+        return None
+    path = Path(recorded)
+    for candidate in ([path] if path.is_absolute() else [path, db.resolve().parent / path]):
+        if is_run_dir(candidate):
+            return candidate.resolve()
+    return None
+
+
+def cell_workspace(db: Path, n: str) -> Path | None:
+    """The workspace of cell ``n`` (its row number in the results database), or None."""
+    if not n.isdigit():
+        return None
+    store = ResultsStore(db, create=False)
+    try:
+        row = store.conn.execute("SELECT workspace FROM cells WHERE rowid = ?", (int(n),)).fetchone()
+    finally:
+        store.close()
+    return _workspace(db, row[0]) if row else None
+
+
+def cell_rows(store: ResultsStore, filters: dict[str, str], root: Path) -> list[dict[str, Any]]:
+    """Every cell the filters keep, with the run id its page has (None: no workspace yet)."""
+    chosen = {k: v for k, v in filters.items() if k in FILTERS and v}
+    where = " AND ".join(f"{k} = ?" for k in chosen) or "1=1"   # keys from FILTERS only
+    rows = store.conn.execute(f"SELECT {_CELL_COLUMNS} FROM cells WHERE {where} "
+                              "ORDER BY suite, problem_id, strategy, model, repeat", tuple(chosen.values()))
+    out = []
+    for r in rows:
+        row = dict(zip([d[0] for d in rows.description], r))
+        ws = _workspace(store.path, row.pop("workspace"))
+        row["run_id"] = None if ws is None else _run_id(ws, root) or f"{CELL_PREFIX}{row['n']}"
+        out.append(row)
+    return out
+
+
+def _run_id(ws: Path, root: Path) -> str | None:
+    """The cell's id under the runs root, when the dashboard lists it there."""
+    try:
+        rid = ws.relative_to(root.resolve()).as_posix()
+        return rid if resolve_run(root, rid) == ws else None
+    except (ValueError, NotFound):
+        return None
+
+
+def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
     if db is None:
         return page("sweeps.html", "Sweeps", db=None)
     data = report_data(db, filters)
@@ -54,8 +108,14 @@ def sweeps_page(db: Path | None, filters: dict[str, str]) -> str:
     rows = data["rows"]  # one per group; reference-conditioned groups are shown apart, never ranked with solvers
     solver = [not g.reference_conditioned for g in rep.groups]
     solver_labels = {group_label(g) for g in rep.solvers}
+    store = ResultsStore(db, create=False)
+    try:
+        cells = cell_rows(store, filters, root)
+    finally:
+        store.close()
     return page("sweeps.html", "Sweeps", db=db, filters=filters, choices=data["choices"], rows=rows, report=rep,
                 solver_rows=[r for r, ok in zip(rows, solver) if ok],
                 reference_rows=[r for r, ok in zip(rows, solver) if not ok],
                 accuracy=svg.accuracy_bars(rep.solvers),
-                curves=svg.budget_curves({k: v for k, v in rep.token_curves().items() if k in solver_labels}))
+                curves=svg.budget_curves({k: v for k, v in rep.token_curves().items() if k in solver_labels}),
+                cells=cells)
