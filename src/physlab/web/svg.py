@@ -29,11 +29,13 @@ def usage_bars(usage: dict[str, Usage]) -> dict[str, Any] | None:
     if not rows:
         return None
     top = max(u.total_tokens for _, u in rows) or 1
-    w, label_w, bar_h, gap = 640, 110, 18, 6
-    scale = (w - label_w - 170) / top
+    notes = [f"{u.total_tokens:,} tok · {u.calls} calls · ${u.cost_usd:.4f}" for _, u in rows]
+    label_w = max(110, int(max(text_w(role) for role, _ in rows)) + 12)
+    w, bar_h, gap = 640, 18, 6
+    scale = (w - label_w - 6 - max(map(text_w, notes)) - 4) / top  # the longest bar leaves room for its note
     return {"w": w, "h": len(rows) * (bar_h + gap) + 24, "label_w": label_w, "bar_h": bar_h,
             "legend_y": len(rows) * (bar_h + gap) + 14,
-            "rows": [{"role": role, "u": u, "y": i * (bar_h + gap), "wi": u.input_tokens * scale,
+            "rows": [{"role": role, "u": u, "note": notes[i], "y": i * (bar_h + gap), "wi": u.input_tokens * scale,
                       "wo": u.output_tokens * scale} for i, (role, u) in enumerate(rows)]}
 
 
