@@ -83,3 +83,19 @@ def test_a_bad_parameter_is_one_line_and_exit_2_before_any_workspace(tmp_path, c
         err = capsys.readouterr().err.strip()
         assert exc.value.code == 2 and err == f"error: {err[7:]}" and needle in err and "\n" not in err, err
         assert not (tmp_path / "w").exists()
+
+
+def test_models_points_at_every_strategys_parameters_with_their_defaults():
+    import json
+
+    from physlab.strategies import registry
+
+    out = CliRunner().invoke(app, ["models"])
+    assert "see `physlab strategies show NAME`" in out.output.splitlines()[0]
+    for name in registry.names():
+        res = CliRunner().invoke(app, ["strategies", "show", name, "--json"])
+        assert res.exit_code == 0, (name, res.output)
+        params = json.loads(res.output)["params"]
+        assert all("default" in p or p.get("anyOf") or p.get("type") for p in params.values()), name
+        text = CliRunner().invoke(app, ["strategies", "show", name]).output
+        assert all(f"  {key} = " in text for key in params), name       # every parameter with its default

@@ -149,7 +149,7 @@ def render(data: dict[str, Any]) -> None:
     con.print(f"run: {data['run']}")
     con.print("\n[bold]Established results[/]")
     for e in data["established_results"]:  # whole: a result cut short could end mid-formula
-        con.print(f"  {e['id']} ({e['wh']}){' (flagged)' if e.get('flagged') else ''}: {e['claim']}"
+        con.print(f"  {e['id']} ({e['wh']}): {e['claim']}"
                   + (f"\n      value: {e['value']}" if e.get("value") else ""), markup=False)
     if not data["established_results"]:
         con.print("  (none)")
@@ -194,8 +194,13 @@ def _answer(con: Any, data: dict[str, Any]) -> None:
     answer, code = data.get("answer"), data.get("answer_code")
     if answer is None and code is None:
         return
-    con.print("\n[bold]" + ("Draft answer[/] (the run ended without a final answer; not graded)"
-                            if data.get("answer_is_draft") else "Final answer[/]"))
+    if data.get("answer_is_draft"):
+        title = "Draft answer[/] (the run ended without a final answer; not graded)"
+    elif data.get("status") in ("running", "paused", "unfinished"):
+        title = "Best answer so far[/] (provisional: the run has not finished)"
+    else:
+        title = "Final answer[/]"
+    con.print("\n[bold]" + title)
     if answer:
         con.print(answer.rstrip(), markup=False)
     if code and (not answer or code.strip() not in answer):
