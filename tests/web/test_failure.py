@@ -13,6 +13,8 @@ from physlab.strategies.oneshot import OneShot
 from physlab.strategies.runner import run_solve
 from physlab.web import create_app
 
+LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only
+
 QEC = "examples/quantum_error_correction_main"
 
 
@@ -36,7 +38,7 @@ def test_a_model_failure_shows_the_error_and_the_role(tmp_path):
     attempt = asyncio.run(run_solve(resolve_problem(QEC), "oneshot", "scripted:ux-unreachable",
                                     workspace=tmp_path / "failed"))
     assert attempt.status == "error"
-    html = TestClient(create_app(tmp_path)).get("/runs/failed").text
+    html = TestClient(create_app(tmp_path), base_url=LOCAL).get("/runs/failed").text
     assert 'id="failure"' in html and "The run failed" in html
     assert '<b id="failure-role">solver</b> (its model call failed)' in html
     assert "upstream returned HTTP 502 Bad Gateway" in html.split('id="failure"')[1].split("</section>")[0]
@@ -47,7 +49,7 @@ def test_a_strategy_bug_shows_the_exception_and_the_role_at_work(tmp_path):
     attempt = asyncio.run(run_solve(resolve_problem(QEC), "ux-buggy", "scripted:oneshot-qec-correct",
                                     workspace=tmp_path / "bug"))
     assert attempt.status == "error" and (tmp_path / "bug" / "error.log").is_file()
-    c = TestClient(create_app(tmp_path))
+    c = TestClient(create_app(tmp_path), base_url=LOCAL)
     box = c.get("/runs/bug").text.split('id="failure"')[1].split("</section>")[0]
     assert '<b id="failure-role">solver</b> (at work when it ended)' in box
     assert "KeyError: &#39;population&#39;" in box and 'id="error-log"' in box and "Traceback" in box

@@ -16,6 +16,8 @@ from physlab.strategies.runner import run_solve
 from physlab.web import create_app
 from tests.web.helpers import XSS
 
+LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only
+
 QEC = "examples/quantum_error_correction_main"
 
 ANSWER_MD = f"""## Result
@@ -56,7 +58,7 @@ def section(html: str, ident: str) -> str:
 
 
 def test_answer_md_is_rendered_markdown_with_mathml_and_nothing_raw(lab):
-    html = TestClient(create_app(lab)).get("/runs/qec").text
+    html = TestClient(create_app(lab), base_url=LOCAL).get("/runs/qec").text
     answer = section(html, "answer-md")
     assert "<h2>Result</h2>" in answer and "<ol>" in answer and "<strong>pass</strong>" in answer
     assert "<table>" in answer and answer.count("<math") >= 3 and 'display="block"' in answer
@@ -71,7 +73,7 @@ def test_problem_statement_and_claims_are_markdown(lab):
     s, wh = T.propose_wh(s, claim="**Bold claim**: the fidelity is\n\n- even in $p$\n- at most $1$", value="1",
                          evidence=[s.evidence[0].id])
     ws.commit(s, "iteration 9: a claim in Markdown")
-    html = TestClient(create_app(lab)).get("/runs/qec").text
+    html = TestClient(create_app(lab), base_url=LOCAL).get("/runs/qec").text
     card = section(html, f"card-{wh}")
     assert "<strong>Bold claim</strong>" in card and "<ul>" in card and "<math" in card
     problem = section(html, "problem")
@@ -80,7 +82,7 @@ def test_problem_statement_and_claims_are_markdown(lab):
 
 
 def test_the_filled_answer_comes_first_above_the_template(lab):
-    html = TestClient(create_app(lab)).get("/runs/qec").text
+    html = TestClient(create_app(lab), base_url=LOCAL).get("/runs/qec").text
     code = (lab / "qec" / "answer.py").read_text()
     line = section(html, "answer-line")
     assert line.startswith("F_logical = (229376*p**5") and line.rstrip().endswith("return F_logical")

@@ -13,6 +13,8 @@ from physlab.bench.store import ResultsStore
 from physlab.cli import main
 from physlab.web import create_app
 
+LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only
+
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
@@ -33,7 +35,7 @@ def links(html: str) -> list[str]:
 
 def test_every_cell_opens_as_a_run_page_with_its_transcript(sweep, tmp_path):
     (tmp_path / "runs").mkdir()
-    c = TestClient(create_app(tmp_path / "runs", db=sweep))         # cells live beside the db, not in runs/
+    c = TestClient(create_app(tmp_path / "runs", db=sweep), base_url=LOCAL)         # cells live beside the db, not in runs/
     html = c.get("/sweeps").text
     store = ResultsStore(sweep, create=False)
     cells = store.cells()
@@ -49,12 +51,12 @@ def test_every_cell_opens_as_a_run_page_with_its_transcript(sweep, tmp_path):
         assert c.get(f"/api/runs/{run_id}/calls/0").json()["role"] in ("solver", "formatter", "deriver")
         assert c.get(f"/fragments/runs/{run_id}").status_code == 200
     assert c.get("/runs/~cell/9999").status_code == 404 and c.get("/runs/~cell/..%2F..").status_code == 404
-    assert TestClient(create_app(tmp_path / "runs")).get(pages[0]).status_code == 404   # no db: no cells
+    assert TestClient(create_app(tmp_path / "runs"), base_url=LOCAL).get(pages[0]).status_code == 404   # no db: no cells
 
 
 def test_cells_under_the_runs_root_keep_their_own_ids(sweep):
     root = sweep.parent / "results_runs"
-    c = TestClient(create_app(root, db=sweep))
+    c = TestClient(create_app(root, db=sweep), base_url=LOCAL)
     pages = links(c.get("/sweeps").text)
     assert all(p.startswith("/runs/examples/") for p in pages) and len(pages) == 40
     assert c.get(pages[0]).status_code == 200
@@ -63,7 +65,7 @@ def test_cells_under_the_runs_root_keep_their_own_ids(sweep):
 def test_a_cell_whose_workspace_is_gone_is_listed_without_a_link(sweep, tmp_path):
     db = tmp_path / "copy.sqlite"
     shutil.copy(sweep, db)
-    c = TestClient(create_app(tmp_path, db=db))
+    c = TestClient(create_app(tmp_path, db=db), base_url=LOCAL)
     store = ResultsStore(db)
     store.conn.execute("UPDATE cells SET workspace = ? WHERE rowid = 1", (str(tmp_path / "gone"),))
     store.conn.commit()

@@ -74,9 +74,20 @@ class RunWorkspace:
 
     def commit(self, state: ResearchState, message: str) -> str:
         self.write_state(state)
-        self.git("add", "-A", "--", ".", f":(exclude){LOCK}")
+        self.stage()
         self.git("commit", "-q", "--allow-empty", "--no-verify", "-m", message)
         return self.git("rev-parse", "HEAD").strip()
+
+    def stage(self) -> None:
+        """Everything in the run directory but its lock, which says who runs it now, not what it did:
+        git ignores it (the repository's own exclude file, so runs made before know it too)."""
+        exclude = self.root / ".git" / "info" / "exclude"
+        known = exclude.read_text(encoding="utf-8", errors="replace") if exclude.is_file() else ""
+        if f"/{LOCK}" not in known.split():
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            exclude.write_text(known + ("" if known.endswith("\n") or not known else "\n") + f"/{LOCK}\n",
+                               encoding="utf-8")
+        self.git("add", "-A")
 
     def commit_outcome(self, message: str) -> bool:
         """Commit what the run wrote after its last iteration (the final ANSWER.md, metrics.json),
@@ -85,7 +96,7 @@ class RunWorkspace:
         there was nothing new to commit."""
         if not self.is_repo:
             return False
-        self.git("add", "-A")
+        self.stage()
         if not self.git("status", "--porcelain").strip():
             return False
         history = self.history()
