@@ -50,16 +50,15 @@ async def test_runs_messages_land_in_the_inbox(finished_run):
                  ["redirect", str(finished_run), "change course"]):
         res = runner.invoke(app, ["runs", *args])
         assert res.exit_code == 0, res.output
-    runner.invoke(app, ["runs", "rewind", str(finished_run), "--to", "1"])   # running again: it can be paused
-    for kind in ("pause", "stop"):
-        assert runner.invoke(app, ["runs", kind, str(finished_run)]).exit_code == 0
+    runner.invoke(app, ["runs", "rewind", str(finished_run), "--to", "1"])   # waiting for a resume: it can be stopped
+    assert runner.invoke(app, ["runs", "stop", str(finished_run)]).exit_code == 0
     msgs = inbox.read(finished_run)
-    assert [m["kind"] for m in msgs] == ["comment", "hint", "challenge", "redirect", "pause", "stop"]
+    assert [m["kind"] for m in msgs] == ["comment", "hint", "challenge", "redirect", "stop"]
     assert msgs[0]["on"] == "WH-1" and msgs[2]["on"] == "ER-1"
     # a torn last line (writer killed mid-write) is skipped, not fatal
     with open(finished_run / "inbox.jsonl", "a") as f:
         f.write('{"id": "x", "kind": "hi')
-    assert len(inbox.read(finished_run)) == 6
+    assert len(inbox.read(finished_run)) == 5
 
 
 async def test_runs_rewind(finished_run):

@@ -19,6 +19,8 @@ from physlab.problems import resolve_problem
 from physlab.strategies.runner import run_solve
 from physlab.web import create_app
 
+LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only
+
 QEC = "examples/quantum_error_correction_main"
 runner = CliRunner()
 
@@ -78,9 +80,9 @@ def test_a_paused_run_shows_paused_and_is_not_graded(paused, capsys):
     assert (metrics["status"], metrics["verdict"], metrics["has_answer"]) == ("paused", None, False)
     data = json.loads(runner.invoke(app, ["runs", "show", str(ws), "--json"]).output)
     assert (data["status"], data["verdict"]) == ("paused", None)
-    row = TestClient(create_app(ws.parent)).get("/api/runs").json()[0]
+    row = TestClient(create_app(ws.parent), base_url=LOCAL).get("/api/runs").json()[0]
     assert (row["status"], row["verdict"]) == ("paused", None)
-    html = TestClient(create_app(ws.parent)).get("/runs/paused").text
+    html = TestClient(create_app(ws.parent), base_url=LOCAL).get("/runs/paused").text
     assert 'class="badge paused"' in html and "badge invalid" not in html
     assert exit_code("runs", "pause", str(ws)) == 2 and "already paused" in capsys.readouterr().err
     res = runner.invoke(app, ["runs", "stop", str(ws)])   # a paused run can be told to wrap up when resumed
@@ -99,7 +101,7 @@ def test_a_stale_pause_never_turns_an_answer_into_no_answer(tmp_path):
 
 
 def test_the_dashboard_says_what_the_cli_says(budget_ended, paused, tmp_path):
-    c = TestClient(create_app(budget_ended.parent))
+    c = TestClient(create_app(budget_ended.parent), base_url=LOCAL)
     r = c.post("/api/runs/partial/actions", json={"kind": "pause"})
     assert r.status_code == 409 and "already ended (partially_complete)" in r.json()["detail"]
     r = c.post("/api/runs/partial/actions", json={"kind": "comment", "on": "ER-2", "text": "why?"})
@@ -108,7 +110,7 @@ def test_the_dashboard_says_what_the_cli_says(budget_ended, paused, tmp_path):
     assert "taken in if the run is resumed" in c.get("/fragments/runs/partial").text
     assert 'data-state="ended"' in c.get("/runs/partial").text
     ws, _ = paused
-    c = TestClient(create_app(ws.parent))
+    c = TestClient(create_app(ws.parent), base_url=LOCAL)
     r = c.post("/api/runs/paused/actions", json={"kind": "hint", "text": "use symmetry"})
     assert r.status_code == 200 and "when you resume it" in r.json()["detail"]
     assert "waiting for the run to be resumed" in c.get("/fragments/runs/paused").text
@@ -116,13 +118,13 @@ def test_the_dashboard_says_what_the_cli_says(budget_ended, paused, tmp_path):
 
 async def test_talk_to_the_run_only_on_lab_runs(tmp_path):
     await run_solve(resolve_problem(QEC), "oneshot", "scripted:oneshot-qec-correct", workspace=tmp_path / "one")
-    html = TestClient(create_app(tmp_path)).get("/runs/one").text
+    html = TestClient(create_app(tmp_path), base_url=LOCAL).get("/runs/one").text
     assert "Talk to the run" not in html and 'id="action-form"' not in html
 
 
 @pytest.mark.slow
 def test_a_resume_from_the_page_leaves_no_defunct_process(budget_ended):
-    c = TestClient(create_app(budget_ended.parent))
+    c = TestClient(create_app(budget_ended.parent), base_url=LOCAL)
     r = c.post("/api/runs/partial/actions", json={"kind": "resume", "problem": QEC})
     assert r.status_code == 200, r.text
     pid = int(r.json()["detail"].split("pid ")[1].rstrip(")"))
@@ -131,3 +133,23 @@ def test_a_resume_from_the_page_leaves_no_defunct_process(budget_ended):
         time.sleep(0.2)
     assert not os.path.exists(f"/proc/{pid}"), open(f"/proc/{pid}/status").read().splitlines()[2]
     assert json.loads((budget_ended / "metrics.json").read_text())["verdict"]["verdict"] == "correct"
+
+
+def test_a_run_nobody_runs_is_interrupted_and_one_that_runs_cannot_be_resumed_twice(tmp_path, capsys):
+    from physlab.lab.workspace import RunWorkspace, lock_run
+
+    ws = tmp_path / "killed"
+    solve(ws, max_iterations=4)
+    w = RunWorkspace(ws)
+    w.commit(w.rewind(2), "iteration 2: as a kill -9 leaves it")   # its state says running; no process runs it
+    c = TestClient(create_app(tmp_path), base_url=LOCAL)
+    assert c.get("/api/runs").json()[0]["status"] == "interrupted"
+    assert exit_code("runs", "pause", str(ws)) == 2 and "not running" in capsys.readouterr().err
+    res = runner.invoke(app, ["runs", "stop", str(ws)])
+    assert res.exit_code == 0 and "the run is interrupted: it takes it in when you resume it" in res.output
+    with lock_run(ws):                                               # now a process runs it
+        assert c.get("/api/runs").json()[0]["status"] == "running"
+        r = c.post("/api/runs/killed/actions", json={"kind": "pause"})
+        assert r.status_code == 200 and "next iteration boundary" in r.json()["detail"]
+        r = c.post("/api/runs/killed/actions", json={"kind": "resume", "problem": QEC})
+        assert r.status_code == 409 and "already resuming or running" in r.json()["detail"]

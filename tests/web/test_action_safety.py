@@ -68,7 +68,15 @@ def _sleeper_resumer(started: list, shown_before_start: list):
     return resume
 
 
-def test_resume_posted_twice_starts_one_engine_and_shows_resuming(runs_root):
+def demo_problem(tmp_path) -> str:
+    """The fixture run's problem as a file `physlab solve` takes (the page checks it before resuming)."""
+    path = tmp_path / "demo.yaml"
+    path.write_text("id: demo_problem\nproblem: Find $F(p)$.\n")
+    return str(path)
+
+
+def test_resume_posted_twice_starts_one_engine_and_shows_resuming(runs_root, tmp_path):
+    problem = demo_problem(tmp_path)
     ws = RunWorkspace(runs_root / "lab1")
     ws.commit(T.set_status(ws.load(), "paused", "paused by the physicist"), "iteration 3: paused by the physicist")
     started: list[subprocess.Popen] = []
@@ -76,13 +84,13 @@ def test_resume_posted_twice_starts_one_engine_and_shows_resuming(runs_root):
     c = TestClient(create_app(runs_root, resumer=_sleeper_resumer(started, shown_before_start)),
                    base_url="http://127.0.0.1")
     try:
-        first = c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": "examples/x"})
+        first = c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": problem})
         assert first.status_code == 200 and "resuming" in first.json()["detail"], first.text
         assert shown_before_start == ["resuming"]  # the page said so before the process existed
         assert started[0].stdout.readline().strip() == "locked"  # the engine took the handed lock
         status = {r["id"]: r["status"] for r in c.get("/api/runs").json()}
         assert status["lab1"] == "resuming"
-        second = c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": "examples/x"})
+        second = c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": problem})
         assert second.status_code == 409 and str(started[0].pid) in second.json()["detail"], second.text
         assert len(started) == 1
         with pytest.raises(Exception, match="already running or resuming"):
@@ -96,7 +104,7 @@ def test_resume_posted_twice_starts_one_engine_and_shows_resuming(runs_root):
     lock_run(runs_root / "lab1").release()  # free again once its engine ended
 
 
-def test_a_resumer_that_fails_leaves_the_run_resumable(runs_root):
+def test_a_resumer_that_fails_leaves_the_run_resumable(runs_root, tmp_path):
     ws = RunWorkspace(runs_root / "lab1")
     ws.commit(T.set_status(ws.load(), "paused", "paused by the physicist"), "iteration 3: paused by the physicist")
 
@@ -104,7 +112,7 @@ def test_a_resumer_that_fails_leaves_the_run_resumable(runs_root):
         raise OSError("no such interpreter")
 
     c = TestClient(create_app(runs_root, resumer=broken), base_url="http://127.0.0.1", raise_server_exceptions=False)
-    assert c.post("/api/runs/lab1/actions", json={"kind": "resume"}).status_code == 500
+    assert c.post("/api/runs/lab1/actions", json={"kind": "resume", "problem": demo_problem(tmp_path)}).status_code == 500
     assert {r["id"]: r["status"] for r in c.get("/api/runs").json()}["lab1"] == "paused"
     lock_run(runs_root / "lab1").release()
 
@@ -112,6 +120,6 @@ def test_a_resumer_that_fails_leaves_the_run_resumable(runs_root):
 def test_a_planted_lock_file_never_hangs_the_page_or_the_run(runs_root, tmp_path):
     os.mkfifo(runs_root / "lab1" / ".physlab.lock")
     c = TestClient(create_app(runs_root), base_url="http://127.0.0.1")
-    assert {r["id"]: r["status"] for r in c.get("/api/runs").json()}["lab1"] == "running"
+    assert {r["id"]: r["status"] for r in c.get("/api/runs").json()}["lab1"] == "interrupted"  # nobody holds it
     with pytest.raises(Exception, match="not a regular file"):
         lock_run(runs_root / "lab1")

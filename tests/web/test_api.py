@@ -26,7 +26,8 @@ def test_runs_list_html_and_json(client):
     rows = {r["id"]: r for r in client.get("/api/runs").json()}
     assert set(rows) == {"lab1", "sweep/cell1"}                   # the symlinked run out of the root is not listed
     lab = rows["lab1"]
-    assert (lab["status"], lab["strategy"], lab["problem"], lab["iteration"]) == ("running", "lab", "demo_problem", 2)
+    # its state says running, and no process runs it: interrupted
+    assert (lab["status"], lab["strategy"], lab["problem"], lab["iteration"]) == ("interrupted", "lab", "demo_problem", 2)
     assert lab["tokens"] == 100 + 20 + 300 + 50 and lab["model"] == "scripted:test" and lab["calls"] == 2
     cell = rows["sweep/cell1"]
     assert (cell["verdict"], cell["tokens"], cell["cost_usd"], cell["strategy"]) == ("correct", 15, 0.5, "oneshot")
@@ -118,7 +119,7 @@ def test_actions_reach_the_inbox(client, runs_root):
     assert r.status_code == 200
     msgs = inbox.read(runs_root / "lab1")
     assert [(m["kind"], m["on"], m["text"]) for m in msgs] == [("comment", "WH-1", "check $p=1$"), ("stop", None, "")]
-    assert "waiting for the next iteration boundary" in client.get("/fragments/runs/lab1").text
+    assert "waiting for the run to be resumed" in client.get("/fragments/runs/lab1").text   # nobody runs it
 
 
 BAD_ACTIONS = [

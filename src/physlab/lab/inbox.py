@@ -93,14 +93,27 @@ def pending(run_dir: str | Path, consumed: list[str]) -> list[dict]:
 ENDED = ("complete", "partially_complete", "stopped", "no_answer")
 
 
+def effective_status(run_dir: str | Path, status: str) -> str:
+    """The state a message meets: a run whose state says ``running`` that no live process holds
+    (killed, or its machine went down) is ``interrupted``, waiting for a resume like a paused one."""
+    if status == "running":
+        from physlab.lab.workspace import lock_holder  # the run directory's lock says who runs it
+
+        if lock_holder(run_dir) is None:
+            return "interrupted"
+    return status
+
+
 def refusal(status: str, kind: str) -> str | None:
-    """Why a message of ``kind`` makes no sense for a run whose state is ``status`` (None: it
-    does). Pausing or stopping a run that has ended would only undo its answer at the next resume;
-    pausing a paused run does nothing."""
+    """Why a message of ``kind`` makes no sense for a run in state ``status`` (see
+    :func:`effective_status`; None: it does). Pausing or stopping a run that has ended would only
+    undo its answer at the next resume; pausing a run that is not running does nothing."""
     if kind in ("pause", "stop") and status in ENDED:
         return f"this run has already ended ({status}): there is nothing to {kind}"
     if kind == "pause" and status == "paused":
         return "this run is already paused"
+    if kind == "pause" and status == "interrupted":
+        return "this run is not running (its process ended before the run did): there is nothing to pause"
     return None
 
 
@@ -109,6 +122,6 @@ def when_taken_in(status: str, run_dir: str | Path) -> str:
     resume = f"`physlab solve PROBLEM --strategy lab --resume {run_dir}`"
     if status == "running":
         return "the run takes it in at its next iteration boundary"
-    if status == "paused":
-        return f"the run is paused: it takes it in when you resume it ({resume})"
+    if status in ("paused", "interrupted"):
+        return f"the run is {status}: it takes it in when you resume it ({resume})"
     return f"this run has ended ({status}): {resume} takes it in and continues the research"

@@ -86,11 +86,12 @@ def _post(run_dir: Path, kind: str, text: str = "", on: str | None = None) -> No
     _, state = open_run(run_dir)
     if on and state.find(on) is None:  # ids are never removed: an unknown one is a typo
         raise UserError(f"{on} is not in this run (see `physlab runs show {run_dir}`)", field="--on")
-    refused = inbox.refusal(state.status, kind)
+    status = inbox.effective_status(run_dir, state.status)
+    refused = inbox.refusal(status, kind)
     if refused:
         raise UserError(refused, path=run_dir)
     mid = inbox.post(run_dir, kind, text, on)
-    typer.echo(f"{kind} queued ({mid}); " + inbox.when_taken_in(state.status, run_dir))
+    typer.echo(f"{kind} queued ({mid}); " + inbox.when_taken_in(status, run_dir))
 
 
 @runs_app.command("comment")

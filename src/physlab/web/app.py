@@ -258,7 +258,8 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
             return {"queued": False, "detail": msg}
         if action.kind in ("comment", "hint", "redirect", "challenge") and not action.text.strip():
             raise HTTPException(422, f"text: a {action.kind} needs a message")
-        refused = inbox.refusal(state.status, action.kind)
+        status = inbox.effective_status(run, state.status)
+        refused = inbox.refusal(status, action.kind)
         if refused:
             raise HTTPException(409, refused)
         try:
@@ -266,7 +267,7 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
         except UserError as exc:
             raise HTTPException(400, str(exc)) from None
         return {"queued": True, "id": mid,
-                "detail": f"{action.kind} queued ({mid}); {inbox.when_taken_in(state.status, run)}"}
+                "detail": f"{action.kind} queued ({mid}); {inbox.when_taken_in(status, run)}"}
 
     @app.get("/api/runs/{run_id:path}")
     def api_run(run_id: str):

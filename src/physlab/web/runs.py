@@ -10,7 +10,7 @@ from typing import Any
 
 from physlab.lab import inbox
 from physlab.lab.state.models import ResearchState
-from physlab.lab.workspace import RunWorkspace, lock_holder
+from physlab.lab.workspace import LOCK, RunWorkspace, lock_holder
 from physlab.llm.usage import CallRecord, Usage
 from physlab.web.paths import _inside, read_text, run_file
 
@@ -58,7 +58,7 @@ def usage_by_role(calls: list[CallRecord]) -> dict[str, Usage]:
 def signature(run: Path) -> tuple:
     """Changes whenever the run writes something the page shows (mtimes and sizes)."""
     sig = []
-    for name in (*WATCHED, ".git/HEAD", ".git/refs/heads/main"):
+    for name in (*WATCHED, LOCK, ".git/HEAD", ".git/refs/heads/main"):  # (the lock: who runs it)
         try:
             st = (run / name).stat()
             sig.append((name, st.st_mtime_ns, st.st_size))
@@ -77,11 +77,16 @@ def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
     total = Usage()
     for u in usage_by_role(calls).values():
         total = total.add(u)
-    status = metrics.get("status") or (state.status if state else "running")
-    if state is not None and state.status in ("paused", "stopped") and not metrics:
-        status = state.status
-    if state is not None and state.status in ("paused", "stopped") and lock_holder(run):
-        status = "resuming"  # a process holds the run: it has not committed its first iteration yet
+    lab = state.status if state is not None else None
+    if lock_holder(run):  # a process runs it now (metrics.json, if any, is an earlier session's)
+        # (a resume that has not committed its first iteration yet still shows the state it left)
+        status = "resuming" if lab in ("paused", "stopped") else "running"
+    elif lab == "running" or not metrics and lab is None:
+        status = "interrupted"  # nobody runs it and it never finished: killed, or its machine went down
+    elif lab in ("paused", "stopped") and not metrics:
+        status = lab
+    else:
+        status = metrics.get("status") or lab
     verdict = (metrics.get("verdict") or {}).get("verdict") if isinstance(metrics.get("verdict"), dict) else None
     if totals is not None:
         tokens, cost = totals.get("total_tokens", 0), totals.get("cost_usd", 0.0)
@@ -106,17 +111,20 @@ def summary(run_id: str, run: Path, root: Path) -> dict[str, Any]:
         "ran_as": metrics.get("ran_as"),  # what a cap turned the strategy into
         "reference_conditioned": bool(metrics.get("reference_conditioned")),  # a role saw the answer key
         "api_base": metrics.get("api_base"),
-        "talk": talk_state(state),
+        "talk": talk_state(state, status),
     }
 
 
-def talk_state(state: ResearchState | None) -> str | None:
+def talk_state(state: ResearchState | None, status: str) -> str | None:
     """What the physicist can do with a run: ``running`` (messages are taken in at the next
-    iteration boundary; pause, stop), ``paused`` (messages wait for a resume; stop, resume),
-    ``ended`` (messages reopen it at a resume; resume); None: not a lab run, it takes no messages."""
+    iteration boundary; pause, stop), ``paused`` (paused or interrupted: messages wait for a resume;
+    stop, resume), ``ended`` (messages reopen it at a resume; resume); None: not a lab run, it
+    takes no messages."""
     if state is None:
         return None
-    return state.status if state.status in ("running", "paused") else "ended"
+    if status in ("running", "resuming"):
+        return "running"
+    return "paused" if status in ("paused", "interrupted") else "ended"
 
 
 def history(run: Path, root: Path) -> list[dict[str, Any]]:
