@@ -98,3 +98,18 @@ async def test_other_strategies_report_their_rounds_and_calls_while_they_run(tmp
     con = Console(file=io.StringIO(), width=100)
     con.print(view.renderable())
     assert "round 4 · population 6" in con.file.getvalue() and "complete (verdict correct)" in con.file.getvalue()
+
+
+def test_the_model_seams_notices_reach_every_strategys_view_and_lines():
+    view, lines = RunView("rsa"), io.StringIO()
+    printer = make_console("lines", stream=lines)
+    for kind, data in (("rate_limited", {"role": "aggregator", "wait_s": 12.0, "text": "waiting for rate limit (12s)"}),
+                       ("output_mode", {"text": "the server takes no tools: prompted output from now on"})):
+        view.feed(kind, data)
+        printer(kind, **data)
+    con = Console(file=io.StringIO(), width=100)
+    con.print(view.renderable())
+    assert "waiting for rate limit (12s)" in con.file.getvalue() and "prompted output" in con.file.getvalue()
+    assert "waiting for rate limit (12s)" in lines.getvalue() and "prompted output from now on" in lines.getvalue()
+    view.feed("usage", {"role": "aggregator", "calls": 1})     # the request came back: no longer waiting
+    assert view.waiting is None
