@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.web.helpers import build_lab_run, write_metrics
+from tests.web.helpers import CHROMIUM, build_lab_run, write_metrics
 
 
 @pytest.fixture
@@ -20,3 +20,16 @@ def runs_root(tmp_path):
     (root / "lab1" / "LOG.md").unlink()
     (root / "lab1" / "LOG.md").symlink_to(tmp_path / "secret.txt")   # a symlinked file out of the root
     return root
+
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright (browsers cannot be downloaded here)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                                    "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()

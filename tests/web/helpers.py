@@ -10,6 +10,8 @@ from physlab.lab.state.models import ResearchState
 from physlab.lab.workspace import RunWorkspace
 from physlab.llm.usage import CallRecord
 
+CHROMIUM = "/usr/bin/chromium"  # Debian's; the browser tests drive it through Playwright
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"  # their screenshots (git ignores them)
 XSS = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 

@@ -8,31 +8,16 @@ import asyncio
 import json
 import os
 import threading
-from pathlib import Path
 
 import pytest
 
 from physlab.lab import inbox
 from physlab.web import create_app
 from physlab.web.server import BackgroundServer
-from tests.web.helpers import build_results_db
-
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+from tests.web.helpers import ARTIFACTS, CHROMIUM, build_results_db
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                                    "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +17,8 @@ from physlab.problems import resolve_problem
 from physlab.strategies.runner import run_solve
 from physlab.web import create_app
 from physlab.web.server import BackgroundServer
+from tests.web.helpers import ARTIFACTS, CHROMIUM
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 QEC = "examples/quantum_error_correction_main"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -80,17 +78,6 @@ def site(tmp_path_factory):
         main(["bench", "run", "examples", "--strategies", "oneshot,two-step,tpbench-vote", "--models",
               "scripted:oneshot-qec-correct,scripted:oneshot-wrong", "--db", str(db), "--no-progress"])
     return runs, db
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                                    "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
 
 
 def look(browser, url: str, name: str) -> list[str]:
