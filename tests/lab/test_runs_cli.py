@@ -68,6 +68,20 @@ async def test_runs_rewind(finished_run):
     assert data["iteration"] == 1 and data["status"] == "running"
 
 
+async def test_runs_rewind_refuses_a_run_another_process_is_running(finished_run, capsys):
+    """Rewinding under a live engine would swap the state it is about to commit over: refused in one
+    line naming the holder, and nothing is rewound."""
+    from physlab.lab.workspace import lock_run
+
+    before = json.loads(runner.invoke(app, ["runs", "show", str(finished_run), "--json"]).output)
+    with lock_run(finished_run):
+        assert invoke("runs", "rewind", str(finished_run), "--to", "1") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "already running" in err[0], err
+    after = json.loads(runner.invoke(app, ["runs", "show", str(finished_run), "--json"]).output)
+    assert after["iteration"] == before["iteration"] and after["status"] == before["status"]
+
+
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert invoke("runs", "show", str(tmp_path / "nope")) == 2
     assert invoke("runs", "hint", str(tmp_path), "x") == 2          # not a run directory

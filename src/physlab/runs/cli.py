@@ -133,8 +133,11 @@ def stop(run_dir: Path) -> None:
 @runs_app.command("rewind")
 def rewind(run_dir: Path, to: int = typer.Option(..., "--to", min=0, help="Iteration to continue from.")) -> None:
     """Make the state at the end of iteration N current (later iterations stay in git history)."""
+    from physlab.lab.workspace import lock_run
+
     ws, _ = open_run(run_dir)
-    st = ws.rewind(to)
+    with lock_run(run_dir):  # never under a live engine: it would commit its state over the rewind
+        st = ws.rewind(to)
     typer.echo(f"rewound to iteration {st.iteration}; continue with: physlab solve ... --strategy lab --resume {run_dir}")
 
 
