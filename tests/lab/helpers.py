@@ -59,3 +59,44 @@ def lab_role_of():
 
     return role_by_instructions({r: resources.files("physlab.lab.roles").joinpath(f"{r}.md").read_text(
         encoding="utf-8").splitlines()[0] for r in ROLES})
+
+
+_BUSY_ENGINE = r"""
+import asyncio, sys, time
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from tests.lab.mini import Mini, mini_problem, register
+from tests.lab.helpers import solve
+ws = Path({ws!r})
+
+def block():
+    (ws / "BLOCKED").write_text("x")
+    time.sleep(120)            # busy (or killed) here, in the middle of iteration 2
+
+class Blocking(Mini):
+    seen = {{}}
+    hooks = {{2: block}}
+
+asyncio.run(solve(ws, register({name!r}, Blocking), problem=mini_problem()))
+"""
+
+
+def engine_busy_in_iteration_2(ws: Path, name: str):
+    """Another process running the mini lab problem in ``ws``, stopped in the middle of iteration 2
+    (after iteration 1's commit). The caller kills it (SIGKILL: it is its own session)."""
+    import subprocess
+    import sys
+    import time
+
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", _BUSY_ENGINE.format(repo=str(repo), ws=str(ws), name=name)],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while not (ws / "BLOCKED").exists():
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read().decode()[-2000:])
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError("the engine never reached iteration 2")
+        time.sleep(0.1)  # polling a file another process writes, not ordering our own events
+    return proc

@@ -9,48 +9,21 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from physlab.errors import UserError
 from physlab.lab.workspace import RunWorkspace, lock_run
 
-from tests.lab.helpers import calls, git_subjects, solve, state_of
+from tests.lab.helpers import calls, engine_busy_in_iteration_2, git_subjects, solve, state_of
 from tests.lab.mini import Mini, mini_problem, register
 
-REPO = Path(__file__).resolve().parents[2]
-
-CHILD = r"""
-import asyncio, sys, time
-from pathlib import Path
-sys.path.insert(0, {repo!r})
-from tests.lab.mini import Mini, mini_problem, register
-from tests.lab.helpers import solve
-ws = Path({ws!r})
-
-def block():
-    (ws / "BLOCKED").write_text("x")
-    time.sleep(120)            # the first engine, busy in iteration 2
-
-class Blocking(Mini):
-    seen = {{}}
-    hooks = {{2: block}}
-
-asyncio.run(solve(ws, register("lab-mini-busy", Blocking), problem=mini_problem()))
-"""
 
 
 async def test_a_second_engine_on_a_running_run_is_refused_before_it_spends(tmp_path):
     ws = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD.format(repo=str(REPO), ws=str(ws))],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = engine_busy_in_iteration_2(ws, "lab-mini-busy")
     try:
-        deadline = time.monotonic() + 90
-        while not (ws / "BLOCKED").exists():
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the first engine never reached iteration 2"
-            time.sleep(0.1)
         spent, head = len(calls(ws)), git_subjects(ws)[0]
         with pytest.raises(UserError) as err:
             await solve(ws, register("lab-mini-second"), problem=mini_problem(), resume=True)
