@@ -105,6 +105,13 @@ def test_dead_or_wedged_worker_is_replaced_transparently(monkeypatch):
                 except ProcessLookupError:  # a run's manager that was just exiting
                     pass
             stopped |= tree
+            # A process stops on its way back from the kernel: one in the middle of forking (the
+            # worker forks the next run's manager, a copy of a large heap) makes its child after
+            # the signal. Only once all are stopped does listing the tree again find every child.
+            deadline = time.monotonic() + 10
+            while any(_state(pid) not in ("T", "t", "Z", None) for pid in stopped):
+                assert time.monotonic() < deadline, {pid: _state(pid) for pid in stopped}
+                time.sleep(0.01)
         res = box.run_sync("print(3)", limits=SandboxLimits(timeout_s=0.5))
         assert res.timed_out and "stopped answering" in res.error
         assert w2.proc.poll() is not None  # killed, not left stopped
@@ -125,3 +132,12 @@ def test_close_leaves_no_worker_behind():
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
     assert all(p not in host_pids_with("zygote.py") for p in pids)
+
+
+def _state(pid: int) -> str | None:
+    """A process's state letter from /proc (T: stopped), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
