@@ -85,17 +85,31 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the unprivileged-user
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def test_the_warning_says_exactly_what_is_and_is_not_isolated(monkeypatch, capsys):
+@pytest.mark.parametrize("euid", [0, 1000])
+@pytest.mark.parametrize("namespaces", [True, False])
+def test_the_warning_says_exactly_what_is_and_is_not_isolated(monkeypatch, capsys, euid, namespaces):
     monkeypatch.setenv(launch.ENV_VAR, "rlimit")
     monkeypatch.setattr(launch, "_warned", False)
+    monkeypatch.setattr(launch.os, "geteuid", lambda: euid)
+    monkeypatch.setattr(launch, "rlimit_namespaces", lambda: namespaces)
     assert launch.resolve_backend("auto") == "rlimit"
     err = capsys.readouterr().err
     assert err.count("\n") == 1  # one line
     isolated, _, not_isolated = err.partition("NOT isolated")
     assert "Isolated:" in isolated and "limits" in isolated and "environment" in isolated, err
-    for what in ("network", "loopback", "files"):
-        assert what in not_isolated and what not in isolated, err
-    assert "no network" not in err  # the old text read as if the network were blocked
+    assert "files readable by all users" in not_isolated and "/tmp" in not_isolated, err
+    assert ("your files" in not_isolated) == (euid != 0), err
+    assert ("unprivileged uid" in isolated) == (euid == 0), err
+    if namespaces:  # the run's own PID, IPC and network namespaces (tests/sandbox/test_rlimit_namespaces.py)
+        assert "own PID, IPC and network namespaces" in isolated and "only its own processes" in isolated, err
+        assert "reaches no network, not even services on this machine's loopback" in isolated, err
+        assert "network" not in not_isolated and "process list" not in not_isolated, err
+        assert "Unix sockets" in not_isolated, err  # the file system's sockets are not the network's
+    else:
+        assert "the network (including services on this machine's loopback)" in not_isolated, err
+        assert "the process list in /proc" in not_isolated and "process list" not in isolated, err
+        assert ("environment (API keys)" in not_isolated) == (euid != 0), err
+        assert "no network" not in err  # the old text read as if the network were blocked
 
 
 def test_root_without_bubblewrap_is_refused_unless_the_user_says_so(monkeypatch, capsys):
@@ -107,6 +121,7 @@ def test_root_without_bubblewrap_is_refused_unless_the_user_says_so(monkeypatch,
         launch.resolve_backend("auto")
     msg = str(err.value)
     assert "\n" not in msg and "root" in msg and f"{launch.ENV_VAR}=rlimit" in msg, msg
+    assert "files readable by all users are not isolated" in msg, msg
     monkeypatch.setenv(launch.ENV_VAR, "rlimit")  # said explicitly: allowed, with the warning
     assert launch.resolve_backend("auto") == "rlimit"
     monkeypatch.delenv(launch.ENV_VAR)
@@ -222,11 +237,35 @@ except OSError as e:
     assert rl.run_sync("print(6*7)").stdout == "42\n"
 
 
-def test_rlimit_runs_live_in_the_workers_cgroup_where_one_can_be_made(rl):
-    rl.warm(1)
-    cgroup = rl._pool._idle[0].hello.get("cgroup")
+@pytest.fixture
+def rl_without_namespaces(monkeypatch):
+    """The rlimit sandbox on a host whose kernel refuses the runs their namespaces."""
+    monkeypatch.setattr(launch, "rlimit_namespaces", lambda: False)
+    box = Sandbox("rlimit", workers=1)
+    yield box
+    box.close()
+
+
+def test_rlimit_runs_live_in_the_workers_cgroup_where_one_can_be_made(rl_without_namespaces):
+    box = rl_without_namespaces
+    box.warm(1)
+    cgroup = box._pool._idle[0].hello.get("cgroup")
     if not cgroup:
         pytest.skip("no cgroup v2 this process may write to")
-    res = rl.run_sync("print(open('/proc/self/cgroup').read())")
+    res = box.run_sync("print(open('/proc/self/cgroup').read())")
     assert res.exit_code == 0, res.stderr
     assert os.path.basename(cgroup) in res.stdout
+
+
+def test_without_namespaces_runs_go_on_as_the_warning_says(rl_without_namespaces):
+    """Where the kernel refuses namespaces the run still runs, its processes are still killed, and
+    what it sees is what the warning names: the process list (and the loopback)."""
+    token = "physlab-rl-nons-" + uuid.uuid4().hex[:8]
+    res = rl_without_namespaces.run_sync(
+        "import os, subprocess\n"
+        f"subprocess.Popen(['/bin/sh', '-c', 'sleep 120; :', '{token}'], start_new_session=True)\n"
+        "print(len([p for p in os.listdir('/proc') if p.isdigit()]) > 3, os.getppid() > 1)")
+    assert res.exit_code == 0 and not res.isolated_run, res.stderr
+    assert res.stdout == "True True\n"
+    assert wait_gone(token) == []
+    assert "the process list in /proc" in launch.fallback_warning()

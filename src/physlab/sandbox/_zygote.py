@@ -14,9 +14,12 @@ any earlier run (a run that scans its own heap finds only its own request). What
 (its manager, its mounts, its IPC namespace, its /tmp) ends with its manager. When B exits the
 kernel kills everything left in the run's PID namespace, and the run cannot see or signal the zygote.
 
-Without nested namespaces (the rlimit backend) there is no such boundary: runs get a process tree
-killed by cgroup (where one can be made), else by the run's own uid (when the worker is root:
-user code runs as an unprivileged uid of its own), else by session + child-subreaper sweep.
+The rlimit backend (no bubblewrap around the zygote) gives each run, where the kernel allows, new
+mount, PID, IPC and network namespaces of its own (as root directly, else through a user
+namespace): B is then the init of the run's PID namespace with a /proc of its own, exactly as
+above. When PhysLab is root, user code also runs as an unprivileged uid of its own. Where the
+kernel refuses the namespaces, the run's process tree is killed by cgroup (where one can be made),
+else by the run's own uid (as root), else by session + child-subreaper sweep.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its modules be
 
 from _zygote_common import (_HDR, MNT_DETACH, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG,
                             RUN_UID_BASE, _libc, _prctl, b64, bad_name, cfg, read_msg, write_msg)
-from _zygote_confine import (_cgroup_kill, _make_cgroup, _others_can_read, enter_namespaces, kill_run_tree,
-                             reach_hidden_paths, sweep)
+from _zygote_confine import (_cgroup_kill, _make_cgroup, _others_can_read, enter_namespaces,
+                             enter_run_namespaces, kill_run_tree, probe_run_namespaces, reach_hidden_paths,
+                             sweep)
 from _zygote_run import run_init
 
 EXIT_EOF = 3  # a manager that found the control pipe closed: the worker stops
@@ -50,7 +54,12 @@ def serve_one(req: dict) -> dict:
         why = bad_name(name)
         if why:
             return {"error": f"input file {name!r}: {why}"}
-    namespaced = cfg.ns and enter_namespaces(int(limits.get("max_disk_mb", 256)))
+    disk_mb = int(limits.get("max_disk_mb", 256))
+    if cfg.run_ns:  # the rlimit backend: without its namespaces the run does not start
+        why = enter_run_namespaces(disk_mb)
+        if why:
+            return {"error": why}
+    namespaced = bool(cfg.run_ns) or cfg.ns and enter_namespaces(disk_mb)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -245,8 +254,11 @@ def configure() -> None:
     cfg.run_root = os.environ.pop("PHYSLAB_ZYGOTE_RUNROOT", "/tmp")
     cfg.run_env = json.loads(os.environ.pop("PHYSLAB_ZYGOTE_RUNENV", "{}"))
     cfg.rebind = json.loads(os.environ.pop("PHYSLAB_ZYGOTE_REBIND", "[]"))
+    if os.environ.pop("PHYSLAB_ZYGOTE_RUNNS", "0") == "1" and not cfg.ns:  # the launcher's probe said so
+        cfg.run_ns = "root" if os.geteuid() == 0 else "user"
     if not cfg.ns:
-        cfg.cgroup = _make_cgroup()
+        if not cfg.run_ns:  # a run's own PID namespace ends all its processes: no cgroup needed
+            cfg.cgroup = _make_cgroup()
         if os.geteuid() == 0:
             cfg.run_uid = RUN_UID_BASE + os.getpid()
             cfg.hidden_paths = [p for p in sys.path if p and os.path.isdir(p) and not _others_can_read(p)]
@@ -271,7 +283,7 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # keep the preloaded heap shared with the forked runs (no GC copy-on-write)
     write_msg(cfg.ctrl_out, {"ready": True, "pid": os.getpid(), "preloaded": loaded,
-                             "run_uid": cfg.run_uid, "cgroup": cfg.cgroup})
+                             "run_uid": cfg.run_uid, "cgroup": cfg.cgroup, "run_ns": cfg.run_ns})
     try:
         while True:
             # The zygote itself never reads the control pipe: each run's manager does (see above).
@@ -290,7 +302,7 @@ def main() -> None:
                     continue
             if not (os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0):
                 return  # the control pipe closed, or a manager died mid-reply: the pool replaces us
-            if not cfg.ns:  # orphans the run's own kill could not name (no cgroup, no uid of its own)
+            if not (cfg.ns or cfg.run_ns):  # orphans the run's kill could not name (no cgroup, no uid of its own)
                 sweep()
     finally:
         if cfg.cgroup is not None:
@@ -302,4 +314,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--probe-namespaces"]:  # the launcher, once: can runs have their namespaces?
+        print(probe_run_namespaces() or "none")
+    else:
+        main()

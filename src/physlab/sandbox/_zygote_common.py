@@ -12,6 +12,7 @@ import os
 import struct
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x08000000
+CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 4, 38, 36
@@ -27,12 +28,13 @@ MAX_REQUEST = 512 * 1024 * 1024
 class Config:
     """What the launcher told this worker; set once by the zygote before its first fork."""
 
-    ns = False  # per-run namespaces (bwrap backend)
+    ns = False  # per-run namespaces inside bubblewrap's (bwrap backend)
+    run_ns: str | None = None  # rlimit backend: "root" or "user", each run's own PID/mount/IPC/network namespaces
     run_root = "/tmp"
     run_env: dict = {}
     rebind: list = []  # [[staging, target]]: Python roots under run_root, bound again over each run's tmpfs
     run_uid: int | None = None  # rlimit backend as root: the unprivileged uid runs use
-    cgroup: str | None = None  # rlimit backend: a cgroup for the run's processes, when one can be made
+    cgroup: str | None = None  # rlimit backend without namespaces: a cgroup for the run's processes
     hidden_paths: list = []  # sys.path entries run_uid cannot reach (a pyenv under a 0700 home)
     ctrl_in = ctrl_out = -1  # the control pipe (read by each run's manager, never by the zygote)
 

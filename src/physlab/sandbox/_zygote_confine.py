@@ -1,5 +1,5 @@
-"""How a run is confined: its namespaces and mounts (bwrap backend), its limits and privileges, and
-(rlimit backend) the whole-tree kill, the cgroup and the unprivileged uid. Standard library only."""
+"""How a run is confined: its namespaces and mounts, its limits and privileges, and (rlimit backend
+without namespaces) the whole-tree kill, the cgroup and the unprivileged uid. Standard library only."""
 
 from __future__ import annotations
 
@@ -10,24 +10,39 @@ import stat
 import sys
 import time
 
-from _zygote_common import (CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MS_BIND, MS_NODEV,
-                            MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT, PR_SET_DUMPABLE,
-                            PR_SET_NO_NEW_PRIVS, SANDBOX_UID, _libc, _mount, _pids, _prctl, _proc_stat,
-                            _reap, _write_file, cfg)
+from _zygote_common import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MS_BIND,
+                            MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT,
+                            PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, SANDBOX_UID, _libc, _mount, _pids, _prctl,
+                            _proc_stat, _reap, _write_file, cfg)
+
+RUN_NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET  # the rlimit backend's, per run
+
+
+def _unshare(flags: int) -> None:
+    if _libc.unshare(flags) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"unshare: {os.strerror(e)}")
+
+
+def _map_user(inside: int, uid: int, gid: int) -> None:
+    """In a new user namespace: ``inside`` is the uid and gid PhysLab runs as (uid, gid)."""
+    _write_file("/proc/self/setgroups", "deny")
+    _write_file("/proc/self/uid_map", f"{inside} {uid} 1\n")
+    _write_file("/proc/self/gid_map", f"{inside} {gid} 1\n")
 
 
 def enter_namespaces(disk_mb: int) -> bool:
-    """In M: new user + mount + PID + IPC namespaces, and for the run a fresh size-limited tmpfs
-    as /tmp that also backs /dev/shm (so shared memory counts toward the run's disk limit).
-    False if the kernel refuses the namespaces."""
+    """In M (bwrap backend): new user + mount + PID + IPC namespaces, and for the run a fresh
+    size-limited tmpfs as /tmp that also backs /dev/shm (so shared memory counts toward the run's
+    disk limit). False if the kernel refuses the namespaces."""
     uid, gid = os.geteuid(), os.getegid()
     _prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # the uid_map files of a non-dumpable process are not ours
-    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) != 0:
+    try:
+        _unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC)
+    except OSError:
         return False
     try:
-        _write_file("/proc/self/setgroups", "deny")
-        _write_file("/proc/self/uid_map", f"{SANDBOX_UID} {uid} 1\n")
-        _write_file("/proc/self/gid_map", f"{SANDBOX_UID} {gid} 1\n")
+        _map_user(SANDBOX_UID, uid, gid)
         try:
             _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
         except OSError:
@@ -49,6 +64,72 @@ def enter_namespaces(disk_mb: int) -> bool:
     return True
 
 
+def enter_run_namespaces(disk_mb: int) -> str:
+    """In M (rlimit backend): new mount, PID, IPC and network namespaces for the run (as root
+    directly, else inside a new user namespace where the user is itself), and a fresh tmpfs as
+    /dev/shm. The run's /proc is mounted by its init (``mount_own_proc``). '' or why not."""
+    uid, gid = os.geteuid(), os.getegid()
+    user = cfg.run_ns != "root"
+    if user:
+        _prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # the uid_map files of a non-dumpable process are not ours
+    try:
+        _unshare(RUN_NAMESPACES | (CLONE_NEWUSER if user else 0))
+        if user:
+            _map_user(uid, uid, gid)
+        # Not optional: a mount made in a namespace that still shares "/" with the host's would
+        # appear on the host (the run's /proc over everyone's).
+        _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
+        if os.path.isdir("/dev/shm"):
+            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+                   f"size={disk_mb}m,mode=1777,nr_inodes=10000")
+    except OSError as exc:
+        return f"the run's namespaces could not be made ({exc.strerror or exc})"
+    finally:
+        _prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # as the zygote: the run cannot read M or B
+    return ""
+
+
+def mount_own_proc() -> bool:
+    """In B, pid 1 of the run's PID namespace: a /proc that lists the run's processes only. When
+    the kernel refuses it, bwrap's runs get an empty /proc (the zygote's hidden at least), and
+    False either way."""
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        return True
+    except OSError:
+        if cfg.ns:
+            try:
+                _mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
+            except OSError:
+                pass
+        return False
+
+
+def probe_run_namespaces() -> str | None:
+    """Can the rlimit backend's runs have their namespaces here? The whole setup of one run (M's
+    namespaces, B's /proc), tried in a child: "root" or "user" (how it works), or None."""
+    mode = "root" if os.geteuid() == 0 else "user"
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            cfg.run_ns = mode
+            if not enter_run_namespaces(1):
+                init = os.fork()
+                if init == 0:
+                    ok = False
+                    try:
+                        ok = mount_own_proc() and _pids() == [1]
+                    finally:
+                        os._exit(0 if ok else 1)
+                _, st = os.waitpid(init, 0)
+                code = os.waitstatus_to_exitcode(st)
+        finally:
+            os._exit(code)
+    _, st = os.waitpid(pid, 0)
+    return mode if os.waitstatus_to_exitcode(st) == 0 else None
+
+
 def _read_only(target: str) -> None:
     """Make a bind mount read-only (it usually is already: a bind of a read-only mount that the
     kernel locked when it entered this namespace)."""
@@ -60,8 +141,8 @@ def _read_only(target: str) -> None:
 
 
 def drop_privileges() -> None:
-    """In C: an unprivileged uid of its own (rlimit backend as root), no capabilities, and no
-    privilege gain through execve."""
+    """In C: an unprivileged uid of its own (rlimit backend as root), no capabilities (none in the
+    run's user namespace either: it cannot unmount its /proc), and no privilege gain through execve."""
     if cfg.run_uid is not None:
         os.setgroups([])
         os.setgid(cfg.run_uid)  # as root: real, effective and saved ids
@@ -109,7 +190,7 @@ def set_rlimits(limits: dict) -> None:
             pass
 
 
-# ---------------------------------------------------------------- rlimit backend: the whole tree
+# ---------------------------------------------------------------- rlimit backend without namespaces: the whole tree
 def _cgroup_kill() -> None:
     if cfg.cgroup is None:
         return

@@ -11,12 +11,13 @@ import select
 import signal
 import stat
 import sys
+import tempfile
 import time
 import traceback
 
-from _zygote_common import (MS_NODEV, MS_NOEXEC, MS_NOSUID, PR_SET_PDEATHSIG, SANDBOX_UID, _mount, _pids,
-                            _prctl, _proc_stat, _write_file, b64, bad_name, cfg, write_msg)
-from _zygote_confine import drop_privileges, kill_run_tree, set_rlimits
+from _zygote_common import (PR_SET_PDEATHSIG, SANDBOX_UID, _pids, _prctl, _proc_stat, _write_file, b64, bad_name,
+                            cfg, write_msg)
+from _zygote_confine import drop_privileges, kill_run_tree, mount_own_proc, set_rlimits
 
 
 # ---------------------------------------------------------------- the user's code (C)
@@ -49,8 +50,7 @@ def run_user_code(req: dict, work: str, fds: dict) -> None:
         set_rlimits(req["limits"])
         if cfg.cgroup is not None:
             _write_file(os.path.join(cfg.cgroup, "cgroup.procs"), "0")
-        if cfg.ns or cfg.run_uid is not None:
-            drop_privileges()
+        drop_privileges()
         sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
                                                        errors="backslashreplace", write_through=False)
@@ -174,28 +174,23 @@ def run_init(req: dict, fds: dict, namespaced: bool) -> None:
     os.setsid()
     res_w = fds["res_w"]
     limits = req["limits"]
-    if namespaced:
-        try:
-            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-            own_proc = True
-        except OSError:  # cannot have our own /proc: at least hide the zygote's
-            own_proc = False
-            try:
-                _mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
-            except OSError:
-                pass
+    own_proc = namespaced and mount_own_proc()
+    if namespaced and not own_proc and not cfg.ns:  # rlimit: the host's /proc lists every process
+        write_msg(res_w, {"error": "the run's own /proc could not be mounted"})
+        os._exit(0)
+    own_tmp = namespaced and cfg.ns  # bwrap: the run's own tmpfs as /tmp
+    if own_tmp:
         work = os.path.join(cfg.run_root, "work")
-    else:
-        own_proc = False
-        work = os.path.join(cfg.run_root, f"run-{os.getpid()}")
-    os.makedirs(work, exist_ok=True)
+        os.makedirs(work, exist_ok=True)
+    else:  # a new directory each run (B's pid is 1 in every run that has its own PID namespace)
+        work = tempfile.mkdtemp(prefix="run-", dir=cfg.run_root)
     os.chmod(work, 0o700 if cfg.run_uid is not None else 0o777)
     error = _write_inputs(req, work)
     if error:
         write_msg(res_w, {"error": error})
-        _remove(work, namespaced)
+        _remove(work, own_tmp)
         os._exit(0)
-    if namespaced:
+    if own_tmp:
         _own_work_dir(work, SANDBOX_UID)
     elif cfg.run_uid is not None:
         _own_work_dir(work, cfg.run_uid)
@@ -226,18 +221,16 @@ def run_init(req: dict, fds: dict, namespaced: bool) -> None:
             continue
         if own_proc and len(_pids()) - 1 > max_procs:  # B itself is not the run's process
             nproc_hit = True
-            for p in _pids():
-                if p != 1:
-                    try:
-                        os.kill(p, signal.SIGKILL)
-                    except OSError:
-                        pass
+            _kill_the_rest()
         if pidfd is not None:
             select.select([pidfd], [], [], 0.005)
         else:
             time.sleep(0.002)
 
-    if not namespaced:  # nothing the code started may run on while its files are collected
+    # nothing the code started may run on while its files are collected
+    if namespaced:
+        _kill_the_rest()
+    else:
         kill_run_tree()
         try:
             os.killpg(os.getpgrp(), 0)
@@ -252,12 +245,22 @@ def run_init(req: dict, fds: dict, namespaced: bool) -> None:
     write_msg(res_w, {"status": status, "nproc_hit": nproc_hit, "files": files,
                       "files_truncated": files_truncated, "namespaced": namespaced,
                       "own_proc": own_proc})
-    _remove(work, namespaced)
+    _remove(work, own_tmp)
     os._exit(0)
 
 
-def _remove(work: str, namespaced: bool) -> None:
-    if not namespaced:  # a namespaced run's tmpfs goes with its mount namespace
+def _kill_the_rest() -> None:
+    """B, pid 1 of the run's PID namespace: kill(-1) reaches every other process of the run and
+    nothing outside it, in one pass (a process with a pending SIGKILL cannot finish a fork)."""
+    if os.getpid() == 1:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _remove(work: str, own_tmp: bool) -> None:
+    if not own_tmp:  # a bwrap run's own tmpfs goes with its mount namespace
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)

@@ -11,7 +11,9 @@ has imported sympy/numpy/scipy/mpmath/matplotlib); for each run the worker forks
   other and nothing a run starts or leaves outlives it.
 * rlimit backend — the weaker fallback (announced once; refused for root unless chosen
   explicitly): rlimits, scrubbed environment, private work dir, an unprivileged uid of its own
-  when we are root, the run's process tree killed after it. No filesystem/network isolation.
+  when we are root; where the kernel allows, each run's own mount, PID, IPC and network
+  namespaces (its own /proc and /dev/shm, no network), else the run's process tree killed after
+  it and no network isolation. No filesystem isolation.
 
 Trusted code (the grader's comparisons, which hold the reference answer) runs on ``sandbox.trusted``:
 a pool of its own, so a worker that has served a comparison never serves model-written code.

@@ -119,6 +119,8 @@ def zygote_env(backend: str, run_root: str, rebind: list[list[str]] | None = Non
     env["PHYSLAB_ZYGOTE_MPLCACHE"] = MPL_CACHE_IN_BOX if backend == "bwrap" else (mpl_cache() or "")
     env["PHYSLAB_ZYGOTE_RUNENV"] = json.dumps(run_env())
     env["PHYSLAB_ZYGOTE_RUNROOT"] = run_root
+    if backend == "rlimit":
+        env["PHYSLAB_ZYGOTE_RUNNS"] = "1" if rlimit_namespaces() else "0"
     if backend == "bwrap":
         env["PHYSLAB_ZYGOTE_NS"] = "1"
         env["PHYSLAB_ZYGOTE_REBIND"] = json.dumps(rebind or [])
@@ -215,19 +217,48 @@ def bwrap_works() -> tuple[bool, str]:
     return True, ""
 
 
+@functools.lru_cache(maxsize=1)
+def rlimit_namespaces() -> bool:
+    """Can the rlimit backend give each run its own mount, PID, IPC and network namespaces here
+    (as root directly, else through an unprivileged user namespace)? Probed once per process by
+    the worker's own code, which tries one run's whole setup."""
+    try:
+        out = subprocess.run([python_executable(), "-I", str(ZYGOTE_SRC), "--probe-namespaces"],
+                             capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+                             env={"PATH": "/usr/bin:/bin"}, cwd="/")
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and out.stdout.strip() in ("root", "user")
+
+
 def fallback_warning() -> str:
     """Exactly what the rlimit backend isolates and what it does not (one line)."""
-    if os.geteuid() == 0:
-        who = ("an unprivileged uid of its own (the memory, environment and descriptors of other "
-               "processes stay unreadable; its processes are killed after each run)")
+    root, ns = os.geteuid() == 0, rlimit_namespaces()
+    isolated = ["memory, CPU, process and file-size limits", "a scrubbed environment", "a private work directory"]
+    if root:
+        isolated.append("an unprivileged uid of its own (files only root may read and the memory, environment and "
+                        "descriptors of other processes stay unreadable)")
+    if ns:
+        isolated.append("its own PID, IPC and network namespaces and /dev/shm (it sees only its own "
+                        "processes, reaches no network, not even services on this machine's loopback, "
+                        "and all its processes end with it)")
+    elif root:
+        isolated.append("its processes killed after each run")
     else:
-        who = ("its processes killed after each run (completely where it gets a cgroup, else a "
-               "process that leaves its session may outlive the run)")
-    mine = "" if os.geteuid() == 0 else ", your files and your other processes' environment (API keys)"
-    return ("physlab sandbox: rlimit backend, WEAKER than bubblewrap. Isolated: memory, CPU, process "
-            f"and file-size limits, a scrubbed environment, a private work directory, {who}. NOT isolated: "
-            "the network (including services on this machine's loopback), files readable by all users "
-            f"(problem files with their reference answers included){mine}, the process list in /proc.")
+        isolated.append("its processes killed after each run (completely where it gets a cgroup, else a "
+                        "process that leaves its session may outlive the run)")
+    exposed = [] if ns else ["the network (including services on this machine's loopback)"]
+    exposed.append("files readable by all users (problem files with their reference answers included)")
+    if not root:
+        exposed.append("your files")
+    if ns:
+        exposed.append(f"Unix sockets in the file system {'open to all users' if root else 'that you may open'}")
+    else:
+        exposed.append("the process list in /proc" if root else
+                       "the process list in /proc with your other processes' environment (API keys)")
+    exposed.append("/tmp and other places it may write (a run can leave files there for the next)")
+    return ("physlab sandbox: rlimit backend, WEAKER than bubblewrap. Isolated: " + ", ".join(isolated)
+            + ". NOT isolated: " + ", ".join(exposed) + ".")
 
 
 _warned = False
@@ -255,10 +286,13 @@ def resolve_backend(backend: str | None) -> str:
         if ok:
             return "bwrap"
         if os.geteuid() == 0:
+            how = ("an unprivileged uid in its own PID, IPC and network namespaces; files readable by all "
+                   "users are not isolated" if rlimit_namespaces() else
+                   "an unprivileged uid; the network, the process list and files readable by all users "
+                   "are not isolated")
             raise UserError(f"physlab sandbox: {why}; PhysLab runs as root and will not run model-written "
                             f"code without bubblewrap unless told to: set {ENV_VAR}=rlimit to accept the "
-                            "weaker rlimit backend (code runs as an unprivileged uid; the network and files "
-                            "readable by all users are not isolated)")
+                            f"weaker rlimit backend (code runs as {how})")
     if not _warned:
         _warned = True
         print(fallback_warning() if choice == "rlimit" else f"physlab sandbox: {why}. {fallback_warning()}",
