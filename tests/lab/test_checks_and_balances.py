@@ -92,10 +92,10 @@ def test_forced_formatter_sees_every_result_and_the_best_hypotheses():
     s, _ = T.record_review(s, top, "VERIFIED")
     top_er = s.wh(top).er
     s = T.demote_er(s, s.wh(base).er, "hand derivation only")
-    forced = C.for_formatter(mini_problem(), s, C.Windows(), forced=True, reason="max_iterations")
+    forced = C.for_formatter(mini_problem(), s, C.Windows(), forced=True, reason="max_iterations").text
     assert "FORMULA" in P.block(forced, "demoted-results") and top_er in P.block(forced, "demoted-results")
     assert "FORMULA" in P.block(forced, "best-hypotheses") and top in P.block(forced, "best-hypotheses")
-    normal = C.for_formatter(mini_problem(), s, C.Windows(), forced=False)
+    normal = C.for_formatter(mini_problem(), s, C.Windows(), forced=False).text
     assert "FORMULA" not in normal                    # completing: established results only
 
 
@@ -274,11 +274,11 @@ def test_the_reviewer_sees_the_true_status_of_each_dependency():
     s, base = T.propose_wh(s, claim="BASE CLAIM", evidence=[ev])
     s, _ = T.record_review(s, base, "INCONCLUSIVE", "no cross-check")
     s, top = T.propose_wh(s, claim="top", evidence=[ev], depends_on=[base])
-    deps = P.block(C.for_reviewer(mini_problem(), s, C.Windows(), top), "builds-on")
+    deps = P.block(C.for_reviewer(mini_problem(), s, C.Windows(), top).text, "builds-on")
     assert "BASE CLAIM" in deps and "NOT established" in deps and "(established)" not in deps
     s2, _ = T.add_evidence(s, target=base, role="computer", findings="cross-checked")
     s2, _ = T.record_review(s2, base, "VERIFIED")
-    deps = P.block(C.for_reviewer(mini_problem(), s2, C.Windows(), top), "builds-on")
+    deps = P.block(C.for_reviewer(mini_problem(), s2, C.Windows(), top).text, "builds-on")
     assert f"established as {s2.wh(base).er}" in deps
 
 

@@ -36,7 +36,7 @@ def grown_state(n: int) -> ResearchState:
 
 def orch_prompt(s):
     return C.for_orchestrator(mini_problem(), s, C.Windows(), new_evidence=[], new_reviews=[],
-                              events=[f"[e] {e.text}" for e in s.events], human=[], gates=[], max_workers=3)
+                              events=[f"[e] {e.text}" for e in s.events], human=[], gates=[], max_workers=3).text
 
 
 def test_orchestrator_prompt_stays_bounded_as_the_run_grows():
@@ -56,18 +56,18 @@ def test_each_role_sees_only_its_context():
     # the reviewer sees claim, evidence, code and output
     s2, ev2 = T.add_evidence(s, target=rq, role="computer", findings="G = 2", code="print(2)", output="2")
     s2, wh2 = T.propose_wh(s2, claim="G is two", value="2", evidence=[ev2], depends_on=[wh])
-    rv = C.for_reviewer(mini_problem(), s2, C.Windows(), wh2)
+    rv = C.for_reviewer(mini_problem(), s2, C.Windows(), wh2).text
     assert "print(2)" in rv and "G is two" in rv and "F is one" in rv
     assert "SECRET_CODE" not in rv and "REVIEWER_REASONING" not in rv    # not how earlier results were reached
     # the planner never sees raw computations
-    pl = C.for_planner(mini_problem(), s, [], C.Windows())
+    pl = C.for_planner(mini_problem(), s, [], C.Windows()).text
     assert "SECRET_CODE" not in pl and "printed 1" not in pl
     # workers see conventions, established results and their task
     wk = C.for_worker("researcher", mini_problem(), s, C.Windows(), target=rq, instructions="do it", method_hints="hint",
-                      relevant=[er])
+                      relevant=[er]).text
     assert "live question" in wk and "F is one" in wk and "SECRET_CODE" not in wk
     # the formatter sees the established results (and, only when the run is ending, the rest)
-    fm = C.for_formatter(mini_problem(), s, C.Windows(), forced=False)
+    fm = C.for_formatter(mini_problem(), s, C.Windows(), forced=False).text
     assert er in fm and "claim 1" not in fm
 
 

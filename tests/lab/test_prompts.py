@@ -42,17 +42,17 @@ def prompts() -> dict[str, str]:
     s, rq, wh, wh2, cr, cr2 = rich_state()
     p = mini_problem()
     return {
-        "surveyor": C.for_surveyor(p),
-        "planner": C.for_planner(p, s, [s.critique(cr2)], W),
+        "surveyor": C.for_surveyor(p).text,
+        "planner": C.for_planner(p, s, [s.critique(cr2)], W).text,
         "orchestrator": C.for_orchestrator(p, s, W, new_evidence=s.evidence, new_reviews=["WH-1: VERIFIED"],
                                            events=["[x] y"], human=["HM-1: hi"], gates=["WH-2 awaits review"],
-                                           max_workers=3),
-        "researcher": C.for_worker("researcher", p, s, W, target=rq, instructions="do", method_hints="", relevant=[]),
-        "computer": C.for_worker("computer", p, s, W, target=wh2, instructions="do", method_hints="", relevant=[]),
-        "reviewer": C.for_reviewer(p, s, W, wh2),
-        "critic": C.for_critic(p, s, W, max_critiques=4),
-        "adjudicator": C.for_adjudicator(p, s, W, s.critique(cr)),
-        "formatter": C.for_formatter(p, s, W, forced=True, reason="max_iterations"),
+                                           max_workers=3).text,
+        "researcher": C.for_worker("researcher", p, s, W, target=rq, instructions="do", method_hints="", relevant=[]).text,
+        "computer": C.for_worker("computer", p, s, W, target=wh2, instructions="do", method_hints="", relevant=[]).text,
+        "reviewer": C.for_reviewer(p, s, W, wh2).text,
+        "critic": C.for_critic(p, s, W, max_critiques=4).text,
+        "adjudicator": C.for_adjudicator(p, s, W, s.critique(cr)).text,
+        "formatter": C.for_formatter(p, s, W, forced=True, reason="max_iterations").text,
     }
 
 
@@ -127,7 +127,7 @@ With $\hbar = 1$, $$E_0 = -\frac{J}{2}\left(1 + \frac{\Delta^2}{8}\right)$$ and 
                                    mini_problem(), max_iterations=2)
     ev = out.state.evidence[0]
     assert ev.role == "researcher" and ev.derivation == derivation and ev.checks == ["6*7 by hand"]
-    review = C.for_reviewer(mini_problem(), out.state, W, "WH-1") if out.state.whs else ""
+    review = C.for_reviewer(mini_problem(), out.state, W, "WH-1").text if out.state.whs else ""
     assert derivation in review                                   # the reviewer reads it whole
 
 

@@ -22,6 +22,11 @@ def env_with(tmp_path, role, fn) -> LabEnv:
     return LabEnv(make_ctx(tmp_path, {role: fn}, mini_problem()), tool_retries=2, code_timeout_s=30)
 
 
+def ask(text: str) -> C.RolePrompt:
+    """A role prompt that is only a request (the role modules' plumbing is under test, not the context)."""
+    return C.RolePrompt("test", head="", stable="", volatile=text)
+
+
 def seeded_state():
     s = ResearchState(problem_id="mini")
     s, rq = T.create_rq(s, "What is 6*7?")
@@ -63,7 +68,7 @@ async def test_orchestrator_tools_apply_transitions_and_correct_unknown_ids(tmp_
         except StopIteration:
             return final_answer(i, {"complete": False, "summary": "ok"})
     desk = orchestrator.Desk(state=s, max_dispatches=2)
-    d = await orchestrator.run(env_with(tmp_path, "orchestrator", fn), desk, "go")
+    d = await orchestrator.run(env_with(tmp_path, "orchestrator", fn), desk, ask("go"))
     assert d.complete is False and retries and "EV-77" in desk.refused[0]
     assert desk.state.wh("WH-2").value == "42" and desk.state.rq(rq).status == "answered"
     assert desk.state.notes[0].text == "remember units" and s.wh("WH-2") is None   # the input state is untouched
@@ -86,7 +91,7 @@ async def test_computer_documents_first_runs_real_code_and_submits(tmp_path):
                                     "confidence": "exact"})
     env = env_with(tmp_path, "computer", fn)
     bench = computer.Bench(env)
-    res = await computer.run(env, bench, "task")
+    res = await computer.run(env, bench, ask("task"))
     assert res.findings == "value = 42"
     assert bench.refused == ["execute_python before document_approach"]
     assert len(bench.runs) == 1 and "exit code 0" in bench.runs[0][1]
@@ -94,11 +99,11 @@ async def test_computer_documents_first_runs_real_code_and_submits(tmp_path):
 
 async def test_researcher_reviewer_critic_adjudicator(tmp_path):
     r, derivation = await researcher.run(env_with(tmp_path, "researcher", lambda m, i: final_answer(i, {
-        "findings": "f", "derivation_markdown": "d", "confidence": "partial"})), "task")
+        "findings": "f", "derivation_markdown": "d", "confidence": "partial"})), ask("task"))
     assert r.confidence == "partial" and derivation == "d"
     s, rq, ev, wh = seeded_state()
     prompt = C.for_reviewer(mini_problem(), s, W, wh)
-    assert "<code>" in prompt and "print(6*7)" in prompt and "6*7 = 42" in prompt
+    assert "<code>" in prompt.text and "print(6*7)" in prompt.text and "6*7 = 42" in prompt.text
 
     def rev(m, i):
         if not P.tool_returns(m):
@@ -107,10 +112,10 @@ async def test_researcher_reviewer_critic_adjudicator(tmp_path):
     assert (await reviewer.run(env_with(tmp_path, "reviewer", rev), prompt)).verdict == "VERIFIED"
     s, _ = T.record_review(s, wh, "VERIFIED")
     audit = await critic.run(env_with(tmp_path, "critic", lambda m, i: final_answer(i, {"critiques": [
-        {"target_type": "ER", "target": "ER-1", "kind": "coherence", "text": "t"}]})), critic.Desk(s, 4), "audit")
+        {"target_type": "ER", "target": "ER-1", "kind": "coherence", "text": "t"}]})), critic.Desk(s, 4), ask("audit"))
     assert audit.critiques[0].target == "ER-1"
     ruling = await adjudicator.run(env_with(tmp_path, "adjudicator", lambda m, i: final_answer(i, {
-        "decision": "dismiss", "reasoning": "fine"})), "rule")
+        "decision": "dismiss", "reasoning": "fine"})), ask("rule"))
     assert ruling.decision == "dismiss"
 
 
@@ -122,7 +127,7 @@ async def test_formatter_refuses_unfilled_template_then_accepts(tmp_path):
     s, rq, ev, wh = seeded_state()
     s, _ = T.record_review(s, wh, "VERIFIED")
     desk = formatter.Desk(s, TEMPLATE, forced=False)
-    out = await formatter.run(env_with(tmp_path, "formatter", fn), desk, "format")
+    out = await formatter.run(env_with(tmp_path, "formatter", fn), desk, ask("format"))
     assert out.ready and "value = 42" in out.answer_code and out.sources[0].source == "ER-1"
     assert formatter.check_answer_code("def other():\n    return 1\n", TEMPLATE) is not None
     assert formatter.check_answer_code("def answer(:\n", TEMPLATE).startswith("answer_code is not valid Python")

@@ -1,15 +1,24 @@
 """Fresh, per-role context assembled from the ResearchState (no conversation carries over).
 
 A role's prompt is a list of named sections, ``<tag>`` ... ``</tag>``, in the order of
-``ROLE_SECTIONS[role]``: what changes least comes first (problem, survey, conventions, strategy,
-checks), then the established results, then what changes every turn. Every section listed for a
-role is always present (``(none)`` when empty), and ``SECTION_GUIDE`` says what each one is; the
-role's instructions include that guide for exactly its sections (``roles/_base.instructions``),
-so a role is never shown a block nobody explained to it.
+``ROLE_SECTIONS[role]``: what changes least comes first, so that consecutive requests share the
+longest possible prefix and a provider's prompt cache (Anthropic's cache points, the implicit
+caches of OpenAI, Gemini and vLLM) serves it. Three parts (``RolePrompt``):
 
-Long histories are windowed so the orchestrator's prompt stays bounded as a run grows: only the
-newest dispatches, events, notes, closed questions and refuted hypotheses are shown in full;
-older ones are counted, not listed. Established results and open critiques are never dropped.
+- ``head``: the problem (statement, template, guidelines), the same for every role of the run; it
+  opens the role's instructions, so every request of the run starts with it;
+- ``stable``: survey, conventions, strategy, sanity checks, established results: byte-identical
+  between consecutive calls of a role until one of them changes (no counters, no timestamps);
+- ``volatile``: hypotheses, questions, notes, dispatch history, new evidence and events, the turn.
+
+Every section listed for a role is always present (``(none)`` when empty), and ``SECTION_GUIDE``
+says what each one is; the role's instructions include that guide for exactly its sections
+(``roles/_base.instructions``), so a role is never shown a block nobody explained to it.
+
+Long histories are windowed so every prompt stays bounded as a run grows: only the newest
+dispatches, events, notes, closed questions and refuted or inconclusive hypotheses are shown in
+full; older ones are counted or named, not listed. Established results and open critiques are
+never cut.
 """
 
 from __future__ import annotations
@@ -111,28 +120,52 @@ SECTION_GUIDE: dict[str, str] = {
     "turn": "Where the run stands (iteration number) and what is asked of you on this call.",
 }
 
-_PROBLEM = ["problem-statement", "answer-template", "problem-guidelines"]
-ROLE_SECTIONS: dict[str, list[str]] = {
-    "surveyor": _PROBLEM + ["turn"],
-    "planner": _PROBLEM + ["background-survey", "conventions", "strategy", "sanity-checks", "established-results",
-                           "hypotheses", "research-questions", "dead-ends", "critiques-to-answer", "turn"],
-    "orchestrator": _PROBLEM + ["background-survey", "conventions", "strategy", "sanity-checks",
-                                "established-results", "hypotheses", "research-questions", "dead-ends",
-                                "research-notes", "dispatch-history", "messages-from-the-physicist",
-                                "new-evidence", "new-verification-results", "system-events", "completion-gates",
-                                "turn"],
-    "researcher": _PROBLEM + ["conventions", "strategy", "sanity-checks", "known-pitfalls", "established-results",
-                              "target", "relevant-results", "instructions", "method-hints", "turn"],
-    "reviewer": _PROBLEM + ["conventions", "sanity-checks", "claim", "builds-on", "supporting-evidence", "turn"],
-    "critic": _PROBLEM + ["background-survey", "conventions", "strategy", "sanity-checks", "established-results",
-                          "demoted-results", "hypotheses", "research-questions", "dead-ends", "previous-critiques",
-                          "turn"],
-    "adjudicator": _PROBLEM + ["conventions", "sanity-checks", "established-result", "builds-on",
-                               "supporting-evidence", "critique", "turn"],
-    "formatter": _PROBLEM + ["conventions", "established-results", "demoted-results", "best-hypotheses",
-                             "best-current-answer", "turn"],
+# The problem: the same for every role of a run, so it opens every role's instructions (a prefix
+# that every request of the run shares, see ``roles/_base.system_prompt``).
+HEAD = ["problem-statement", "answer-template", "problem-guidelines"]
+
+# Each role's user prompt: (stable sections, volatile sections). The stable ones change only when
+# the lab's foundations do (survey, conventions, strategy, checks, established results), so they
+# are byte-identical between consecutive calls of a role until then and a provider's prompt cache
+# serves them; the volatile ones change on every call.
+LAYOUT: dict[str, tuple[list[str], list[str]]] = {
+    "surveyor": ([], ["turn"]),
+    "planner": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
+                ["hypotheses", "research-questions", "dead-ends", "critiques-to-answer", "turn"]),
+    "orchestrator": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
+                     ["hypotheses", "research-questions", "dead-ends", "research-notes", "dispatch-history",
+                      "messages-from-the-physicist", "new-evidence", "new-verification-results", "system-events",
+                      "completion-gates", "turn"]),
+    "researcher": (["conventions", "strategy", "sanity-checks", "known-pitfalls", "established-results"],
+                   ["target", "relevant-results", "instructions", "method-hints", "turn"]),
+    "reviewer": (["conventions", "sanity-checks"], ["claim", "builds-on", "supporting-evidence", "turn"]),
+    "critic": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
+               ["demoted-results", "hypotheses", "research-questions", "dead-ends", "previous-critiques", "turn"]),
+    "adjudicator": (["conventions", "sanity-checks"],
+                    ["established-result", "builds-on", "supporting-evidence", "critique", "turn"]),
+    "formatter": (["conventions", "established-results"],
+                  ["demoted-results", "best-hypotheses", "best-current-answer", "turn"]),
 }
-ROLE_SECTIONS["computer"] = ROLE_SECTIONS["researcher"]
+LAYOUT["computer"] = LAYOUT["researcher"]
+# Every section a role is shown, in order: the problem, then its stable and its volatile sections.
+ROLE_SECTIONS: dict[str, list[str]] = {role: HEAD + stable + volatile for role, (stable, volatile) in LAYOUT.items()}
+
+
+@dataclass(frozen=True)
+class RolePrompt:
+    """A role's context in three parts, most stable first. ``head`` (the problem) is the same for
+    every role of a run and opens the role's instructions; ``stable`` and ``volatile`` make up the
+    user prompt, with a cache point between them (see ``roles/_base.run_role``)."""
+
+    role: str
+    head: str
+    stable: str
+    volatile: str
+
+    @property
+    def text(self) -> str:
+        """The whole context as one text, in order (what a reader of the prompt sees)."""
+        return "\n\n".join(x for x in (self.head, self.stable, self.volatile) if x)
 
 
 def clip(text: str | None, n: int) -> str:
@@ -144,11 +177,16 @@ def tag(name: str, body: str) -> str:
     return f"<{name}>\n{body.strip() or '(none)'}\n</{name}>"
 
 
-def render(role: str, sections: dict[str, str]) -> str:
-    """The prompt: the role's sections in their fixed order (a missing one is shown as empty)."""
+def _tags(names: list[str], sections: dict[str, str]) -> str:
+    return "\n\n".join(tag(name, sections.get(name, "")) for name in names)
+
+
+def render(role: str, sections: dict[str, str]) -> RolePrompt:
+    """The role's sections in their fixed order (a missing one is shown as empty)."""
     unknown = set(sections) - set(ROLE_SECTIONS[role])
     assert not unknown, f"sections {unknown} are not declared for {role}"
-    return "\n\n".join(tag(name, sections.get(name, "")) for name in ROLE_SECTIONS[role])
+    stable, volatile = LAYOUT[role]
+    return RolePrompt(role, _tags(HEAD, sections), _tags(stable, sections), _tags(volatile, sections))
 
 
 def guide(role: str) -> str:
@@ -282,12 +320,12 @@ def dependency_status(s: ResearchState, wh_id: str) -> str:
 
 
 # ------------------------------------------------------------------------ per-role prompts
-def for_surveyor(p: Problem) -> str:
+def for_surveyor(p: Problem) -> RolePrompt:
     return render("surveyor", problem_sections(p) | {
         "turn": "Survey the background for this problem and submit the survey. Do not solve it."})
 
 
-def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Windows) -> str:
+def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Windows) -> RolePrompt:
     crit = "\n".join(f"{c.id} ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}): {c.text}"
                      for c in critiques)
     checks = "\n".join(f"{c.id} [{c.status}]: {c.predicate}" for c in s.sanity_checks)
@@ -323,7 +361,7 @@ def orchestrator_sections(p: Problem, s: ResearchState, w: Windows) -> dict[str,
 
 def for_orchestrator(p: Problem, s: ResearchState, w: Windows, *, new_evidence: list[Evidence],
                      new_reviews: list[str], events: list[str], human: list[str], gates: list[str],
-                     max_workers: int) -> str:
+                     max_workers: int) -> RolePrompt:
     shown = events[-w.events:]
     ev_lines = "\n".join(shown) + (f"\n({len(events) - len(shown)} earlier events not shown)"
                                    if len(events) > len(shown) else "")
@@ -338,7 +376,7 @@ def for_orchestrator(p: Problem, s: ResearchState, w: Windows, *, new_evidence: 
 
 
 def for_worker(role: str, p: Problem, s: ResearchState, w: Windows, *, target: str, instructions: str,
-               method_hints: str, relevant: list[str]) -> str:
+               method_hints: str, relevant: list[str]) -> RolePrompt:
     tgt = s.find(target)
     target_text = getattr(tgt, "question", None) or getattr(tgt, "claim", "")
     if getattr(tgt, "value", ""):
@@ -358,7 +396,7 @@ def for_worker(role: str, p: Problem, s: ResearchState, w: Windows, *, target: s
         "method-hints": method_hints, "turn": ask})
 
 
-def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str) -> str:
+def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str) -> RolePrompt:
     h = s.wh(wh_id)
     evs = [e for e in s.evidence if e.id in h.evidence]
     again = (f" It was reviewed before ({', '.join(h.reviews)}); judge it afresh on all the evidence, "
@@ -371,7 +409,7 @@ def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str) -> str:
         "turn": f"Examine {h.id} adversarially and give your verdict.{again}"})
 
 
-def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int) -> str:
+def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int) -> RolePrompt:
     prev = "\n".join(f"{c.id} [{c.status}] ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, "
                      f"{c.kind}): {clip(c.text, 400)}" + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "")
                      for c in s.critiques[-w.critiques:])
@@ -384,7 +422,7 @@ def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int) 
                 "critiques, only where needed; an empty audit is a valid audit."})
 
 
-def for_adjudicator(p: Problem, s: ResearchState, w: Windows, critique: Critique) -> str:
+def for_adjudicator(p: Problem, s: ResearchState, w: Windows, critique: Critique) -> RolePrompt:
     e = s.er(critique.target)
     evs = [x for x in s.evidence if x.id in e.evidence]
     return render("adjudicator", problem_sections(p) | {
@@ -395,7 +433,7 @@ def for_adjudicator(p: Problem, s: ResearchState, w: Windows, critique: Critique
         "turn": f"Rule on {critique.id}: uphold (then {e.id} is demoted) or dismiss."})
 
 
-def for_formatter(p: Problem, s: ResearchState, w: Windows, *, forced: bool, reason: str = "") -> str:
+def for_formatter(p: Problem, s: ResearchState, w: Windows, *, forced: bool, reason: str = "") -> RolePrompt:
     if forced:
         ask = (f"The run is ending ({reason or 'budget exhausted'}). Write the best answer the lab has: from the "
                "established results where they suffice, otherwise from the demoted results or the best hypotheses. "

@@ -8,10 +8,12 @@ from typing import Any, Callable, Sequence
 
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai import RunContext as CallContext
+from pydantic_ai.messages import CachePoint, UserContent
+from pydantic_ai.settings import CacheConfig, ModelSettings
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.usage import UsageLimits
 
-from physlab.lab.context import clip, guide
+from physlab.lab.context import RolePrompt, clip, guide
 from physlab.llm.context_fit import fitting
 from physlab.llm.output import structured_output
 from physlab.runs.context import RunContext
@@ -50,14 +52,36 @@ NO_GUIDE_LEVEL, NO_STANDARDS_LEVEL = 3, 4
 
 
 def instructions(role: str, level: int = 0) -> str:
-    """The role's prompt file, the lab's standards where they apply, then what each section of its
-    context is (from the same table the context is built with, so the two cannot drift apart)."""
-    parts = [prompt(role).rstrip()]
-    if role in WITH_STANDARDS and level < NO_STANDARDS_LEVEL:
-        parts.append(prompt("standards").rstrip())
+    """The lab's standards where they apply, then the role's prompt file, then what each section of
+    its context is (from the same table the context is built with, so the two cannot drift apart).
+    The standards come first: every role that gets them then shares them as a prefix."""
+    parts = [prompt("standards").rstrip()] if role in WITH_STANDARDS and level < NO_STANDARDS_LEVEL else []
+    parts.append("# Your role\n\n" + prompt(role).rstrip())
     if level < NO_GUIDE_LEVEL:
         parts.append("## What your context contains\n\n" + guide(role))
     return "\n\n".join(parts) + "\n"
+
+
+def system_prompt(role: str, head: str, level: int = 0) -> str:
+    """The problem first (the same text for every role of the run, so every request of the run
+    shares it as a prefix), then the role's own instructions."""
+    return f"# The problem the lab is working on\n\n{head}\n\n{instructions(role, level)}"
+
+
+def user_content(prompt: RolePrompt) -> list[UserContent]:
+    """The stable sections, a cache point, the volatile ones. The cache point is where Anthropic
+    stores the prefix the next call of the role will read; providers that cache implicitly drop it."""
+    return [prompt.stable, CachePoint(), prompt.volatile] if prompt.stable else [prompt.volatile]
+
+
+def cache_settings(model: Any, multi_turn: bool) -> ModelSettings:
+    """Cache the tool definitions and the instructions (pydantic-ai places the breakpoints), and the
+    growing conversation only for a role whose call is several requests (a tool loop): a one-request
+    call would pay to write a cache entry nobody reads. A model registry entry that sets
+    ``prompt_cache`` (the model seam applies it) is the user's choice and wins."""
+    if getattr(getattr(model, "defaults", None), "prompt_cache", None) is not None:
+        return {}
+    return ModelSettings(cache=CacheConfig(messages=multi_turn))
 
 
 def correct_or_drop(ctx: CallContext[Any], problems: list[str], how: str) -> bool:
@@ -69,7 +93,7 @@ def correct_or_drop(ctx: CallContext[Any], problems: list[str], how: str) -> boo
     return bool(problems)
 
 
-PromptSource = str | Callable[[int], str]
+PromptSource = RolePrompt | Callable[[int], RolePrompt]
 
 
 async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_type: type, *,
@@ -83,15 +107,21 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
     model's server says the prompt does not fit its context window, the call starts again with the
     prompt built one level shorter: older windows dropped first (``context.Windows.shrunk``), then
     the guide to the context and the standards from the instructions (a model with a small window).
-    A plain string prompt gets the same instruction levels."""
+    A prompt given as it is gets the same instruction levels.
+
+    The request is the problem and the role's instructions, then the stable sections, a cache
+    point and the volatile ones (``user_content``), so a provider's prompt cache serves what
+    consecutive calls share."""
     build = user_prompt if callable(user_prompt) else (lambda level: user_prompt)
     model = env.model(role)
-    tried: dict[tuple[str, str], BaseException] = {}  # a level that shortens nothing is not sent again
+    settings = {**cache_settings(model, bool(tools)), **(env.model_settings or {})}
+    tried: dict[tuple[RolePrompt, str], BaseException] = {}  # a level that shortens nothing is not sent again
 
     async def call(level: int) -> Any:
-        text, instr = build(level), instructions(role, level)
-        if (text, instr) in tried:
-            raise tried[(text, instr)]
+        prompt = build(level)
+        instr = system_prompt(role, prompt.head, level)
+        if (prompt, instr) in tried:
+            raise tried[(prompt, instr)]
         agent = Agent(model, instructions=instr, deps_type=type(deps) if deps is not None else None,
                       output_type=structured_output(model, output_type, name=output_name), tools=list(tools),
                       retries=env.tool_retries)
@@ -102,10 +132,10 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
         # would depend on scheduling.
         try:
             with ToolManager.parallel_execution_mode("sequential"):
-                result = await agent.run(text, deps=deps, model_settings=env.model_settings,
+                result = await agent.run(user_content(prompt), deps=deps, model_settings=settings,
                                          usage_limits=UsageLimits(request_limit=env.request_limit))
         except Exception as exc:
-            tried[(text, instr)] = exc
+            tried[(prompt, instr)] = exc
             raise
         return result.output
 

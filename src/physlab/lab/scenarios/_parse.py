@@ -14,6 +14,12 @@ def prompt(messages: list[ModelMessage]) -> str:
     return first_user_text(messages)
 
 
+def instructions(messages: list[ModelMessage]) -> str:
+    """The role's instructions for this call: the problem (<problem-statement>, <answer-template>,
+    <problem-guidelines>), then the role's own text."""
+    return next((m.instructions for m in messages if isinstance(m, ModelRequest) and m.instructions), "")
+
+
 def turn(messages: list[ModelMessage]) -> int:
     """How many replies this role has already given in the current call."""
     return sum(isinstance(m, ModelResponse) for m in messages)

@@ -246,7 +246,7 @@ class QECScenario:
                                "stands until it is verified."})
 
     def formatter(self, messages, info, prompt):
-        template = P.block(prompt, "answer-template").strip().removeprefix("```python").removesuffix("```").strip()
+        template = P.block(P.instructions(messages), "answer-template").strip().removeprefix("```python").removesuffix("```").strip()
         found = [(e[0], e[3]) for e in P.established(prompt) if e[3]]
         if not found and "The run is ending" in P.block(prompt, "turn"):   # stopped early: the best it has
             found = list(P.hypothesis_values(prompt, "best-hypotheses").items())
