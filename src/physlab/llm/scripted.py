@@ -48,8 +48,9 @@ class _Entry:
 _SCENARIOS: dict[str, _Entry] = {}
 # Modules imported (lazily, once) before a scenario lookup fails: built-in scenario providers.
 _SCENARIO_MODULES: list[str] = ["physlab.strategies.oneshot", "physlab.strategies.sampling_scenarios",
-                                  "physlab.lab.scenarios.qec", "physlab.strategies.minions.scenarios",
-                                  "physlab.strategies.scalar.scenarios", "physlab.strategies.student_scenarios"]
+                                  "physlab.lab.scenarios.qec", "physlab.lab.scenarios.long",
+                                  "physlab.strategies.minions.scenarios", "physlab.strategies.scalar.scenarios",
+                                  "physlab.strategies.student_scenarios"]
 
 
 def register_scenario(name: str, factory: ScenarioFactory, *, description: str = "") -> None:
