@@ -233,10 +233,13 @@ class LabEngine:
                 return self._outcome()
             if self.state.format_bounces >= self.cfg.max_format_bounces:
                 return await self._forced("formatter_bounces")
+        audit_due = not self._audited and routing.critic_due(it, self.cfg.critic_every,
+                                                             on_demand=bool(decision and decision.request_audit))
         if decision is not None and decision.dispatches:      # (with a refused completion too)
-            await self._dispatch(decision.dispatches)
-        if not self._audited and routing.critic_due(it, self.cfg.critic_every,
-                                                    on_demand=bool(decision and decision.request_audit)):
+            if await self._dispatch(decision.dispatches, with_critic=audit_due):
+                audit_due = False                              # the audit ran alongside the workers
+                await self._route_critiques()
+        if audit_due:
             await self._critic()
             await self._route_critiques()
         items = list(self.summary)          # (the commit starts the next iteration's summary)
@@ -350,24 +353,41 @@ class LabEngine:
         return decision
 
     async def _reviews(self) -> None:
-        for wid in T.pending_reviews(self.state):
-            try:
-                rep = await reviewer.run(self.env, lambda level: C.for_reviewer(
-                    self.ctx.problem, self.state, self.windows.shrunk(level), wid))
-            except Exception as exc:
-                if fatal(exc):
-                    raise
-                self.note("role_failed", f"reviewer on {wid}: {_short(exc)} (review stays pending)")
-                continue
-            n_er = len(self.state.ers)
-            self.state, _ = T.record_review(self.state, wid, rep.verdict, rep.reasoning
-                                            + (f"\nFailed checks: {'; '.join(rep.failed_checks)}" if rep.failed_checks else ""),
-                                            abandon_after=self.cfg.max_refutations)
-            promoted = [e.id for e in self.state.ers[n_er:]]
-            abandoned = self.state.wh(wid).status == "abandoned"
-            self.summary.append(f"{wid} {rep.verdict}" + (f" -> {', '.join(promoted)}" if promoted else "")
-                                + (" (abandoned as a dead end)" if abandoned else ""))
-            self.emit("verdict", wh=wid, verdict=rep.verdict, promoted=promoted)
+        """Every hypothesis awaiting review, independent ones concurrently (at most
+        ``parallel_workers``), in waves (``routing.review_waves``). Each wave's reviewers are shown
+        the same snapshot and their verdicts are merged in pending order, so the state is the same
+        whatever order they finish in."""
+        for wave in routing.review_waves(self.state, T.pending_reviews(self.state)):
+            snapshot, gate = self.state, asyncio.Semaphore(self.cfg.parallel_workers)
+
+            async def review(wid: str) -> reviewer.ReviewReport:
+                async with gate:
+                    return await reviewer.run(self.env, lambda level: C.for_reviewer(
+                        self.ctx.problem, snapshot, self.windows.shrunk(level), wid))
+
+            results = await asyncio.gather(*(review(w) for w in wave), return_exceptions=True)
+            budget = None
+            for wid, rep in zip(wave, results):
+                if isinstance(rep, BaseException):
+                    if not isinstance(rep, Exception) or fatal(rep):
+                        budget = budget or rep
+                        continue
+                    self.note("role_failed", f"reviewer on {wid}: {_short(rep)} (review stays pending)")
+                    continue
+                self._record_review(wid, rep)
+            if budget is not None:
+                raise budget
+
+    def _record_review(self, wid: str, rep: reviewer.ReviewReport) -> None:
+        n_er = len(self.state.ers)
+        self.state, _ = T.record_review(self.state, wid, rep.verdict, rep.reasoning
+                                        + (f"\nFailed checks: {'; '.join(rep.failed_checks)}" if rep.failed_checks else ""),
+                                        abandon_after=self.cfg.max_refutations)
+        promoted = [e.id for e in self.state.ers[n_er:]]
+        abandoned = self.state.wh(wid).status == "abandoned"
+        self.summary.append(f"{wid} {rep.verdict}" + (f" -> {', '.join(promoted)}" if promoted else "")
+                            + (" (abandoned as a dead end)" if abandoned else ""))
+        self.emit("verdict", wh=wid, verdict=rep.verdict, promoted=promoted)
 
     async def _complete(self) -> bool:
         """The orchestrator declared completion: check the gates (auditing first if that is all
@@ -385,7 +405,11 @@ class LabEngine:
             return False
         return await self._format(forced=False)
 
-    async def _dispatch(self, orders: list[orchestrator.DispatchOrder]) -> None:
+    async def _dispatch(self, orders: list[orchestrator.DispatchOrder], *, with_critic: bool = False) -> bool:
+        """The dispatched workers, concurrently (at most ``parallel_workers``), merged in dispatch
+        order. ``with_critic``: the senior critic's audit is due; it runs alongside the workers when
+        nothing they bring back changes what it reads (``routing.critic_reads_no_worker_output``),
+        on the same snapshot, and is merged after them. True when it did."""
         planned, targets = [], set()
         for o in orders:
             if o.target in targets:          # the orchestrator's validator refuses this; never run two
@@ -421,30 +445,49 @@ class LabEngine:
                 rep, derivation = await researcher.run(self.env, prompt)
                 return dict(findings=rep.findings, derivation=derivation, checks=rep.checks, confidence=rep.confidence)
 
-        results = await asyncio.gather(*(work(o) for _, o in planned), return_exceptions=True)
+        alongside = with_critic and bool(planned) and routing.critic_reads_no_worker_output([o.target for _, o in planned])
+        jobs = [work(o) for _, o in planned] + ([self._audit(snapshot)] if alongside else [])
+        results = await asyncio.gather(*jobs, return_exceptions=True)
+        audit = results.pop() if alongside else None
         budget = None
         for (did, o), res in zip(planned, results):          # deterministic merge: dispatch order
             if isinstance(res, BaseException):
-                if fatal(res):
+                if not isinstance(res, Exception) or fatal(res):
                     budget = budget or budget_error(res) or res
                 self.state = T.dispatch_failed(self.state, did, _short(res))
                 continue
             self.state, eid = T.add_evidence(self.state, target=o.target, role=o.worker, dispatch=did, **res)
             self.summary.append(f"{o.worker} on {o.target} -> {eid}")
             self.emit("evidence", id=eid, role=o.worker, target=o.target)
+        if alongside:                                        # then the audit, on what it was shown
+            if isinstance(audit, BaseException) and (not isinstance(audit, Exception) or fatal(audit)):
+                budget = budget or audit
+            else:
+                self._file_audit(audit)
         if budget is not None:
             raise budget
+        return alongside
 
-    async def _critic(self) -> None:
-        desk = critic.Desk(self.state, self.cfg.max_critiques)
+    async def _audit(self, state: ResearchState) -> tuple[critic.Audit, critic.Desk] | Exception:
+        """One audit by the senior critic of ``state``; a failed call is returned (non-fatal) for
+        the merge to record."""
+        desk = critic.Desk(state, self.cfg.max_critiques)
         try:
-            audit = await critic.run(self.env, desk, lambda level: C.for_critic(
-                self.ctx.problem, self.state, self.windows.shrunk(level), max_critiques=self.cfg.max_critiques))
+            return await critic.run(self.env, desk, lambda level: C.for_critic(
+                self.ctx.problem, state, self.windows.shrunk(level), max_critiques=self.cfg.max_critiques)), desk
         except Exception as exc:
             if fatal(exc):
                 raise
-            self.note("role_failed", f"critic: {_short(exc)}")
+            return exc
+
+    async def _critic(self) -> None:
+        self._file_audit(await self._audit(self.state))
+
+    def _file_audit(self, result: tuple[critic.Audit, critic.Desk] | Exception) -> None:
+        if isinstance(result, Exception):
+            self.note("role_failed", f"critic: {_short(result)}")
             return
+        audit, desk = result
         self._audited = True
         self.state = T.record_audit(self.state)
         for d in desk.dropped:

@@ -18,6 +18,39 @@ def split_open_critiques(s: ResearchState) -> tuple[list[Critique], list[Critiqu
     return [c for c in opened if route_of(c) == "adjudicator"], [c for c in opened if route_of(c) == "planner"]
 
 
+def review_waves(s: ResearchState, pending: list[str]) -> list[list[str]]:
+    """The hypotheses awaiting review, in waves that can be reviewed concurrently: a hypothesis
+    waits for every pending one it builds on (directly or not), since their verdicts change what
+    its reviewer is shown (the true status of each dependency); independent ones share a wave,
+    as a reviewer of one is shown nothing the review of another can change. Pending order is
+    kept within a wave."""
+    todo = list(pending)
+    closure: dict[str, set[str]] = {}
+
+    def deps(w: str) -> set[str]:
+        if w not in closure:
+            closure[w] = set()                           # (a cycle, which the state never has, ends here)
+            h = s.wh(w)
+            for d in (h.depends_on if h else []):
+                closure[w] |= {d} | deps(d)
+        return closure[w]
+
+    waves = []
+    while todo:
+        wave = [w for w in todo if not deps(w) & (set(todo) - {w})] or todo[:1]
+        waves.append(wave)
+        todo = [w for w in todo if w not in wave]
+    return waves
+
+
+def critic_reads_no_worker_output(targets: list[str]) -> bool:
+    """Workers sent only on research questions add evidence and nothing the senior critic reads
+    (it is shown results, hypotheses and questions, not evidence or dispatches), so its audit can
+    run alongside them; evidence on a hypothesis sends that hypothesis back to review, which the
+    critic would see."""
+    return all(t.startswith("RQ-") for t in targets)
+
+
 def critic_due(iteration: int, every: int, *, on_demand: bool = False) -> bool:
     """The critic audits every ``every`` iterations (0 disables the schedule) and on demand."""
     return on_demand or (every > 0 and iteration > 0 and iteration % every == 0)
