@@ -40,9 +40,33 @@ def orch_prompt(s):
 
 
 def test_orchestrator_prompt_stays_bounded_as_the_run_grows():
-    small, big = len(orch_prompt(grown_state(20))), len(orch_prompt(grown_state(300)))
-    assert big < small * 1.1
-    assert "older refuted hypotheses not shown" in orch_prompt(grown_state(300))
+    # windows move in steps of half their size: at 24 of everything each shows its full size
+    full = len(orch_prompt(grown_state(24)))
+    assert all(len(orch_prompt(grown_state(n))) < full * 1.1 for n in (25, 30, 61, 150, 300))
+    assert "Older hypotheses refuted or abandoned: 288" in orch_prompt(grown_state(300))
+
+
+def test_windows_move_in_steps_so_what_they_show_is_only_appended_to_in_between():
+    shown = [C.window_start(n, 12) for n in range(0, 40)]
+    assert shown[:13] == [0] * 13 and all(12 - 6 < n - s <= 12 for n, s in enumerate(shown) if n > 12)
+    assert sorted(set(shown)) == [0, 6, 12, 18, 24, 30]                    # moves only in steps of half the window
+
+
+def test_established_results_and_open_critiques_are_never_cut():
+    s = grown_state(30)
+    for i in range(40):                                                  # a long run's many results
+        s, rq = T.create_rq(s, f"result question {i}")
+        s, ev = T.add_evidence(s, target=rq, role="computer", findings=f"f{i}")
+        s, wh = T.propose_wh(s, claim=f"RESULT-{i} " + "z" * 300, value=f"v{i}", evidence=[ev])
+        s, _ = T.record_review(s, wh, "VERIFIED")
+    for i in range(14):
+        s, _ = T.file_critique(s, target_type="strategy", text=f"OPEN-CRITIQUE-{i} " + "w" * 500)
+    orch = orch_prompt(s)
+    assert all(f"RESULT-{i} " + "z" * 300 in orch for i in range(40))
+    for prompt in (C.for_critic(mini_problem(), s, C.Windows(), max_critiques=4).text,
+                   C.for_planner(mini_problem(), s, s.open_critiques(), C.Windows()).text):
+        assert all(f"OPEN-CRITIQUE-{i} " + "w" * 500 in prompt for i in range(14))
+        assert all(f"RESULT-{i} " + "z" * 300 in prompt for i in range(40))
 
 
 def test_each_role_sees_only_its_context():

@@ -140,7 +140,9 @@ def test_docs_say_what_each_role_sees_and_the_parameters_as_the_code_does():
     for role in ROLES:
         row = next(line for line in doc.splitlines() if line.startswith(f"| {role} |"))
         cells = [c.strip() for c in row.split("|")[1:-1]]
-        assert cells[2] == ", ".join(C.ROLE_SECTIONS[role]), role
+        stable, volatile = C.LAYOUT[role]
+        assert C.ROLE_SECTIONS[role] == C.HEAD + stable + volatile, role
+        assert (cells[2], cells[3]) == (", ".join(stable) or "—", ", ".join(volatile)), role
         assert (cells[1] == "✓") == (role in WITH_STANDARDS), role
     for name, field in LabSettings.model_fields.items():
         if name != "windows":

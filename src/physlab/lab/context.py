@@ -32,15 +32,18 @@ from physlab.problems.model import Problem
 
 @dataclass(frozen=True)
 class Windows:
+    """How much of each growing history a prompt shows. A window moves in steps of half its size
+    (``window_start``), not one item at a time, so what it shows stays byte-identical (a cacheable
+    prefix) for several iterations while the newest items are appended after it."""
+
     dispatches: int = 8
     events: int = 25
     notes: int = 12
     dead_ends: int = 12
     closed_rqs: int = 6
-    old_whs: int = 6
-    critiques: int = 10
-    ers_full: int = 12          # newest active ERs shown in full; older ones as one clipped line
-    ers_short: int = 20         # older ERs listed in short form (the rest by id only)
+    whs: int = 12               # newest hypotheses shown as they stand; older ones summarised
+    old_whs: int = 6            # older hypotheses still open (verified, inconclusive...) in short form
+    critiques: int = 10         # closed critiques shown to the critic (open ones always are)
     open_rqs: int = 12          # newest open questions shown in full; older ones by id only
     humans: int = 8
     field_chars: int = 1500
@@ -57,6 +60,16 @@ class Windows:
         f = 2 ** level
         return replace(self, **{x.name: max(200 if x.name.endswith("_chars") else 1, getattr(self, x.name) // f)
                                 for x in fields(self)})
+
+
+def window_start(n: int, size: int) -> int:
+    """Index of the first of ``n`` items a window of at most ``size`` shows. It moves in steps of
+    half its size, so between two moves the shown items are only appended to (and at least half
+    the window is always shown)."""
+    if n <= size:
+        return 0
+    step = max(1, size // 2)
+    return -(-(n - size) // step) * step
 
 
 # What each section is, and how to use it. Shown to every role for the sections it receives.
@@ -127,20 +140,21 @@ HEAD = ["problem-statement", "answer-template", "problem-guidelines"]
 # Each role's user prompt: (stable sections, volatile sections). The stable ones change only when
 # the lab's foundations do (survey, conventions, strategy, checks, established results), so they
 # are byte-identical between consecutive calls of a role until then and a provider's prompt cache
-# serves them; the volatile ones change on every call.
+# serves them; the volatile ones change on every call, the records that are only appended to
+# (dead ends, notes) first, so they too are a prefix of the next call most of the time.
 LAYOUT: dict[str, tuple[list[str], list[str]]] = {
     "surveyor": ([], ["turn"]),
     "planner": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
-                ["hypotheses", "research-questions", "dead-ends", "critiques-to-answer", "turn"]),
+                ["dead-ends", "hypotheses", "research-questions", "critiques-to-answer", "turn"]),
     "orchestrator": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
-                     ["hypotheses", "research-questions", "dead-ends", "research-notes", "dispatch-history",
+                     ["dead-ends", "research-notes", "hypotheses", "research-questions", "dispatch-history",
                       "messages-from-the-physicist", "new-evidence", "new-verification-results", "system-events",
                       "completion-gates", "turn"]),
     "researcher": (["conventions", "strategy", "sanity-checks", "known-pitfalls", "established-results"],
                    ["target", "relevant-results", "instructions", "method-hints", "turn"]),
     "reviewer": (["conventions", "sanity-checks"], ["claim", "builds-on", "supporting-evidence", "turn"]),
     "critic": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
-               ["demoted-results", "hypotheses", "research-questions", "dead-ends", "previous-critiques", "turn"]),
+               ["dead-ends", "demoted-results", "hypotheses", "research-questions", "previous-critiques", "turn"]),
     "adjudicator": (["conventions", "sanity-checks"],
                     ["established-result", "builds-on", "supporting-evidence", "critique", "turn"]),
     "formatter": (["conventions", "established-results"],
@@ -232,16 +246,9 @@ def er_line(e: EstablishedResult, w: Windows) -> str:
     return f"{e.id} (from {e.wh}{deps}): {clip(e.claim, w.field_chars)}{val}"
 
 
-def ers_text(s: ResearchState, w: Windows, *, window: bool = False) -> str:
-    ers = s.active_ers()
-    if not window or len(ers) <= w.ers_full:
-        return "\n".join(er_line(e, w) for e in ers)
-    old, new = ers[: -w.ers_full], ers[-w.ers_full:]
-    lines = [f"{e.id} (from {e.wh}) [short form]: {clip(e.claim, 160)}" for e in old[-w.ers_short:]]
-    if len(old) > w.ers_short:
-        lines.insert(0, f"({len(old) - w.ers_short} older results not listed: "
-                        f"{', '.join(e.id for e in old[:-w.ers_short])})")
-    return "\n".join(lines + [er_line(e, w) for e in new])
+def ers_text(s: ResearchState, w: Windows) -> str:
+    """Every active established result, in full: nothing the next decision needs is dropped."""
+    return "\n".join(er_line(e, w) for e in s.active_ers())
 
 
 def demoted_text(s: ResearchState, w: Windows) -> str:
@@ -255,32 +262,49 @@ def wh_line(h: WorkingHypothesis, w: Windows) -> str:
 
 
 def hypotheses_text(s: ResearchState, w: Windows) -> str:
-    live = [h for h in s.whs if h.status not in ("refuted", "abandoned", "established")]
-    est = [h for h in s.whs if h.status == "established"]
-    old = [h for h in s.whs if h.status in ("refuted", "abandoned")]
-    lines = [wh_line(h, w) for h in live]
-    lines += [f"{h.id} [established as {h.er}]" for h in est]
-    lines += [f"{h.id} [{h.status}]: {clip(h.claim, 200)}" for h in old[-w.old_whs:]]
-    if len(old) > w.old_whs:
-        lines.append(f"({len(old) - w.old_whs} older refuted hypotheses not shown)")
+    """In the order they were proposed (a new one is appended, a verdict changes one line near the
+    end). The newest ``whs`` as they stand; before them a summary of the older ones: those still
+    open (verified, inconclusive, demoted, proposed) in short form, the rest by id."""
+    start = window_start(len(s.whs), w.whs)
+    old, lines = s.whs[:start], []
+    if old:
+        est = [f"{h.id} ({h.er})" for h in old if h.status == "established"]
+        dead = [h.id for h in old if h.status in ("refuted", "abandoned")]
+        still = [h for h in old if h.status not in ("established", "refuted", "abandoned")]
+        if est:
+            lines.append("Older hypotheses established (see <established-results>): " + ", ".join(est))
+        if dead:
+            lines.append(f"Older hypotheses refuted or abandoned: {len(dead)} (see <dead-ends>), the newest "
+                         + ", ".join(dead[-w.old_whs:]))
+        if len(still) > w.old_whs:
+            lines.append("Older open hypotheses, by id: " + ", ".join(h.id for h in still[:-w.old_whs]))
+        lines += [f"{h.id} [{h.status}] (older): {clip(h.claim, 200)}" for h in still[-w.old_whs:]]
+    for h in s.whs[start:]:
+        if h.status == "established":
+            lines.append(f"{h.id} [established as {h.er}]")
+        elif h.status in ("refuted", "abandoned"):
+            lines.append(f"{h.id} [{h.status}]: {clip(h.claim, 200)}")
+        else:
+            lines.append(wh_line(h, w))
     return "\n".join(lines)
 
 
 def rqs_text(s: ResearchState, w: Windows) -> str:
     opened = [r for r in s.rqs if r.status == "open"]
     closed = [r for r in s.rqs if r.status != "open"]
-    lines = []
+    start = window_start(len(closed), w.closed_rqs)
+    lines = [f"({start} older closed questions not shown)"] if start else []
+    lines += [f"{r.id} [{r.status}]: {clip(r.question, 200)}" for r in closed[start:]]
     if len(opened) > w.open_rqs:
         lines.append(f"Older open questions: {', '.join(r.id for r in opened[:-w.open_rqs])}")
     lines += [f"{r.id} [open]: {clip(r.question, 600)}" for r in opened[-w.open_rqs:]]
-    lines += [f"{r.id} [{r.status}]: {clip(r.question, 200)}" for r in closed[-w.closed_rqs:]]
-    if len(closed) > w.closed_rqs:
-        lines.append(f"({len(closed) - w.closed_rqs} older closed questions not shown)")
     return "\n".join(lines)
 
 
 def dead_ends_text(s: ResearchState, w: Windows) -> str:
-    return "\n".join(f"{d.id}: {clip(d.description, 400)}" for d in s.dead_ends[-w.dead_ends:])
+    start = window_start(len(s.dead_ends), w.dead_ends)
+    return "\n".join(([f"({start} older dead ends not shown)"] if start else [])
+                     + [f"{d.id}: {clip(d.description, 400)}" for d in s.dead_ends[start:]])
 
 
 def evidence_text(ev: Evidence, w: Windows, *, with_code: bool = True) -> str:
@@ -344,16 +368,15 @@ def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Wind
 def orchestrator_sections(p: Problem, s: ResearchState, w: Windows) -> dict[str, str]:
     """The parts of the orchestrator's prompt that describe the research state (the engine adds
     what is new since its last successful turn)."""
-    dispatches = [f"iteration {d.iteration}: {d.role} on {d.target} -> {d.evidence or d.outcome or 'pending'}"
-                  for d in s.dispatches[-w.dispatches:]]
-    if len(s.dispatches) > w.dispatches:
-        dispatches.append(f"({len(s.dispatches) - w.dispatches} older dispatches not shown)")
-    notes = [f"{n.id}: {clip(n.text, 400)}" for n in s.notes[-w.notes:]]
-    if len(s.notes) > w.notes:
-        notes.append(f"({len(s.notes) - w.notes} older notes not shown)")
+    d0 = window_start(len(s.dispatches), w.dispatches)
+    dispatches = ([f"({d0} older dispatches not shown)"] if d0 else []) + [
+        f"iteration {d.iteration}: {d.role} on {d.target} -> {d.evidence or d.outcome or 'pending'}"
+        for d in s.dispatches[d0:]]
+    n0 = window_start(len(s.notes), w.notes)
+    notes = ([f"({n0} older notes not shown)"] if n0 else []) + [f"{n.id}: {clip(n.text, 400)}" for n in s.notes[n0:]]
     return problem_sections(p) | {
         "background-survey": survey_text(s, w), "conventions": conventions_text(s), "strategy": s.strategy,
-        "sanity-checks": checks_text(s), "established-results": ers_text(s, w, window=True),
+        "sanity-checks": checks_text(s), "established-results": ers_text(s, w),
         "hypotheses": hypotheses_text(s, w), "research-questions": rqs_text(s, w),
         "dead-ends": dead_ends_text(s, w), "research-notes": "\n".join(notes),
         "dispatch-history": "\n".join(dispatches)}
@@ -410,9 +433,13 @@ def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str) -> RolePr
 
 
 def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int) -> RolePrompt:
-    prev = "\n".join(f"{c.id} [{c.status}] ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, "
-                     f"{c.kind}): {clip(c.text, 400)}" + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "")
-                     for c in s.critiques[-w.critiques:])
+    closed = [c for c in s.critiques if c.status != "open"]
+    c0 = window_start(len(closed), w.critiques)
+    shown = closed[c0:] + [c for c in s.critiques if c.status == "open"]        # open ones always, in full
+    prev = "\n".join(([f"({c0} older closed critiques not shown)"] if c0 else []) + [
+        f"{c.id} [{c.status}] ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}): "
+        + (c.text if c.status == "open" else clip(c.text, 400))
+        + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "") for c in shown])
     return render("critic", problem_sections(p) | {
         "background-survey": survey_text(s, w), "conventions": conventions_text(s), "strategy": s.strategy,
         "sanity-checks": checks_text(s), "established-results": ers_text(s, w), "demoted-results": demoted_text(s, w),
