@@ -291,6 +291,17 @@ def price(usage: list[tuple[int, int, int, int]], provider: str, model: str, cac
     return total
 
 
+def model_time(calls: list[Call]) -> float:
+    """Seconds during which at least one request was out: the run's wall time less what the lab
+    spends between requests (engine, git, sandbox), which does not shrink with parallel calls."""
+    total, end = 0.0, float("-inf")
+    for c in sorted(calls, key=lambda c: c.sent):
+        if c.done > end:
+            total += c.done - max(c.sent, end)
+            end = c.done
+    return total
+
+
 def orchestrator_sizes(calls: list[Call]) -> dict[int, int]:
     sizes: dict[int, int] = {}
     for c in sorted(calls, key=lambda c: c.sent):
@@ -318,6 +329,9 @@ async def scenario_report(title: str, problem: Any, make: Any, name: str, settin
               f"({1 - with_cache / without:.0%} cheaper; {read:,} tokens read from cache, {write:,} written)")
     print(f"wall time: {wall:.1f}s as the lab runs, {seq_wall:.1f}s one call at a time "
           f"({wall / seq_wall:.2f}x; {latency}s stand-in latency per request)")
+    busy, seq_busy = model_time(calls), model_time(seq_calls)
+    print(f"  of which a request was out: {busy:.1f}s against {seq_busy:.1f}s ({busy / seq_busy:.2f}x); the rest "
+          f"({wall - busy:.1f}s, {seq_wall - seq_busy:.1f}s) is the lab's own work between requests")
     sizes = orchestrator_sizes(calls)
     shown = [i for i in marks if i in sizes] or sorted(sizes)
     line = ", ".join(f"iteration {i}: {sizes[i]:,}" for i in shown)

@@ -113,9 +113,11 @@ class LabEngine:
         except Exception:  # noqa: BLE001
             return {}
 
-    def commit(self, message: str) -> None:
+    async def commit(self, message: str) -> None:
         """One commit per iteration, with the best current answer beside the state: a run killed
-        after it still has an ANSWER.md that says how established its answer is."""
+        after it still has an ANSWER.md that says how established its answer is. Git runs in a
+        worker thread: its processes must not stall the event loop, which other runs share in a
+        sweep."""
         t0 = time.perf_counter()
         best = A.best_answer(self.state)
         if best != self.state.best_answer:
@@ -132,7 +134,7 @@ class LabEngine:
                 note = (f"The run is paused ({s.stop_reason}); resume it with --resume." if s.status == "paused"
                         else "")
                 path.write_text(A.provisional_markdown(s, best, note=note), encoding="utf-8")
-        self.ws.commit(self.state, message)
+        await asyncio.to_thread(self.ws.commit, self.state, message)
         self.summary = []
         self._commit_s = time.perf_counter() - t0
 
@@ -160,7 +162,7 @@ class LabEngine:
             if not self.state.strategy:
                 await self._plan([])
             if self.state.iteration == 0:
-                self.commit(f"iteration 0: survey and plan (strategy v{self.state.strategy_version}, "
+                await self.commit(f"iteration 0: survey and plan (strategy v{self.state.strategy_version}, "
                             f"{len(self.state.sanity_checks)} sanity checks)")
             while True:
                 self.ctx.usage.check()
@@ -176,10 +178,10 @@ class LabEngine:
             if b is None:
                 if isinstance(exc, ModelFailure):       # provider down / replay diverged: keep the work
                     self.note("model_failure", _short(exc))
-                    self.commit(f"iteration {self.state.iteration}: interrupted (model failure)")
+                    await self.commit(f"iteration {self.state.iteration}: interrupted (model failure)")
                 raise
             self.note("budget", str(b))
-            self.commit(f"iteration {self.state.iteration}: interrupted ({b.limit})")
+            await self.commit(f"iteration {self.state.iteration}: interrupted ({b.limit})")
             return await self._forced(f"budget:{b.limit}", graced=True)
 
     def _finished(self) -> bool:
@@ -219,17 +221,17 @@ class LabEngine:
         control = self._intake()
         if control == "pause":
             self.state = T.set_status(self.state, "paused", "paused by the physicist")
-            self.commit(f"iteration {it}: paused by the physicist")
+            await self.commit(f"iteration {it}: paused by the physicist")
             return self._outcome()
         if control == "stop":
-            self.commit(f"iteration {it}: stopped by the physicist")
+            await self.commit(f"iteration {it}: stopped by the physicist")
             return await self._forced("stopped by the physicist")
         await self._route_critiques()
         decision = await self._orchestrate()
         await self._reviews()
         if decision is not None and decision.complete:
             if await self._complete():
-                self.commit(f"iteration {it}: complete — " + "; ".join(self.summary))
+                await self.commit(f"iteration {it}: complete — " + "; ".join(self.summary))
                 return self._outcome()
             if self.state.format_bounces >= self.cfg.max_format_bounces:
                 return await self._forced("formatter_bounces")
@@ -244,7 +246,7 @@ class LabEngine:
             await self._route_critiques()
         items = list(self.summary)          # (the commit starts the next iteration's summary)
         summary = "; ".join(items) or "no progress"
-        self.commit(f"iteration {it}: {summary}")
+        await self.commit(f"iteration {it}: {summary}")
         total = time.perf_counter() - t_start
         self.emit("iteration_end", iteration=it, summary=summary, items=items, **self._usage_data())
         self.emit("step", strategy="lab", step=f"iteration {it}: {summary}")
@@ -567,7 +569,7 @@ class LabEngine:
         elif not ok:
             self.state = T.finish(self.state, "no_answer", answer_code=None, answer_text=None, reason=reason)
         self.state = T.set_status(self.state, self.state.status, reason)
-        self.commit(f"iteration {self.state.iteration}: " + "".join(f"{x}; " for x in self.summary)
+        await self.commit(f"iteration {self.state.iteration}: " + "".join(f"{x}; " for x in self.summary)
                     + f"run ended ({reason}) — {self.state.status}")
         return self._outcome()
 
