@@ -41,7 +41,7 @@ def orchestrator(messages, info):
     if P.turn(messages) == 0:
         parts = [ToolCallPart("create_research_question", {"question": f"sub-question {it}: " + "details " * 12}),
                  ToolCallPart("add_research_note", {"text": f"note {it}: " + "observation " * 10})]
-        ev = P.ids(prompt.split(">>> EVIDENCE RESULTS <<<")[-1], "EV") if ">>> EVIDENCE RESULTS <<<" in prompt else []
+        ev = [P.ids(item, "EV")[0] for item in P.new_evidence(prompt)]
         if ev:
             parts.append(ToolCallPart("propose_hypothesis", {"claim": f"claim from {ev[0]}: " + "words " * 10,
                                                               "value": str(it), "evidence_ids": [ev[0]]}))
@@ -69,7 +69,7 @@ ROLES = {
     "surveyor": fixed({"background": "b " * 200, "key_insights": ["k"] * 5, "known_methods": ["m"] * 5,
                        "known_pitfalls": ["p"] * 5}),
     "planner": planner, "orchestrator": orchestrator, "critic": critic,
-    "researcher": fixed({"findings": "a result " * 40, "derivation": "steps " * 200, "confidence": "exact"}),
+    "researcher": fixed({"findings": "a result " * 40, "derivation_markdown": "steps " * 200, "confidence": "exact"}),
     "reviewer": fixed({"verdict": "VERIFIED", "reasoning": "checked " * 30}),
     "adjudicator": fixed({"decision": "dismiss", "reasoning": "r"}),
     "computer": fixed({"findings": "f", "method": "m", "confidence": "exact"}),
