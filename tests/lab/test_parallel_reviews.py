@@ -111,26 +111,31 @@ def one_round_orchestrator(messages, info):
     return tool_call(out, {"summary": "wait"})
 
 
-async def test_the_critic_audits_alongside_workers_on_questions_and_is_merged_after_them(tmp_path):
-    critic_started, seen = asyncio.Event(), {}
+async def test_the_critic_audits_and_its_critique_is_answered_alongside_workers_on_questions(tmp_path):
+    planner_called, seen = asyncio.Event(), {}
+    base = fns()
 
     async def researcher(messages, info):
-        await asyncio.wait_for(critic_started.wait(), PATIENCE_S)    # only finishes once the critic is in flight
+        # only finishes once the planner has been asked to answer the critic's critique
+        await asyncio.wait_for(planner_called.wait(), PATIENCE_S)
         return final_answer(info, {"findings": "value = 42", "derivation_markdown": "d", "confidence": "exact"})
 
     async def critic(messages, info):
-        critic_started.set()
-        seen["prompt"] = P.prompt(messages)
+        seen["critic"] = P.prompt(messages)
         return final_answer(info, {"critiques": [{"target_type": "strategy", "kind": "staleness",
                                                   "text": "revisit the plan"}]})
 
+    def planner(messages, info):
+        if "CR-1" in P.block(P.prompt(messages), "critiques-to-answer"):
+            planner_called.set()
+        return base["planner"](messages, info)
+
     engine, out = await run_engine(tmp_path / "c", fns(orchestrator=one_round_orchestrator, researcher=researcher,
-                                                       critic=critic),
+                                                       critic=critic, planner=planner),
                                    mini_problem(), max_iterations=1, critic_every=1)
     s = out.state
-    assert [e.id for e in s.evidence] == ["EV-1", "EV-2"] and [c.id for c in s.critiques] == ["CR-1"]
-    # the critic was shown the state the workers started from, which their evidence did not change
-    assert "RQ-1 [open]" in seen["prompt"]
-    kinds = [e.kind for e in s.events]
-    assert s.critiques[0].status != "open"                   # routed to the planner and answered, as before
-    assert check(s) == [] and "critique" in kinds
+    assert [e.id for e in s.evidence] == ["EV-1", "EV-2"] and [d.evidence for d in s.dispatches] == ["EV-1", "EV-2"]
+    assert [(c.id, c.status) for c in s.critiques] == [("CR-1", "accepted")] and s.strategy_version == 2
+    # the critic was shown the state the workers started from, which their evidence does not change
+    assert "RQ-1 [open]" in seen["critic"]
+    assert check(s) == []

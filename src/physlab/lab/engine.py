@@ -240,7 +240,6 @@ class LabEngine:
         if decision is not None and decision.dispatches:      # (with a refused completion too)
             if await self._dispatch(decision.dispatches, with_critic=audit_due):
                 audit_due = False                              # the audit ran alongside the workers
-                await self._route_critiques()
         if audit_due:
             await self._critic()
             await self._route_critiques()
@@ -409,9 +408,11 @@ class LabEngine:
 
     async def _dispatch(self, orders: list[orchestrator.DispatchOrder], *, with_critic: bool = False) -> bool:
         """The dispatched workers, concurrently (at most ``parallel_workers``), merged in dispatch
-        order. ``with_critic``: the senior critic's audit is due; it runs alongside the workers when
-        nothing they bring back changes what it reads (``routing.critic_reads_no_worker_output``),
-        on the same snapshot, and is merged after them. True when it did."""
+        order. ``with_critic``: the senior critic's audit is due. When nothing the workers bring
+        back changes what the critic reads, nor what the adjudicator and the planner read when they
+        answer its critiques (``routing.critic_reads_no_worker_output``), the audit and its routing
+        run alongside the workers, and the workers' evidence is merged after them: the state is
+        then the same whatever finishes first. True when they did."""
         planned, targets = [], set()
         for o in orders:
             if o.target in targets:          # the orchestrator's validator refuses this; never run two
@@ -448,10 +449,10 @@ class LabEngine:
                 return dict(findings=rep.findings, derivation=derivation, checks=rep.checks, confidence=rep.confidence)
 
         alongside = with_critic and bool(planned) and routing.critic_reads_no_worker_output([o.target for _, o in planned])
-        jobs = [work(o) for _, o in planned] + ([self._audit(snapshot)] if alongside else [])
+        jobs = [work(o) for _, o in planned] + ([self._audit_and_route()] if alongside else [])
         results = await asyncio.gather(*jobs, return_exceptions=True)
-        audit = results.pop() if alongside else None
-        budget = None
+        chain = results.pop() if alongside else None
+        budget = chain if isinstance(chain, BaseException) else None
         for (did, o), res in zip(planned, results):          # deterministic merge: dispatch order
             if isinstance(res, BaseException):
                 if not isinstance(res, Exception) or fatal(res):
@@ -461,35 +462,28 @@ class LabEngine:
             self.state, eid = T.add_evidence(self.state, target=o.target, role=o.worker, dispatch=did, **res)
             self.summary.append(f"{o.worker} on {o.target} -> {eid}")
             self.emit("evidence", id=eid, role=o.worker, target=o.target)
-        if alongside:                                        # then the audit, on what it was shown
-            if isinstance(audit, BaseException) and (not isinstance(audit, Exception) or fatal(audit)):
-                budget = budget or audit
-            else:
-                self._file_audit(audit)
         if budget is not None:
             raise budget
         return alongside
 
-    async def _audit(self, state: ResearchState) -> tuple[critic.Audit, critic.Desk] | Exception:
-        """One audit by the senior critic of ``state``; a failed call is returned (non-fatal) for
-        the merge to record."""
+    async def _critic(self) -> None:
+        state = self.state
         desk = critic.Desk(state, self.cfg.max_critiques)
         try:
-            return await critic.run(self.env, desk, lambda level: C.for_critic(
-                self.ctx.problem, state, self.windows.shrunk(level), max_critiques=self.cfg.max_critiques)), desk
+            audit = await critic.run(self.env, desk, lambda level: C.for_critic(
+                self.ctx.problem, state, self.windows.shrunk(level), max_critiques=self.cfg.max_critiques))
         except Exception as exc:
             if fatal(exc):
                 raise
-            return exc
-
-    async def _critic(self) -> None:
-        self._file_audit(await self._audit(self.state))
-
-    def _file_audit(self, result: tuple[critic.Audit, critic.Desk] | Exception) -> None:
-        if isinstance(result, Exception):
-            self.note("role_failed", f"critic: {_short(result)}")
+            self.note("role_failed", f"critic: {_short(exc)}")
             return
-        audit, desk = result
+        self._file_audit(audit, desk)
+
+    async def _audit_and_route(self) -> None:
+        await self._critic()
+        await self._route_critiques()
+
+    def _file_audit(self, audit: critic.Audit, desk: critic.Desk) -> None:
         self._audited = True
         self.state = T.record_audit(self.state)
         for d in desk.dropped:

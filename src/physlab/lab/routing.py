@@ -45,9 +45,10 @@ def review_waves(s: ResearchState, pending: list[str]) -> list[list[str]]:
 
 def critic_reads_no_worker_output(targets: list[str]) -> bool:
     """Workers sent only on research questions add evidence and nothing the senior critic reads
-    (it is shown results, hypotheses and questions, not evidence or dispatches), so its audit can
-    run alongside them; evidence on a hypothesis sends that hypothesis back to review, which the
-    critic would see."""
+    (results, hypotheses, questions: not evidence or dispatches), nor what the adjudicator (a
+    result and its own evidence) or the planner reads when they answer its critiques; so the
+    audit and its routing can run alongside them. Evidence on a hypothesis sends it back to
+    review, which all three would see."""
     return all(t.startswith("RQ-") for t in targets)
 
 
