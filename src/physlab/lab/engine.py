@@ -2,9 +2,11 @@
 
 Before the loop: surveyor, then planner. Each iteration: take in human messages (inbox), route
 open critiques (ER -> adjudicator, others -> planner), one orchestrator turn, automatic review of
-every proposed hypothesis (promotion is automatic), then either completion or the dispatched
-workers (concurrently, bounded, merged in dispatch order), the critic when due, and one git
-commit carrying the best current answer (state.json and a provisional ANSWER.md). Budgets end the
+every proposed hypothesis (independent ones concurrently; promotion is automatic), then either
+completion or the dispatched workers (concurrently, bounded, merged in dispatch order), the critic
+when due (alongside workers whose output it does not read), and one git commit carrying the best
+current answer (state.json and a provisional ANSWER.md). Whatever runs concurrently is merged in a
+fixed order: the state never depends on which call finishes first. Budgets end the
 loop with a forced formatter that sees every result and the best hypotheses (status
 ``partially_complete``); if even that fails, the best current answer is the answer.
 
