@@ -15,9 +15,10 @@ from physlab.lab import context as C
 from physlab.lab.roles import ROLES, reviewer
 from physlab.lab.roles._base import LabEnv, system_prompt
 from physlab.lab.state import transitions as T
+from physlab.llm.defaults import ModelDefaults, ModelRegistry
 from physlab.llm.meter import RunMeter
 from physlab.llm.models import RunModels
-from physlab.llm.recording import load_response
+from physlab.llm.wire import load_response
 from physlab.llm.usage import Budget
 from physlab.runs.context import RunContext
 from physlab.sandbox import default_sandbox
@@ -81,10 +82,10 @@ def test_every_role_opens_with_the_same_problem_and_the_standards_come_before_th
     head = prompts["surveyor"].head
     assert "Compute 6 times 7" in head and "<answer-template>" in head
     for role, text in systems.items():
-        assert text.startswith("# The problem the lab is working on\n\n" + head + "\n\n"), role
+        assert text.startswith(head + "\n\n"), role
     with_standards = [systems[r] for r in ("surveyor", "planner", "researcher", "computer", "reviewer", "critic",
                                            "adjudicator")]
-    shared = len(with_standards[0].split("# Your role")[0])
+    shared = len(with_standards[0].split("You are the")[0])
     assert shared > len(head) + 2000 and all(t[:shared] == with_standards[0][:shared] for t in with_standards)
 
 
@@ -100,7 +101,7 @@ async def test_the_demo_sends_each_role_the_same_instructions_and_a_cache_point_
     heads = set()
     for role, reqs in firsts.items():
         assert len({r["instructions"] for r in reqs}) == 1, f"{role}: instructions differ between calls"
-        heads.add(reqs[0]["instructions"].split("## How this lab does physics")[0].split("# Your role")[0])
+        heads.add(reqs[0]["instructions"].split("## How this lab does physics")[0].split("You are the")[0])
         for r in reqs:
             content = r["parts"][0]["content"]
             if role == "surveyor":
@@ -143,7 +144,8 @@ def cached(block) -> bool:
     return isinstance(block, dict) and "cache_control" in block
 
 
-async def test_anthropic_requests_carry_cache_breakpoints_on_tools_instructions_and_the_stable_part(tmp_path):
+async def test_anthropic_requests_carry_cache_breakpoints_on_tools_instructions_and_the_stable_part(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")                  # the SDK's own client, served offline
     seen: list[dict] = []
     s, rq, wh, wh2, cr, cr2 = rich_state()
     meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
@@ -162,7 +164,7 @@ async def test_anthropic_requests_carry_cache_breakpoints_on_tools_instructions_
     for body in seen:
         assert cached(body["tools"][-1])                                  # the tool definitions
         assert isinstance(body["system"], list) and cached(body["system"][-1])
-        assert body["system"][-1]["text"].startswith("# The problem the lab is working on")
+        assert body["system"][-1]["text"].startswith("<problem-statement>")
         user = body["messages"][0]["content"]
         assert [b["type"] for b in user] == ["text", "text"]
         assert cached(user[0]) and not cached(user[1])                   # the cache point: after the stable part
@@ -175,3 +177,17 @@ async def test_anthropic_requests_carry_cache_breakpoints_on_tools_instructions_
     content = recs[0]["request"]["messages"][0]["parts"][0]["content"]
     assert content[1] == {"kind": "cache-point", "ttl": "5m"}
     assert load_response(recs[0]["response"]).parts
+
+
+async def test_a_registry_that_turns_prompt_caching_off_wins_over_the_labs_cache_points(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    seen: list[dict] = []
+    s, rq, wh, wh2, cr, cr2 = rich_state()
+    meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
+    registry = ModelRegistry(models={"anthropic:*": ModelDefaults(prompt_cache=False)})
+    models = RunModels("anthropic:claude-sonnet-4-6", meter=meter, provider=anthropic_model(seen), registry=registry)
+    ctx = RunContext(problem=mini_problem().public(), workspace=tmp_path, models=models, usage=meter,
+                     budget=Budget(), sandbox=default_sandbox(), grader=None, equivalence=None)
+    assert (await reviewer.run(LabEnv(ctx), C.for_reviewer(mini_problem(), s, W, wh2))).verdict == "VERIFIED"
+    meter.close()
+    assert "cache_control" not in json.dumps(seen[0])

@@ -56,7 +56,7 @@ def instructions(role: str, level: int = 0) -> str:
     its context is (from the same table the context is built with, so the two cannot drift apart).
     The standards come first: every role that gets them then shares them as a prefix."""
     parts = [prompt("standards").rstrip()] if role in WITH_STANDARDS and level < NO_STANDARDS_LEVEL else []
-    parts.append("# Your role\n\n" + prompt(role).rstrip())
+    parts.append(prompt(role).rstrip())
     if level < NO_GUIDE_LEVEL:
         parts.append("## What your context contains\n\n" + guide(role))
     return "\n\n".join(parts) + "\n"
@@ -65,21 +65,28 @@ def instructions(role: str, level: int = 0) -> str:
 def system_prompt(role: str, head: str, level: int = 0) -> str:
     """The problem first (the same text for every role of the run, so every request of the run
     shares it as a prefix), then the role's own instructions."""
-    return f"# The problem the lab is working on\n\n{head}\n\n{instructions(role, level)}"
+    return f"{head}\n\n{instructions(role, level)}"
 
 
-def user_content(prompt: RolePrompt) -> list[UserContent]:
+def user_content(prompt: RolePrompt, cache_point: bool = True) -> list[UserContent]:
     """The stable sections, a cache point, the volatile ones. The cache point is where Anthropic
     stores the prefix the next call of the role will read; providers that cache implicitly drop it."""
-    return [prompt.stable, CachePoint(), prompt.volatile] if prompt.stable else [prompt.volatile]
+    if not prompt.stable:
+        return [prompt.volatile]
+    return [prompt.stable, CachePoint(), prompt.volatile] if cache_point else [prompt.stable, prompt.volatile]
+
+
+def registry_cache(model: Any) -> Any:
+    """The model registry's ``prompt_cache`` for this model (None when it says nothing): the user's
+    choice, which the model seam applies and the lab does not override."""
+    return getattr(getattr(model, "defaults", None), "prompt_cache", None)
 
 
 def cache_settings(model: Any, multi_turn: bool) -> ModelSettings:
     """Cache the tool definitions and the instructions (pydantic-ai places the breakpoints), and the
     growing conversation only for a role whose call is several requests (a tool loop): a one-request
-    call would pay to write a cache entry nobody reads. A model registry entry that sets
-    ``prompt_cache`` (the model seam applies it) is the user's choice and wins."""
-    if getattr(getattr(model, "defaults", None), "prompt_cache", None) is not None:
+    call would pay to write a cache entry nobody reads. Unless the registry says otherwise."""
+    if registry_cache(model) is not None:
         return {}
     return ModelSettings(cache=CacheConfig(messages=multi_turn))
 
@@ -132,7 +139,8 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
         # would depend on scheduling.
         try:
             with ToolManager.parallel_execution_mode("sequential"):
-                result = await agent.run(user_content(prompt), deps=deps, model_settings=settings,
+                result = await agent.run(user_content(prompt, registry_cache(model) is not False), deps=deps,
+                                         model_settings=settings,
                                          usage_limits=UsageLimits(request_limit=env.request_limit))
         except Exception as exc:
             tried[(prompt, instr)] = exc

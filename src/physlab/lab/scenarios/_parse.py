@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import re
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, RetryPromptPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    SystemPromptPart,
+    ToolReturnPart,
+)
 
 from physlab.llm.scripted import first_user_text
 
@@ -16,8 +23,16 @@ def prompt(messages: list[ModelMessage]) -> str:
 
 def instructions(messages: list[ModelMessage]) -> str:
     """The role's instructions for this call: the problem (<problem-statement>, <answer-template>,
-    <problem-guidelines>), then the role's own text."""
-    return next((m.instructions for m in messages if isinstance(m, ModelRequest) and m.instructions), "")
+    <problem-guidelines>), then the role's own text. (A conversation read back from the wire, as
+    the stand-in serving a scenario does, carries them as a system prompt part.)"""
+    for m in messages:
+        if isinstance(m, ModelRequest):
+            if m.instructions:
+                return m.instructions
+            system = [p.content for p in m.parts if isinstance(p, SystemPromptPart)]
+            if system:
+                return "\n\n".join(system)
+    return ""
 
 
 def turn(messages: list[ModelMessage]) -> int:
