@@ -62,6 +62,7 @@ from physlab.lab.scenarios.qec import QECScenario
 from physlab.llm.meter import RunMeter
 from physlab.llm.recording import RecordingModel
 from physlab.llm.scripted import scripted_model
+from physlab.llm.standin.habits import common_prefix
 from physlab.llm.usage import Budget
 from physlab.problems import resolve_problem
 from physlab.runs.context import RunContext
@@ -191,17 +192,6 @@ async def run_once(problem: Any, scenario: Any, name: str, settings: LabSettings
 
 
 # ------------------------------------------------------------------ prefix caches
-def _common(a: str, b: str) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:                      # binary search on slice equality (memcmp), not a char loop
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 class PrefixIndex:
     """Requests seen so far, as chains of blocks: the longest common prefix of a new request with
     any of them (block by block, then characters within the first block that differs)."""
@@ -222,7 +212,7 @@ class PrefixIndex:
             if not seen:
                 return n
             if b.text not in seen:
-                return n + max(_common(b.text, other) for other in seen)
+                return n + max(common_prefix(b.text, other) for other in seen)
             n += len(b.text)
             key = hash((key, b.text))
         return n

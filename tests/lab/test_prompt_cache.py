@@ -1,6 +1,8 @@
 """Prompts a provider's cache can serve (issue #26): every role's context goes stable to volatile,
 the stable part byte-identical between calls until the lab's foundations change, the problem a
-prefix every request of a run shares, and Anthropic's cache breakpoints where the stable part ends."""
+prefix every request of a run shares, Anthropic's cache breakpoints where the stable part ends,
+and against a server with a prefix cache (the stand-in playing vLLM) the cached tokens it reports
+are what the run records."""
 
 from __future__ import annotations
 
@@ -18,12 +20,14 @@ from physlab.lab.state import transitions as T
 from physlab.llm.defaults import ModelDefaults, ModelRegistry
 from physlab.llm.meter import RunMeter
 from physlab.llm.models import RunModels
+from physlab.llm.standin import Habits, ScenarioResponder, StandinServer
 from physlab.llm.wire import load_response
 from physlab.llm.usage import Budget
 from physlab.runs.context import RunContext
 from physlab.sandbox import default_sandbox
+from physlab.strategies.runner import run_solve
 
-from tests.lab.helpers import calls, solve
+from tests.lab.helpers import calls, lab_role_of, qec_problem, solve
 from tests.lab.mini import mini_problem
 from tests.lab.test_prompts import rich_state
 
@@ -191,3 +195,28 @@ async def test_a_registry_that_turns_prompt_caching_off_wins_over_the_labs_cache
     assert (await reviewer.run(LabEnv(ctx), C.for_reviewer(mini_problem(), s, W, wh2))).verdict == "VERIFIED"
     meter.close()
     assert "cache_control" not in json.dumps(seen[0])
+
+
+async def test_against_a_server_with_a_prefix_cache_every_repeat_call_reads_its_instructions_from_it(tmp_path):
+    """The QEC demo against the stand-in playing vLLM's prefix cache: what calls.jsonl and metrics
+    record is what the server reported, and each role's later calls find at least the role's tools
+    and instructions (problem, standards, role text) already cached."""
+    ws = tmp_path / "run"
+    with StandinServer(ScenarioResponder("lab-qec", lab_role_of()), habits=Habits(prefix_cache=True)) as srv:
+        attempt = await run_solve(qec_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url)
+    assert attempt.status == "complete" and attempt.verdict.verdict == "correct"
+    recs = calls(ws)
+    served = sum(u["prompt_tokens_details"]["cached_tokens"] for u in srv.usages)
+    assert sum(r["cache_read_tokens"] for r in recs) == served > 0
+    per_role = json.loads((ws / "metrics.json").read_text())["per_role"]
+    for role, totals in per_role.items():
+        assert totals["cache_read_tokens"] == sum(r["cache_read_tokens"] for r in recs if r["role"] == role)
+    seen: set[str] = set()
+    for r in recs:
+        if len(r["request"]["messages"]) != 1 or r["error"]:
+            continue                                     # only each call's first request
+        if r["role"] in seen:
+            instructions = r["request"]["messages"][0]["instructions"]
+            assert r["cache_read_tokens"] >= len(instructions) // 4 - 16, r["role"]
+        seen.add(r["role"])
+    assert served / sum(r["input_tokens"] for r in recs) > 0.55
