@@ -230,14 +230,18 @@ def in_time_order(calls: list[Call]):
         yield c, arrived
 
 
-def reusable_share(calls: list[Call]) -> tuple[int, int]:
+def reusable_share(calls: list[Call], *, arrived_only: bool = True) -> tuple[int, int]:
+    """(reusable, total) input tokens. ``arrived_only``: an earlier request counts once its answer
+    has arrived (what a cache can serve); otherwise every request sent before does."""
     index, total, reused = PrefixIndex(), 0, 0
     for c, arrived in in_time_order(calls):
-        for a in arrived:
+        for a in (arrived if arrived_only else []):
             index.add(a.blocks("openai"))
         blocks = c.blocks("openai")
         total += sum(len(b.text) for b in blocks)
         reused += index.lcp(blocks)
+        if not arrived_only:
+            index.add(blocks)
     return tokens(reused), tokens(total)
 
 
@@ -309,7 +313,9 @@ async def scenario_report(title: str, problem: Any, make: Any, name: str, settin
     reused, total = reusable_share(calls)
     print(f"run: {outcome}; {len(calls)} requests, {total:,} input tokens (one at a time: {seq_outcome}, "
           f"{len(seq_calls)} requests)")
-    print(f"reusable prefix: {reused / total:.1%} of input tokens ({reused:,} of {total:,}; characters/4)")
+    loose, _ = reusable_share(calls, arrived_only=False)
+    print(f"reusable prefix: {reused / total:.1%} of input tokens ({reused:,} of {total:,}; characters/4); "
+          f"{loose / total:.1%} counting every request sent before, answered or not")
     for provider, model in MODELS:
         usage = cached_usage(calls, provider)
         with_cache, without = price(usage, provider, model, True), price(usage, provider, model, False)
