@@ -139,3 +139,82 @@ async def test_the_critic_audits_and_its_critique_is_answered_alongside_workers_
     # the critic was shown the state the workers started from, which their evidence does not change
     assert "RQ-1 [open]" in seen["critic"]
     assert check(s) == []
+
+
+# ---------------------------------------------------------------- reviews begun during the orchestrator's call
+def propose_then_finish(*, wait_for: asyncio.Event | None = None, revise: bool = False):
+    """Iteration 1: two questions, a researcher on each. Iteration 2: WH-1 on EV-1 in the first reply;
+    in the next one (``wait_for``: only once that event is set, i.e. WH-1's review has begun) either
+    the decision, or (``revise``) WH-1 restated on EV-2 too, then the decision."""
+    async def fn(messages, info):
+        prompt, out, turn = P.prompt(messages), info.output_tools[0].name, P.turn(messages)
+        if P.iteration(prompt) == 1:
+            if turn == 0:
+                return calls(*[("create_research_question", {"question": f"part {i}"}) for i in range(2)])
+            rqs = re.findall(r"Created (RQ-\d+)", " ".join(P.tool_returns(messages)))
+            return tool_call(out, {"dispatches": [{"worker": "researcher", "target": r, "instructions": "do"}
+                                                  for r in rqs]})
+        if P.iteration(prompt) == 2 and turn == 0:
+            return calls(("close_question", {"question_id": "RQ-1"}), ("close_question", {"question_id": "RQ-2"}),
+                         ("propose_hypothesis", {"claim": "first", "value": "42", "evidence_ids": ["EV-1"]}))
+        if P.iteration(prompt) == 2 and turn == 1:
+            if wait_for is not None:
+                await asyncio.wait_for(wait_for.wait(), PATIENCE_S)
+            if revise:
+                return calls(("revise_hypothesis", {"hypothesis_id": "WH-1", "add_evidence_ids": ["EV-2"],
+                                                    "claim": "first, restated"}))
+        return tool_call(out, {"summary": "wait"})
+    return fn
+
+
+def claim_reviewer(log: list[str], began: asyncio.Event, *, hold_first: bool = False):
+    """Verifies what it is shown; ``hold_first``: the review of the claim as first proposed does not
+    answer (it can only be cancelled; a lab that never cancels it fails it after PATIENCE_S)."""
+    async def fn(messages, info):
+        claim = P.block(P.prompt(messages), "claim").splitlines()[0]
+        log.append(f"start {claim}")
+        began.set()
+        if hold_first and "restated" not in claim:
+            try:
+                await asyncio.wait_for(asyncio.Event().wait(), PATIENCE_S)
+            except asyncio.CancelledError:
+                log.append(f"cancelled {claim}")
+                raise
+        return final_answer(info, {"verdict": "VERIFIED", "reasoning": f"checked {claim}"})
+    return fn
+
+
+async def test_a_hypothesis_is_reviewed_while_the_orchestrator_finishes_its_call(tmp_path):
+    """The orchestrator's next request waits until WH-1's review has begun: a lab that reviews only
+    after the orchestrator's whole call never gets there. The run ends in the state of a lab that
+    runs one call at a time."""
+    log: list[str] = []
+    began = asyncio.Event()
+    _, early = await run_engine(tmp_path / "early", fns(orchestrator=propose_then_finish(wait_for=began),
+                                                        reviewer=claim_reviewer(log, began)),
+                                mini_problem(), max_iterations=2, critic_every=0)
+    _, one = await run_engine(tmp_path / "one", fns(orchestrator=propose_then_finish(),
+                                                    reviewer=claim_reviewer([], asyncio.Event())),
+                              mini_problem(), max_iterations=2, critic_every=0, parallel_workers=1)
+    assert log == ["start WH-1: first"]
+    assert not [e for e in early.state.events if e.kind == "role_failed"]
+    assert [(r.id, r.wh, r.verdict) for r in early.state.reviews] == [("RV-1", "WH-1", "VERIFIED")]
+
+    def comparable(s: ResearchState):
+        return s.model_dump(exclude={"events"}) | {"events": [(e.kind, e.text) for e in s.events]}
+    assert comparable(early.state) == comparable(one.state)
+    assert check(early.state) == []
+
+
+async def test_an_early_review_the_orchestrator_overtakes_is_cancelled_and_the_hypothesis_reviewed_again(tmp_path):
+    """The orchestrator restates WH-1 while its first review is under way: that review is
+    cancelled, and the verdict that counts comes from a reviewer shown the restated claim."""
+    log: list[str] = []
+    began = asyncio.Event()
+    _, out = await run_engine(tmp_path / "r", fns(orchestrator=propose_then_finish(wait_for=began, revise=True),
+                                                  reviewer=claim_reviewer(log, began, hold_first=True)),
+                              mini_problem(), max_iterations=2, critic_every=0)
+    assert log == ["start WH-1: first", "cancelled WH-1: first", "start WH-1: first, restated"]
+    s = out.state
+    assert [(r.wh, r.verdict, r.reasoning) for r in s.reviews] == [("WH-1", "VERIFIED", "checked WH-1: first, restated")]
+    assert s.wh("WH-1").evidence == ["EV-1", "EV-2"] and check(s) == []

@@ -80,3 +80,39 @@ async def test_a_cost_cap_reserves_by_the_price_of_the_cap():
         await models.aclose()
     assert exc.value.limit == "max_cost"
     assert 0.04 < meter.total().cost_usd <= 0.05
+
+
+async def test_a_cancelled_request_gives_its_reservation_back_and_is_recorded(tmp_path):
+    """A request whose answer is no longer wanted (the lab cancels an early review it set aside)
+    frees what it set aside of the budget, and calls.jsonl says it was cancelled."""
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from physlab.llm.meter import read_calls
+    from physlab.llm.recording import RecordingModel
+
+    began, caps = asyncio.Event(), []
+
+    async def never(messages, info):
+        began.set()
+        await asyncio.wait_for(asyncio.Event().wait(), 60)   # only ever cancelled
+
+    def answer(messages, info):
+        caps.append(info.model_settings["max_tokens"])
+        return ModelResponse(parts=[TextPart("ok")])
+
+    meter = RunMeter(Budget(max_tokens=3000), tmp_path / "calls.jsonl")
+
+    def agent(fn, role):
+        return Agent(RecordingModel(FunctionModel(fn), role=role, spec="function:test", meter=meter))
+
+    held = asyncio.create_task(agent(never, "reviewer").run("review", model_settings={"max_tokens": 2000}))
+    await asyncio.wait_for(began.wait(), 60)
+    held.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await held
+    await agent(answer, "orchestrator").run("decide", model_settings={"max_tokens": 2000})
+    meter.close()
+    assert caps == [2000]          # the whole budget was there again, not what the cancelled one held back
+    recs = read_calls(tmp_path / "calls.jsonl")
+    assert [(r.role, (r.error or "").split(":")[0]) for r in recs] == [("reviewer", "cancelled"), ("orchestrator", "")]

@@ -2,7 +2,8 @@
 
 Before the loop: surveyor, then planner. Each iteration: take in human messages (inbox), route
 open critiques (ER -> adjudicator, others -> planner), one orchestrator turn, automatic review of
-every proposed hypothesis (independent ones concurrently; promotion is automatic), then either
+every proposed hypothesis (independent ones concurrently, begun while the orchestrator's call goes
+on where that cannot change what the reviewer is shown; promotion is automatic), then either
 completion or the dispatched workers (concurrently, bounded, merged in dispatch order), the critic
 when due (alongside workers whose output it does not read), and one git commit carrying the best
 current answer (state.json and a provisional ANSWER.md). Whatever runs concurrently is merged in a
@@ -36,7 +37,8 @@ from physlab.lab import answer as A
 from physlab.lab import context as C
 from physlab.lab import gates, inbox, routing
 from physlab.lab.roles import adjudicator, computer, critic, formatter, orchestrator, planner, researcher, reviewer, surveyor
-from physlab.lab.roles._base import LabEnv
+from physlab.lab.early_reviews import EarlyReviews
+from physlab.lab.roles._base import NO_STANDARDS_LEVEL, LabEnv
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState
 from physlab.lab.workspace import RunWorkspace
@@ -229,8 +231,13 @@ class LabEngine:
             await self.commit(f"iteration {it}: stopped by the physicist")
             return await self._forced("stopped by the physicist")
         await self._route_critiques()
-        decision = await self._orchestrate()
-        await self._reviews()
+        early = self._early_reviews()
+        try:
+            decision = await self._orchestrate(early)
+            await self._reviews(early)
+        finally:
+            if early is not None:
+                await early.discard()
         if decision is not None and decision.complete:
             if await self._complete():
                 await self.commit(f"iteration {it}: complete — " + "; ".join(self.summary))
@@ -321,7 +328,7 @@ class LabEngine:
         if for_plan:
             await self._plan(for_plan)
 
-    async def _orchestrate(self) -> orchestrator.Decision | None:
+    async def _orchestrate(self, early: EarlyReviews | None = None) -> orchestrator.Decision | None:
         s = self.state
         prompt = lambda level: C.for_orchestrator(  # noqa: E731 - rebuilt shorter if it does not fit
             self.ctx.problem, s, self.windows.shrunk(level), new_evidence=s.evidence[s.seen_evidence:],
@@ -332,7 +339,8 @@ class LabEngine:
         desk = orchestrator.Desk(state=s, max_dispatches=self.cfg.max_dispatches)
         decision, failure = None, None
         try:
-            decision = await orchestrator.run(self.env, desk, prompt)
+            decision = await orchestrator.run(self.env, desk, prompt,
+                                              on_request=(lambda: early.start(desk.state)) if early else None)
             self.failures = 0
         except Exception as exc:
             if fatal(exc):
@@ -355,18 +363,40 @@ class LabEngine:
             self.summary.append("orchestrator " + ", ".join(desk.actions))
         return decision
 
-    async def _reviews(self) -> None:
+    def _review(self, state: ResearchState, wid: str) -> Any:
+        return reviewer.run(self.env, lambda level: C.for_reviewer(
+            self.ctx.problem, state, self.windows.shrunk(level), wid))
+
+    def _early_reviews(self) -> EarlyReviews | None:
+        """Reviews that start while the orchestrator is still at work (``early_reviews``), unless
+        the lab runs one call at a time."""
+        if self.cfg.parallel_workers < 2:
+            return None
+        gate = asyncio.Semaphore(self.cfg.parallel_workers)
+
+        async def review(state: ResearchState, wid: str) -> reviewer.ReviewReport:
+            async with gate:
+                return await self._review(state, wid)
+
+        return EarlyReviews(view=lambda state, wid: tuple(
+            C.for_reviewer(self.ctx.problem, state, self.windows.shrunk(level), wid)
+            for level in range(NO_STANDARDS_LEVEL + 1)), review=review)
+
+    async def _reviews(self, early: EarlyReviews | None = None) -> None:
         """Every hypothesis awaiting review, independent ones concurrently (at most
         ``parallel_workers``), in waves (``routing.review_waves``). Each wave's reviewers are shown
         the same snapshot and their verdicts are merged in pending order, so the state is the same
-        whatever order they finish in."""
+        whatever order they finish in. A review begun while the orchestrator worked (``early``) is
+        used where its reviewer was shown what it would be shown here."""
         for wave in routing.review_waves(self.state, T.pending_reviews(self.state)):
             snapshot, gate = self.state, asyncio.Semaphore(self.cfg.parallel_workers)
 
             async def review(wid: str) -> reviewer.ReviewReport:
+                begun = early.take(snapshot, wid) if early is not None else None
+                if begun is not None:
+                    return await begun
                 async with gate:
-                    return await reviewer.run(self.env, lambda level: C.for_reviewer(
-                        self.ctx.problem, snapshot, self.windows.shrunk(level), wid))
+                    return await self._review(snapshot, wid)
 
             results = await asyncio.gather(*(review(w) for w in wave), return_exceptions=True)
             budget = None

@@ -333,6 +333,16 @@ class RecordingModel(WrapperModel):
                     async with self._slot():
                         start = time.monotonic()
                         raw = await self.wrapped.request(wire_messages, send, wire_params)  # type: ignore[arg-type]
+                except asyncio.CancelledError:
+                    # Its caller no longer wants the answer (an early review set aside): the try is
+                    # recorded and its reservation given back, then the cancellation goes on.
+                    self.meter.release()
+                    try:
+                        self._record(request=request, resp=None, latency=time.monotonic() - start, retries=prior,
+                                     http=http, cap=cap, error="cancelled: its answer was no longer needed")
+                    finally:
+                        self.meter.give_back(grant)
+                    raise
                 except Exception as exc:
                     latency = time.monotonic() - start
                     failed_http = http

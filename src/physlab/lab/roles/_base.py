@@ -105,7 +105,7 @@ PromptSource = RolePrompt | Callable[[int], RolePrompt]
 
 async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_type: type, *,
                    tools: Sequence[Any] = (), deps: Any = None, output_name: str = "submit",
-                   output_validator: Callable | None = None) -> Any:
+                   output_validator: Callable | None = None, on_request: Callable[[], None] | None = None) -> Any:
     """One fresh agent call for ``role``. Validation errors and ModelRetry from tools are sent back
     to the model as corrective messages (bounded by ``env.tool_retries``); after that pydantic-ai
     raises UnexpectedModelBehavior, which the engine records.
@@ -118,7 +118,10 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
 
     The request is the problem and the role's instructions, then the stable sections, a cache
     point and the volatile ones (``user_content``), so a provider's prompt cache serves what
-    consecutive calls share."""
+    consecutive calls share.
+
+    ``on_request`` is called before each model request of the call (after the tools the previous
+    reply asked for have run): the engine starts work there that the rest of the call cannot change."""
     build = user_prompt if callable(user_prompt) else (lambda level: user_prompt)
     model = env.model(role)
     settings = {**cache_settings(model, bool(tools)), **(env.model_settings or {})}
@@ -139,13 +142,17 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
         # would depend on scheduling.
         try:
             with ToolManager.parallel_execution_mode("sequential"):
-                result = await agent.run(user_content(prompt, registry_cache(model) is not False), deps=deps,
-                                         model_settings=settings,
-                                         usage_limits=UsageLimits(request_limit=env.request_limit))
+                async with agent.iter(user_content(prompt, registry_cache(model) is not False), deps=deps,
+                                      model_settings=settings,
+                                      usage_limits=UsageLimits(request_limit=env.request_limit)) as run:
+                    async for node in run:
+                        if on_request is not None and Agent.is_model_request_node(node):
+                            on_request()
         except Exception as exc:
             tried[(prompt, instr)] = exc
             raise
-        return result.output
+        assert run.result is not None      # the graph ran to its end
+        return run.result.output
 
     env.notify("role_start", role=role)
     try:

@@ -5,7 +5,7 @@ a refused transition (unknown id, wrong status, ...) goes back to the model as a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Callable, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
@@ -169,8 +169,11 @@ def _validate(ctx: RunContext[Desk], d: Decision) -> Decision:
     return d
 
 
-async def run(env: LabEnv, desk: Desk, user_prompt: PromptSource) -> Decision:
+async def run(env: LabEnv, desk: Desk, user_prompt: PromptSource,
+              on_request: Callable[[], None] | None = None) -> Decision:
+    """``on_request``: called before each of the call's model requests, ``desk.state`` then holding
+    every transition the model has made so far."""
     return await run_role(env, ROLE, user_prompt, Decision, tools=TOOLS, deps=desk,
-                          output_name="submit_decision", output_validator=_validate)
+                          output_name="submit_decision", output_validator=_validate, on_request=on_request)
 
 
