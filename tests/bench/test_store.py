@@ -291,9 +291,14 @@ def test_a_database_from_before_checkpoints_gains_their_columns_on_open(tmp_path
     v1_cells = store_mod._SCHEMA.split("CREATE TABLE IF NOT EXISTS cells (", 1)[1].split(");", 1)[0]
     for col in store_mod._ADDED_CELL_COLUMNS:  # the cells table as version 1 wrote it
         v1_cells = "\n".join(line for line in v1_cells.splitlines() if not line.strip().startswith(col))
+    v1_roles = ("cell_key TEXT NOT NULL, role TEXT NOT NULL, calls INTEGER NOT NULL DEFAULT 0, input_tokens INTEGER "
+                "NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, cost_usd REAL NOT NULL DEFAULT 0, "
+                "wall_s REAL NOT NULL DEFAULT 0, PRIMARY KEY (cell_key, role)")
     con.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
                       "INSERT INTO meta VALUES ('schema_version', '1');"
-                      f"CREATE TABLE cells ({v1_cells.rstrip().rstrip(',')});")
+                      f"CREATE TABLE cells ({v1_cells.rstrip().rstrip(',')});"
+                      f"CREATE TABLE cell_roles ({v1_roles});"
+                      "INSERT INTO cell_roles(cell_key, role, calls, input_tokens) VALUES ('s/p|x|m|r0|-', 'solver', 1, 10);")
     con.execute("INSERT INTO cells(key, problem_id, strategy, model, repeat, state, verdict) "
                 "VALUES ('s/p|x|m|r0|-', 'p', 'x', 'm', 0, 'done', 'correct')")
     con.commit()
@@ -302,7 +307,9 @@ def test_a_database_from_before_checkpoints_gains_their_columns_on_open(tmp_path
     (row,) = st.cells()
     assert (row["verdict"], row["ran_as"], row["reference_conditioned"]) == ("correct", None, 0)
     assert st.checkpoints() == []
-    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    # the prompt-cache columns (version 3) are there, zero for what was stored before
+    assert [(r["role"], r["input_tokens"], r["cache_read_tokens"]) for r in st.roles()] == [("solver", 10, 0)]
+    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
     ResultsStore(db).close()  # a second open finds the columns there and adds nothing
 
 

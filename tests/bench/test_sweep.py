@@ -417,3 +417,27 @@ def test_interrupting_a_multi_worker_sweep_stops_every_worker_and_gives_cells_ba
     assert _count(db, "state='running'") == 0
     con = sqlite3.connect(db)
     assert len({w for (w,) in con.execute("SELECT DISTINCT worker FROM cells WHERE worker IS NOT NULL")}) == 0
+
+
+async def test_prompt_cache_tokens_reach_the_database_and_the_report_per_role(tmp_path, monkeypatch):
+    """The cached tokens the server reports (vLLM's prefix cache) are stored per call and per role
+    and the report shows, per role, the share of input read from the cache (issue #26)."""
+    from physlab.bench.report import summary_rows
+    from physlab.llm.standin import Habits
+
+    monkeypatch.setenv("STANDIN_KEY", "sk-local")
+    d = _problem_dir(tmp_path, 3)
+    with StandinServer(lambda body: ANSWER, habits=Habits(prefix_cache=True)) as srv:
+        cfg = SweepConfig(suite=str(d), strategies=["oneshot"], models=["openai:standin"], repeats=2,
+                          concurrency=1, db=tmp_path / "r.sqlite", api_base=srv.base_url, api_key_env="STANDIN_KEY")
+        assert (await Sweep(cfg, progress=False).run()).ran == 6
+    served = sum(u["prompt_tokens_details"]["cached_tokens"] for u in srv.usages)
+    assert served > 0                      # the strategy's instructions come back as a prefix
+    con = sqlite3.connect(tmp_path / "r.sqlite")
+    assert con.execute("SELECT SUM(cache_read_tokens) FROM calls").fetchone()[0] == served
+    per_role = dict(con.execute("SELECT role, 1.0 * SUM(cache_read_tokens) / SUM(input_tokens) FROM cell_roles "
+                                "GROUP BY role").fetchall())
+    (g,) = build_report(ResultsStore(tmp_path / "r.sqlite")).groups
+    assert g.cache_read_tokens == served and g.role_cached == pytest.approx(per_role)
+    (row,) = summary_rows(build_report(ResultsStore(tmp_path / "r.sqlite")))
+    assert row["cache_read_tokens"] == str(served) and row["role_cached_input"].startswith(next(iter(per_role)))

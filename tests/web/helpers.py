@@ -15,8 +15,9 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"  # their scre
 XSS = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
-def call_line(role: str, prompt: str, reply: str, tin: int = 100, tout: int = 20) -> str:
+def call_line(role: str, prompt: str, reply: str, tin: int = 100, tout: int = 20, cached: int = 0) -> str:
     rec = CallRecord(role=role, model="scripted:test", input_tokens=tin, output_tokens=tout, cost_usd=0.001,
+                     cache_read_tokens=cached,
                      latency_s=0.1, finish_reason="stop",
                      request={"messages": [{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": prompt}]}]},
                      response={"kind": "response", "parts": [{"part_kind": "text", "content": reply}]})
@@ -45,7 +46,7 @@ def build_lab_run(ws: Path, *, demote: bool = True) -> ResearchState:
     w.commit(s, "iteration 2: WH-1 VERIFIED -> ER-1")
     with (ws / "calls.jsonl").open("w") as f:
         f.write(call_line("orchestrator", "plan the work " + XSS, "dispatch computer " + XSS))
-        f.write(call_line("computer", "enumerate", "done", 300, 50))
+        f.write(call_line("computer", "enumerate", "done", 300, 50, cached=200))
         f.write('{"torn line')
     return s
 

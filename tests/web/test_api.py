@@ -44,6 +44,7 @@ def test_run_page_renders_graph_math_and_escapes_model_output(client):
     assert 'id="card-ER-1"' in html and "demoted" in html and "upheld: sign error" in html
     assert "iteration 2: WH-1 VERIFIED -&gt; ER-1" in html           # timeline from git
     assert 'aria-label="tokens per role"' in html and "orchestrator" in html
+    assert "350 tok (200 cached) · 1 calls" in html                  # the computer's input read from the prompt cache
     assert "plan the work" in html and "dispatch computer" in html   # prompt and reply of a call
     assert client.get("/fragments/runs/lab1").text.startswith('<p id="run-status"')
 

@@ -64,6 +64,10 @@ class GroupSummary(BaseModel):
     total_tokens: int = 0
     total_cost: float = 0.0
     role_share: dict[str, float] = Field(default_factory=dict, description="Share of tokens per role.")
+    cache_read_tokens: int = Field(default=0, description="Input tokens read from the providers' prompt caches.")
+    cache_write_tokens: int = Field(default=0, description="Input tokens written to them.")
+    role_cached: dict[str, float] = Field(default_factory=dict, description="Per role, the share of its input "
+                                                                            "tokens read from the prompt cache.")
     equal_budget_correct: int | None = Field(default=None, description="Cells solved within the common cap.")
     equal_budget_accuracy: float | None = None
     equal_budget_low: float | None = None
@@ -262,11 +266,19 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
         g.wall_median, g.wall_p90 = stats.quantile(walls, 0.5), stats.quantile(walls, 0.9)
         g.total_tokens, g.total_cost = sum(tokens), sum(costs)
         role_tokens: dict[str, int] = {}
+        role_input: dict[str, int] = {}
+        role_read: dict[str, int] = {}
         for r in role_rows.get(key, []):
             role_tokens[r["role"]] = role_tokens.get(r["role"], 0) + _tokens(r)
+            role_input[r["role"]] = role_input.get(r["role"], 0) + r["input_tokens"]
+            role_read[r["role"]] = role_read.get(r["role"], 0) + r["cache_read_tokens"]
+            g.cache_read_tokens += r["cache_read_tokens"]
+            g.cache_write_tokens += r["cache_write_tokens"]
         total_role = sum(role_tokens.values())
         if total_role:
             g.role_share = {k: v / total_role for k, v in sorted(role_tokens.items())}
+        if g.cache_read_tokens:
+            g.role_cached = {k: role_read[k] / v for k, v in sorted(role_input.items()) if v}
         groups.append(g)
 
     report = Report(db=str(store.path), groups=groups, cells_total=len(rows))
@@ -410,6 +422,8 @@ def summary_rows(report: Report) -> list[dict[str, str]]:
             "equal_budget_ci95_high": fmt(g.equal_budget_high, ".3f"),
             "ran_as": g.ran_as or "", "reference_conditioned": "yes" if g.reference_conditioned else "",
             "judge_grader_agreement": f"{g.judge_agreed}/{g.judge_checks}" if g.judge_checks else "",
+            "cache_read_tokens": str(g.cache_read_tokens), "cache_write_tokens": str(g.cache_write_tokens),
+            "role_cached_input": "; ".join(f"{r}={s:.0%}" for r, s in g.role_cached.items()),
         })
         out.append(row)
     return out

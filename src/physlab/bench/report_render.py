@@ -127,6 +127,10 @@ def print_report(report: Report, console=None) -> None:
         if g.role_share:
             console.print(f"{group_label(g, sep=' × ')} token share: "
                           + ", ".join(f"{r} {s:.0%}" for r, s in g.role_share.items()))
+        if g.role_cached:
+            console.print(f"{group_label(g, sep=' × ')} input read from the prompt cache: "
+                          + ", ".join(f"{r} {s:.0%}" for r, s in g.role_cached.items())
+                          + f" ({g.cache_read_tokens:,} tokens read, {g.cache_write_tokens:,} written)")
 
 
 def _milestones(points, n: int = 6):

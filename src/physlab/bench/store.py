@@ -39,7 +39,7 @@ from physlab.llm.usage import Budget, CallRecord, Usage
 if TYPE_CHECKING:
     from physlab.runs.checkpoints import Checkpoint
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Columns added since version 1: a database written before gets them on open (CREATE TABLE IF NOT
 # EXISTS leaves an existing table as it was). Same definitions as in _SCHEMA.
@@ -49,6 +49,9 @@ _ADDED_CELL_COLUMNS = {
     "judge_checks": "INTEGER",
     "judge_agreed": "INTEGER CHECK (judge_agreed <= judge_checks)",
 }
+# Version 3: the prompt-cache tokens of each role and call (of their input tokens).
+_CACHE_COLUMNS = {"cache_read_tokens": "INTEGER NOT NULL DEFAULT 0", "cache_write_tokens": "INTEGER NOT NULL DEFAULT 0"}
+_ADDED_COLUMNS = {"cells": _ADDED_CELL_COLUMNS, "cell_roles": _CACHE_COLUMNS, "calls": _CACHE_COLUMNS}
 
 # meta comes first: a worker opening the file while another creates the tables sees no table or
 # meta among them, never only others (_refuse_foreign tells PhysLab files by their meta table).
@@ -106,6 +109,8 @@ CREATE TABLE IF NOT EXISTS cell_roles (
     output_tokens INTEGER NOT NULL DEFAULT 0,
     cost_usd REAL NOT NULL DEFAULT 0,
     wall_s REAL NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (cell_key, role)
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -135,6 +140,8 @@ CREATE TABLE IF NOT EXISTS calls (
     error TEXT,
     retries INTEGER NOT NULL DEFAULT 0,
     ts REAL,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (cell_key, idx)
 );
 CREATE TABLE IF NOT EXISTS worker_runs (
@@ -314,10 +321,11 @@ class ResultsStore:
         # executescript commits on its own; every statement is idempotent (IF NOT EXISTS).
         self.conn.executescript(_SCHEMA)
         with self.tx() as c:
-            have = {r["name"] for r in c.execute("PRAGMA table_info(cells)")}
-            for name, definition in _ADDED_CELL_COLUMNS.items():
-                if name not in have:  # checked inside the write lock: two openers add it once
-                    c.execute(f"ALTER TABLE cells ADD COLUMN {name} {definition}")
+            for table, added in _ADDED_COLUMNS.items():
+                have = {r["name"] for r in c.execute(f"PRAGMA table_info({table})")}
+                for name, definition in added.items():
+                    if name not in have:  # checked inside the write lock: two openers add it once
+                        c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
             c.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE "
                       "SET value=excluded.value WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)",
                       (str(SCHEMA_VERSION),))
@@ -484,15 +492,17 @@ class ResultsStore:
         c.execute("DELETE FROM cell_roles WHERE cell_key=?", (key,))
         c.executemany(
             "INSERT INTO cell_roles(cell_key, role, calls, input_tokens, output_tokens, cost_usd,"
-            " wall_s) VALUES (?,?,?,?,?,?,?)",
-            [(key, r, u.calls, u.input_tokens, u.output_tokens, u.cost_usd, u.wall_s)
-             for r, u in roles.items()])
+            " wall_s, cache_read_tokens, cache_write_tokens) VALUES (?,?,?,?,?,?,?,?,?)",
+            [(key, r, u.calls, u.input_tokens, u.output_tokens, u.cost_usd, u.wall_s, u.cache_read_tokens,
+              u.cache_write_tokens) for r, u in roles.items()])
         c.execute("DELETE FROM calls WHERE cell_key=?", (key,))
         c.executemany(
             "INSERT INTO calls(cell_key, idx, role, model, input_tokens, output_tokens, cost_usd,"
-            " latency_s, finish_reason, error, retries, ts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " latency_s, finish_reason, error, retries, ts, cache_read_tokens, cache_write_tokens)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(key, i, r.role, r.model, r.input_tokens, r.output_tokens, r.cost_usd, r.latency_s,
-              r.finish_reason, r.error, r.retries, r.ts) for i, r in enumerate(result.calls or [])])
+              r.finish_reason, r.error, r.retries, r.ts, r.cache_read_tokens, r.cache_write_tokens)
+             for i, r in enumerate(result.calls or [])])
         return True
 
     def fail(self, key: str, worker: str, error: str, workspace: str | None = None) -> bool:

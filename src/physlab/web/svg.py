@@ -29,7 +29,8 @@ def usage_bars(usage: dict[str, Usage]) -> dict[str, Any] | None:
     if not rows:
         return None
     top = max(u.total_tokens for _, u in rows) or 1
-    notes = [f"{u.total_tokens:,} tok · {u.calls} calls · ${u.cost_usd:.4f}" for _, u in rows]
+    notes = [f"{u.total_tokens:,} tok" + (f" ({u.cache_read_tokens:,} cached)" if u.cache_read_tokens else "")
+             + f" · {u.calls} calls · ${u.cost_usd:.4f}" for _, u in rows]
     label_w = max(110, int(max(text_w(role) for role, _ in rows)) + 12)
     w, bar_h, gap = 640, 18, 6
     scale = (w - label_w - 6 - max(map(text_w, notes)) - 4) / top  # the longest bar leaves room for its note
