@@ -180,3 +180,29 @@ async def test_formatter_bounces_are_bounded_and_the_best_answer_is_kept(tmp_pat
     assert out.stop_reason == "formatter_bounces" and out.status == "partially_complete"
     assert "42" in out.answer_text and "ER-1" in out.answer_text        # the best current answer, with its standing
     assert (tmp_path / "r" / "ANSWER.md").read_text().startswith("> **Standing: partial**")
+
+
+async def test_an_orchestrator_call_sent_again_shorter_does_not_apply_its_transitions_twice(tmp_path):
+    """The server refuses the orchestrator's second request as too long for its context window,
+    after the tools of its first reply have run: the call starts again with a shorter prompt, from
+    the state it began with, so the question it creates again exists once."""
+    from physlab.llm.errors import ContextTooLong
+
+    tries = []
+
+    def orchestrator(messages, info):
+        prompt, out, turn = P.prompt(messages), info.output_tools[0].name, P.turn(messages)
+        if P.iteration(prompt) != 1:
+            return tool_call(out, {"summary": "wait"})
+        if turn == 0:
+            tries.append(prompt)
+            return calls(("create_research_question", {"question": "part 0"}))
+        if len(tries) == 1:
+            raise ContextTooLong("orchestrator", window=3000, prompt_tokens=3500)
+        return tool_call(out, {"summary": "wait"})
+
+    _, out = await run_engine(tmp_path / "r", fns(orchestrator=orchestrator), mini_problem(), max_iterations=1,
+                              critic_every=0)
+    assert len(tries) == 2
+    assert [(q.id, q.question) for q in out.state.rqs] == [("RQ-1", "part 0")]
+    assert [e.text for e in out.state.events if e.kind == "role_failed"] == []

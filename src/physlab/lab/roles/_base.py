@@ -105,7 +105,8 @@ PromptSource = RolePrompt | Callable[[int], RolePrompt]
 
 async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_type: type, *,
                    tools: Sequence[Any] = (), deps: Any = None, output_name: str = "submit",
-                   output_validator: Callable | None = None, on_request: Callable[[], None] | None = None) -> Any:
+                   output_validator: Callable | None = None, on_request: Callable[[], None] | None = None,
+                   on_attempt: Callable[[], None] | None = None) -> Any:
     """One fresh agent call for ``role``. Validation errors and ModelRetry from tools are sent back
     to the model as corrective messages (bounded by ``env.tool_retries``); after that pydantic-ai
     raises UnexpectedModelBehavior, which the engine records.
@@ -121,7 +122,9 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
     consecutive calls share.
 
     ``on_request`` is called before each model request of the call (after the tools the previous
-    reply asked for have run): the engine starts work there that the rest of the call cannot change."""
+    reply asked for have run): the engine starts work there that the rest of the call cannot change.
+    ``on_attempt`` is called before each start of the call (the first, and each shorter one), so
+    what the tools of an abandoned attempt did can be undone before it starts again."""
     build = user_prompt if callable(user_prompt) else (lambda level: user_prompt)
     model = env.model(role)
     settings = {**cache_settings(model, bool(tools)), **(env.model_settings or {})}
@@ -132,6 +135,8 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
         instr = system_prompt(role, prompt.head, level)
         if (prompt, instr) in tried:
             raise tried[(prompt, instr)]
+        if on_attempt is not None:
+            on_attempt()
         agent = Agent(model, instructions=instr, deps_type=type(deps) if deps is not None else None,
                       output_type=structured_output(model, output_type, name=output_name), tools=list(tools),
                       retries=env.tool_retries)

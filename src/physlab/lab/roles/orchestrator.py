@@ -42,6 +42,14 @@ class Desk:
     actions: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.start = self.state
+
+    def restart(self) -> None:
+        """Back to the state the call began with: a call sent again with a shorter prompt (its
+        server refused the longer one) must not apply its transitions twice."""
+        self.state, self.actions, self.refused = self.start, [], []
+
     def apply(self, fn, *args, **kwargs):
         try:
             out = fn(self.state, *args, **kwargs)
@@ -174,6 +182,7 @@ async def run(env: LabEnv, desk: Desk, user_prompt: PromptSource,
     """``on_request``: called before each of the call's model requests, ``desk.state`` then holding
     every transition the model has made so far."""
     return await run_role(env, ROLE, user_prompt, Decision, tools=TOOLS, deps=desk,
-                          output_name="submit_decision", output_validator=_validate, on_request=on_request)
+                          output_name="submit_decision", output_validator=_validate, on_request=on_request,
+                          on_attempt=desk.restart)
 
 
