@@ -296,6 +296,16 @@ def model_time(calls: list[Call]) -> float:
     return total
 
 
+def critical_path(calls: list[Call]) -> int:
+    """The longest chain of requests each sent after the one before it was answered: what the wall
+    time is made of once the lab's own work is small against a request."""
+    ordered = sorted(calls, key=lambda c: c.sent)
+    depth: list[int] = []
+    for i, c in enumerate(ordered):
+        depth.append(1 + max((depth[j] for j in range(i) if ordered[j].done <= c.sent), default=0))
+    return max(depth, default=0)
+
+
 def orchestrator_sizes(calls: list[Call]) -> dict[int, int]:
     sizes: dict[int, int] = {}
     for c in sorted(calls, key=lambda c: c.sent):
@@ -328,6 +338,8 @@ async def scenario_report(title: str, problem: Any, make: Any, name: str, settin
     busy, seq_busy = model_time(calls), model_time(seq_calls)
     print(f"  of which a request was out: {busy:.1f}s against {seq_busy:.1f}s ({busy / seq_busy:.2f}x); the rest "
           f"({wall - busy:.1f}s, {seq_wall - seq_busy:.1f}s) is the lab's own work between requests")
+    print(f"  critical path: {critical_path(calls)} of {len(calls)} requests, each sent after the one before it "
+          "was answered")
     sizes = orchestrator_sizes(calls)
     shown = [i for i in marks if i in sizes] or sorted(sizes)
     line = ", ".join(f"iteration {i}: {sizes[i]:,}" for i in shown)
