@@ -86,13 +86,13 @@ async def test_wall_budget():
     assert exc.value.limit == "max_wall"
 
 
-def test_cost_budget_and_resume_counts_previous_calls(tmp_path):
+async def test_cost_budget_and_resume_counts_previous_calls(tmp_path):
     prev = [CallRecord(role="solver", model="m", input_tokens=10, output_tokens=5, cost_usd=0.6,
                        response={"parts": []})]
     meter = RunMeter(Budget(max_cost_usd=0.5), tmp_path / "calls.jsonl", previous=prev)
     assert meter.total().calls == 1 and meter.total().cost_usd == pytest.approx(0.6)
-    with pytest.raises(BudgetExceeded) as exc:
-        meter.admit()
+    with pytest.raises(BudgetExceeded) as exc:   # the next request is not let through
+        await meter.reserve(input_tokens=1, want_output=None, min_reply=1)
     assert exc.value.limit == "max_cost"
 
 

@@ -86,8 +86,8 @@ def print_report(report: Report, console=None) -> None:
         console.print(groups_table(f"PhysLab sweep report ({report.db})", report.solvers, judge=False))
         problems = sorted({g.problems for g in report.solvers if g.problems})
         console.print("accuracy: mean over problems of the share of repeats solved; 95% intervals by bootstrap "
-                      f"over problems (a problem's repeats stay together); problems per group: "
-                      + ", ".join(map(str, problems)))
+                      "over problems (a problem's repeats stay together)"
+                      + ("; problems per group: " + ", ".join(map(str, problems)) if problems else ""))
     if report.reference_conditioned:
         console.print(groups_table("Reference-conditioned runs (a role saw the reference: not solvers, not ranked)",
                                    report.reference_conditioned, judge=True))

@@ -81,9 +81,6 @@ class Grant:
     cost_usd: float = 0.0
 
 
-NO_GRANT = Grant()
-
-
 class RunMeter:
     """Implements the ``UsageMeter`` protocol of :mod:`physlab.runs.context`."""
 
@@ -162,12 +159,6 @@ class RunMeter:
             self._grace = min(self._grace, before)
 
     # ---- used by the recording model -----------------------------------------------------
-    def admit(self) -> None:
-        """Count one request as pending, or raise BudgetExceeded (before anything is sent). A
-        request under a token or cost cap goes through :meth:`reserve` instead."""
-        with self._lock:
-            self._admit_locked()
-
     def _admit_locked(self) -> bool:
         """True when the request goes ahead on grace (past the budget)."""
         try:
@@ -181,11 +172,6 @@ class RunMeter:
             return True
         self._pending += 1
         return False
-
-    @property
-    def caps_tokens(self) -> bool:
-        b = self.budget
-        return b.max_tokens is not None or b.max_output_tokens is not None or b.max_input_tokens is not None
 
     async def reserve(self, *, input_tokens: int, want_output: int | None, min_reply: int,
                       usd_per_input: float = 0.0, usd_per_output: float = 0.0) -> Grant:

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.usage import RequestUsage
@@ -104,8 +104,3 @@ def _candidates(resp: ModelResponse, spec_name: str) -> list[ModelResponse]:
             out.append(replace(resp, model_name=name, provider_url=None))
     return out
 
-
-def usage_numbers(resp: ModelResponse) -> dict[str, Any]:
-    u = resp.usage
-    return {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
-            "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens}

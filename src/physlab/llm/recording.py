@@ -355,7 +355,7 @@ class RecordingModel(WrapperModel):
                     reason = "the model answered in text where a tool call was required"
                     if self.output_state.fall_back(reason):
                         self._finish(_Sent(raw, request, latency, cap, budget_capped, grant, http, prior, None),
-                                     f"tools ignored; output mode auto -> prompted for the rest of the run")
+                                     "tools ignored; output mode auto -> prompted for the rest of the run")
                         prior += 1
                         continue
                     self.output_misses += 1

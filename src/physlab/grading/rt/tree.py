@@ -11,7 +11,6 @@ Nodes (``t`` = tag):
   | ufn {name, a} | tuple/list/set {a} | dict {items: [[k, v], ...]} | matrix {rows, cols, a}
 """
 
-import math
 import sys
 
 MAX_NODES = 200_000
@@ -362,10 +361,6 @@ def node_label(tree):
     t = tree.get("t") if isinstance(tree, dict) else None
     return {"tuple": "a tuple", "list": "a list", "set": "a set", "dict": "a dict",
             "matrix": "a matrix", "str": "a string", "none": "None", "bool": "a boolean"}.get(t, "an expression")
-
-
-def is_finite_number(x):
-    return isinstance(x, float) and math.isfinite(x)
 
 
 def show(tree, limit=300):

@@ -72,7 +72,7 @@ class Minions(Strategy[MinionsParams]):
     async def run(self, ctx: RunContext) -> Attempt:
         p = self.params
         cv, max_iter, use_visual, self_improve = p.cv, p.max_iterations, p.visual, p.self_improve
-        visual_cv, visual_max = p.visual_cv or cv, p.visual_max_iterations or max_iter
+        visual_cv, visual_max = p.visual_cv, p.visual_max_iterations     # (their defaults: _visual_defaults)
         settings = model_settings(p)
         started = time.monotonic()
         problem = ctx.problem
