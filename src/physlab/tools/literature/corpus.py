@@ -17,6 +17,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from physlab.errors import UserError
 from physlab.tools.literature.bibtex import BibEntry, parse_bibtex
 from physlab.tools.literature.fulltext import FulltextError, PdfLimits, pdf_text
 from physlab.tools.literature.keys import ARXIV_ID, DOI, corpus_path
@@ -89,7 +90,6 @@ class CorpusIndex:
                  max_text_chars: int = 400_000, max_pdf_bytes: int = 40_000_000, pdf: PdfLimits | None = None):
         self.folder = Path(folder).resolve()
         if not self.folder.is_dir():
-            from physlab.errors import UserError
             raise UserError("the corpus folder does not exist or is not a folder", path=folder)
         self.passage_chars, self.summary_chars, self.max_text_chars = passage_chars, summary_chars, max_text_chars
         self.pdf = pdf or PdfLimits()

@@ -16,10 +16,10 @@ from physlab.tools.literature.polite import SourceUnavailable
 
 
 def make_client(timeout_s: float, user_agent: str) -> httpx.AsyncClient:
-    """One connection per service: requests are paced one at a time anyway (polite.Pacer)."""
+    """One connection per service (arXiv's terms ask for one; requests are paced one at a time anyway)."""
     return httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), follow_redirects=False,
                              headers={"User-Agent": user_agent},
-                             limits=httpx.Limits(max_connections=2, max_keepalive_connections=2))
+                             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
 
 
 async def get_bytes(client: httpx.AsyncClient, url: str, *, source: str, max_bytes: int,

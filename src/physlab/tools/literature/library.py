@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
 from collections.abc import Awaitable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
@@ -24,7 +26,7 @@ from physlab.tools.literature.corpus import CorpusIndex, IndexReport
 from physlab.tools.literature.fetch import make_client
 from physlab.tools.literature.fulltext import FulltextError
 from physlab.tools.literature.inspire_source import InspireSource
-from physlab.tools.literature.keys import BadKey, PaperKey, parse_key
+from physlab.tools.literature.keys import BadKey, PaperKey, parse_key, without_version
 from physlab.tools.literature.models import (CitationList, PaperMeta, PaperText, Passage, SearchHit, SearchResults,
                                              Source)
 from physlab.tools.literature.polite import SourceUnavailable
@@ -33,6 +35,7 @@ from physlab.tools.literature.text import clean_text, rank_passages, split_passa
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+M = TypeVar("M", bound=PaperMeta)
 SearchSource = Literal["all", "arxiv", "inspire", "corpus"]
 
 
@@ -57,6 +60,7 @@ class Library:
         self.corpus: CorpusIndex | None = None
         self.index_report: IndexReport | None = None
         self._http: list[httpx.AsyncClient] = []
+        self._stack = ExitStack()
         self._meta: dict[str, PaperMeta] = {}       # every paper a tool has shown, by key
         self._shown: dict[str, list[str]] = {}      # the texts shown for each key (summaries, passages)
 
@@ -68,7 +72,9 @@ class Library:
             self.arxiv = ArxivSource(s, arxiv_http, self.cache_dir)
             self.inspire = InspireSource(s, inspire_http)
         if self.corpus_dir is not None:
-            cache = self.cache_dir if self.cache_dir is not None else Path(self.corpus_dir) / ".physlab-index"
+            # Without a cache directory the index lives for this library only (indexed again next time).
+            cache = self.cache_dir if self.cache_dir is not None else Path(self._stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="physlab-corpus-")))
             self.corpus = CorpusIndex(Path(self.corpus_dir), cache / "corpus.sqlite", passage_chars=s.passage_chars,
                                       summary_chars=s.summary_chars, max_text_chars=s.max_text_chars,
                                       max_pdf_bytes=s.max_download_bytes, pdf=s.pdf_limits())
@@ -80,6 +86,7 @@ class Library:
             await client.aclose()
         if self.corpus is not None:
             self.corpus.close()
+        self._stack.close()
 
     # --- the tools -------------------------------------------------------------------------------
 
@@ -128,7 +135,9 @@ class Library:
                     continue
                 if hit.arxiv_id and hit.origin != "corpus":
                     by_arxiv[hit.arxiv_id] = hit
-                out.hits.append(self._remember(hit, hit.summary))
+                out.hits.append(hit)
+        for hit in out.hits:
+            self._remember(hit, hit.summary)
         return out
 
     async def read_paper(self, key: str, query: str | None = None, start: int = 0) -> PaperText:
@@ -261,16 +270,17 @@ class Library:
     def _k(self, n: int | None) -> int:
         return max(1, min(n or self.settings.max_results, self.settings.max_results))
 
-    def _remember(self, meta: PaperMeta, shown: str) -> SearchHit:
-        key = meta.key
-        kept = self._meta.get(key)
-        if kept is None or (isinstance(meta, SearchHit) and not isinstance(kept, SearchHit)):
-            self._meta[key] = meta
-        if shown:
+    def _remember(self, meta: M, shown: str) -> M:
+        """Keep what a tool showed about a paper, under each key it is known by (so a quote from the
+        arXiv text of an INSPIRE record is found by either key)."""
+        for key in _aliases(meta):
+            kept = self._meta.get(key)
+            if kept is None or (isinstance(meta, SearchHit) and not isinstance(kept, SearchHit)):
+                self._meta[key] = meta
             texts = self._shown.setdefault(key, [])
-            if shown not in texts and len(texts) < 200:
+            if shown and shown not in texts and len(texts) < 500:
                 texts.append(shown)
-        return meta  # type: ignore[return-value]
+        return meta
 
     async def _metadata(self, pk: PaperKey) -> SearchHit:
         cached = self._meta.get(pk.canonical())
@@ -312,9 +322,9 @@ class Library:
             chosen = list(range(first, min(first + k, len(passages))))
         paper.passages = [Passage(index=i, text=passages[i]) for i in chosen]
         paper.total_passages = len(passages)
-        self._remember(PaperMeta(**paper.model_dump(include=set(PaperMeta.model_fields))), "")
+        meta = PaperMeta(**paper.model_dump(include=set(PaperMeta.model_fields)))
         for p in paper.passages:
-            self._remember(self._meta[paper.key], p.text)
+            self._remember(meta, p.text)
         return paper
 
     async def _guard(self, name: str, work: Awaitable[T]) -> T | str:
@@ -328,6 +338,17 @@ class Library:
         except Exception as exc:  # hostile data reached a path nobody foresaw: the role goes on without it
             log.warning("literature tool %s failed", name, exc_info=True)
             return f"unavailable: {name}: internal error ({type(exc).__name__})"
+
+
+def _aliases(meta: PaperMeta) -> list[str]:
+    keys = [meta.key]
+    if meta.arxiv_id:
+        keys.append(f"arXiv:{without_version(meta.arxiv_id)}")
+    if meta.inspire_recid is not None:
+        keys.append(f"INSPIRE:{meta.inspire_recid}")
+    if meta.doi:
+        keys.append(f"DOI:{meta.doi}")
+    return list(dict.fromkeys(keys))
 
 
 class _CorpusSearch:

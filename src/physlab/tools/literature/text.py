@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
                                     "\u2060\u2066\u2067\u2068\u2069\ufeff"))
 _WS = re.compile(r"[ \t\f\v\r]+")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")  # terminal escape sequences, whole
 
 
 def clean_text(text: str | None, limit: int | None = None, *, one_line: bool = False) -> str:
@@ -27,7 +28,7 @@ def clean_text(text: str | None, limit: int | None = None, *, one_line: bool = F
         return ""
     if limit is not None:
         text = text[: limit * 2 + 64]  # never normalise megabytes to keep a few hundred characters
-    text = unicodedata.normalize("NFC", text).translate(_INVISIBLE)
+    text = _ANSI.sub("", unicodedata.normalize("NFC", text).translate(_INVISIBLE))
     text = "".join(ch if ch in "\n\t" or unicodedata.category(ch) != "Cc" else " " for ch in text)
     if one_line:
         text = " ".join(text.split())
