@@ -27,7 +27,8 @@ class NetworkGuard:
             return False
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        real_connect, real_connect_ex, real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+        real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+        real_getaddrinfo = socket.getaddrinfo
         guard = self
 
         def check(sock: socket.socket, address: object) -> None:

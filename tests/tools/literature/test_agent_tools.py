@@ -29,7 +29,8 @@ async def test_a_role_searches_reads_and_quotes_a_paper(standin, tmp_path):
             return ModelResponse(parts=[ToolCallPart("read_paper", {"key": key, "query": "stabilizers"})])
         if step == 2:
             return ModelResponse(parts=[ToolCallPart("citations", {"key": "INSPIRE:448893"})])
-        return ModelResponse(parts=[TextPart(f"Quoting {returned[1]['key']}: {returned[1]['passages'][0]['text'][:60]}")])
+        read = returned[1]
+        return ModelResponse(parts=[TextPart(f"Quoting {read['key']}: {read['passages'][0]['text'][:60]}")])
 
     async with Library(standin.settings(), cache_dir=tmp_path) as lib:
         agent = Agent(FunctionModel(surveyor), tools=lib.tools())
@@ -92,6 +93,7 @@ def test_web_search_on_a_provider_without_it_is_a_notice_not_an_error():
                           profile={"supported_native_tools": frozenset()})
     choice = web_search(model, True)
     assert choice.capabilities == []
-    assert choice.notice is not None and choice.notice.startswith("web search: function:plain has no built-in web search")
+    assert choice.notice is not None
+    assert choice.notice.startswith("web search: function:plain has no built-in web search")
     assert _native_tools_seen(True, supported_native_tools=frozenset()) == []
     assert WebSearchTool not in model.profile.get("supported_native_tools", frozenset())

@@ -91,7 +91,7 @@ async def test_titles_weigh_more_than_bodies(tmp_path):
     root = tmp_path / "c"
     root.mkdir()
     (root / "a.md").write_text("# Gauge anomalies\n\nA short note.")
-    (root / "b.md").write_text("# Other things\n\n" + "We mention gauge anomalies once in a long text. " + "filler " * 50)
+    (root / "b.md").write_text("# Other things\n\nWe mention gauge anomalies once in a long text. " + "filler " * 50)
     async with Library(online=False, corpus=root, cache_dir=tmp_path / "cache") as lib:
         res = await lib.search_corpus("gauge anomalies")
     assert [h.key for h in res.hits] == ["corpus:a.md", "corpus:b.md"]

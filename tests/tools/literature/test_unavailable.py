@@ -26,9 +26,9 @@ async def test_unreachable_services_are_one_line_each(tmp_path):
         paper = await lib.read_paper("INSPIRE:451647")
         cites = await lib.citations("hep-th/9711200")
     assert res.hits == []
-    assert sorted(res.unavailable) == [
-        "unavailable: INSPIRE: cannot reach 127.0.0.1:%d: connection refused" % settings_port(settings),
-        "unavailable: arXiv: cannot reach 127.0.0.1:%d: connection refused" % settings_port(settings)]
+    port = settings_port(settings)
+    assert sorted(res.unavailable) == [f"unavailable: INSPIRE: cannot reach 127.0.0.1:{port}: connection refused",
+                                       f"unavailable: arXiv: cannot reach 127.0.0.1:{port}: connection refused"]
     assert paper.unavailable[0].startswith("unavailable: INSPIRE: cannot reach")
     assert cites.unavailable[0].startswith("unavailable: INSPIRE: cannot reach") and cites.hits == []
     for line in res.unavailable + paper.unavailable + cites.unavailable:

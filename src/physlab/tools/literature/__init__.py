@@ -10,8 +10,16 @@ role's agent its provider's own web search, off unless asked. docs/tools.md says
 
 from physlab.tools.literature.keys import BadKey, PaperKey, parse_key
 from physlab.tools.literature.library import Library
-from physlab.tools.literature.models import (CitationList, PaperMeta, PaperText, Passage, SearchHit, SearchResults,
-                                             Source, format_reference)
+from physlab.tools.literature.models import (
+                                             CitationList,
+                                             PaperMeta,
+                                             PaperText,
+                                             Passage,
+                                             SearchHit,
+                                             SearchResults,
+                                             Source,
+                                             format_reference,
+)
 from physlab.tools.literature.polite import SourceUnavailable
 from physlab.tools.literature.settings import LiteratureSettings
 from physlab.tools.literature.web import WebSearchChoice, supports_web_search, web_search

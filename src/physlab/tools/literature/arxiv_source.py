@@ -161,17 +161,23 @@ async def _in_daemon_thread(fn: Callable[[], T], timeout: float) -> T:
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[T] = loop.create_future()
 
-    def settle(ok: bool, value) -> None:
-        if not fut.done():
-            fut.set_result(value) if ok else fut.set_exception(value)
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if fut.done():
+            return
+        if error is not None:
+            fut.set_exception(error)
+        else:
+            fut.set_result(result)  # type: ignore[arg-type]
 
     def run() -> None:
+        result: T | None = None
+        error: BaseException | None = None
         try:
-            result, ok = fn(), True
+            result = fn()
         except BaseException as exc:  # handed to the awaiting task, which decides
-            result, ok = exc, False
+            error = exc
         try:
-            loop.call_soon_threadsafe(settle, ok, result)
+            loop.call_soon_threadsafe(settle, result, error)
         except RuntimeError:  # the loop is gone: nobody is waiting
             pass
 

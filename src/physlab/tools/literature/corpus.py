@@ -22,8 +22,14 @@ from physlab.tools.literature.bibtex import BibEntry, parse_bibtex
 from physlab.tools.literature.fulltext import FulltextError, PdfLimits, pdf_text
 from physlab.tools.literature.keys import ARXIV_ID, DOI, corpus_path
 from physlab.tools.literature.models import PaperMeta, SearchHit
-from physlab.tools.literature.text import (clean_text, fts_query, latex_body, latex_main, markdown_sections,
-                                           split_passages)
+from physlab.tools.literature.text import (
+    clean_text,
+    fts_query,
+    latex_body,
+    latex_main,
+    markdown_sections,
+    split_passages,
+)
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -204,19 +210,19 @@ class CorpusIndex:
         stem = Path(rel).stem.replace("_", " ")
         if kind == "pdf":
             try:
-                text = await pdf_text(data, self.pdf)
+                pdf = await pdf_text(data, self.pdf)
             except FulltextError as exc:
                 return [], str(exc)
-            title = text.title or _first_line(text.text) or stem
-            return [_Doc(key, title, split_passages(text.text, self.passage_chars))], None
+            title = pdf.title or _first_line(pdf.text) or stem
+            return [_Doc(key, title, split_passages(pdf.text, self.passage_chars))], None
         raw = data.decode("utf-8", errors="replace")
         if kind == "bibtex":
             docs = [self._bib_doc(rel, e) for e in parse_bibtex(raw)]
             return docs, (None if docs else "no BibTeX entries")
         if kind == "latex":
-            body, title = latex_body(latex_main({rel: raw}))
-            text = clean_text(body, self.max_text_chars)
-            return [_Doc(key, title or stem, split_passages(text, self.passage_chars))], None
+            body, tex_title = latex_body(latex_main({rel: raw}))
+            return [_Doc(key, tex_title or stem, split_passages(clean_text(body, self.max_text_chars),
+                                                                self.passage_chars))], None
         text = clean_text(raw, self.max_text_chars)
         title = stem
         sections = list(markdown_sections(text)) if kind == "markdown" else [(None, text)]

@@ -124,7 +124,8 @@ async def pdf_text(data: bytes, limits: PdfLimits) -> Fulltext:
             await proc.wait()
     if proc.returncode != 0 or not out:
         why = "CPU limit" if proc.returncode in (-9, -24) else f"exit {proc.returncode}"
-        raise FulltextError(f"the PDF parser stopped ({why}): {clean_text(err.decode(errors='replace'), 160, one_line=True)}")
+        said = clean_text(err.decode(errors="replace"), 160, one_line=True)
+        raise FulltextError(f"the PDF parser stopped ({why}): {said}")
     result = json.loads(out)
     if "error" in result:
         raise FulltextError(str(result["error"])[:300])

@@ -18,9 +18,9 @@ ARXIV_OLD = r"[a-z]+(?:-[a-z]+)?(?:\.[A-Z]{2})?/\d{7}"
 ARXIV_ID = re.compile(rf"(?:{ARXIV_NEW}|{ARXIV_OLD})(?:v\d{{1,3}})?")
 # DOI syntax (doi.org handbook): 10.<registrant>/<suffix>; the suffix is printable, no whitespace.
 DOI = re.compile(r"10\.\d{4,9}(?:\.\d+)*/[^\s\"<>]{1,200}")
-_ARXIV_URL = re.compile(r"^https?://(?:export\.)?arxiv\.org/(?:abs|pdf|e-print|src)/(.+?)(?:\.pdf)?/?$", re.I)
-_DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/(.+)$", re.I)
-_INSPIRE_URL = re.compile(r"^https?://inspirehep\.net/(?:api/)?literature/(\d+)/?$", re.I)
+_ARXIV_URL = re.compile(r"^https?://(?:export\.)?arxiv\.org/(?:abs|pdf|e-print|src)/(.+?)(?:\.pdf)?/?$", re.IGNORECASE)
+_DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/(.+)$", re.IGNORECASE)
+_INSPIRE_URL = re.compile(r"^https?://inspirehep\.net/(?:api/)?literature/(\d+)/?$", re.IGNORECASE)
 
 Kind = Literal["arxiv", "inspire", "doi", "corpus"]
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import tempfile
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
 import httpx
+from pydantic import BaseModel
 from pydantic_ai import Tool
 
 from physlab.tools.literature.arxiv_source import ArxivSource
@@ -27,8 +28,15 @@ from physlab.tools.literature.fetch import make_client
 from physlab.tools.literature.fulltext import FulltextError
 from physlab.tools.literature.inspire_source import InspireSource
 from physlab.tools.literature.keys import BadKey, PaperKey, parse_key, without_version
-from physlab.tools.literature.models import (CitationList, PaperMeta, PaperText, Passage, SearchHit, SearchResults,
-                                             Source)
+from physlab.tools.literature.models import (
+    CitationList,
+    PaperMeta,
+    PaperText,
+    Passage,
+    SearchHit,
+    SearchResults,
+    Source,
+)
 from physlab.tools.literature.polite import SourceUnavailable
 from physlab.tools.literature.settings import LiteratureSettings
 from physlab.tools.literature.text import clean_text, rank_passages, split_passages
@@ -64,7 +72,7 @@ class Library:
         self._meta: dict[str, PaperMeta] = {}       # every paper a tool has shown, by key
         self._shown: dict[str, list[str]] = {}      # the texts shown for each key (summaries, passages)
 
-    async def __aenter__(self) -> "Library":
+    async def __aenter__(self) -> Library:
         s = self.settings
         if self.online:
             arxiv_http, inspire_http = make_client(s.timeout_s, s.user_agent), make_client(s.timeout_s, s.user_agent)
@@ -175,8 +183,8 @@ class Library:
         if isinstance(text, str):
             return self._passages(PaperText(**base, text_from="abstract", unavailable=[text]),
                                   [meta.summary] if meta.summary else [], query, start)
-        return self._passages(PaperText(**base, text_from=text.kind), split_passages(text.text, self.settings.passage_chars),
-                              query, start)
+        passages = split_passages(text.text, self.settings.passage_chars)
+        return self._passages(PaperText(**base, text_from=text.kind), passages, query, start)
 
     async def citations(self, key: str, direction: Literal["citations", "references"] = "citations",
                         max_results: int | None = None) -> CitationList:
@@ -231,7 +239,7 @@ class Library:
     def tools(self) -> list[Tool]:
         """The tools a role's agent gets for this run: search_literature, read_paper, citations (when
         online) and search_corpus (when a corpus was given)."""
-        fns = []
+        fns: list[Callable[..., Awaitable[BaseModel]]] = []
         if self.online or self.corpus is not None:
             fns += [self.search_literature, self.read_paper]
         if self.online:

@@ -26,7 +26,7 @@ import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -176,7 +176,7 @@ class LiteratureStandin:
 
     # --- control ---------------------------------------------------------------------------------
 
-    def start(self) -> "LiteratureStandin":
+    def start(self) -> LiteratureStandin:
         owner = self
 
         class Handler(_Handler):
@@ -195,7 +195,7 @@ class LiteratureStandin:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "LiteratureStandin":
+    def __enter__(self) -> LiteratureStandin:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -330,7 +330,7 @@ def _inspire_name(name: str) -> str:
 
 
 def _atom(papers: list[StandinPaper], *, total: int, error: str | None = None) -> str:
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     entries = []
     if error:
         entries.append(f"""  <entry>
@@ -380,7 +380,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # quiet: tests read `served`
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_GET(self) -> None:
         sd = self.standin
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
@@ -471,7 +471,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
         return 2
     print(srv.base_url, flush=True)
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    def wait_for_stdin() -> None:
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=wait_for_stdin, daemon=True).start()
     try:
         stop.wait()
     except KeyboardInterrupt:

@@ -151,7 +151,7 @@ def latex_body(tex: str) -> tuple[str, str | None]:
     begin, end = tex.find("\\begin{document}"), tex.rfind("\\end{document}")
     body = tex[begin + len("\\begin{document}"): end if end > begin else None] if begin >= 0 else tex
     for env in _DROP_ENVS:
-        body = re.sub(rf"\\begin\{{{re.escape(env)}\}}.*?\\end\{{{re.escape(env)}\}}", "\n", body, flags=re.S)
+        body = re.sub(rf"\\begin\{{{re.escape(env)}\}}.*?\\end\{{{re.escape(env)}\}}", "\n", body, flags=re.DOTALL)
     body = re.sub(r"\\begin\{abstract\}", "\n\nAbstract.\n", body)
     body = re.sub(r"\\end\{abstract\}", "\n\n", body)
     body = re.sub(r"\\(?:sub)*section\*?\s*\{([^{}]*)\}", lambda m: f"\n\n{m.group(1).strip()}\n", body)
