@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from physlab.tools.literature import Library, SourceUnavailable
+from physlab.tools.literature.arxiv_source import arxiv_query
 from physlab.tools.literature.standin import LiteratureStandin, StandinPaper, eprint_gzip, minimal_pdf
 
 
@@ -22,7 +23,13 @@ async def test_search_returns_typed_hits_from_the_atom_feed(standin, tmp_path):
     assert hit.url == f"{standin.base_url}/abs/quant-ph/9707021"
     # arXiv wraps abstracts across indented lines: the summary is one clean line
     assert "\n" not in hit.summary and "toric code stores qubits" in hit.summary
-    assert standin.requests_to("arxiv")[0].path == "/api/query"
+    sent = standin.requests_to("arxiv")[0]
+    assert sent.path == "/api/query" and sent.query["search_query"] == "all:toric AND all:code AND all:anyons"
+
+
+def test_a_models_own_arxiv_syntax_is_sent_as_written():
+    assert arxiv_query("au:del_maestro AND ti:checkerboard") == "au:del_maestro AND ti:checkerboard"
+    assert arxiv_query("Kitaev's toric-code (2003)") == "all:Kitaev AND all:toric-code AND all:2003"
 
 
 async def test_many_authors_are_listed_as_et_al(standin, tmp_path):

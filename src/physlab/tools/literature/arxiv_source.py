@@ -12,6 +12,7 @@ checked id, never taken from the feed.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -75,7 +76,7 @@ class ArxivSource:
         return results
 
     async def search(self, query: str, max_results: int) -> list[SearchHit]:
-        search = arxiv.Search(query=query, max_results=max_results)
+        search = arxiv.Search(query=arxiv_query(query), max_results=max_results)
         return [self._hit(r) for r in await self._results(search)]
 
     async def metadata(self, arxiv_id: str) -> SearchHit:
@@ -153,6 +154,19 @@ class ArxivSource:
 def _cap_authors(authors: list[str], most: int) -> list[str]:
     authors = [a for a in authors if a]
     return authors if len(authors) <= most else authors[:most] + ["et al."]
+
+
+_FIELD = re.compile(r"\b(?:ti|au|abs|co|jr|cat|rn|all|id):")
+_OPERATOR = re.compile(r"\b(?:AND|OR|ANDNOT)\b")
+
+
+def arxiv_query(text: str) -> str:
+    """The API's search_query for what a model wrote: its own syntax (``ti:``, ``au:``, AND/OR) as
+    written; plain words as ``all:word AND all:word …`` (the API's manual gives space no AND meaning)."""
+    if _FIELD.search(text) or _OPERATOR.search(text):
+        return text
+    words = [w for w in re.findall(r"\w[\w\-.]*", text) if len(w) > 1][:16]
+    return " AND ".join(f"all:{w}" for w in words) if words else text
 
 
 async def _in_daemon_thread(fn: Callable[[], T], timeout: float) -> T:
