@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sqlite3
 
+import pytest
+
 from physlab.tools.literature import Library
 from physlab.tools.literature.corpus import CorpusIndex
 from physlab.tools.literature.standin import minimal_pdf
@@ -172,3 +174,12 @@ async def test_query_text_is_never_fts_syntax(tmp_path):
             assert res.unavailable == [] or res.unavailable == ["unavailable: search_literature: the query is empty"]
         res = await lib.search_corpus('"amplitude damping')
     assert res.hits[0].key == "corpus:notes/lindblad.md"
+
+
+async def test_a_missing_corpus_folder_is_one_line_for_the_user(tmp_path):
+    from physlab.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        async with Library(online=True, corpus=tmp_path / "nope", cache_dir=tmp_path / "cache"):
+            pass
+    assert str(err.value) == f"{tmp_path / 'nope'}: the corpus folder does not exist or is not a folder"

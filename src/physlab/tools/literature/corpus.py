@@ -10,6 +10,7 @@ path leaves the folder (symlinks out of it are skipped).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -59,6 +60,7 @@ KINDS = {".pdf": "pdf", ".tex": "latex", ".ltx": "latex", ".md": "markdown", ".m
          ".bib": "bibtex", ".txt": "text"}
 MAX_FILES = 5000
 MAX_TEXT_FILE_BYTES = 8_000_000
+READERS = 2  # files read at once on a first index (a PDF is a child process of its own)
 TITLE_WEIGHT = 4.0  # bm25 column weights: a word in a title says more than one in a paragraph
 
 
@@ -76,6 +78,20 @@ class IndexReport:
     def line(self) -> str:
         return (f"corpus: {len(self.indexed)} indexed, {self.unchanged} unchanged, {len(self.removed)} removed"
                 + (f", {len(self.failed)} unreadable" if self.failed else ""))
+
+
+@dataclass
+class _Loaded:
+    """One changed file after reading: its new documents, or why it has none."""
+
+    rel: str
+    st: os.stat_result
+    kind: str
+    digest: str | None = None
+    read: bool = False
+    same: bool = False           # read, but its contents are those already indexed
+    docs: list[_Doc] = field(default_factory=list)
+    error: str | None = None
 
 
 @dataclass
@@ -103,6 +119,9 @@ class CorpusIndex:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(db_path)
         self.db.execute("PRAGMA foreign_keys = ON")
+        # A cache, rebuilt if lost: no fsync per file indexed (WAL survives a crash of this process).
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = NORMAL")
         self._schema()
 
     def close(self) -> None:
@@ -141,7 +160,8 @@ class CorpusIndex:
         return found
 
     async def update(self) -> IndexReport:
-        """Bring the index up to date with the folder; unchanged files are not read."""
+        """Bring the index up to date with the folder; unchanged files are not read. Changed files are
+        read a few at a time (each PDF is a child process), and each is written as soon as it is read."""
         report = IndexReport()
         found = self._walk(report)
         known = {row[0]: row[1:] for row in self.db.execute("SELECT path, size, mtime_ns, sha256 FROM files")}
@@ -150,6 +170,7 @@ class CorpusIndex:
                 self._forget(rel)
                 self.db.execute("DELETE FROM files WHERE path = ?", (rel,))
             report.removed.append(rel)
+        todo: list[tuple[str, Path, os.stat_result, str | None]] = []
         for rel, path in found.items():
             try:
                 st = path.stat()
@@ -160,35 +181,53 @@ class CorpusIndex:
             if old is not None and old[0] == st.st_size and old[1] == st.st_mtime_ns:
                 report.unchanged += 1
                 continue
-            kind = KINDS[path.suffix.lower()]
-            cap = self.pdf_cap if kind == "pdf" else MAX_TEXT_FILE_BYTES
-            if st.st_size > cap:
-                report.failed.append(f"{rel}: larger than {cap:,} bytes")
-                continue
+            todo.append((rel, path, st, old[2] if old is not None else None))
+        slots = asyncio.Semaphore(READERS)
+        for done in asyncio.as_completed([self._load(item, slots) for item in todo]):
+            self._store(await done, report)
+        for listed in (report.read, report.indexed, report.failed):
+            listed.sort()
+        return report
+
+    async def _load(self, item: tuple[str, Path, os.stat_result, str | None],
+                    slots: asyncio.Semaphore) -> _Loaded:
+        rel, path, st, old_digest = item
+        kind = KINDS[path.suffix.lower()]
+        cap = self.pdf_cap if kind == "pdf" else MAX_TEXT_FILE_BYTES
+        if st.st_size > cap:
+            return _Loaded(rel, st, kind, error=f"larger than {cap:,} bytes")
+        async with slots:
             try:
                 data = path.read_bytes()[: cap + 1]
             except OSError as exc:
-                report.failed.append(f"{rel}: {exc.strerror}")
-                continue
-            report.read.append(rel)
+                return _Loaded(rel, st, kind, error=exc.strerror or "unreadable")
             digest = hashlib.sha256(data).hexdigest()
-            if old is not None and old[2] == digest:
-                with self.db:
-                    self.db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
-                                    (st.st_size, st.st_mtime_ns, rel))
-                continue
+            if digest == old_digest:
+                return _Loaded(rel, st, kind, digest=digest, read=True, same=True)
             docs, error = await self._read(rel, kind, data)
-            with self.db:
-                self._forget(rel)
-                self.db.execute("INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, kind, error) "
-                                "VALUES (?, ?, ?, ?, ?, ?)", (rel, st.st_size, st.st_mtime_ns, digest, kind, error))
-                for doc in docs:
-                    self._insert(rel, doc)
-            if error:
-                report.failed.append(f"{rel}: {error}")
-            else:
-                report.indexed.append(rel)
-        return report
+        return _Loaded(rel, st, kind, digest=digest, read=True, docs=docs, error=error)
+
+    def _store(self, got: _Loaded, report: IndexReport) -> None:
+        if got.read:
+            report.read.append(got.rel)
+        if got.digest is None:  # not read: nothing to index, the old entry (if any) stays as it was
+            report.failed.append(f"{got.rel}: {got.error}")
+            return
+        with self.db:
+            if got.same:
+                self.db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                                (got.st.st_size, got.st.st_mtime_ns, got.rel))
+                return
+            self._forget(got.rel)
+            self.db.execute("INSERT OR REPLACE INTO files(path, size, mtime_ns, sha256, kind, error) "
+                            "VALUES (?, ?, ?, ?, ?, ?)",
+                            (got.rel, got.st.st_size, got.st.st_mtime_ns, got.digest, got.kind, got.error))
+            for doc in got.docs:
+                self._insert(got.rel, doc)
+        if got.error:
+            report.failed.append(f"{got.rel}: {got.error}")
+        else:
+            report.indexed.append(got.rel)
 
     def _forget(self, rel: str) -> None:
         ids = [r[0] for r in self.db.execute("SELECT id FROM docs WHERE path = ?", (rel,))]

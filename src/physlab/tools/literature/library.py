@@ -80,13 +80,18 @@ class Library:
             self.arxiv = ArxivSource(s, arxiv_http, self.cache_dir)
             self.inspire = InspireSource(s, inspire_http)
         if self.corpus_dir is not None:
-            # Without a cache directory the index lives for this library only (indexed again next time).
-            cache = self.cache_dir if self.cache_dir is not None else Path(self._stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="physlab-corpus-")))
-            self.corpus = CorpusIndex(Path(self.corpus_dir), cache / "corpus.sqlite", passage_chars=s.passage_chars,
-                                      summary_chars=s.summary_chars, max_text_chars=s.max_text_chars,
-                                      max_pdf_bytes=s.max_download_bytes, pdf=s.pdf_limits())
-            self.index_report = await self.corpus.update()
+            try:
+                # Without a cache directory the index lives for this library only (indexed again next time).
+                cache = self.cache_dir if self.cache_dir is not None else Path(self._stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix="physlab-corpus-")))
+                self.corpus = CorpusIndex(Path(self.corpus_dir), cache / "corpus.sqlite",
+                                          passage_chars=s.passage_chars, summary_chars=s.summary_chars,
+                                          max_text_chars=s.max_text_chars, max_pdf_bytes=s.max_download_bytes,
+                                          pdf=s.pdf_limits())
+                self.index_report = await self.corpus.update()
+            except BaseException:
+                await self.__aexit__(None, None, None)
+                raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -104,8 +109,9 @@ class Library:
         physics records with citation counts) and the physicist's own corpus, if one was given.
 
         Args:
-            query: What to look for, in words (e.g. "surface code threshold depolarizing noise"). arXiv
-                also takes its own field syntax (ti:, au:, abs:), INSPIRE its own (t, a, refersto:).
+            query: What to look for, in words (e.g. "surface code threshold depolarizing noise"). With
+                source="arxiv" its own field syntax works too (ti:, au:, abs:, AND), with source="inspire"
+                INSPIRE's (t, a, refersto:recid:N).
             source: "all" (every enabled source), "arxiv", "inspire" or "corpus".
             max_results: Hits per source (at most the run's limit).
         """
