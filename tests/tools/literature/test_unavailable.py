@@ -81,3 +81,12 @@ async def test_inspire_maintenance_page_is_not_json(standin, tmp_path):
     async with Library(standin.settings(), cache_dir=tmp_path) as lib:
         res = await lib.search_literature("toric", source="inspire")
     assert res.unavailable == [f"unavailable: INSPIRE: {standin.base_url[7:]} sent a reply that is not JSON"]
+
+
+async def test_a_feed_with_a_broken_date_is_unreadable_not_unreachable(tmp_path):
+    bad = StandinPaper("2101.00003", "Bad date", ["A B"], "abstract", "2021-13-45")
+    with LiteratureStandin([bad]) as srv:
+        host = srv.base_url[len("http://"):]
+        async with Library(srv.settings(), cache_dir=tmp_path) as lib:
+            res = await lib.search_literature("bad date", source="arxiv")
+    assert res.unavailable == [f"unavailable: arXiv: {host} sent a feed that cannot be read (ValueError)"]

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import arxiv
 import httpx
+import requests
 from pydantic import TypeAdapter
 
 from physlab.tools.literature.fetch import get_bytes, short_reason
@@ -71,8 +72,11 @@ class ArxivSource:
                 raise SourceUnavailable(NAME, f"{self.host} answered HTTP {exc.status}") from None
             except arxiv.ArxivError as exc:
                 raise SourceUnavailable(NAME, f"{self.host}: {exc.message}") from None
-            except Exception as exc:  # requests' connection errors, a feed the parser rejects
+            except requests.RequestException as exc:
                 raise SourceUnavailable(NAME, f"cannot reach {self.host}: {short_reason(exc)}") from None
+            except Exception as exc:  # a feed the package's parser could not turn into results
+                raise SourceUnavailable(NAME, f"{self.host} sent a feed that cannot be read "
+                                              f"({type(exc).__name__})") from None
         return results
 
     async def search(self, query: str, max_results: int) -> list[SearchHit]:
