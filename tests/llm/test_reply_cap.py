@@ -95,3 +95,17 @@ async def test_a_line_over_the_record_cap_keeps_its_numbers_and_says_what_it_lef
     assert (rec.input_tokens, rec.output_tokens) == (srv.stats.prompt_tokens, srv.stats.completion_tokens)
     assert rec.response["parts"][0]["content"] == "short answer"
     assert "messages" not in rec.request and "max_record_bytes" in rec.note
+
+
+async def test_a_streamed_reply_over_the_cap_is_refused_when_its_stream_closes(tmp_path):
+    reg = ModelRegistry(models={"openai:standin": ModelDefaults(retry=FAST, max_reply_bytes=100_000)})
+    with StandinServer(ScriptedResponder(["z" * 150_000])) as srv:
+        meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
+        async with RunModels("openai:standin", meter=meter, api_base=srv.base_url, registry=reg) as models:
+            with pytest.raises(ModelFailure, match="max_reply_bytes"):
+                async with Agent(models.for_role("solver")).run_stream("go") as run:
+                    await run.get_output()
+        meter.close()
+    (rec,) = read_calls(tmp_path / "calls.jsonl")
+    assert rec.response is None and "max_reply_bytes" in rec.error and rec.output_tokens > 30_000
+    assert len((tmp_path / "calls.jsonl").read_bytes()) < 20_000

@@ -11,6 +11,8 @@ the decision that followed it and the lines keep the order of the tries.
 The layers of one request reach its :class:`Call` through a context variable that is set only
 while a request is being sent or a stream is being opened, never across a stream's ``yield``: a
 stream may be closed from another task or context (pydantic-ai's own wrappers do the same).
+Written here because pydantic-ai's wrapper models share nothing per request but its arguments, and
+these layers need what each try was sent with and how it ended.
 """
 
 from __future__ import annotations
@@ -60,11 +62,11 @@ class Attempt:
         if note:
             self.note = note
         callbacks, self._on_settle = self._on_settle, []
-        error: BaseException | str | None = None  # a string: what the seam itself says (a cancelled try)
+        error: BaseException | None = None
         for fn in reversed(callbacks):
             try:
                 fn(self)
-            except BaseException as exc:  # every callback runs (a reservation is given back even if a write failed)
+            except BaseException as exc:  # noqa: BLE001 - every callback runs (a reservation is given back even if a write failed)
                 error = error or exc
         if error is not None:
             raise error

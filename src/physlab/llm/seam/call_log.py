@@ -148,7 +148,7 @@ class CallLogModel(WrapperModel):
                                           cache_write=http.cache_write_tokens)
             if self._cost_fn is not None and resp is not None:
                 return float(self._cost_fn(resp)), "replay"
-        except Exception:  # noqa: BLE001 - pricing must never break a run
+        except Exception:  # noqa: BLE001, S110 - pricing must never break a run
             pass
         return 0.0, None
 

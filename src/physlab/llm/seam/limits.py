@@ -155,7 +155,7 @@ class LimitsModel(WrapperModel):
         call = current_call()
         params = model_request_parameters
         settings: ModelSettings = dict(model_settings or {})  # type: ignore[assignment]
-        sent = first = await self._send(call, messages, settings, params)
+        sent = await self._send(call, messages, settings, params)
         pieces: list[ModelResponse] = []  # the continued parts of a cut text reply
         raised = continued = 0
         while sent.response.finish_reason == "length":
@@ -171,7 +171,7 @@ class LimitsModel(WrapperModel):
             if isinstance(decision, RaiseCap):
                 raised += 1
                 settings = {**settings, "max_tokens": decision.cap}  # type: ignore[typeddict-item]
-                sent = first = await self._send(call, messages, settings, params)
+                sent = await self._send(call, messages, settings, params)
                 continue
             continued += 1
             pieces.append(sent.response)

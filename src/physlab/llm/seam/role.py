@@ -24,7 +24,7 @@ class SeamRole:
             return
         try:
             self.events(kind, role=self.role, model=self.spec, **data)
-        except Exception:  # noqa: BLE001 - a broken display must not stop a request
+        except Exception:  # noqa: BLE001, S110 - a broken display must not stop a request
             pass
 
     def failure(self, exc: BaseException, url: str | None = None, suffix: str = "") -> ModelFailure:
