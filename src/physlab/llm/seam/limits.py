@@ -50,7 +50,7 @@ class ModelLimits:
 
 
 @dataclass
-class _Reply:
+class Answered:
     """One answered try and what set the cap it was sent with."""
 
     response: ModelResponse
@@ -79,7 +79,7 @@ def decide_refusal(refusal: LimitRefusal, cap: int | None, min_reply: int) -> Lo
                    window=refusal.window, prompt_tokens=refusal.prompt_tokens)
 
 
-def decide_cut(reply: _Reply, *, joined: bool, raised: int, continued: int, defaults: ModelDefaults,
+def decide_cut(reply: Answered, *, joined: bool, raised: int, continued: int, defaults: ModelDefaults,
                limits: ModelLimits, params: ModelRequestParameters) -> OnCutReply:
     """A reply cut by ``length``: ``joined`` when it is already a continuation."""
     resp, attempt = reply.response, reply.attempt
@@ -194,7 +194,7 @@ class LimitsModel(WrapperModel):
             yield stream
 
     async def _send(self, call: Call, messages: list[ModelMessage], settings: ModelSettings,
-                    params: ModelRequestParameters) -> _Reply:
+                    params: ModelRequestParameters) -> Answered:
         """Send until the server takes the request's size: a refused cap or context is lowered."""
         call_cap: int | None = None  # lowered for this request by a refusal
         adjustments = 0
@@ -238,10 +238,10 @@ class LimitsModel(WrapperModel):
                 raise
             attempt = call.last
             window_capped = want is not None and (wanted is None or want < wanted)
-            return _Reply(resp, attempt, window_capped and not (attempt is not None and attempt.budget_capped))
+            return Answered(resp, attempt, window_capped and not (attempt is not None and attempt.budget_capped))
 
 
-def _settle(reply: _Reply, note: str | None) -> None:
+def _settle(reply: Answered, note: str | None) -> None:
     if reply.attempt is not None:
         reply.attempt.settle(note)
 
