@@ -58,7 +58,8 @@ async def test_a_reply_over_the_cap_is_refused_with_a_clear_error_and_not_retrie
     with StandinServer(ScriptedResponder(["x" * 150_000, "fine"])) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
         async with RunModels("openai:standin", meter=meter, api_base=srv.base_url, registry=reg) as models:
-            with pytest.raises(ModelFailure, match=r"solver: the reply .*150,000 bytes.*100,000 a reply may bring \(max_reply_bytes"):
+            refused = r"solver: the reply .*150,000 bytes.*100,000 a reply may bring \(max_reply_bytes"
+            with pytest.raises(ModelFailure, match=refused):
                 await Agent(models.for_role("solver")).run("go")
             assert (await Agent(models.for_role("solver")).run("go")).output == "fine"  # the next one goes through
         meter.close()

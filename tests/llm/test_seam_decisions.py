@@ -85,7 +85,8 @@ def test_a_rate_limit_is_waited_for_as_long_as_the_proxy_says_and_a_spent_policy
                                    wall_left_s=None), SendAgain)
     final = decide_retry(broken, {}, waiting, who=WHO, url=None, params=TEXT, rng=random.Random(0), wall_left_s=None)
     assert isinstance(final, GiveUp) and isinstance(final.error, ModelFailure)
-    assert "solver" in str(final.error) and "127.0.0.1:4000" in str(final.error) and "after 2 attempts" in str(final.error)
+    said = str(final.error)
+    assert "solver" in said and "127.0.0.1:4000" in said and "after 2 attempts" in said
 
 
 def test_what_is_not_transient_is_left_to_the_layers_above():

@@ -63,10 +63,10 @@ class Attempt:
             self.note = note
         callbacks, self._on_settle = self._on_settle, []
         error: BaseException | None = None
-        for fn in reversed(callbacks):
+        for fn in reversed(callbacks):  # every one runs: a reservation is given back even if a write failed
             try:
                 fn(self)
-            except BaseException as exc:  # noqa: BLE001 - every callback runs (a reservation is given back even if a write failed)
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the others ran
                 error = error or exc
         if error is not None:
             raise error

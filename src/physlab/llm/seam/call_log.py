@@ -168,5 +168,6 @@ def fit_line(rec: CallRecord, limit: int) -> None:
         rec.response = None
         left_out.append("the response")
     what = " and ".join(left_out) or "nothing"
-    said = f"{what} left out of calls.jsonl: the line would have been {whole:,} bytes, over max_record_bytes ({limit:,})"
+    said = (f"{what} left out of calls.jsonl: the line would have been {whole:,} bytes, "
+            f"over max_record_bytes ({limit:,})")
     rec.note = f"{rec.note}; {said}" if rec.note else said

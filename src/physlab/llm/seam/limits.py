@@ -224,9 +224,9 @@ class LimitsModel(WrapperModel):
                     adjustments += 1
                     if adjustments > MAX_ADJUSTMENTS:
                         raise
-                    if decision.max_output:
-                        self.limits.discovered_max_output = min(decision.max_output,
-                                                                self.limits.discovered_max_output or decision.max_output)
+                    if (learned := decision.max_output) is not None:
+                        known = self.limits.discovered_max_output
+                        self.limits.discovered_max_output = min(learned, known or learned)
                     call.settle(decision.note)
                     call_cap = decision.cap
                     continue
