@@ -13,11 +13,12 @@ from pydantic_ai.messages import (
     ThinkingPart,
     UserPromptPart,
 )
+from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from physlab.llm.meter import RunMeter, read_calls
-from physlab.llm.recording import RecordingModel
+from physlab.llm.seam import seam_model
 from physlab.llm.text import ask_text
 
 
@@ -41,9 +42,9 @@ class Scribe:
                                                              output_tokens=len(str(users[-1]))))
 
 
-def _model(tmp_path, scribe: Scribe, role: str = "solver") -> tuple[RecordingModel, RunMeter]:
+def _model(tmp_path, scribe: Scribe, role: str = "solver") -> tuple[Model, RunMeter]:
     meter = RunMeter(calls_path=tmp_path / "calls.jsonl")
-    return RecordingModel(FunctionModel(scribe), role=role, spec="function:scribe", meter=meter), meter
+    return seam_model(FunctionModel(scribe), role=role, spec="function:scribe", meter=meter), meter
 
 
 async def test_system_is_the_instructions_and_prompt_the_user_part(tmp_path):

@@ -89,7 +89,7 @@ async def test_a_cancelled_request_gives_its_reservation_back_and_is_recorded(tm
     from pydantic_ai.models.function import FunctionModel
 
     from physlab.llm.meter import read_calls
-    from physlab.llm.recording import RecordingModel
+    from physlab.llm.seam import seam_model
 
     began, caps = asyncio.Event(), []
 
@@ -104,7 +104,7 @@ async def test_a_cancelled_request_gives_its_reservation_back_and_is_recorded(tm
     meter = RunMeter(Budget(max_tokens=3000), tmp_path / "calls.jsonl")
 
     def agent(fn, role):
-        return Agent(RecordingModel(FunctionModel(fn), role=role, spec="function:test", meter=meter))
+        return Agent(seam_model(FunctionModel(fn), role=role, spec="function:test", meter=meter))
 
     held = asyncio.create_task(agent(never, "reviewer").run("review", model_settings={"max_tokens": 2000}))
     await asyncio.wait_for(began.wait(), 60)

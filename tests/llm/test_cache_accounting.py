@@ -60,4 +60,4 @@ def test_anthropic_cache_points_are_a_registry_setting():
     reg = ModelRegistry(models={"anthropic:*": ModelDefaults(prompt_cache={"messages": False})})
     models = RunModels("anthropic:claude-sonnet-4-5", meter=RunMeter(), registry=reg,
                        api_base="http://127.0.0.1:9/v1", events=lambda *a, **k: None)
-    assert models.for_role("reviewer")._base_settings()["cache"] == {"messages": False}
+    assert models.for_role("reviewer").base_settings()["cache"] == {"messages": False}

@@ -129,3 +129,38 @@ async def test_the_lab_through_a_real_litellm_proxy(tmp_path, monkeypatch):
     assert echo.stats.answered == 1 and "/v1/chat/completions" not in (oneshot.details.get("error") or "")
     reply = (tmp_path / "anthropic" / "calls.jsonl").read_text()
     assert "echo:" in reply
+
+
+async def test_a_streamed_request_through_the_proxy_is_recorded_within_the_budget(tmp_path, monkeypatch):
+    """A Python API user streaming a role's reply (pydantic-ai ``run_stream``) through the proxy: the
+    text arrives, calls.jsonl holds one line with the tokens the deployment served, and the request
+    went out with a ``max_tokens`` within what the budget had left."""
+    from pydantic_ai import Agent
+
+    from physlab.llm.meter import RunMeter, read_calls
+    from physlab.llm.models import RunModels
+    from physlab.llm.standin import ScriptedResponder
+    from physlab.llm.usage import Budget
+
+    monkeypatch.setenv("LITELLM_TEST_KEY", KEY)
+    reply = "a streamed answer in several words " * 20
+    with StandinServer(ScriptedResponder([reply])) as upstream:
+        proxy = Proxy(tmp_path, [_deployment("qwen3-32b", upstream.base_url)])
+        try:
+            meter = RunMeter(Budget(max_tokens=5000), tmp_path / "calls.jsonl")
+            async with RunModels("openai:qwen3-32b", meter=meter, api_base=proxy.base,
+                                 api_key_env="LITELLM_TEST_KEY") as models:
+                async with Agent(models.for_role("solver")).run_stream("go") as run:
+                    text = "".join([t async for t in run.stream_text(delta=True)])
+            meter.close()
+        finally:
+            proxy.stop()
+
+    assert text == reply
+    recs = read_calls(tmp_path / "calls.jsonl")
+    assert len(recs) == 1 and recs[0].error is None and recs[0].finish_reason == "stop"
+    assert (recs[0].input_tokens, recs[0].output_tokens) == (upstream.stats.prompt_tokens,
+                                                             upstream.stats.completion_tokens)
+    sent = upstream.requests[0]
+    cap = sent.get("max_completion_tokens") or sent.get("max_tokens")
+    assert cap is not None and cap <= 5000 - recs[0].input_tokens and recs[0].max_tokens == cap

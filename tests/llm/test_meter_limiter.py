@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from physlab.llm.errors import BudgetExceeded
 from physlab.llm.meter import RunMeter, read_calls
-from physlab.llm.recording import RecordingModel
+from physlab.llm.seam import seam_model
 from physlab.llm.usage import Budget, CallRecord
 
 
@@ -22,7 +22,7 @@ def _model(meter, sent, role="solver"):
         sent.append(role)
         return ModelResponse(parts=[TextPart("ok")])
 
-    return RecordingModel(FunctionModel(fn), role=role, spec="test:fn", meter=meter)
+    return seam_model(FunctionModel(fn), role=role, spec="test:fn", meter=meter)
 
 
 async def test_max_calls_raises_before_the_request_is_sent(tmp_path):
@@ -125,7 +125,7 @@ def _held_model(meter, limiters, active, key, gate=None):
             active[key] -= 1
         return ModelResponse(parts=[TextPart("ok")])
 
-    return RecordingModel(FunctionModel(fn), role="solver", spec="test:fn", meter=meter, limiters=limiters)
+    return seam_model(FunctionModel(fn), role="solver", spec="test:fn", meter=meter, limiters=limiters)
 
 
 async def test_in_flight_caps_per_run_and_shared():

@@ -16,7 +16,7 @@ from physlab.llm.defaults import ModelDefaults, ModelRegistry
 from physlab.llm.errors import BudgetExceeded, ModelFailure
 from physlab.llm.meter import RunMeter, read_calls
 from physlab.llm.models import RunModels
-from physlab.llm.recording import RetryPolicy
+from physlab.llm.defaults import RetryPolicy
 from physlab.llm.standin import FAULT_KINDS, RandomToolResponder, Reply, ScriptedResponder, StandinServer
 from physlab.llm.usage import Budget
 

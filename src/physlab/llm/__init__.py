@@ -25,6 +25,7 @@ _LAZY = {
     "ModelDefaults": "physlab.llm.defaults",
     "ModelRegistry": "physlab.llm.defaults",
     "RecordingModel": "physlab.llm.recording",
+    "seam_model": "physlab.llm.seam",
     "RetryPolicy": "physlab.llm.defaults",
     "register_scenario": "physlab.llm.scripted",
     "register_scenario_module": "physlab.llm.scripted",

@@ -21,6 +21,8 @@ Format (``--models-config FILE`` or ``$PHYSLAB_MODELS_CONFIG``)::
         api_base: http://127.0.0.1:4000/v1   # this model's own server ("default": the provider's own)
         api_key_env: LITELLM_KEY
         timeout_s: 900
+        max_reply_bytes: 1048576     # a larger reply is refused (default: 1 MiB)
+        max_record_bytes: 2097152    # no calls.jsonl line grows past this (default: 2 MiB)
     roles:                           # a model per role, over --model (--role-model overrides these)
       reviewer: "anthropic:claude-sonnet-4-5"
       computer: "openai:qwen3-32b"
@@ -88,6 +90,14 @@ class ModelDefaults(BaseModel):
     api_base: str | None = None
     api_key_env: str | None = None
     timeout_s: float = 600.0
+    max_reply_bytes: int = Field(default=1 << 20, ge=1024, description=(
+        "A reply larger than this (text, thinking and tool-call arguments, in bytes) is refused: not used "
+        "and not stored. Default 1 MiB: twice what 128k output tokens, the largest output cap models offer, "
+        "come to at about 4 bytes a token; only a broken or hostile server sends more."))
+    max_record_bytes: int = Field(default=2 << 20, ge=4096, description=(
+        "No calls.jsonl line grows past this (bytes): a longer one leaves out the request's messages, then "
+        "the response, and says so in its note (replay then serves it without comparing the request). "
+        "Default 2 MiB: a reply at max_reply_bytes beside a prompt of about 250k tokens."))
     # Deprecated: the lean `direct` client is gone; both values now mean the provider's SDK (a
     # registry that still says `direct` gets one warning line from ModelRegistry.load).
     client: Literal["sdk", "direct"] = "sdk"

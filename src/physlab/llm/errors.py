@@ -23,6 +23,10 @@ class ReplayError(ModelFailure):
     other than what was recorded (the replay diverged)."""
 
 
+class ReplyTooLarge(ModelFailure):
+    """A reply larger than ``max_reply_bytes`` (no model writes that much): not used, and not stored."""
+
+
 class ContextTooLong(BudgetExceeded):
     """The request does not fit the model's context window, even with the smallest useful output
     cap. The caller can assemble a shorter context and ask again (the lab drops its older windows

@@ -2,10 +2,11 @@
 headers (a proxy's stated cost, LiteLLM's ``llm_provider-retry-after``) and the usage block of a
 reply the SDK could not turn into a response (a 200 with empty ``choices`` still served tokens).
 
-The recording model opens a :func:`capture` around each request; the provider's HTTP client (an
-``httpx2.AsyncClient`` built by :func:`http_client`) fills it from a response hook. The hook runs in
-the task that sent the request, so a context variable ties the two together without any shared
-state between concurrent requests.
+The model seam (:mod:`physlab.llm.seam.capture`) opens a :func:`capture` around each request, and
+around the opening of each stream (never across its ``yield``: a stream may be closed from another
+context); the provider's HTTP client (an ``httpx2.AsyncClient`` built by :func:`http_client`) fills
+it from a response hook. The hook runs in the task that sent the request, so a context variable
+ties the two together without any shared state between concurrent requests.
 """
 
 from __future__ import annotations

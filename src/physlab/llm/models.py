@@ -26,9 +26,10 @@ from pydantic_ai.models import Model
 from physlab.errors import UserError
 from physlab.llm.defaults import ModelDefaults, ModelRegistry, RetryPolicy
 from physlab.llm.meter import RunMeter
-from physlab.llm.output import OutputModeState, check_output_mode
+from physlab.llm.output import OutputModeState, check_output_mode, mode_of
 from physlab.llm.pricing import Pricer
-from physlab.llm.recording import ModelLimits, RecordingModel
+from physlab.llm.seam import SeamModel, seam_model
+from physlab.llm.seam.limits import ModelLimits
 from physlab.llm.replay import ReplayBook, resolve_calls_path
 from physlab.llm.scripted import get_scenario, scripted_model
 
@@ -133,8 +134,8 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
     """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels). With
     ``http_client`` (physlab.llm.http_capture.http_client) the seam sees the response headers and
     usage blocks the SDKs drop; its owner closes it. Without one, the provider owns its client: use
-    the model as an async context manager. Timeouts and the SDK's retries (off: RecordingModel
-    retries and records every attempt) are set per request by RecordingModel's model settings."""
+    the model as an async context manager. Timeouts and the SDK's retries (off: the seam retries
+    and records every attempt) are set per request by the seam's model settings."""
     provider, name = parse_spec(spec)
     if api_base is not None and provider not in BASE_URL_PROVIDERS:
         raise UserError(f"--api-base applies to {', '.join(p + ':' for p in BASE_URL_PROVIDERS)} models "
@@ -215,9 +216,9 @@ class _Endpoint:
 
 
 class RunModels:
-    """The ModelSource of one run: ``for_role(role)`` gives a RecordingModel bound to the run's
-    meter (calls.jsonl, budget) and in-flight limiters, for the model that role plays. Models for
-    one role are cached.
+    """The ModelSource of one run: ``for_role(role)`` gives the model seam (physlab.llm.seam: its
+    layers composed around the model that role plays) bound to the run's meter (calls.jsonl,
+    budget) and in-flight limiters. Models for one role are cached.
 
     Use it as an async context manager (``async with RunModels(...) as models``): a provider model
     built here is closed on exit. Provider models passed in (``provider`` for the run's model,
@@ -247,7 +248,7 @@ class RunModels:
         self._shared = dict(providers or {})
         if provider is not None:
             self._shared[spec] = provider
-        self._roles: dict[str, RecordingModel] = {}
+        self._roles: dict[str, SeamModel] = {}
         self._endpoints: dict[str, _Endpoint] = {}
         self._clients: list[Any] = []  # the HTTP clients of the provider models built here
         check_model_name(spec, api_base)
@@ -316,7 +317,7 @@ class RunModels:
                 pass
         print(f"physlab: {text}", file=sys.stderr)
 
-    def for_role(self, role: str) -> RecordingModel:
+    def for_role(self, role: str) -> SeamModel:
         if role not in self._roles:
             ep = self._endpoint(self.spec_for(role))
             ep.roles.append(role)
@@ -327,7 +328,7 @@ class RunModels:
             else:
                 assert ep.base is not None
                 base = ep.base
-            self._roles[role] = RecordingModel(
+            self._roles[role] = seam_model(
                 base, role=role, spec=ep.spec, meter=self.meter, limiters=self.limiters,
                 defaults=ep.defaults, retry=self.retry or ep.defaults.retry,
                 cost=ep.pricer if ep.pricer is not None else (ep.book.cost_of if ep.book else None),
@@ -354,12 +355,12 @@ class RunModels:
 
         if not isinstance(exc, UnexpectedModelBehavior) or "retries" not in str(exc):
             return None
-        missed = [m for m in self._roles.values() if m.output_misses]
+        missed = [m for m in self._roles.values() if getattr(m, "output_misses", 0)]  # the output-mode layer's count
         last = self.meter.records[-1] if self.meter.records else None
         model = missed[-1] if missed else (self._roles.get(last.role) if last else None)
         if model is None:
             return None
-        mode = model.output_state.mode
+        mode = mode_of(model)
         other = {"tool": "prompted (or auto)", "native": "prompted", "prompted": "native or tool"}[mode]
         return (f"{model.role}: the model ({model.spec}) did not produce the structured output asked of it in "
                 f"'{mode}' output mode ({str(exc).splitlines()[0]}); try --output-mode {other}, a larger model for "

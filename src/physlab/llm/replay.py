@@ -2,8 +2,8 @@
 
 PATH is the calls.jsonl file or the run directory holding it. Only records with a response are
 re-served (failed attempts were not seen by the strategy), and the server's refusals of tool calls
-(after which ``--output-mode auto`` went on in prompted mode, as it does again in the replay). Because the same RecordingModel sits in
-front, a truncated reply that was re-asked is re-asked again and gets the next recorded response,
+(after which ``--output-mode auto`` went on in prompted mode, as it does again in the replay). Because the same model seam
+sits in front, a truncated reply that was re-asked is re-asked again and gets the next recorded response,
 so the replayed run takes the same path. Each request is compared with the recorded ones of its role
 (ignoring timestamps and run ids) and gets the response of the first unserved recording it matches,
 so concurrent requests of one role may arrive in any order; no match, or running out of responses,

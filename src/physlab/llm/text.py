@@ -2,7 +2,7 @@
 
 Most scaffold steps are one question with a text reply and no tools (solve, rewrite, vote, judge,
 review). pydantic-ai's ``direct.model_request`` sends exactly that request through the same model
-(so the RecordingModel still records, meters, limits and retries it); an ``Agent`` around it would
+(so the model seam still records, meters, limits and retries it); an ``Agent`` around it would
 add a run graph, capability contexts and output validation that a plain reply never uses -- about
 half of the client CPU per request in a many-cell sweep (see benchmarks/sweep_efficiency.py).
 Steps that call tools keep using ``Agent``.

@@ -21,11 +21,15 @@ def load_response(data: dict[str, Any]) -> ModelResponse:
     return msg
 
 
+def dump_settings(settings: ModelSettings) -> dict[str, Any]:
+    return json.loads(json.dumps(dict(settings), default=str))
+
+
 def dump_request(messages: list[ModelMessage], settings: ModelSettings | None,
                  params: ModelRequestParameters | None) -> dict[str, Any]:
     out: dict[str, Any] = {"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")}
     if settings:
-        out["settings"] = json.loads(json.dumps(dict(settings), default=str))
+        out["settings"] = dump_settings(settings)
     if params is not None:
         out["tools"] = [t.name for t in params.function_tools]
         out["output_tools"] = [t.name for t in params.output_tools]

@@ -1,0 +1,173 @@
+"""CallLogModel: one calls.jsonl line for every try of a request (answered, failed, refused or
+cancelled): tokens as the server counted them (cache reads and writes too, and those of an unusable
+reply), the cost and where it came from, the latency (from when the try had its slots), and the
+request and response as sent and received, so ``replay:`` can re-serve the run.
+
+The line is written when the try is settled (see :mod:`physlab.llm.seam.attempts`), so it carries
+what the seam decided about it. No line grows past ``max_record_bytes``: a longer one leaves out the
+request's messages (then the response), keeps every number, and says so in its note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+from physlab.llm import failures as F
+from physlab.llm.meter import RunMeter
+from physlab.llm.pricing import Pricer
+from physlab.llm.seam.attempts import Attempt, Call, current_call
+from physlab.llm.seam.role import SeamRole
+from physlab.llm.usage import CallRecord
+from physlab.llm.wire import dump_response, dump_settings
+
+CANCELLED = "cancelled: its answer was no longer needed"
+
+
+class CallLogModel(WrapperModel):
+    def __init__(self, wrapped: Model, *, who: SeamRole, meter: RunMeter,
+                 cost: Pricer | Callable[[ModelResponse], float] | None = None,
+                 model_label: Callable[[ModelResponse], str] | None = None,
+                 max_record_bytes: int | None = None) -> None:
+        super().__init__(wrapped)
+        self.who = who
+        self.meter = meter
+        self._pricer = cost if isinstance(cost, Pricer) else None
+        self._cost_fn = None if isinstance(cost, Pricer) else cost
+        self._label = model_label
+        self.max_record_bytes = max_record_bytes
+
+    # ---- one try --------------------------------------------------------------------------
+    def _sending(self, call: Call, messages: list[ModelMessage], settings: ModelSettings | None,
+                 params: ModelRequestParameters) -> Attempt:
+        attempt = call.this_try()
+        attempt.sent = True
+        dumped, _ = call.wire(messages, params)
+        request = {"messages": dumped["messages"]}
+        if call.asked:
+            request["settings"] = dump_settings(call.asked)
+        request.update((k, v) for k, v in dumped.items() if k != "messages")
+        attempt.request = request
+        attempt.max_tokens = (settings or {}).get("max_tokens")
+        attempt.on_settle(self._write)
+        return attempt
+
+    async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
+                      model_request_parameters: ModelRequestParameters) -> ModelResponse:
+        attempt = self._sending(current_call(), messages, model_settings, model_request_parameters)
+        start = time.monotonic()
+        try:
+            resp = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        except asyncio.CancelledError:
+            # Its caller no longer wants the answer (an early review set aside): the try is
+            # recorded and its reservation given back, then the cancellation goes on.
+            self._cancelled(attempt, start)
+            raise
+        except Exception as exc:
+            attempt.latency, attempt.error = time.monotonic() - start, exc
+            raise
+        attempt.latency, attempt.response = time.monotonic() - start, resp
+        return resp
+
+    @asynccontextmanager
+    async def request_stream(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
+                             model_request_parameters: ModelRequestParameters,
+                             run_context: Any = None) -> AsyncIterator[StreamedResponse]:
+        attempt = self._sending(current_call(), messages, model_settings, model_request_parameters)
+        start = time.monotonic()
+        stream: StreamedResponse | None = None
+        try:
+            async with self.wrapped.request_stream(messages, model_settings, model_request_parameters,
+                                                   run_context) as stream:
+                yield stream
+        except asyncio.CancelledError:
+            self._cancelled(attempt, start, stream)
+            raise
+        except Exception as exc:
+            attempt.error = exc
+            raise
+        finally:
+            attempt.latency = time.monotonic() - start
+            if stream is not None and attempt.response is None:
+                attempt.response = stream.get()
+                if attempt.error is None and attempt.response.state != "complete":
+                    attempt.note = f"the stream was closed before its end ({attempt.response.state})"
+
+    @staticmethod
+    def _cancelled(attempt: Attempt, start: float, stream: StreamedResponse | None = None) -> None:
+        attempt.latency, attempt.error = time.monotonic() - start, CANCELLED
+        if stream is not None:
+            attempt.response = stream.get()
+        attempt.settle()
+
+    # ---- the line -------------------------------------------------------------------------
+    def _write(self, attempt: Attempt) -> None:
+        if not attempt.sent:
+            return
+        self.meter.record(self.record(attempt))
+
+    def record(self, attempt: Attempt) -> CallRecord:
+        """The calls.jsonl line of a settled try."""
+        err = attempt.error
+        error = F.describe(err) if isinstance(err, BaseException) else err
+        rec = CallRecord(role=self.who.role, model=self.who.spec, latency_s=round(attempt.latency, 6),
+                         retries=attempt.retries, error=error, note=attempt.note, request=attempt.request,
+                         max_tokens=attempt.max_tokens)
+        resp, http = attempt.response, attempt.http
+        if resp is not None:
+            if self._label is not None:
+                rec.model = self._label(resp)
+            u = resp.usage
+            rec.input_tokens, rec.output_tokens = u.input_tokens, u.output_tokens
+            rec.cache_read_tokens, rec.cache_write_tokens = u.cache_read_tokens, u.cache_write_tokens
+            rec.finish_reason = resp.finish_reason
+            if attempt.refused is None:
+                rec.response = dump_response(resp)
+        elif http.usage:  # an unusable reply the server still served (and counted)
+            rec.input_tokens, rec.output_tokens = http.input_tokens, http.output_tokens
+            rec.cache_read_tokens, rec.cache_write_tokens = http.cache_read_tokens, http.cache_write_tokens
+        if resp is not None or http.usage:
+            rec.cost_usd, rec.price_source = self._price(resp, attempt)
+        if self.max_record_bytes:
+            fit_line(rec, self.max_record_bytes)
+        return rec
+
+    def _price(self, resp: ModelResponse | None, attempt: Attempt) -> tuple[float, str | None]:
+        http = attempt.http
+        try:
+            if self._pricer is not None:
+                return self._pricer.price(resp, http.headers, input_tokens=http.input_tokens,
+                                          output_tokens=http.output_tokens, cache_read=http.cache_read_tokens,
+                                          cache_write=http.cache_write_tokens)
+            if self._cost_fn is not None and resp is not None:
+                return float(self._cost_fn(resp)), "replay"
+        except Exception:  # noqa: BLE001, S110 - pricing must never break a run
+            pass
+        return 0.0, None
+
+
+def fit_line(rec: CallRecord, limit: int) -> None:
+    """Keep ``rec``'s JSON line within ``limit`` bytes: leave out the request's messages, then the
+    response, saying so in the note (every number stays)."""
+    whole = size = len(rec.model_dump_json().encode())
+    if size <= limit:
+        return
+    left_out = []
+    if isinstance(rec.request, dict) and "messages" in rec.request:
+        rec.request = {k: v for k, v in rec.request.items() if k != "messages"}
+        left_out.append("the request's messages")
+        size = len(rec.model_dump_json().encode())
+    if size > limit and rec.response is not None:
+        rec.response = None
+        left_out.append("the response")
+    what = " and ".join(left_out) or "nothing"
+    said = (f"{what} left out of calls.jsonl: the line would have been {whole:,} bytes, "
+            f"over max_record_bytes ({limit:,})")
+    rec.note = f"{rec.note}; {said}" if rec.note else said
