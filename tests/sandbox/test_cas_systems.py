@@ -274,6 +274,25 @@ def test_wolfram_falls_back_to_mathics3_and_says_so(monkeypatch):
         cas.detect.refresh()
 
 
+def test_the_prompt_text_shows_each_installed_systems_example_and_names_the_missing_ones(monkeypatch):
+    statuses = cas.available_systems()
+    text = cas.describe(statuses)
+    for st in statuses:
+        if st.available:
+            assert cas.SYSTEMS[st.language].example.code.strip() in text and st.interpreter in text
+        else:
+            assert st.reason in text
+    monkeypatch.setattr(cas.detect, "RUN_PATH", "/nonexistent")
+    cas.detect.refresh()
+    try:
+        text = cas.describe()
+        assert "Not available on this machine" in text and "FORM: no `form`" in text
+        assert "Local T = g_(1, p, q);" not in text  # no example of a system the lab cannot use
+    finally:
+        monkeypatch.undo()
+        cas.detect.refresh()
+
+
 def test_an_unknown_language_is_a_user_error(sb):
     with pytest.raises(UserError, match="expected one of"):
         cas.execute_sync("1+1", "mathematica", sb)

@@ -42,7 +42,7 @@ SYSTEMS: dict[str, CasSystem] = {s.language: s for s in (
         good_for="Dirac traces (g_, Trace4, Tracen), index contractions, very large polynomial "
                  "expressions and series that would not fit in memory elsewhere.",
         output="Printed expressions (`Print;`), one `NAME = ...;` block each; a run ends with `.end`. "
-               "Setup lines such as `#:MaxTermSize 1M` at the top override the sandbox's buffer sizes.",
+               "Setup lines such as `#:LargeSize 500M` at the top override the sandbox's buffer sizes.",
         install=f"Debian package `form` ({WITH_CAS}, or apt-get install form)",
         example=Example(
             code="* Tr(p-slash q-slash) and the contraction g^mu g_mu, in 4 dimensions\n"
