@@ -143,10 +143,12 @@ def test_network_host_files_environment_and_writes_are_contained(box, host, lang
     seen = res.stdout + res.stderr
     assert not res.timed_out and res.error == "", res
     assert SECRET_VALUE not in seen  # the caller's environment
-    assert host["token"] not in seen  # a file only its owner may read
-    assert not any(Path(host["target"]).iterdir())  # a directory only its owner may write
     assert not Path("/usr/physlab-cas-probe").exists() and not Path("/etc/physlab-cas-probe").exists()
-    assert "BLOCKED-READ" in seen and "BLOCKED-WRITE" in seen, seen[-3000:]  # the attack did run
+    assert "BLOCKED-USR" in seen, seen[-3000:]  # the attack did run
+    if box.backend == "bwrap" or os.geteuid() == 0:  # the rlimit fallback as your user runs as you
+        assert host["token"] not in seen  # a file only its owner may read
+        assert not any(Path(host["target"]).iterdir())  # a directory only its owner may write
+        assert "BLOCKED-READ" in seen and "BLOCKED-WRITE" in seen, seen[-3000:]
     if box.backend == "bwrap" or launch.rlimit_namespaces():
         assert accepted(host["server"]) == 0 and "CONNECTED" not in seen
         assert "BLOCKED-NET" in seen
@@ -214,7 +216,7 @@ def test_an_endless_computation_hits_the_hard_timeout_and_its_children_die(box, 
     code = endless(language)
     _, stdin = through_the_shell(language, "sleeper.sh")
     sleeper = f"exec -a {token} sleep 600 &\n".encode()  # named so that the host can look for it
-    timeout = 25.0 if language in ("wolfram", "cadabra2") else 5.0  # their interpreters start slowly
+    timeout = {"wolfram": 25.0, "cadabra2": 10.0}.get(language, 5.0)  # Mathics3 starts slowly
     t0 = time.monotonic()
     res = cas.execute_sync(code, language, box, SandboxLimits(timeout_s=timeout), stdin=stdin,
                            files={"sleeper.sh": sleeper})
