@@ -85,7 +85,8 @@ def _cadabra2() -> SystemStatus:
     for d in DEBIAN_MODULE_DIRS:
         if os.path.isfile(os.path.join(d, "cadabra2" + suffix)) and os.path.isfile(
                 os.path.join(d, "cadabra2_defaults.py")):
-            version = _first_line(["dpkg-query", "-W", "-f=${Version}\n", "cadabra2"]) if d.startswith("/usr/lib") else ""
+            debian = _first_line(["dpkg-query", "-W", "-f=${Version}\n", "cadabra2"]) if d.startswith("/usr/lib") else ""
+            version = debian.split("-")[0]  # upstream's version, without Debian's revision
             return SystemStatus(language="cadabra2", name="Cadabra2", available=True,
                                 interpreter=f"Cadabra2 {version}".strip(), driver="cadabra2",
                                 settings={"module_dir": d})
@@ -134,7 +135,7 @@ _DETECT = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def system_status(language: str) -> SystemStatus:
     """Whether ``language`` (a key of SYSTEMS) can run here, looked up once."""
     return _DETECT[language]()
