@@ -35,6 +35,9 @@ class SandboxResult(BaseModel):
     signal: int | None = Field(default=None, description="Signal that ended the code, if any.")
     error: str = Field(default="", description="Sandbox-side problem (not the code's own error).")
     isolated_run: bool = Field(default=False, description="The run had its own PID/mount namespace.")
+    language: str = Field(default="python", description="What the code was written in (physlab.tools.cas.LANGUAGES).")
+    notice: str = Field(default="", description="Which interpreter ran it, where that is worth saying (Mathics3 "
+                                                "for the Wolfram Language).")
 
     @property
     def ok(self) -> bool:
@@ -51,4 +54,6 @@ class SandboxResult(BaseModel):
             "truncated": self.truncated,
             "backend": self.backend,
             "limit_hit": self.limit_hit,
+            "language": self.language,
+            "notice": self.notice,
         }
