@@ -9,7 +9,26 @@ import sys
 PROGRAM = "main.wl"
 
 
+def _matplotlib_version_without_stat() -> None:
+    """Mathics3 reads ``matplotlib.__version__``, which matplotlib computes by stat-ing a file
+    beside its install; where that install sits under a directory the sandbox cannot traverse (a
+    root-only home, the rlimit fallback) the stat raises. Setting the attribute from the package's
+    metadata answers the same question without the stat."""
+    try:
+        import importlib.metadata
+
+        import matplotlib
+    except Exception:
+        return
+    if "__version__" not in vars(matplotlib):
+        try:
+            matplotlib.__version__ = importlib.metadata.version("matplotlib")
+        except Exception:
+            pass
+
+
 def main() -> None:
+    _matplotlib_version_without_stat()
     from mathics.core.load_builtin import import_and_load_builtins
 
     import_and_load_builtins()
