@@ -42,6 +42,7 @@ WRONG = {
     "floor(n/10) (untyped)": (UNTYPED_N, "y = n**2", "return n**2 + 7*sp.floor(n/10)"),
     "floor(n/10) (integer)": (INTEGER, "y = n**2", "return n**2 + 7*sp.floor(n/10)"),
     "floor(n/10) (positive integer)": (POSITIVE_N, "y = n**2", "return n**2 + 7*sp.floor(n/10)"),
+    "a float coefficient outside the tolerance (real)": (REAL, "y = 1.2345*sp.Abs(x)", "return 1.2346*sp.Abs(x)"),
     "Max(x, 0) for x (real)": (REAL, "y = x", "return sp.Max(x, 0)"),
     "conjugate(x) for x (untyped)": (UNTYPED, "y = x", "return sp.conjugate(x)"),
     "a sign error for negative x (real)": (REAL, "y = x**3", "return x**2*sp.sqrt(x**2)"),
@@ -58,6 +59,7 @@ RIGHT = {
         REAL, "y = sp.Piecewise((x, x < 1), (x**2, True))", "return sp.Piecewise((x**2, x >= 1), (x, True))"),
     "Heaviside times a smooth factor, expanded (real)": (
         TWO_REAL, "y = sp.Heaviside(t)*(x + 1)**2", "return sp.Heaviside(t)*x**2 + 2*x*sp.Heaviside(t) + sp.Heaviside(t)"),
+    "a float coefficient within the tolerance (real)": (REAL, "y = 1.2345*sp.Abs(x)", "return 1.23450000001*sp.Abs(x)"),
     "an identity numbers decide (untyped)": (UNTYPED, "y = sp.sin(x)**2", "return (1 - sp.cos(2*x))/2"),
     "a physicist's square root (untyped, positive by convention)": (
         _template('v, c = sp.symbols("v c")', "v, c"), "y = 1/sp.sqrt(1 - v**2/c**2)", "return c/sp.sqrt(c**2 - v**2)"),

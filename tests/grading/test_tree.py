@@ -238,7 +238,7 @@ def _grade_forged(tree) -> tuple[str, str]:
     return v.verdict, v.reason
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_hostile_answer_trees_are_never_correct_and_never_run(tmp_path, data):
     path = tmp_path / "canary"

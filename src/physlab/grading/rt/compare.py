@@ -458,9 +458,25 @@ def step_simplify(job):
     d = c - r
     if sp.simplify(d) == 0:
         return True, "equivalent (symbolically, after simplification)"
-    if branchy(sp, c, r) and sp.simplify(sp.piecewise_fold(d.rewrite(sp.Piecewise))) == 0:
-        return True, "equivalent (symbolically, case by case)"
+    if branchy(sp, c, r):
+        if sp.simplify(sp.piecewise_fold(d.rewrite(sp.Piecewise))) == 0:
+            return True, "equivalent (symbolically, case by case)"
+        if (c.has(sp.Float) or r.has(sp.Float)) and _terms_within(sp, sp.simplify(d), c, r, job["rtol"]):
+            return True, "the same expression, coefficients equal " + _allowed(job["rtol"], None, equal=True)
     return None, "simplification did not reduce the difference to 0"
+
+
+def _terms_within(sp, d, c, r, rtol):
+    """Every term of the difference ``d`` is the same term of ``c`` or ``r`` with a coefficient
+    off by at most ``rtol`` of it (``1.2345 Abs(x)`` against ``1.23450000001 Abs(x)``): algebra
+    term by term, not numbers at points."""
+    terms = sp.expand(d).as_coefficients_dict()
+    sides = [sp.expand(c).as_coefficients_dict(), sp.expand(r).as_coefficients_dict()]
+    for term, k in terms.items():
+        scale = max(abs(side.get(term, 0)) for side in sides)
+        if not term.free_symbols or scale == 0 or abs(k) > rtol * scale:
+            return False
+    return bool(terms)
 
 
 # Functions whose value at a few sample points says nothing about other points (a step, a kink, a
