@@ -204,3 +204,16 @@ async def test_best_of_n_oracle_verdicts_carry_no_reference(tmp_path):
     assert "relative difference" not in blob and "differs at" not in blob, blob
     # the run's own record keeps what was compared
     assert "differs at" in wrong.verdict.reason
+
+
+async def test_scalar_keeps_the_verdict_a_strategy_may_see(grader):
+    """SCALAR stores the grader's verdict beside its Judge's, turn by turn: the public one."""
+    from types import SimpleNamespace
+
+    from physlab.strategies.scalar.strategy import grade_turn
+
+    problem = PROBLEMS["critpt qec"]
+    stored = await grade_turn(SimpleNamespace(grader=bind(problem, grader)), "",
+                              fill(problem.answer_template, "return 1 - p"))
+    assert stored is not None and stored["verdict"] == "incorrect"
+    assert "differs" not in json.dumps(stored) and "relative" not in json.dumps(stored)
