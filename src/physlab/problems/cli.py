@@ -121,8 +121,8 @@ def check_cmd(
     target: str = typer.Argument(..., help="Suite name, directory, file, or SUITE/ID."),
 ) -> None:
     """Check every file: it loads (keys, template, a reference that fits the template) and its
-    Python or numeric reference evaluates as the grader will evaluate it (trusted files only: the
-    problem file's own template and reference run in this process). Exit 1 if any fails."""
+    Python or numeric reference evaluates as the grader will evaluate it (in the sandbox, as
+    grading does: a problem file's template is code). Exit 1 if any fails."""
     from physlab.problems.check import check_target
 
     report = check_target(target)

@@ -5,7 +5,9 @@ answer function with the template's parameters as SymPy symbols, serialize the r
 tree and write ``result.json``. It never sees the reference.
 
 Stage 2 (``mode: grade | classes | points``) runs trusted code only: evaluate the reference,
-rebuild answers from their trees and compare. It prints one line ``RESULT_MARK <json>``.
+rebuild answers from their trees and compare. It prints one line ``RESULT_MARK <json>``, and before
+comparing, ``REFERENCE_MARK`` once the reference is evaluated: a stage 2 that dies after that mark
+died on the candidate's answer (an invalid verdict), before it on the problem file.
 """
 
 import io
@@ -14,6 +16,7 @@ import os
 import sys
 
 RESULT_MARK = "@@physlab-grading-result@@"
+REFERENCE_MARK = "@@physlab-reference-evaluated@@"
 RESULT_FILE = "result.json"
 
 
@@ -171,8 +174,9 @@ def warm_up(job=None):
         registry()
 
 
-def run_trusted(job):
-    """Stage 2: compare / classify / fingerprint. Returns a JSON-able dict."""
+def run_trusted(job, on_reference=None):
+    """Stage 2: compare / classify / fingerprint. Returns a JSON-able dict. ``on_reference()`` is
+    called once the reference is evaluated (``grade``)."""
     warm_up(job)
     from . import compare as C
     from .guard import StepFailed, StepTimeout, run_guarded
@@ -181,8 +185,10 @@ def run_trusted(job):
                      step_timeout=job.get("step_timeout", 5.0), seed=job.get("seed", 0),
                      n_points=job.get("n_points", C.N_POINTS))
     mode = job["mode"]
+    if mode == "references":
+        return {"values": [_reference_value(item, job.get("reference_timeout", 30.0)) for item in job["items"]]}
     if mode == "grade":
-        return grade(job, opts)
+        return grade(job, opts, on_reference)
     if mode == "classes":
         classes = []
         for i, t in enumerate(job["trees"]):
@@ -211,10 +217,23 @@ def run_trusted(job):
     return {"error": f"unknown mode {mode!r}"}
 
 
-def grade(job, opts):
-    """Stage 2 of ``grade``: the reference as parts, the candidate's answer for each, compared."""
-    from . import compare as C
-    from . import written as W
+def _reference_value(item, timeout):
+    """``problems check``: one reference's value as a tree, or why it has none (each in a killable
+    child: the problem file's code runs there)."""
+    from .guard import StepFailed, StepTimeout, run_guarded
+    from .reference import reference_value
+
+    try:
+        return {"tree": run_guarded(reference_value, timeout, item)}
+    except StepTimeout:
+        return {"error": f"did not finish in {timeout:g} s"}
+    except StepFailed as exc:
+        return {"error": str(exc)}
+
+
+def grade(job, opts, on_reference=None):
+    """Stage 2 of ``grade``: the reference as parts, the candidate's answer for each, compared.
+    A comparison that fails on the candidate's data is an invalid verdict, never an error."""
     from .guard import StepFailed, StepTimeout, run_guarded
     from .reference import build_reference
 
@@ -222,7 +241,19 @@ def grade(job, opts):
         ref = run_guarded(build_reference, job.get("reference_timeout", 30.0), job)
     except (StepTimeout, StepFailed) as exc:
         return {"error": f"the reference answer could not be evaluated: {exc}"}
-    parts = ref["parts"]
+    if on_reference is not None:
+        on_reference()
+    try:
+        return _compare_parts(job, opts, ref["parts"])
+    except Exception as exc:  # noqa: BLE001 - the answer's doing: the reference evaluated fine
+        return {"verdict": "invalid", "method": "compare", "compared": {},
+                "reason": f"the answer could not be compared with the reference ({type(exc).__name__})"}
+
+
+def _compare_parts(job, opts, parts):
+    from . import compare as C
+    from . import written as W
+
     if job.get("written"):
         picked = W.pick(parts, job["written"])
     else:  # an answer from code: one value, no label
@@ -272,6 +303,10 @@ def main():
         _write(result, out_path)
         sys.stdout.flush()
         os._exit(0)  # skip interpreter teardown (candidate atexit hooks, __del__)
-    result = run_trusted(job)
+    def reference_evaluated():
+        sys.stdout.write(REFERENCE_MARK + "\n")
+        sys.stdout.flush()
+
+    result = run_trusted(job, reference_evaluated)
     sys.stdout.write(RESULT_MARK + json.dumps(result) + "\n")
     sys.stdout.flush()

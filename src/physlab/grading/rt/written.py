@@ -259,7 +259,7 @@ def _scale(tree, f):
     import sympy as sp
     if str(f) == "1":
         return tree
-    ft = T.to_tree(sp.sympify(f), sp)
+    ft = T.to_tree(sp.sympify(f, strict=True), sp)  # a unit factor: a SymPy number, never text
     k = C._kind(tree)
     if k in ("seq", "set"):
         return dict(tree, a=[_scale(x, f) for x in tree["a"]])
