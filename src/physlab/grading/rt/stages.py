@@ -179,7 +179,7 @@ def run_trusted(job):
 
     opts = C.Options(symbols=job.get("symbols"), rtol=job.get("rtol"),
                      step_timeout=job.get("step_timeout", 5.0), seed=job.get("seed", 0),
-                     n_points=job.get("n_points", C.N_POINTS))
+                     n_points=job.get("n_points", C.N_POINTS), precision=job.get("precision", "stated"))
     mode = job["mode"]
     if mode == "grade":
         return grade(job, opts)
@@ -242,10 +242,10 @@ def grade(job, opts):
     def opts_for(part):
         o = C.Options(symbols=opts.symbols, rtol=part.get("rtol") if part.get("rtol") is not None else opts.rtol,
                       step_timeout=opts.step_timeout, literals=part.get("literals"), seed=opts.seed,
-                      n_points=opts.n_points, precision_also=bool(part.get("hipho")))
+                      n_points=opts.n_points, precision_also=bool(part.get("hipho")), precision=opts.precision)
         return o
 
-    return W.grade_parts(picked, parts, opts_for, hipho=bool(job.get("hipho")))
+    return W.grade_parts(picked, parts, opts_for, hipho=bool(job.get("hipho")), choices=bool(job.get("choices")))
 
 
 def _leaves(t):
