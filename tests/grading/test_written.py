@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from physlab.grading import Grader, bind
+from physlab.problems import load_file
 from physlab.problems.model import Problem
 
 from .helpers import fill, problem
@@ -126,3 +127,18 @@ def test_tpbench_latex_reference_against_code_and_written_answers(tmp_path):
     assert grade_text_in_process(prob, code.replace("2*c/H0", "c/H0")).verdict == "incorrect"
     assert grade_text_in_process(prob, r"so $d_H = \boxed{\frac{2c}{H_{0}}}$").verdict == "correct"
     assert grade_text_in_process(prob, r"so $d_H = \boxed{\frac{3c}{H_{0}}}$").verdict == "incorrect"
+
+
+STATEMENT = "problem: 'Which speed? (A) c (B) c/2 (C) 2c (D) 0'\n"
+
+
+async def test_a_choice_problem_is_graded_by_the_letter_through_the_sandbox(tmp_path, grader):
+    f = tmp_path / "mc.yaml"
+    f.write_text(STATEMENT + "choices: [A, B, C, D]\nanswer: A\n")
+    [p] = load_file(f)
+    right = await grader.grade(p, "<think>maybe \\boxed{C}</think>\nThe answer is (a) $c$.")
+    wrong = await grader.grade(p, "The speed is c, so \\boxed{(c)}.")
+    none = await grader.grade(p, "It depends on the frame.")
+    assert right.verdict == "correct" and right.details["method"] == "choice", right.reason
+    assert wrong.verdict == "incorrect" and "A" not in wrong.reason, wrong.reason  # never the reference
+    assert none.verdict == "invalid" and "one of the options" in none.reason

@@ -165,7 +165,9 @@ def _compare(cand, ref, opts, other_labels, kind):
     note = ""
     clab, rlab = _norm_label(cand.get("label")), _norm_label(ref.get("label"))
     if clab and rlab and clab != rlab:
-        if clab in {_norm_label(x) for x in other_labels} or clab in _free_names(rv):
+        # "E_k - B = 5" does not say E_k = 5: a left side holding the asked quantity is another one
+        if (clab in {_norm_label(x) for x in other_labels} or clab in _free_names(rv)
+                or rlab in _free_names(cand.get("lhs"))):
             return PartResult(False, f"the answer gives {cand['label']}, the question asks for {ref['label']}", "label")
         note = f" (labelled {cand['label']})"
     if _is_relation(rv) and rv.get("f") not in ("Equality", "Unequality") and C._kind(cv) == "interval":
