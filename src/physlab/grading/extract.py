@@ -325,7 +325,7 @@ def read_choice(answer: str, letters: list[str] | tuple[str, ...]) -> str | None
     (``A, C``, ``(a) and (c)``), a letter before its option's text (``b) 1 MeV``, ``(c) $Z/137$``),
     or a named option (``option B``, ``statement (a) is correct``)."""
     allowed = {x.upper() for x in letters}
-    s = answer
+    s = answer[:2000]  # a letter and its option's text; bounds the regexes below
     for _ in range(3):
         s = _TEXT_WRAP.sub(r"\1", s)
     s = re.sub(r"\$|\\[()\[\]]|\\[,;:! ]|\*\*|\\boxed\s*\{|[{}]", " ", s).strip().strip(".").strip()

@@ -6,10 +6,10 @@ leaves, written answers and code answers alike.
    precision, whichever is looser, as their markers do).
 2. A reference written as a short decimal (``0.785``) is matched to its stated precision: half a
    unit in its last digit.
-3. Otherwise a candidate's number is judged at the precision it states: half a unit in its last
-   written digit (``2.09`` for 2π/3 passes, ``2.1`` passes, ``2.2`` does not), counted as at least
-   two significant digits (``2`` or ``3`` never pass for 2.09 or π), so never looser than 5 %.
-   A number's stated digits are those written in the answer (``2.50`` states three)
+3. Otherwise a candidate's number that states at least two significant digits is judged at the
+   precision it states: half a unit in its last written digit (``2.09`` for 2π/3 passes, ``2.1``
+   passes, ``2.2`` does not), so never looser than 5 %; one digit earns no slack (``0.1`` is not
+   0.1049, ``3`` is not π). A number's stated digits are those written in the answer (``2.50`` states three)
    or, for a float from code, those of its shortest round-trip form (``2.09``; a computed
    ``2.0943951023931953`` states seventeen and gets no slack).
 4. Otherwise floats are compared at 1e-8 relative and exact values exactly (1e-20 at 40 digits).
@@ -68,8 +68,8 @@ def tolerance(c_value, r_value, opts, has_float):
         if key in opts.literals:
             slack = half_ulp(key, opts.literals[key])
     if opts.rtol is None and getattr(opts, "precision", "stated") == "stated" and c_value is not None:
-        digits = max(stated_digits(c_value, getattr(opts, "candidate_literals", None)), MIN_STATED_DIGITS)
-        own = half_ulp(c_value, digits)
+        digits = stated_digits(c_value, getattr(opts, "candidate_literals", None))
+        own = half_ulp(c_value, digits) if digits >= MIN_STATED_DIGITS else None
         if own is not None:
             own = min(own, MAX_STATED_RTOL * abs(float(c_value)))
             slack = own if slack is None else max(slack, own)

@@ -415,7 +415,7 @@ def _letters(text):
     """The option letters an answer names: ``C``, ``c``, ``(c)``, ``A, C``, ``b) 1 MeV``; else every
     standalone capital letter."""
     import re
-    text = re.sub(r"\\(?:text|mathrm|textbf|mathbf|textrm)\s*\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"\\(?:text|mathrm|textbf|mathbf|textrm)\s*\{([^{}]*)\}", r"\1", text[:2000])
     text = re.sub(r"\$|\\[,;:! ]", " ", text).strip().strip(".").strip()
     one = r"\(?\s*[A-Za-z]\s*\)?"
     if re.fullmatch(one + r"(?:\s*(?:,|;|&|and)\s*" + one + r")*", text, re.IGNORECASE):
