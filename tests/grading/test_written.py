@@ -142,3 +142,20 @@ async def test_a_choice_problem_is_graded_by_the_letter_through_the_sandbox(tmp_
     assert right.verdict == "correct" and right.details["method"] == "choice", right.reason
     assert wrong.verdict == "incorrect" and "A" not in wrong.reason, wrong.reason  # never the reference
     assert none.verdict == "invalid" and "one of the options" in none.reason
+
+
+@pytest.mark.parametrize("cand,ok", [
+    (r"\boxed{c}", True), (r"\boxed{\text{(C)}}", True), (r"\boxed{(c) the 2p state}", True),
+    (r"\boxed{b) 1 MeV}", False), (r"\boxed{A}", False), (r"\boxed{C, D}", False),
+])
+def test_hipho_choices_read_letters_in_any_case(cand, ok):
+    """A HiPhO "Multiple Choice" answer: ``C`` matches ``c``, ``(c)``, ``\\text{(C)}``."""
+    from physlab.problems.model import Problem
+
+    from .helpers import grade_text_in_process
+
+    p = Problem(id="mc", statement="s", reference="C", reference_format="latex",
+                extra={"format": "hipho", "answer_types": ["Multiple Choice"], "units": [None], "points": [1.0],
+                       "answer_key_answers": ["C"]})
+    v = grade_text_in_process(p, cand)
+    assert (v.verdict == "correct") == ok, v.reason

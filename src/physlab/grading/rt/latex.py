@@ -201,6 +201,8 @@ class _Protector:
                         continue
                     elif re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", word):
                         base, kind = word, "word"
+                    elif re.fullmatch(r"\(([A-Za-z])\)", word):  # \text{(a)}: an option's letter
+                        base, kind = word[1], "word"
                     else:
                         raise ParseError(f"cannot read the text {arg.strip()[:40]!r} in the answer")
                 elif cmd in DECORATIONS:
