@@ -126,7 +126,8 @@ def extract_boxed(text: str) -> list[str]:
 _MARKER = re.compile(r"final\s+answer(?:\s*\*\*)?\s*(?:is\b)?\s*[:：]?", re.IGNORECASE)
 _ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE)
 # A conclusion in prose: "So, the required value is 5.", "Therefore, the answer is 0.35.",
-# "Thus the speed is $v = 3$ m/s." (the rest of the sentence is the answer).
+# "Thus the speed is $v = 3$ m/s." (the rest of the sentence is the answer). Ours, not Math-Verify's
+# extraction: that one lowercases symbols and falls back to the first number of the text.
 _CONCLUSION = re.compile(
     r"\b(?:answer|result|value|solution)s?\b(?:\s+(?:to|for|of)\s+[^.\n]{1,80}?)?"
     r"\s+(?:is|are|equals|=|would\s+be|will\s+be|should\s+be|comes\s+out\s+to|becomes)\b\s*:?"
