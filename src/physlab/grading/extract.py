@@ -128,13 +128,19 @@ _ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*[:：]", re.IGNORECA
 # A conclusion in prose: "So, the required value is 5.", "Therefore, the answer is 0.35.",
 # "Thus the speed is $v = 3$ m/s." (the rest of the sentence is the answer). Ours, not Math-Verify's
 # extraction: that one lowercases symbols and falls back to the first number of the text.
+_HEDGE = r"(?:(?:approximately|about|roughly|around|nearly|just|exactly|equal\s+to|given\s+by)\s+)?"
 _CONCLUSION = re.compile(
     r"\b(?:answer|result|value|solution)s?\b(?:\s+(?:to|for|of)\s+[^.\n]{1,80}?)?"
     r"\s+(?:is|are|equals|=|would\s+be|will\s+be|should\s+be|comes\s+out\s+to|becomes)\b\s*:?"
     r"|\b(?:therefore|thus|hence|so|finally|consequently)\b,?\s+(?:the\s+)?(?:[A-Za-z][A-Za-z' -]{0,60}?\s)?"
-    r"(?:is|are|equals|=|becomes|comes\s+out\s+to)\s+(?=[$\\\d+-])"
+    r"(?:is|are|equals|=|becomes|comes\s+out\s+to)\s+" + _HEDGE + r"(?=[$\\\d+-])"
+    r"|\b(?:is|are|equals)\s+(?:therefore|thus|hence|then)\s+" + _HEDGE + r"(?=[$\\\d+-])"
     r"|\b(?:therefore|thus|hence|so|finally|consequently)\b,?\s+(?:we\s+(?:get|find|obtain|have)\s*:?\s*)?(?=\$)",
     re.IGNORECASE)
+# Where a conclusion's answer ends and a remark begins: ", as expected", " (in units of hbar)", ", i.e."
+_REMARK = re.compile(r",?\s*\((?=[A-Za-z]{2}|i\.e)|,\s*(?=(?:as|which|where|i\.e|e\.g|so|since|because|that|"
+                     r"and|or|in|with|for|when|if|assuming|neglecting)\b)|\s+(?=(?:as\s+expected|as\s+required|"
+                     r"which|where|assuming|neglecting)\b)", re.IGNORECASE)
 _THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.IGNORECASE)
 # What may stand between two boxes of one answer ("\boxed{1}, \boxed{2}", "\boxed{a} and \boxed{b}").
 # Stricter than Math-Verify's rule (any text under 70 characters holding a comma), which joins
@@ -179,6 +185,7 @@ def _clean_line(line: str) -> str:
         line = line[1:-1]
     elif line.startswith("\\[") and line.endswith("\\]"):
         line = line[2:-2]
+    line = re.sub(r"^(?:\\approx|\\simeq|\\sim|≈|~)\s*", "", line.strip())
     return line.strip().rstrip(".").strip()
 
 
@@ -247,6 +254,15 @@ def _sentence_after(text: str, i: int) -> str:
     return text[i:j]
 
 
+def _trim_remark(answer: str) -> str:
+    """The answer without what follows it in its sentence, outside math ("$T = mg$, as expected")."""
+    answer = re.sub(r"^\s*" + _HEDGE, "", answer, flags=re.IGNORECASE)
+    for m in _REMARK.finditer(answer):
+        if m.start() > 0 and answer.count("$", 0, m.start()) % 2 == 0:
+            return answer[:m.start()]
+    return answer
+
+
 def _conclusion(text: str) -> tuple[int, str] | None:
     """(position, answer) of the last prose conclusion ("the answer is 0.35."), or None."""
     found = list(_CONCLUSION.finditer(text))
@@ -258,7 +274,7 @@ def _conclusion(text: str) -> tuple[int, str] | None:
             if display and display[0][0] == 0:
                 return m.start(), display[0][1].strip().rstrip(".,").strip()
             rest = _sentence_after(text, m.end() + (len(text[m.end():]) - len(nxt)))
-        answer = _clean_line(rest)
+        answer = _clean_line(_trim_remark(rest))
         # a value, not a remark ("... the value is positive.")
         if answer and len(answer) <= 400 and re.search(r"[\d$\\]|^\(?[A-Za-z]\)|^(?:yes|no)\b", answer, re.I):
             return m.start(), answer

@@ -480,7 +480,7 @@ def _parts(text, hints):
     words = canonical_text(re.sub(r"\\(?:text|mathrm|textrm)\s*\{([^{}]*)\}", r"\1", s)).replace("\\", "")
     if re.sub(r"\s+", " ", words).strip().lower() in TEXT_ANSWERS:
         return [_text_part(s, words)]
-    pieces = [p for p, _ in _split_top(s, r",|;")]
+    pieces = [p for p, _ in _split_top(s, r",|;|\s+and\s+|\\text\s*\{\s*and\s*\}")]
     if len(pieces) > 1 and all(len(_split_top(p, _RELATION_SPLIT)) > 1 for p in pieces):
         return [_piece(p.strip(), hints, None) for p in pieces]  # x = 1, y = 2: one part per label
     return [_piece(s, hints, label_for)]
