@@ -140,7 +140,8 @@ _CONCLUSION = re.compile(
 # Where a conclusion's answer ends and a remark begins: ", as expected", " (in units of hbar)", ", i.e."
 _REMARK = re.compile(r",?\s*\((?=[A-Za-z]{2}|i\.e)|,\s*(?=(?:as|which|where|i\.e|e\.g|so|since|because|that|"
                      r"and|or|in|with|for|when|if|assuming|neglecting)\b)|\s+(?=(?:as\s+expected|as\s+required|"
-                     r"which|where|assuming|neglecting)\b)", re.IGNORECASE)
+                     r"which|where|assuming|neglecting|when|if|since|because|provided|(?:in|for|at|on)\s+"
+                     r"(?:the|this|a|an|our)\s)\b)", re.IGNORECASE)
 _THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.IGNORECASE)
 # What may stand between two boxes of one answer ("\boxed{1}, \boxed{2}", "\boxed{a} and \boxed{b}").
 # Stricter than Math-Verify's rule (any text under 70 characters holding a comma), which joins
@@ -330,7 +331,7 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
 # ---------------------------------------------------------------- multiple choice
 
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textrm|textit|mathit|emph|operatorname)\s*\{([^{}]*)\}")
-_STATEMENT = re.compile(r"\b(?:options?|choices?|statements?|answers?|letters?)\s*(?:is\s+)?:?\s*\(?([A-Za-z])\)?(?![A-Za-z])"
+_STATEMENT = re.compile(r"\b(?:options?|choices?|statements?|answers?|letters?)\s*(?:is\b\s*)?:?\s*(?:\*\*)?\(?([A-Za-z])\)?(?![A-Za-z])"
                         r"|\(([A-Za-z])\)\s*(?:is|are)\s+(?:the\s+)?(?:correct|right|true)", re.IGNORECASE)
 
 
