@@ -95,6 +95,9 @@ def basic_clean(s):
     s = re.sub(r"\\(?:geq|geqslant|ge)(?![A-Za-z])", r"\\ge ", s)
     s = re.sub(r"\\(?:dfrac|tfrac|cfrac)(?![A-Za-z])", r"\\frac", s)
     s = re.sub(r"\s+", " ", s).strip().replace("\x00", " \\\\ ")
+    # "3 \text{ and } 5", "x = 1 or x = -1": a list; "\approx 0.35": the value
+    s = re.sub(r"\s*\\(?:text|textrm|mathrm)\s*\{\s*(?:and|or)\s*\}\s*|\s+(?:and|or)\s+", ", ", s)
+    s = re.sub(r"^(?:\\approx|\\simeq|\\sim|=)(?![A-Za-z])\s*", "", s)
     return s.rstrip(".;, ").strip()
 
 
