@@ -169,6 +169,8 @@ def _compare(cand, ref, opts, other_labels, kind):
         if (clab in {_norm_label(x) for x in other_labels} or clab in _free_names(rv)
                 or rlab in _free_names(cand.get("lhs"))):
             return PartResult(False, f"the answer gives {cand['label']}, the question asks for {ref['label']}", "label")
+        if cand.get("lhs") and ref.get("lhs") and (cand["lhs"].get("t"), ref["lhs"].get("t")) != ("sym", "sym"):
+            return _relations(cand, ref, opts)  # "R^2 = x^2 + y^2" for "x^2 + y^2 = R^2": the same equation
         note = f" (labelled {cand['label']})"
     if _is_relation(rv) and rv.get("f") not in ("Equality", "Unequality") and C._kind(cv) == "interval":
         as_set = _as_set(rv, opts)  # "-2 \le x \le 7" answered "x \in [-2, 7]"
