@@ -12,11 +12,15 @@ the parsing. Around it, what physics needs and Math-Verify gets wrong for physic
   that is not a plain positive integer (``e^{-x/a}``, ``e^{i\\omega t}``); ``i``/``\\mathrm{i}`` is the
   imaginary unit; ``\\log`` without a base is the natural log; juxtaposition is multiplication
   (``2\\frac{1}{2}`` is 1, not the mixed fraction the parser makes; ``m_e(c+v)`` is a product);
-* numbers: thousands separators (``7,425,000``, ``1\\,000``, ``1{,}000``), ``1.6e-19``, ``\\gg``/``\\ll``;
+* numbers: thousands separators (``7,425,000``, ``1\\,000``, ``1{,}000``, ``11,\\!111``), ``1.6e-19``,
+  clock times (``12:00``), ``\\gg``/``\\ll``; ``3 \\text{ and } 5`` is a list, ``\\boxed{\\approx 0.35}`` a value;
+* ``\\mathbf{J_0}`` is ``\\mathbf{J}_0``; a derivative at a constant quantity (``(\\partial Q/\\partial p)_T``,
+  ``\\left.\\frac{\\partial Q}{\\partial p}\\right|_T``) is one symbol;
 * units are split off (``units.split_unit``) and checked separately with pint;
 * relations: ``a = b = c`` and ``exact \\approx 0.785`` are split at the top level; a left side
-  that names a quantity (a symbol, ``v_c(r)``, or a product/ratio of symbols equal to a number)
-  is a label, anything else keeps the answer an equation;
+  that names a quantity (a symbol, ``v_c(r)``, or an expression in other quantities than its
+  non-zero value: ``E_\\gamma - B = 5``, ``|AB| = 1``, ``(p, q) = (3, 2)``) is a label, anything else
+  keeps the answer an equation; ``n > \\sqrt2 = 1.414`` is the inequality with its bound's value;
 * a parse that lost a symbol of the source is a parse failure, never a smaller expression.
 
 ``parse_answer(text)`` returns ``{"ok", "error", "parts": [part, ...]}``; a part is a dict of JSON

@@ -9,9 +9,12 @@ written answers (``latex.parse_answer`` per box, in stage 1). This module
   boxes (or the last boxes when the final group is short); several boxes make a tuple/set when the
   reference is one;
 * compares one pair: labels (a relation compares right-hand sides only when its left side names
-  the asked quantity), units (pint: converted, or refused when not convertible), HiPhO acceptance
-  ranges, ``(a, b)`` read as an interval beside one, approximate reference forms, then
-  ``compare.compare``;
+  the asked quantity; two left sides that differ compare as equations), units (pint: converted, or
+  refused when not convertible), HiPhO acceptance ranges, ``(a, b)`` read as an interval beside
+  one, inequalities on one quantity as the interval they describe, approximate reference forms, a
+  candidate's stated value after an exact form in free constants, then ``compare.compare``; and
+  the other reading a notation allows (a percentage as that number, a lone ``e`` as Euler's number
+  beside one); letters for multiple choice;
 * says what it compared: the normalised reference and candidate and the method, per part.
 """
 
