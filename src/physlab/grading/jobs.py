@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from physlab.grading.extract import extract_code, extract_written
+from physlab.grading.extract import extract_choice, extract_code, extract_written, read_choice
 from physlab.grading.rt import tree as T
 from physlab.grading.template import TemplateSpec
 from physlab.grading.verdict import Verdict
@@ -25,12 +25,14 @@ def is_hipho(problem: Problem) -> bool:
 
 def candidate_job(problem: Problem, candidate: str, spec: TemplateSpec, *, step_timeout: float) -> dict | str:
     """Stage 1's job for ``candidate``, or the reason it has no answer at all."""
-    code = None if is_hipho(problem) else extract_code(candidate, spec.function)
+    code = None if is_hipho(problem) or problem.choices else extract_code(candidate, spec.function)
     job: dict[str, Any] = {"mode": "candidate", "code": code, "function": spec.function,
                            "params": spec.params_json(), "step_timeout": step_timeout}
     if code is not None:
         return job
-    written = extract_written(candidate)
+    written = extract_choice(candidate, problem.choices) if problem.choices else extract_written(candidate)
+    if written is None and problem.choices:
+        return f"no answer naming one of the options {', '.join(problem.choices)}"
     if written is None:
         if is_hipho(problem):
             return "no \\boxed{} answer or final answer line"
@@ -45,7 +47,12 @@ def candidate_job(problem: Problem, candidate: str, spec: TemplateSpec, *, step_
 
 def trusted_job(mode: str, trees: list[dict], spec: TemplateSpec, problem: Problem, *, step_timeout: float) -> dict:
     return {"mode": mode, "trees": trees, "symbols": spec.symbols_json(), "rtol": problem.rtol,
-            "step_timeout": step_timeout}
+            "step_timeout": step_timeout, "precision": precision_rule(problem)}
+
+
+def precision_rule(problem: Problem) -> str:
+    """The precision policy's rule for a problem (rt/precision.py): CritPt's own for its challenges."""
+    return "critpt" if problem.extra.get("format") == "critpt" else "stated"
 
 
 def grade_job(problem: Problem, spec: TemplateSpec, tree: dict, written: dict | None, *,
@@ -66,6 +73,9 @@ def grade_job(problem: Problem, spec: TemplateSpec, tree: dict, written: dict | 
         job["hipho"] = {"answers": key.answers, "types": [key.type_of(i) for i in n],
                         "units": [key.unit_of(i) for i in n], "points": [key.points_of(i) for i in n],
                         "rtol": problem.rtol or 0.01}
+    elif problem.choices:  # the letters, read as the candidate's are (extract.read_choice)
+        job.update(format="latex", choices=list(problem.choices),
+                   reference_answers=[read_choice(problem.reference, problem.choices) or problem.reference])
     elif problem.reference_format == "latex" or (problem.reference_format is None and "\\" in problem.reference):
         found = extract_written(problem.reference)
         job["reference_answers"] = list(found.boxes) if found and found.how == "boxed" else [problem.reference]

@@ -35,6 +35,9 @@ class Problem(BaseModel):
     reference_format: ReferenceFormat | None = None
     solution: str | None = Field(default=None, description="Reference solution text (answer key).")
     rtol: float | None = Field(default=None, description="Relative tolerance for numeric comparison.")
+    choices: list[str] | None = Field(
+        default=None, description="Multiple choice: the option letters (upper case); the reference is "
+        "one or more of them and an answer is graded by the letters it names.")
     images: list[Path] = Field(default_factory=list, description="Figure files (absolute paths).")
     source: str | None = None
     difficulty: int | None = None

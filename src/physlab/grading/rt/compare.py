@@ -22,24 +22,23 @@ Symbols are matched BY NAME (after dropping braces, backslashes and underscores:
 candidate that builds its own ``Symbol('p')`` without assumptions still compares with the
 template's ``p``; the canonical symbol carries the template's assumptions.
 
-Tolerances (relative, never absolute -- 2**-99 and 2**-98 differ):
-* ``rtol`` given by the problem: used everywhere;
-* otherwise, when either side holds a float: ``DEFAULT_RTOL`` (1e-8: a float answer written to
-  12 significant digits, as CritPt asks, passes with margin for cancellation);
-* otherwise (both exact): ``EXACT_RTOL`` at ``DPS`` digits -- equivalent exact expressions agree;
-* a reference that is a short decimal literal (``0.785``) is matched to its stated precision
-  (half a unit in its last digit), unless the problem gives ``rtol``.
+Tolerances (relative, never absolute -- 2**-99 and 2**-98 differ) follow the one precision
+policy of ``precision.py``: the problem's ``rtol``; a short decimal reference at its stated
+precision; a candidate's number at the precision it states (not for CritPt's problems); else
+``DEFAULT_RTOL`` (1e-8) when either side holds a float and ``EXACT_RTOL`` at ``DPS`` digits when
+both are exact.
 """
 
 import json
 import math
 import random
 
+from . import precision
 from . import tree as T
 from .guard import StepFailed, StepTimeout, run_guarded, run_steps
 
-DEFAULT_RTOL = 1e-8
-EXACT_RTOL = 1e-20
+DEFAULT_RTOL = precision.DEFAULT_RTOL
+EXACT_RTOL = precision.EXACT_RTOL
 DPS = 40
 N_POINTS = 6
 MAX_TRIES = 40
@@ -64,7 +63,7 @@ class Options:
     """What a comparison needs besides the two trees (all JSON-able, built by the host)."""
 
     def __init__(self, symbols=None, rtol=None, step_timeout=5.0, literals=None, seed=0,
-                 n_points=N_POINTS, precision_also=False):
+                 n_points=N_POINTS, precision_also=False, precision="stated"):
         # normalized name -> [declared name, assumptions]
         self.symbols = symbols or {}
         self.rtol = rtol
@@ -75,6 +74,9 @@ class Options:
         # HiPhO: a short decimal reference is matched to its stated precision even when a
         # relative tolerance is given (whichever is looser), as its markers do.
         self.precision_also = precision_also
+        # "stated": a candidate's number is judged at the precision it states; "critpt": CritPt's
+        # rule (no slack for a short number); see rt/precision.py
+        self.precision = precision
 
 
 # ------------------------------------------------------------------------------ containers
@@ -307,16 +309,8 @@ def compare_leaf(c, r, opts, path):
         rel = abs(a - b) / max(abs(a), abs(b))
         return Result(False, f"{path}: the exact numbers differ (relative difference {rel:.2g})", "exact")
     has_float = _has_float(c) or _has_float(r)
-    if opts.rtol is not None:
-        rtol = float(opts.rtol)
-    else:
-        rtol = DEFAULT_RTOL if has_float else EXACT_RTOL
-    half_ulp = None
-    if opts.rtol is None or opts.precision_also:
-        value = _tree_number(r)
-        key = repr(value) if value is not None else None
-        if key in opts.literals:
-            half_ulp = _half_ulp(key, opts.literals[key])
+    # the one precision policy (rt/precision.py, docs/grading.md "Precision")
+    rtol, half_ulp = precision.tolerance(_tree_number(c), _tree_number(r), opts, has_float)
     job = {"c": c, "r": r, "symbols": opts.symbols, "rtol": rtol, "half_ulp": half_ulp,
            "seed": opts.seed, "n_points": opts.n_points, "path": path}
     t = opts.step_timeout
@@ -377,14 +371,6 @@ def _walk(n):
         x = stack.pop()
         yield x
         stack.extend(x.get("a") or [])
-
-
-def _half_ulp(literal, digits):
-    x = abs(float(literal))
-    if x == 0 or not math.isfinite(x):
-        return None
-    exponent = math.floor(math.log10(x))
-    return 0.5 * 10.0 ** (exponent - digits + 1)
 
 
 # ------------------------------------------------------------------ steps (run in a child)
@@ -648,7 +634,7 @@ def step_numeric(job):
 def _allowed(rtol, half_ulp, equal=False):
     """The tolerance in a physicist's words: "to 8 significant digits", "within +-0.05"."""
     if half_ulp is not None:
-        return f"within the reference's stated precision (±{half_ulp:.2g})"
+        return f"within the stated precision (±{half_ulp:.2g})"
     digits = max(1, round(-math.log10(rtol))) if rtol > 0 else 40
     if equal and rtol >= 1e-4:
         return f"within {rtol:.2g} relative"

@@ -183,7 +183,7 @@ def run_trusted(job, on_reference=None):
 
     opts = C.Options(symbols=job.get("symbols"), rtol=job.get("rtol"),
                      step_timeout=job.get("step_timeout", 5.0), seed=job.get("seed", 0),
-                     n_points=job.get("n_points", C.N_POINTS))
+                     n_points=job.get("n_points", C.N_POINTS), precision=job.get("precision", "stated"))
     mode = job["mode"]
     if mode == "references":
         return {"values": [_reference_value(item, job.get("reference_timeout", 30.0)) for item in job["items"]]}
@@ -273,10 +273,10 @@ def _compare_parts(job, opts, parts):
     def opts_for(part):
         o = C.Options(symbols=opts.symbols, rtol=part.get("rtol") if part.get("rtol") is not None else opts.rtol,
                       step_timeout=opts.step_timeout, literals=part.get("literals"), seed=opts.seed,
-                      n_points=opts.n_points, precision_also=bool(part.get("hipho")))
+                      n_points=opts.n_points, precision_also=bool(part.get("hipho")), precision=opts.precision)
         return o
 
-    return W.grade_parts(picked, parts, opts_for, hipho=bool(job.get("hipho")))
+    return W.grade_parts(picked, parts, opts_for, hipho=bool(job.get("hipho")), choices=bool(job.get("choices")))
 
 
 def _leaves(t):
