@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,36 @@ def check_id(value: Any, *, path: Path, field: str = "id") -> str:
     return value
 
 
+# What every provider PhysLab sends figures to (OpenAI, Anthropic, Google) takes as an image, told by
+# the file's first bytes: a figure named ``.png`` that holds anything else is not sent.
+_IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"GIF87a", "GIF"), (b"GIF89a", "GIF"))
+
+
+def image_format(head: bytes) -> str | None:
+    """PNG, JPEG, GIF or WebP from a file's first 12 bytes; None for anything else."""
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WebP"
+    return next((name for magic, name in _IMAGE_MAGIC if head.startswith(magic)), None)
+
+
+def contained(name: str, *, base: Path, path: Path, field: str, what: str = "image",
+              inside: str = "the problem's directory") -> Path:
+    """``name`` (relative to ``base``, or absolute) as a resolved path that is still inside
+    ``base``: no absolute path or ``../`` that leaves it, no link that points out of it."""
+    target = Path(name) if Path(name).is_absolute() else base / name
+    root = base.resolve()
+    if not Path(os.path.normpath(target)).is_relative_to(os.path.normpath(base.absolute())):
+        raise ProblemFileError(f"{what} {name} is outside {inside} ({base}); figures must be files beside "
+                               "the problem", path=path, field=field)
+    resolved = target.resolve()
+    if not resolved.is_relative_to(root):
+        raise ProblemFileError(f"{what} {name} is a link to a file outside {inside} ({resolved}); "
+                               "copy the file in instead", path=path, field=field)
+    return resolved
+
+
 def resolve_images(names: Any, *, base: Path, path: Path, field: str = "images") -> list[Path]:
-    """Image names relative to ``base`` → absolute paths that exist."""
+    """Image names relative to ``base`` -> absolute paths of image files inside ``base``."""
     if names is None:
         return []
     if isinstance(names, str):
@@ -144,10 +173,17 @@ def resolve_images(names: Any, *, base: Path, path: Path, field: str = "images")
         raise ProblemFileError(f"expected a list of file paths, got {type_name(names)}", path=path, field=field)
     out = []
     for name in names:
-        p = Path(name)
-        p = (p if p.is_absolute() else base / p).resolve()
+        p = contained(name, base=base, path=path, field=field)
         if not p.is_file():
             raise ProblemFileError(f"image not found: {name} (looked for {p})", path=path, field=field)
+        try:
+            with p.open("rb") as fh:
+                head = fh.read(12)
+        except OSError as exc:
+            raise ProblemFileError(f"cannot read image {name} ({exc.strerror})", path=path, field=field) from None
+        if image_format(head) is None:
+            raise ProblemFileError(f"image {name} is not a PNG, JPEG, GIF or WebP image (by its first bytes)",
+                                   path=path, field=field)
         out.append(p)
     return out
 
