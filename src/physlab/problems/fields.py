@@ -42,23 +42,85 @@ def read_text(path: Path) -> str:
         raise ProblemFileError(f"cannot read file ({exc.strerror})", path=path) from None
 
 
+# How much YAML aliases may add: the document as constructed (values and characters, every alias
+# counted as the copy it becomes) may be this many times the file's size, plus this much. Sharing a
+# template between a suite's problems stays far below; a "billion laughs" file is refused before
+# anything is built (a few hundred bytes of aliases can stand for billions of values).
+ALIAS_GROWTH, ALIAS_SLACK = 10, 1_000_000
+DEEP = "nested too deeply to read"
+# Lists and mappings inside each other: real problem files stay under ten levels; past this, the
+# JSON of a problem (a results database, `problems show --json`) could not be written.
+MAX_DEPTH = 64
+
+
+def _check_depth(data: Any, path: Path, where: str = "") -> Any:
+    """``data`` if no list or mapping in it is more than MAX_DEPTH levels deep (a structure that
+    contains itself, as YAML aliases can make, is infinitely deep)."""
+    done: set[int] = set()  # containers already checked (shared ones are checked once)
+
+    def walk(value: Any, depth: int) -> None:
+        if not isinstance(value, (dict, list)) or id(value) in done:
+            return
+        if depth > MAX_DEPTH:
+            raise ProblemFileError(f"{where}{DEEP} (lists or mappings inside each other more than {MAX_DEPTH} "
+                                   "levels deep)", path=path)
+        for child in (value.values() if isinstance(value, dict) else value):
+            walk(child, depth + 1)
+        done.add(id(value))
+
+    walk(data, 1)
+    return data
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Values plus characters of ``node`` once every alias in it is a copy (shared nodes counted
+    each time they are used, computed once)."""
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    if isinstance(node, yaml.ScalarNode):
+        size = 1 + len(node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, memo) for child in node.value)
+    else:
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    memo[id(node)] = size
+    return size
+
+
 def read_yaml(path: Path) -> Any:
     text = read_text(path)
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size, limit = _expanded_size(node, {}), ALIAS_GROWTH * len(text) + ALIAS_SLACK
+        if size > limit:
+            raise ProblemFileError(f"its YAML aliases (*name) expand it to {size:.2g} values and characters "
+                                   f"(at most {limit:,} for this file); write the shared parts out", path=path)
+        return _check_depth(loader.construct_document(node), path, "YAML ")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ProblemFileError(f"invalid YAML ({where}{problem})", path=path) from None
+    except RecursionError:
+        raise ProblemFileError(f"YAML {DEEP} (lists or mappings inside each other too many levels deep)",
+                               path=path) from None
+    finally:
+        loader.dispose()
 
 
 def read_json(path: Path) -> Any:
     text = read_text(path)
     try:
-        return json.loads(text)
+        return _check_depth(json.loads(text), path, "JSON ")
     except json.JSONDecodeError as exc:
         raise ProblemFileError(f"invalid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path=path) from None
+    except RecursionError:
+        raise ProblemFileError(f"JSON {DEEP} (arrays or objects inside each other too many levels deep)",
+                               path=path) from None
 
 
 def read_jsonl(path: Path) -> list[Any]:
@@ -67,9 +129,12 @@ def read_jsonl(path: Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(_check_depth(json.loads(line), path, f"JSON on line {n} "))
         except json.JSONDecodeError as exc:
             raise ProblemFileError(f"invalid JSON on line {n} (column {exc.colno}: {exc.msg})", path=path) from None
+        except RecursionError:
+            raise ProblemFileError(f"JSON on line {n} {DEEP} (arrays or objects inside each other too many "
+                                   "levels deep)", path=path) from None
     return records
 
 
