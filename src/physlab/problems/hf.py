@@ -56,8 +56,10 @@ def is_dataset_dir(path: Path) -> bool:
     if not path.is_dir():
         return False
     card = path / "README.md"
-    if card.is_file() and card.read_text(encoding="utf-8", errors="replace").startswith("---"):
-        return True
+    if card.is_file():
+        with card.open("rb") as fh:  # its first bytes only (a card can be anything, a link to /dev/zero too)
+            if fh.read(3) == b"---":
+                return True
     return any(_visible(p, path) for p in path.rglob("*.parquet"))
 
 
