@@ -15,7 +15,6 @@ import pytest
 
 from physlab.cli import main
 from physlab.problems import load_file
-from physlab.problems.model import Problem
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 VALID = "id: fine\nproblem: What is 6*7?\nanswer: 42\n"
@@ -70,7 +69,6 @@ def test_aliases_that_share_a_template_between_problems_still_load(write):
 PUBLIC_OF_A_SHARED_STRUCTURE = """
 from pathlib import Path
 from physlab.llm.prompt import problem_prompt_parts
-from physlab.problems.model import Problem
 level = ["x"] * 9
 for _ in range(12):  # 9**13 leaves once expanded: no machine has the memory
     level = [level] * 9

@@ -220,7 +220,7 @@ def write_directory(batch: Batch, root: Path) -> Path:
     layout CritPt's generation writes per epoch and its loaders read). A folder of an earlier
     PhysLab export is replaced whole, so no stale entry stays for CritPt's loader to pick up;
     anything else there is left alone and refused."""
-    for sub, key in zip(batch.submissions, batch.cell_keys):
+    for sub, key in zip(batch.submissions, batch.cell_keys, strict=True):
         if not _FILE_NAME.fullmatch(sub.problem_id):  # a database's ids are data: never a path
             raise UserError(f"the database's cell {key!r} has problem id {sub.problem_id!r}, which is not a "
                             "plain file name; nothing written", path=root, field="--dir")
