@@ -99,6 +99,17 @@ def test_figures_inside_the_directory_still_load_links_within_it_included(tmp_pa
     assert prob.images == [(d / "figs" / n).resolve() for n in ("a.png", "b.jpg", "a.png")]
 
 
+def test_a_problem_named_relative_to_the_working_directory_finds_its_figures(tmp_path, monkeypatch, capsys):
+    d = problem_dir(tmp_path)
+    (d / "figs" / "a.png").write_bytes(PNG)
+    (d / "p.yaml").write_text("problem: q\nimages: [figs/a.png, ./figs/../figs/a.png]\n")
+    monkeypatch.chdir(d)
+    (prob,) = load_file("p.yaml")
+    assert prob.images == [(d / "figs" / "a.png").resolve()] * 2
+    monkeypatch.chdir(d / "figs")
+    assert load_file("../p.yaml")[0].images == prob.images
+
+
 def test_nothing_outside_reaches_a_prompt(tmp_path, home_key):
     """What the provider would get: the problem does not load, so no part of the key is sent."""
     from physlab.errors import UserError

@@ -69,6 +69,7 @@ def test_aliases_that_share_a_template_between_problems_still_load(write):
 PUBLIC_OF_A_SHARED_STRUCTURE = """
 from pathlib import Path
 from physlab.llm.prompt import problem_prompt_parts
+from physlab.problems.model import Problem
 level = ["x"] * 9
 for _ in range(12):  # 9**13 leaves once expanded: no machine has the memory
     level = [level] * 9
@@ -100,6 +101,9 @@ def test_a_public_view_shares_metadata_instead_of_copying_it(tmp_path):
     ("deep_marking.json", '[{"information": "s"}, {"id": "H1", "context": "c", "question": "q", '
      '"answer": ["\\\\boxed{1}"], "marking": ' + "[" * 900 + "]" * 900 + "}]", "more than 64 levels deep"),
     ("itself.yaml", "problem: hi\nmetadata: &m {again: *m}\n", "nested too deeply"),
+    # 40 levels, then the same 40 again under 30 more: 72 deep, though no path is written out that long
+    ("shared_deep.yaml", "problem: hi\nmetadata:\n  first: &p " + "[" * 40 + "x" + "]" * 40 + "\n  later: "
+     + "[" * 30 + "*p" + "]" * 30 + "\n", "more than 64 levels deep"),
     ("deep_template.yaml", "problem: hi\nanswer_template: |\n  def answer():\n      x = " + "-" * 100_000
      + "1\n      return x\n", "nested too deeply"),
 ])

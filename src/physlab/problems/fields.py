@@ -54,21 +54,31 @@ MAX_DEPTH = 64
 
 
 def _check_depth(data: Any, path: Path, where: str = "") -> Any:
-    """``data`` if no list or mapping in it is more than MAX_DEPTH levels deep (a structure that
-    contains itself, as YAML aliases can make, is infinitely deep)."""
-    done: set[int] = set()  # containers already checked (shared ones are checked once)
+    """``data`` if no list or mapping in it lies more than MAX_DEPTH levels deep. A structure that
+    shares a part (as YAML aliases make) is measured through every path to it, each part once; one
+    that contains itself is infinitely deep."""
+    heights: dict[int, int] = {}  # levels from a container down to its deepest (-1: being measured)
 
-    def walk(value: Any, depth: int) -> None:
-        if not isinstance(value, (dict, list)) or id(value) in done:
-            return
+    def too_deep() -> ProblemFileError:
+        return ProblemFileError(f"{where}{DEEP} (lists or mappings inside each other more than {MAX_DEPTH} "
+                                "levels deep)", path=path)
+
+    def height(value: Any, depth: int) -> int:
+        if not isinstance(value, (dict, list)):
+            return 0
+        known = heights.get(id(value))
+        if known is not None:
+            if known < 0 or depth + known - 1 > MAX_DEPTH:
+                raise too_deep()
+            return known
         if depth > MAX_DEPTH:
-            raise ProblemFileError(f"{where}{DEEP} (lists or mappings inside each other more than {MAX_DEPTH} "
-                                   "levels deep)", path=path)
-        for child in (value.values() if isinstance(value, dict) else value):
-            walk(child, depth + 1)
-        done.add(id(value))
+            raise too_deep()
+        heights[id(value)] = -1
+        children = value.values() if isinstance(value, dict) else value
+        heights[id(value)] = 1 + max((height(child, depth + 1) for child in children), default=0)
+        return heights[id(value)]
 
-    walk(data, 1)
+    height(data, 1)
     return data
 
 
@@ -212,18 +222,16 @@ def image_format(head: bytes) -> str | None:
     return next((name for magic, name in _IMAGE_MAGIC if head.startswith(magic)), None)
 
 
-def contained(name: str, *, base: Path, path: Path, field: str, what: str = "image",
-              inside: str = "the problem's directory") -> Path:
+def contained_image(name: str, *, base: Path, path: Path, field: str) -> Path:
     """``name`` (relative to ``base``, or absolute) as a resolved path that is still inside
     ``base``: no absolute path or ``../`` that leaves it, no link that points out of it."""
-    target = Path(name) if Path(name).is_absolute() else base / name
-    root = base.resolve()
+    target = (base / name).absolute()  # (an absolute name stays itself)
     if not Path(os.path.normpath(target)).is_relative_to(os.path.normpath(base.absolute())):
-        raise ProblemFileError(f"{what} {name} is outside {inside} ({base}); figures must be files beside "
-                               "the problem", path=path, field=field)
+        raise ProblemFileError(f"image {name} is outside the problem's directory ({base.absolute()}); figures "
+                               "must be files beside the problem", path=path, field=field)
     resolved = target.resolve()
-    if not resolved.is_relative_to(root):
-        raise ProblemFileError(f"{what} {name} is a link to a file outside {inside} ({resolved}); "
+    if not resolved.is_relative_to(base.resolve()):
+        raise ProblemFileError(f"image {name} is a link to a file outside the problem's directory ({resolved}); "
                                "copy the file in instead", path=path, field=field)
     return resolved
 
@@ -238,7 +246,7 @@ def resolve_images(names: Any, *, base: Path, path: Path, field: str = "images")
         raise ProblemFileError(f"expected a list of file paths, got {type_name(names)}", path=path, field=field)
     out = []
     for name in names:
-        p = contained(name, base=base, path=path, field=field)
+        p = contained_image(name, base=base, path=path, field=field)
         if not p.is_file():
             raise ProblemFileError(f"image not found: {name} (looked for {p})", path=path, field=field)
         try:
