@@ -163,6 +163,7 @@ def _pivot_to_view(disk_mb: int) -> None:
     host's detached. Binds are what :data:`SYSTEM_DIRS` and the rest name; the work directories get a
     tmpfs of ``disk_mb`` (so does /dev/shm); the root itself ends read-only."""
     new = cfg.run_root
+    os.umask(0o022)  # (M's own, for the one run) directories of the new root: open to the run's uid
 
     def at(path: str) -> str:
         return new + path
