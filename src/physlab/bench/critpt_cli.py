@@ -82,6 +82,8 @@ def submit_critpt_cmd(
     timeout: float = typer.Option(1800.0, "--timeout", min=1.0, help="Seconds to wait for the grade of one batch."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and show what would be sent; send nothing."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    allow_http: bool = typer.Option(False, "--allow-http", help="Send the key over plain http to another machine "
+                                                                "(refused unless given: it travels unencrypted)."),
 ) -> None:
     """Post the group's batches to CritPt's grading server (one per repeat) and record the scores."""
     from physlab.bench.critpt_submit import GradingFailed, check_quota, check_url, key_id, quota_note, submit
@@ -89,7 +91,7 @@ def submit_critpt_cmd(
     from physlab.bench.report_render import critpt_cell
     from physlab.bench.store import ResultsStore
 
-    url = check_url(url)
+    url = check_url(url, allow_http=allow_http)
     api_key = os.environ.get(api_key_env, "").strip()
     if not api_key:
         raise UserError(f"environment variable {api_key_env} is not set", field="--api-key-env")

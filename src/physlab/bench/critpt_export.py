@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,10 @@ from physlab.bench.critpt_format import (BATCH_METADATA_FILE, IdCheck, Submissio
                                          parser_problem)
 from physlab.bench.store import ResultsStore, cell_config
 from physlab.errors import UserError
+
+
+# A CritPt problem id as a file name of the per-problem layout (``Challenge_7_sub_1``).
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,200}")
 
 
 class Group(BaseModel):
@@ -215,6 +220,10 @@ def write_directory(batch: Batch, root: Path) -> Path:
     layout CritPt's generation writes per epoch and its loaders read). A folder of an earlier
     PhysLab export is replaced whole, so no stale entry stays for CritPt's loader to pick up;
     anything else there is left alone and refused."""
+    for sub, key in zip(batch.submissions, batch.cell_keys, strict=True):
+        if not _FILE_NAME.fullmatch(sub.problem_id):  # a database's ids are data: never a path
+            raise UserError(f"the database's cell {key!r} has problem id {sub.problem_id!r}, which is not a "
+                            "plain file name; nothing written", path=root, field="--dir")
     target = root / str(batch.repeat)
     if target.exists():
         meta = target / BATCH_METADATA_FILE

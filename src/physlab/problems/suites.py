@@ -259,6 +259,9 @@ def _store_suite(kind: str, src: Path, *, name: str | None, force: bool,
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, tmp / rel)
         for lic in base.glob("LICENSE*"):
+            if not lic.resolve().is_relative_to(base.resolve()):  # a link out: never copied into the suite
+                raise ProblemFileError(f"{lic.name} is a link to a file outside the imported location "
+                                       f"({lic.resolve()})", path=src)
             shutil.copy2(lic, tmp / lic.name)
         manifest = {"name": name, "kind": kind, "imported_from": imported_from, "problems": len(problems),
                     "imported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

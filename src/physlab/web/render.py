@@ -101,16 +101,22 @@ def _graph(s: ResearchState) -> dict[str, Any]:
             "er_tags": {e.id: e.status for e in s.ers}}
 
 
+UNPARSED_NOTE = "answer.py is nested too deeply to read as Python: shown as text only."
+
+
 def filled_answer(code: str | None) -> str | None:
     """What the run filled into the template: the body of its ``answer`` function without the
     docstring and comments (``F = 1 - 3*p**2`` / ``return F``), shown above the whole file.
-    None when the code does not parse or has no such function."""
+    None when the code does not parse or has no such function; :data:`UNPARSED_NOTE` when Python's
+    parser cannot hold it (an expression nested 100,000 deep exhausts its stack)."""
     if not code:
         return None
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return None
+    except (RecursionError, MemoryError):
+        return UNPARSED_NOTE
     funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     func = next((f for f in funcs if f.name == "answer"), funcs[0] if funcs else None)
     if func is None:
@@ -120,6 +126,12 @@ def filled_answer(code: str | None) -> str | None:
     return "\n".join(line for line in lines if line.strip()) or None
 
 
+def _filled(code: str | None) -> dict[str, str | None]:
+    filled = filled_answer(code)
+    return {"filled": None, "filled_note": filled} if filled == UNPARSED_NOTE else {"filled": filled,
+                                                                                      "filled_note": None}
+
+
 def _fragment_context(d: dict[str, Any]) -> dict[str, Any]:
     s: ResearchState | None = d["state"]
     consumed = set(s.inbox_consumed) if s else set()
@@ -127,7 +139,7 @@ def _fragment_context(d: dict[str, Any]) -> dict[str, Any]:
     return {"d": d, "pending": [m for m in d["inbox"] if m["id"] not in consumed],
             "verdict": verdict if isinstance(verdict, dict) else None,
             "graph": _graph(s) if s is not None else None, "usage": svg.usage_bars(d["usage"]),
-            "run_path": quote(d["summary"]["id"], safe="/"), "filled": filled_answer(d["answer_py"]),
+            "run_path": quote(d["summary"]["id"], safe="/"), **_filled(d["answer_py"]),
             # a run that is going (or paused) shows its best answer so far, not a final one
             "answer_title": "Final answer" if d["metrics"].get("has_answer") and (s is None or s.status not in (
                 "running", "paused")) else "Best answer so far (provisional)"}

@@ -32,7 +32,7 @@ def load_metrics(run: Path, root: Path) -> dict[str, Any]:
     raw = read_text(run, root, "metrics.json")
     try:
         data = json.loads(raw) if raw else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # damaged, or nested deeper than the reader goes
         return {}
     return data if isinstance(data, dict) else {}
 
