@@ -64,7 +64,7 @@ class LongReplies:
 async def one(strategy: str, cap: int, base_url: str, root: Path) -> dict:
     from physlab.llm.usage import Budget
     from physlab.problems.model import Problem
-    from physlab.strategies.runner import run_solve
+    from physlab.run.runner import run_solve
 
     problem = Problem(id="double", statement="Return twice $x$, with a derivation.", answer_template=TEMPLATE,
                       reference="2*x", reference_format="python")

@@ -75,7 +75,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str =
     ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
     ``output_mode``: tool | native | prompted | auto (docs/serving.md)."""
     from physlab.llm.usage import Budget
-    from physlab.strategies.runner import run_solve
+    from physlab.run.runner import run_solve
 
     model = model or os.environ.get("PHYSLAB_MODEL")
     if not model:

@@ -91,7 +91,7 @@ async def test_a_crashing_cell_is_recorded_failed_and_retried(tmp_path):
     calls = {"n": 0}
 
     async def flaky_solve(problem, strategy, model, **kw):
-        from physlab.strategies.runner import run_solve
+        from physlab.run.runner import run_solve
 
         calls["n"] += 1
         if calls["n"] == 1:
@@ -325,7 +325,7 @@ async def test_sweep_records_its_worker_run_and_counts_live_tokens_per_call(tmp_
     snapshots: list[tuple[int, int]] = []
 
     async def solve(*args, **kw):
-        from physlab.strategies.runner import run_solve
+        from physlab.run.runner import run_solve
 
         attempt = await run_solve(*args, **kw)
         snapshots.append((sweep.live.done, sweep.live.tokens))  # the cell has not been written yet

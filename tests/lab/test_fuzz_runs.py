@@ -22,7 +22,7 @@ from physlab.llm.standin import RandomToolResponder, StandinServer
 from physlab.llm.standin.chaos import ChaosResponder
 from physlab.llm.standin.fuzz_schema import ids_in, instance
 from physlab.llm.usage import Budget
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 from tests.lab.mini import mini_problem
 

@@ -71,7 +71,7 @@ async def test_runs_rewind(finished_run):
 async def test_runs_rewind_refuses_a_run_another_process_is_running(finished_run, capsys):
     """Rewinding under a live engine would swap the state it is about to commit over: refused in one
     line naming the holder, and nothing is rewound."""
-    from physlab.lab.workspace import lock_run
+    from physlab.run.lock import lock_run
 
     before = json.loads(runner.invoke(app, ["runs", "show", str(finished_run), "--json"]).output)
     with lock_run(finished_run):
@@ -97,7 +97,7 @@ async def test_challenge_must_target_an_er(finished_run, capsys):
 async def test_runs_show_any_strategys_run(tmp_path):
     """A oneshot run (or a sweep cell) has no research state: show gives its outcome and usage."""
     from physlab.problems import resolve_problem
-    from physlab.strategies.runner import run_solve
+    from physlab.run.runner import run_solve
 
     ws = tmp_path / "one"
     await run_solve(resolve_problem("examples/quantum_error_correction_main"), "oneshot",

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from physlab.llm.standin import Habits, ScenarioResponder, StandinServer
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 from tests.lab.helpers import calls, lab_role_of, qec_problem, state_of
 from tests.lab.mini import mini_problem, register

@@ -8,7 +8,7 @@ import pytest
 from physlab.lab.state.invariants import check
 from physlab.llm.standin import RandomToolResponder, StandinServer
 from physlab.llm.usage import Budget
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 from tests.lab.helpers import calls, state_of
 from tests.lab.mini import mini_problem

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from physlab.llm.standin import EchoResponder, Habits, ScenarioResponder, StandinServer
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 from tests.lab.helpers import calls, lab_role_of, qec_problem
 from tests.llm.litellm_env import litellm_executable

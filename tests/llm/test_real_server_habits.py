@@ -264,7 +264,7 @@ def test_api_base_points_anthropic_and_gemini_at_a_proxy(spec, expected):
 
 async def test_each_role_talks_to_its_own_model(tmp_path):
     from physlab.problems.model import Problem
-    from physlab.strategies.runner import run_solve
+    from physlab.run.runner import run_solve
 
     code = "Work.\n\n```python\ndef answer(x):\n    y = 2 * x\n    return y\n```\n"
     problem = Problem(id="double", statement="Return twice $x$.", answer_template="def answer(x):\n    y = ...\n    return y\n")
@@ -316,7 +316,7 @@ async def test_a_missing_key_is_named_before_the_first_request_and_in_the_refusa
 
 
 async def test_a_model_without_structured_output_is_named_with_its_role_and_mode(tmp_path):
-    from physlab.strategies.runner import run_solve
+    from physlab.run.runner import run_solve
     from tests.lab.mini import mini_problem
 
     with StandinServer(ScriptedResponder(["I would rather explain in prose."], repeat_last=True)) as srv:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from physlab.problems.model import Problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 SAMPLE = Path(__file__).resolve().parents[2] / "src/physlab/problems/data/hipho_sample"
 EXAMPLES = Path(__file__).resolve().parents[2] / "src/physlab/problems/data/examples"

@@ -10,7 +10,7 @@ from physlab.cli import main
 from physlab.errors import UserError
 from physlab.problems.model import Problem
 from physlab.strategies.oneshot import extract_code
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 QEC = "examples/quantum_error_correction_main"
 

@@ -21,7 +21,7 @@ from physlab.problems.model import Problem
 from physlab.strategies import registry
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import StrategyParams
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 TEMPLATE = "def answer(x):\n    y = ...\n    return y\n"
 CODE_REPLY = "Work.\n\n```python\ndef answer(x):\n    y = 2 * x\n    return y\n```\n"

@@ -9,7 +9,7 @@ import pytest
 
 from physlab.llm.usage import Budget
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 SMALL = {"n_samples": 7}
 VERIFY = {"n_samples": 7, "k_verif": 2, "k_tie": 3}

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from physlab.errors import UserError
 from physlab.problems.model import Problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 from physlab.strategies.scalar import register_scalar_runs
 from physlab.strategies.scalar.analysis import load_records
 from physlab.strategies.scalar.rescore import rescore_file_name

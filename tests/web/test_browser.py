@@ -57,7 +57,7 @@ def test_live_lab_run_comment_and_stop(page, tmp_path):
     from playwright.sync_api import expect
 
     from physlab.problems import resolve_problem
-    from physlab.strategies.runner import run_solve
+    from physlab.run.runner import run_solve
 
     runs = tmp_path / "runs"
     runs.mkdir()

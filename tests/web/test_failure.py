@@ -10,7 +10,7 @@ from physlab.llm.scripted import register_scenario
 from physlab.problems import resolve_problem
 from physlab.strategies import registry
 from physlab.strategies.oneshot import OneShot
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 from physlab.web import create_app
 
 LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only

@@ -14,7 +14,7 @@ from physlab.cli import main
 from physlab.lab import inbox
 from physlab.llm.scripted import register_scenario
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 from physlab.web import create_app
 from physlab.web.server import BackgroundServer
 from tests.web.helpers import ARTIFACTS, CHROMIUM

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from physlab.lab.state import transitions as T
 from physlab.lab.workspace import RunWorkspace
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 from physlab.web import create_app
 from tests.web.helpers import XSS
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from physlab.lab import inbox
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 from physlab.web import create_app
 
 PROBLEM = "examples/quantum_error_correction_main"

@@ -326,7 +326,7 @@ class Sweep:
         try:
             by_id, specs = self.plan()
             if self._solve is None:
-                from physlab.strategies.runner import run_solve
+                from physlab.run.runner import run_solve
 
                 self._solve = run_solve
             self.limiter = ConcurrencyLimiter(cfg.max_inflight or cfg.concurrency, name="sweep")

@@ -97,7 +97,7 @@ def effective_status(run_dir: str | Path, status: str) -> str:
     """The state a message meets: a run whose state says ``running`` that no live process holds
     (killed, or its machine went down) is ``interrupted``, waiting for a resume like a paused one."""
     if status == "running":
-        from physlab.lab.workspace import lock_holder  # the run directory's lock says who runs it
+        from physlab.run.lock import lock_holder  # the run directory's lock says who runs it
 
         if lock_holder(run_dir) is None:
             return "interrupted"

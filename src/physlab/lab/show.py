@@ -12,7 +12,9 @@ from rich.markup import escape
 from physlab.errors import UserError
 from physlab.lab.answer import standing_of
 from physlab.lab.state.models import ResearchState
-from physlab.lab.workspace import ENDED, RunWorkspace, read_json
+from physlab.lab.workspace import RunWorkspace
+from physlab.run.files import read_json
+from physlab.run.git import ENDED
 from physlab.llm.meter import read_calls
 
 

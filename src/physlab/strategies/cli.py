@@ -181,7 +181,7 @@ def register(app: typer.Typer) -> None:
         from physlab.llm.usage import Budget
         from physlab.llm.models import parse_role_models
         from physlab.llm.output import check_output_mode
-        from physlab.strategies.runner import answered, run_solve
+        from physlab.run.runner import answered, run_solve
 
         if not model:
             raise UserError("no model given: pass --model provider:model (or scripted:NAME, replay:PATH)",
@@ -236,13 +236,14 @@ def _progress_sink(mode: str | None, strategy: str, *, quiet: bool):
     """The run's progress display: a live panel on a terminal (every strategy), lines otherwise."""
     import sys
 
-    from physlab.runs.console import make_console
+    from physlab.run.console import make_console
+    from physlab.strategies import registry
 
     if mode is None:
         if quiet:
             return None
         mode = "live" if sys.stderr.isatty() else "lines"
-    return make_console(mode, strategy)
+    return make_console(mode, registry.get(strategy).live_view() if mode == "live" else None)
 
 
 def _print_summary(attempt: Any, ws: Path) -> None:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from physlab.errors import UserError
 from physlab.lab import inbox
-from physlab.lab.workspace import LOCK_FD_ENV, RunLock, lock_holder, lock_run
+from physlab.run.lock import LOCK_FD_ENV, RunLock, lock_holder, lock_run
 from physlab.web import render, runs
 from physlab.web.paths import NotFound, discover, read_text, resolve_run
 from physlab.web.sweeps import CELL_PREFIX, FILTERS, cell_workspace, report_data, sweeps_page

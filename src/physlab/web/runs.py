@@ -10,7 +10,8 @@ from typing import Any
 
 from physlab.lab import inbox
 from physlab.lab.state.models import ResearchState
-from physlab.lab.workspace import LOCK, RunWorkspace, lock_holder
+from physlab.run.git import RunRepo
+from physlab.run.lock import LOCK, lock_holder
 from physlab.llm.usage import CallRecord, Usage
 from physlab.web.paths import _inside, read_text, run_file
 
@@ -131,7 +132,7 @@ def history(run: Path, root: Path) -> list[dict[str, Any]]:
     """The run's commits, oldest first: iteration, unix time, subject."""
     if not (run / ".git").exists() or not _inside(run / ".git", root):
         return []
-    out = RunWorkspace(run).git("log", "--reverse", "--format=%H%x09%ct%x09%s", check=False)
+    out = RunRepo(run).git("log", "--reverse", "--format=%H%x09%ct%x09%s", check=False)
     rows = []
     for line in out.splitlines():
         parts = line.split("\t", 2)

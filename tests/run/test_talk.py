@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from physlab.cli import app, main
 from physlab.lab import inbox
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 from physlab.web import create_app
 
 LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only
@@ -136,7 +136,8 @@ def test_a_resume_from_the_page_leaves_no_defunct_process(budget_ended):
 
 
 def test_a_run_nobody_runs_is_interrupted_and_one_that_runs_cannot_be_resumed_twice(tmp_path, capsys):
-    from physlab.lab.workspace import RunWorkspace, lock_run
+    from physlab.lab.workspace import RunWorkspace
+    from physlab.run.lock import lock_run
 
     ws = tmp_path / "killed"
     solve(ws, max_iterations=4)

@@ -133,7 +133,7 @@ def stop(run_dir: Path) -> None:
 @runs_app.command("rewind")
 def rewind(run_dir: Path, to: int = typer.Option(..., "--to", min=0, help="Iteration to continue from.")) -> None:
     """Make the state at the end of iteration N current (later iterations stay in git history)."""
-    from physlab.lab.workspace import lock_run
+    from physlab.run.lock import lock_run
 
     ws, _ = open_run(run_dir)
     with lock_run(run_dir):  # never under a live engine: it would commit its state over the rewind

@@ -7,7 +7,7 @@ import asyncio
 import subprocess
 
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 QEC = "examples/quantum_error_correction_main"
 

@@ -15,8 +15,8 @@ from rich.console import Console
 
 from physlab.lab.console import LabView
 from physlab.problems import resolve_problem
-from physlab.runs.console import RunView, make_console
-from physlab.strategies.runner import run_solve
+from physlab.run.console import RunView, make_console
+from physlab.run.runner import run_solve
 
 QEC = "examples/quantum_error_correction_main"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from physlab.cli import app
 from physlab.lab.state.models import ResearchState
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 QEC = "examples/quantum_error_correction_main"
 runner = CliRunner()

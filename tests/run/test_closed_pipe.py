@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.run.runner import run_solve
 
 
 def piped_to_head(args: list[str], cwd) -> tuple[str, str, int]:

@@ -1,6 +1,6 @@
 """Run one strategy on one problem: the reusable core of `physlab solve` (and of the sweep).
 
-``run_solve`` builds the RunContext (public problem, models recording into calls.jsonl, budget,
+``run_solve`` builds the RunEnvironment (public problem, models recording into calls.jsonl, budget,
 in-flight limiter, sandbox, grader bound to the full problem), runs the strategy, writes
 PROBLEM.md / ANSWER.md / answer.py / metrics.json and grades. A budget, a failing model or a
 strategy bug ends the run with a status in metrics.json, never with a traceback (a bug's traceback
@@ -26,7 +26,7 @@ from pydantic_ai.models import Model
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
-from physlab.lab.workspace import LOCK, RunLock, lock_run
+from physlab.run.lock import LOCK, RunLock, lock_run
 from physlab.llm.defaults import ModelRegistry
 from physlab.llm.errors import ModelFailure, ReplayError, budget_error, find_error
 from physlab.llm.meter import RunMeter, read_calls
@@ -35,15 +35,15 @@ from physlab.llm.prompt import problem_text
 from physlab.llm.recording import RetryPolicy
 from physlab.llm.usage import Budget, CallRecord
 from physlab.problems.model import Problem
-from physlab.runfiles import write_atomic
+from physlab.run.files import write_atomic
 from physlab.strategies import registry
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import StrategyParams
 
 if TYPE_CHECKING:
     from physlab.grading import BoundGrader, Equivalence, Grader
-from physlab.runs.checkpoints import grade_checkpoints
+from physlab.run.checkpoints import grade_checkpoints
 
 # A strategy that ignores the wall budget is cancelled this long after it (the budget check before
 # each request normally ends it first; the slack lets a forced formatter finish).
@@ -89,7 +89,7 @@ def _reference_for(problem: Problem, params: StrategyParams) -> str | None:
 
 
 def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | None,
-                       resume: Path | str | bool | None, replace: bool = False) -> tuple[Path, bool, RunLock]:
+                       resume: Path | str | bool | None, replace: bool = False, resumable: bool = False) -> tuple[Path, bool, RunLock]:
     """(run directory, resuming, its lock): the lock is taken before anything in the directory
     changes, so a second process on the same run is refused before it spends anything."""
     if resume not in (None, False):
@@ -98,7 +98,7 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
             raise UserError("resume needs the run directory", field="--resume")
         if not ws.is_dir():
             raise UserError("no such run directory to resume", path=ws, field="--resume")
-        _check_resumable(ws, problem, strategy)
+        _check_resumable(ws, problem, strategy, resumable)
         return ws, True, lock_run(ws)
     ws = Path(workspace) if workspace is not None else default_workspace(problem, strategy)
     try:
@@ -124,8 +124,6 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
 
 _MACHINE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # the disk, not the strategy
 
-# Strategies that continue a run from what its workspace holds; every other one starts over.
-RESUMABLE = frozenset({"lab"})
 _RUN_FILES = ("PROBLEM.md", "calls.jsonl", "metrics.json", "state.json")
 
 
@@ -136,7 +134,7 @@ def _is_run_dir(ws: Path) -> bool:
 
 def recorded_run(ws: Path) -> tuple[str | None, str | None, bool]:
     """(strategy, problem id, has a final answer) of the run in ``ws``, as far as its files say."""
-    from physlab.lab.workspace import read_json  # the lab's reader of run files (only on resume/replay)
+    from physlab.run.files import read_json  # the lab's reader of run files (only on resume/replay)
 
     metrics = read_json(ws / "metrics.json")
     strategy, problem_id = metrics.get("strategy"), metrics.get("problem_id")
@@ -149,7 +147,7 @@ def recorded_run(ws: Path) -> tuple[str | None, str | None, bool]:
     return strategy, problem_id, bool(metrics.get("has_answer"))
 
 
-def _check_resumable(ws: Path, problem: Problem, strategy: str) -> None:
+def _check_resumable(ws: Path, problem: Problem, strategy: str, resumable: bool) -> None:
     """``--resume`` continues the same strategy on the same problem, and never throws away an
     answer a strategy that cannot continue a run has already written."""
     was_strategy, was_problem, has_answer = recorded_run(ws)
@@ -159,9 +157,9 @@ def _check_resumable(ws: Path, problem: Problem, strategy: str) -> None:
     if was_problem and was_problem != problem.id:
         raise UserError(f"this run is on problem '{was_problem}', not '{problem.id}'; resume it with the same "
                         "problem or start a new --workspace", path=ws, field="--resume")
-    if has_answer and strategy not in RESUMABLE:
-        raise UserError(f"this {strategy} run already has its answer and {strategy} cannot continue a run "
-                        "(only the lab can); start a new --workspace", path=ws, field="--resume")
+    if has_answer and not resumable:
+        raise UserError(f"this {strategy} run already has its answer and {strategy} cannot continue a run; "
+                        "start a new --workspace", path=ws, field="--resume")
 
 
 def _check_replay(model: str, problem: Problem, strategy: str) -> None:
@@ -211,7 +209,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
     reference = _reference_for(problem, scaffold.params)
     _check_replay(model, problem, strategy)
     reg = model_registry or ModelRegistry.load(models_config)
-    ws, resuming, run_lock = _resolve_workspace(problem, strategy, workspace, resume, replace)
+    ws, resuming, run_lock = _resolve_workspace(problem, strategy, workspace, resume, replace, scaffold.resumable)
     calls_path = ws / "calls.jsonl"
 
     def on_record(rec: CallRecord) -> None:
@@ -246,7 +244,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
         public = problem.public()
         write_problem_md(public, ws / "PROBLEM.md")
         bound, equivalence = _graders(problem, grader, sandbox, public)
-        ctx = RunContext(problem=public, workspace=ws, models=models, usage=meter, budget=budget,
+        ctx = RunEnvironment(problem=public, workspace=ws, models=models, usage=meter, budget=budget,
                          sandbox=sandbox, grader=bound, equivalence=equivalence, seed=seed,
                          resume=resuming, events=emit, reference_solution=reference)
         emit("run_started", strategy=strategy, model=model, problem_id=problem.id, workspace=str(ws))
@@ -281,7 +279,7 @@ async def run_solve(problem: Problem, strategy: str, model: str, *, workspace: P
         run_lock.release()
 
 
-async def _run_strategy(scaffold: Strategy, ctx: RunContext, strategy: str, model: str, problem: Problem,
+async def _run_strategy(scaffold: Strategy, ctx: RunEnvironment, strategy: str, model: str, problem: Problem,
                         budget: Budget, ws: Path, models: RunModels | None = None) -> Attempt:
     def ended(status: str, reason: str, **details: Any) -> Attempt:
         return Attempt(strategy=strategy, model=model, problem_id=problem.id, status=status,  # type: ignore[arg-type]
@@ -319,11 +317,11 @@ def _commit_outcome(attempt: Attempt, ws: Path) -> None:
     iteration (the final ANSWER.md and answer.py, metrics.json): its tree ends clean."""
     if not (ws / ".git").is_dir():
         return
-    from physlab.lab.workspace import ENDED, RunWorkspace  # the run directory's own git helpers
+    from physlab.run.git import ENDED, RunRepo
 
     verdict = f", verdict {attempt.verdict.verdict}" if attempt.verdict else ""
     try:
-        RunWorkspace(ws).commit_outcome(f"{ENDED}: {attempt.status}{verdict} ({attempt.stop_reason})")
+        RunRepo(ws).commit_outcome(f"{ENDED}: {attempt.status}{verdict} ({attempt.stop_reason})")
     except RuntimeError:  # git failed: the files are written all the same; the next commit takes them
         pass
 
