@@ -10,7 +10,7 @@ import sympy as sp
 
 from physlab.lab.state.models import ResearchState
 from physlab.problems import resolve_problem
-from physlab.run.runner import run_solve
+from physlab.api import solve_async
 
 
 def qec_problem():
@@ -19,7 +19,7 @@ def qec_problem():
 
 async def solve(ws: Path, model: str = "scripted:lab-qec", *, problem=None, resume: bool = False,
                 events=None, budget=None, **params: Any):
-    return await run_solve(problem or qec_problem(), "lab", model, workspace=ws if not resume else None,
+    return await solve_async(problem or qec_problem(), "lab", model, workspace=ws if not resume else None,
                            resume=ws if resume else None, params=params, events=events, budget=budget)
 
 

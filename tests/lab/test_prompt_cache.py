@@ -25,7 +25,7 @@ from physlab.llm.wire import load_response
 from physlab.llm.usage import Budget
 from physlab.run.environment import RunEnvironment
 from physlab.sandbox import default_sandbox
-from physlab.run.runner import run_solve
+from physlab.api import solve_async
 
 from tests.lab.helpers import calls, lab_role_of, qec_problem, solve
 from tests.lab.mini import mini_problem
@@ -203,7 +203,7 @@ async def test_against_a_server_with_a_prefix_cache_every_repeat_call_reads_its_
     and instructions (problem, standards, role text) already cached."""
     ws = tmp_path / "run"
     with StandinServer(ScenarioResponder("lab-qec", lab_role_of()), habits=Habits(prefix_cache=True)) as srv:
-        attempt = await run_solve(qec_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url)
+        attempt = await solve_async(qec_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url)
     assert attempt.status == "complete" and attempt.verdict.verdict == "correct"
     recs = calls(ws)
     served = sum(u["prompt_tokens_details"]["cached_tokens"] for u in srv.usages)

@@ -97,10 +97,10 @@ async def test_challenge_must_target_an_er(finished_run, capsys):
 async def test_runs_show_any_strategys_run(tmp_path):
     """A oneshot run (or a sweep cell) has no research state: show gives its outcome and usage."""
     from physlab.problems import resolve_problem
-    from physlab.run.runner import run_solve
+    from physlab.api import solve_async
 
     ws = tmp_path / "one"
-    await run_solve(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
+    await solve_async(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
                     "scripted:oneshot-qec-correct", workspace=ws)
     res = runner.invoke(app, ["runs", "show", str(ws), "--json"])
     assert res.exit_code == 0, res.output

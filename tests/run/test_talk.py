@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from physlab.cli import app, main
 from physlab.lab import inbox
 from physlab.problems import resolve_problem
-from physlab.run.runner import run_solve
+from physlab.api import solve_async
 from physlab.web import create_app
 
 LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only
@@ -26,7 +26,7 @@ runner = CliRunner()
 
 
 def solve(ws, *, resume=False, events=None, **params):
-    return asyncio.run(run_solve(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=None if resume else ws,
+    return asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=None if resume else ws,
                                  resume=ws if resume else None, events=events, params=params))
 
 
@@ -117,7 +117,7 @@ def test_the_dashboard_says_what_the_cli_says(budget_ended, paused, tmp_path):
 
 
 async def test_talk_to_the_run_only_on_lab_runs(tmp_path):
-    await run_solve(resolve_problem(QEC), "oneshot", "scripted:oneshot-qec-correct", workspace=tmp_path / "one")
+    await solve_async(resolve_problem(QEC), "oneshot", "scripted:oneshot-qec-correct", workspace=tmp_path / "one")
     html = TestClient(create_app(tmp_path), base_url=LOCAL).get("/runs/one").text
     assert "Talk to the run" not in html and 'id="action-form"' not in html
 

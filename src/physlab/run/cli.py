@@ -11,7 +11,7 @@
 
 Messages are appended to DIR/inbox.jsonl and taken in at the next iteration boundary (or at the
 next `--resume`). Resuming from an earlier iteration: `physlab runs rewind DIR --to 3` then
-`physlab solve PROBLEM --strategy lab --resume DIR` (or pass `--param resume_iteration=3`).
+`physlab solve --resume DIR` (or `--resume DIR@3`).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def rewind(run_dir: Path, to: int = typer.Option(..., "--to", min=0, help="Itera
     ws, _ = open_run(run_dir)
     with lock_run(run_dir):  # never under a live engine: it would commit its state over the rewind
         st = ws.rewind(to)
-    typer.echo(f"rewound to iteration {st.iteration}; continue with: physlab solve ... --strategy lab --resume {run_dir}")
+    typer.echo(f"rewound to iteration {st.iteration}; continue with: physlab solve --resume {run_dir}")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ scaffold (and pydantic-ai's agent machinery) to start. To add a strategy, add it
 from __future__ import annotations
 
 import importlib
+from typing import Any, Mapping
 
 from physlab.errors import UserError
 from physlab.strategies.base import Strategy
@@ -47,3 +48,10 @@ def get(name: str) -> type[Strategy]:
         raise UserError(f"unknown strategy '{name}' (expected one of: {', '.join(names())})", field="--strategy")
     module, _, attr = _BUILTIN[name].partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def build(name: str, params: Mapping[str, Any] | None = None) -> Strategy:
+    """The strategy ``--strategy NAME`` built with the user's parameter values (one UserError line
+    for an unknown name or a bad value): what every entry point hands ``physlab.run.runner.run``."""
+    kind = get(name)
+    return kind(kind.Params.parse(name, params))
