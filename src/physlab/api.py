@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
 
@@ -56,7 +55,8 @@ def _problem(problem: Any) -> Problem:
     raise UserError(f"expected a Problem, a problem file or SUITE/ID, got {type(problem).__name__}")
 
 
-async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str | None = None, model: str | None = None, *,
+async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str | None = None,
+                      model: str | None = None, *,
                       workspace: str | os.PathLike[str] | None = None, budget: Budget | None = None,
                       max_calls: int | None = None, max_tokens: int | None = None, max_cost: float | None = None,
                       max_wall: float | None = None, params: dict[str, Any] | None = None, seed: int | None = None,
@@ -97,9 +97,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                            "params": dict(params or {}), "budget": budget.model_dump(exclude_none=True)
                            if budget is not None else limits, "seed": seed})
     if resume is not None:
-        options, _, notes = resume_options(Path(resume), given)
-        for note in notes:
-            warnings.warn(f"resume: {note}", stacklevel=2)
+        options, _ = resume_options(Path(resume), given)  # what it changes: a "notice" event
         prob = _problem(problem)
     else:
         given.setdefault("model", os.environ.get("PHYSLAB_MODEL"))
@@ -109,7 +107,9 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
         given.setdefault("models_config", registry_path(None))  # $PHYSLAB_MODELS_CONFIG, as the CLI reads it
         options = RunOptions.model_validate({k: v for k, v in given.items() if v is not None})
         prob = _problem(problem)
-    return await run(prob, registry.build(options.strategy, options.params), options, Shared(events=events),
+    once = registry.session_params(options.params)  # where this session starts (resume_iteration): not recorded
+    scaffold = registry.build(options.strategy, {**options.params, **once})
+    return await run(prob, scaffold, options, Shared(events=events),
                      workspace=resume if resume is not None else workspace, resume=resume is not None,
                      replace=replace)
 

@@ -20,7 +20,7 @@ def qec_problem():
 async def solve(ws: Path, model: str = "scripted:lab-qec", *, problem=None, resume: bool = False,
                 events=None, budget=None, **params: Any):
     return await solve_async(problem or qec_problem(), "lab", model, workspace=ws if not resume else None,
-                           resume=ws if resume else None, params=params, events=events, budget=budget)
+                            resume=ws if resume else None, params=params, events=events, budget=budget)
 
 
 def state_of(ws: Path) -> ResearchState:

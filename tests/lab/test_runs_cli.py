@@ -65,7 +65,9 @@ async def test_runs_rewind(finished_run):
     res = runner.invoke(app, ["runs", "rewind", str(finished_run), "--to", "1"])
     assert res.exit_code == 0, res.output
     data = json.loads(runner.invoke(app, ["runs", "show", str(finished_run), "--json"]).output)
-    assert data["iteration"] == 1 and data["status"] == "running"
+    # the lab's state runs again from iteration 1; nobody runs it yet: the run is interrupted, as
+    # `runs list` and the dashboard say, until it is resumed
+    assert data["iteration"] == 1 and data["lab_status"] == "running" and data["status"] == "interrupted"
 
 
 async def test_runs_rewind_refuses_a_run_another_process_is_running(finished_run, capsys):
@@ -101,7 +103,7 @@ async def test_runs_show_any_strategys_run(tmp_path):
 
     ws = tmp_path / "one"
     await solve_async(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
-                    "scripted:oneshot-qec-correct", workspace=ws)
+                     "scripted:oneshot-qec-correct", workspace=ws)
     res = runner.invoke(app, ["runs", "show", str(ws), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
@@ -112,7 +114,8 @@ async def test_runs_show_any_strategys_run(tmp_path):
     assert "verdict correct" in res.output and "Usage per role" in res.output
     (ws / "metrics.json").unlink()  # still running, or killed before it finished
     data = json.loads(runner.invoke(app, ["runs", "show", str(ws), "--json"]).output)
-    assert data["status"] == "unfinished" and data["usage_by_role"]["solver"]["calls"] == 1
+    # nobody runs it and it never wrote its record: interrupted, as `runs list` and the dashboard say
+    assert data["status"] == "interrupted" and data["usage_by_role"]["solver"]["calls"] == 1
     empty = tmp_path / "empty"
     empty.mkdir()
     assert invoke("runs", "show", str(empty)) == 2

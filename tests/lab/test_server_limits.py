@@ -22,7 +22,7 @@ async def _qec(ws, habits, mode, events=None):
     responder = ScenarioResponder("lab-qec", lab_role_of())
     with StandinServer(responder, habits=habits) as srv:
         attempt = await solve_async(qec_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url,
-                                  output_mode=mode, events=events)
+                                   output_mode=mode, events=events)
     return attempt, srv, responder
 
 
@@ -61,7 +61,7 @@ async def test_lab_against_a_3000_token_context_window(tmp_path):
     with StandinServer(ScenarioResponder(register("test-mini-window").split(":", 1)[1], lab_role_of()),
                        habits=Habits(context_window=3000)) as srv:
         attempt = await solve_async(mini_problem("42"), "lab", "openai:standin", workspace=ws, api_base=srv.base_url,
-                                  params={"max_iterations": 4})
+                                   params={"max_iterations": 4})
     assert attempt.status != "error", attempt.details
     recs = calls(ws)
     first = next(i for i, r in enumerate(recs) if r["error"] and "context length" in r["error"])

@@ -101,10 +101,10 @@ async def test_the_lab_through_a_real_litellm_proxy(tmp_path, monkeypatch):
             events: list[tuple[str, dict]] = []
             ws = tmp_path / "run"
             attempt = await solve_async(qec_problem(), "lab", "openai:qwen3-32b", workspace=ws, api_base=proxy.base,
-                                      api_key_env="LITELLM_TEST_KEY", events=lambda k, **d: events.append((k, d)))
+                                       api_key_env="LITELLM_TEST_KEY", events=lambda k, **d: events.append((k, d)))
             # the Messages API of the same proxy, for an anthropic: model
             oneshot = await solve_async(qec_problem(), "oneshot", "anthropic:echo", workspace=tmp_path / "anthropic",
-                                      api_base=proxy.base, api_key_env="LITELLM_TEST_KEY")
+                                       api_base=proxy.base, api_key_env="LITELLM_TEST_KEY")
         finally:
             proxy.stop()
 

@@ -325,7 +325,7 @@ async def test_a_model_without_structured_output_is_named_with_its_role_and_mode
 
     with StandinServer(ScriptedResponder(["I would rather explain in prose."], repeat_last=True)) as srv:
         att = await solve_async(mini_problem(), "lab", "openai:standin", workspace=tmp_path / "w", api_base=srv.base_url,
-                              params={"max_iterations": 1, "tool_retries": 1})
+                               params={"max_iterations": 1, "tool_retries": 1})
     m = json.loads((tmp_path / "w" / "metrics.json").read_text())
     assert att.status != "complete"
     text = json.dumps(m)

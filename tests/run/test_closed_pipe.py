@@ -25,7 +25,7 @@ def piped_to_head(args: list[str], cwd) -> tuple[str, str, int]:
 def test_a_closed_pipe_ends_quietly(tmp_path):
     run = tmp_path / "runs" / "one"
     asyncio.run(solve_async(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
-                          "scripted:oneshot-qec-correct", workspace=run))
+                           "scripted:oneshot-qec-correct", workspace=run))
     line, err, _ = piped_to_head(["runs", "show", str(run)], tmp_path)
     assert line.startswith("quantum_error_correction_main — oneshot") and err == ""
     for i in range(3000):  # more than a pipe holds, so the writer meets the closed pipe

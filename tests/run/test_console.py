@@ -58,7 +58,7 @@ def test_a_terminal_shows_a_live_panel_for_any_strategy_and_no_pydantic_ai_banne
 async def test_the_labs_last_frame_agrees_with_the_summary(tmp_path):
     view = LabView()
     attempt = await solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=tmp_path / "qec",
-                              events=lambda kind, **data: view.feed(kind, data))
+                               events=lambda kind, **data: view.feed(kind, data))
     u = attempt.usage
     # the formatter's calls come after the last iteration event: the panel must still count them
     assert (view.calls, view.tokens) == (u.calls, u.input_tokens + u.output_tokens)
@@ -90,7 +90,7 @@ async def test_other_strategies_report_their_rounds_and_calls_while_they_run(tmp
         printer(kind, **data)
 
     attempt = await solve_async(resolve_problem(QEC), "rsa", "scripted:rsa-qec", workspace=tmp_path / "rsa",
-                              events=events)
+                               events=events)
     assert list(view.steps) == [f"round {r} · population 6" for r in range(1, 5)]
     assert view.usage.calls == attempt.usage.calls and dict(view.roles) == {
         role: u.calls for role, u in attempt.usage_by_role.items()}

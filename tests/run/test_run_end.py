@@ -26,7 +26,7 @@ def assert_clean_and_committed(ws) -> None:
 def test_a_finished_lab_run_has_a_clean_tree_also_after_a_resume(tmp_path):
     ws = tmp_path / "qec"
     attempt = asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=ws,
-                                    params={"max_iterations": 4}))
+                                     params={"max_iterations": 4}))
     assert attempt.status == "partially_complete"
     assert_clean_and_committed(ws)
     assert git(ws, "log", "-1", "--format=%s").startswith("run ended: partially_complete, verdict correct")

@@ -27,7 +27,7 @@ runner = CliRunner()
 
 def solve(ws, *, resume=False, events=None, **params):
     return asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=None if resume else ws,
-                                 resume=ws if resume else None, events=events, params=params))
+                                  resume=ws if resume else None, events=events, params=params))
 
 
 def exit_code(*args) -> int:

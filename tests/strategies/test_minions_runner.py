@@ -47,7 +47,7 @@ async def test_minions_budget_is_respected_through_the_runner(tmp_path):
     problem = Problem(id="q", statement="Find the period of a pendulum of length L.")
     ws = tmp_path / "run"
     attempt = await solve_async(problem, "minions", "scripted:minions-demo", workspace=ws,
-                              budget=Budget(max_calls=3))
+                               budget=Budget(max_calls=3))
     assert attempt.status == "partially_complete" and attempt.stop_reason == "budget:max_calls"
     assert len(_calls(ws)) <= 3 and (ws / "ANSWER.md").is_file()
 

@@ -54,7 +54,7 @@ async def test_budget_before_the_only_call(tmp_path):
 
     prob = Problem(id="p", statement="s")
     att = await solve_async(prob, "oneshot", "scripted:echo", workspace=tmp_path / "w",
-                          budget=Budget(max_wall_s=1e-9))
+                           budget=Budget(max_wall_s=1e-9))
     assert att.status == "no_answer" and att.stop_reason == "budget:max_wall"
     assert not (tmp_path / "w" / "calls.jsonl").read_text()
 

@@ -227,7 +227,7 @@ async def test_wall_budget(tmp_path):
     with StandinServer(ScriptedResponder(["ok"], repeat_last=True), latency_s=0.2) as srv:
         t = time.monotonic()
         att = await solve_async(problem(), "test-two-calls", "openai:standin", api_base=srv.base_url,
-                              workspace=tmp_path / "w", budget=Budget(max_wall_s=0.1))
+                               workspace=tmp_path / "w", budget=Budget(max_wall_s=0.1))
     assert att.stop_reason == "budget:max_wall" and time.monotonic() - t < 5
 
 
@@ -276,7 +276,7 @@ registry.register_strategy("test-grouped", GroupedBudget)
 
 async def test_budget_inside_an_exception_group_is_still_a_budget_stop(tmp_path):
     att = await solve_async(problem(), "test-grouped", "scripted:echo", workspace=tmp_path / "w",
-                          budget=Budget(max_calls=2))
+                           budget=Budget(max_calls=2))
     assert att.status == "no_answer" and att.stop_reason == "budget:max_calls"
     assert not (tmp_path / "w" / "error.log").exists()
 

@@ -37,7 +37,7 @@ async def test_every_strategy_solves_the_qec_example_offline(tmp_path, qec):
     for strategy, scenario, params in CASES:
         ws = tmp_path / strategy
         attempt = await solve_async(qec, strategy, f"scripted:{scenario}", workspace=ws,
-                                  params=dict(params), budget=Budget(max_calls=400))
+                                   params=dict(params), budget=Budget(max_calls=400))
         assert attempt.status == "complete", (strategy, attempt.stop_reason, attempt.details.get("error"))
         assert (ws / "answer.py").is_file() and (ws / "ANSWER.md").is_file()
         metrics = json.loads((ws / "metrics.json").read_text())

@@ -24,7 +24,7 @@ def test_scalar_demo_through_runner_and_rescore_cli(tmp_path):
 
     ws = tmp_path / "run"
     attempt = asyncio.run(solve_async(OPEN, "scalar", "scripted:scalar-demo", workspace=ws,
-                                    params={"feedback": "lenient", "expertise": "expert"}))
+                                     params={"feedback": "lenient", "expertise": "expert"}))
     assert attempt.status == "complete" and attempt.stop_reason == "passed"
     metrics = json.loads((ws / "metrics.json").read_text())
     assert set(metrics["per_role"]) == {"actor", "critic", "judge"}

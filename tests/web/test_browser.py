@@ -67,7 +67,7 @@ def test_live_lab_run_comment_and_stop(page, tmp_path):
     def run() -> None:
         try:
             result["attempt"] = asyncio.run(solve_async(resolve_problem("examples/quantum_error_correction_main"), "lab",
-                                                      "scripted:lab-qec", workspace=runs / "qec", events=gate))
+                                                       "scripted:lab-qec", workspace=runs / "qec", events=gate))
         except BaseException as exc:  # noqa: BLE001 - reported by the test below
             result["error"] = exc
         finally:

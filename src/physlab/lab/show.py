@@ -43,9 +43,11 @@ def usage_by_role(run_dir: Path) -> dict[str, dict[str, Any]]:
             for role, u in sorted(run_usage_by_role(read_calls(run_dir)).items())}
 
 
-def _run_outcome(root: Path) -> dict[str, Any]:
-    """What every run shows, read the one way (its record, its status): a damaged record is one
-    line naming the file."""
+def plain_summary(root: Path) -> dict[str, Any] | None:
+    """What any run shows, read the one way (its record, its status; a damaged record is one line
+    naming the file), or None when ``root`` holds no PhysLab run at all."""
+    if not is_run_dir(root):
+        return None
     files = read_run(root, strict=True)
     s = summarize(root, files)
     return {"run": str(root), "problem_id": s.problem or None, "strategy": s.strategy or None,
@@ -57,13 +59,13 @@ def _run_outcome(root: Path) -> dict[str, Any]:
 def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
     """`runs show --json`: any run's outcome; for the lab's, its research state too."""
     root = Path(run_dir)
-    if not root.is_dir() or (root / STATE).exists():
-        ws, s = open_run(run_dir)
-    elif not is_run_dir(root):
-        raise UserError("not a run directory (no state.json, metrics.json or calls.jsonl)", path=root)
-    else:
-        return _run_outcome(root)
-    outcome = _run_outcome(ws.root)
+    if root.is_dir() and not (root / STATE).exists():
+        plain = plain_summary(root)
+        if plain is None:
+            raise UserError("not a run directory (no state.json, metrics.json or calls.jsonl)", path=root)
+        return plain
+    ws, s = open_run(run_dir)
+    outcome = plain_summary(ws.root) or {}
     return {
         **outcome, "stop_reason": outcome["stop_reason"] or s.stop_reason,
         "problem_id": s.problem_id, "iteration": s.iteration, "lab_status": s.status,
@@ -147,7 +149,7 @@ def _answer(con: Any, data: dict[str, Any]) -> None:
         return
     if data.get("answer_is_draft"):
         title = "Draft answer[/] (the run ended without a final answer; not graded)"
-    elif data.get("status") in ("running", "paused", "unfinished"):
+    elif data.get("status") in ("running", "resuming", "paused", "interrupted"):
         title = "Best answer so far[/] (provisional: the run has not finished)"
     else:
         title = "Final answer[/]"

@@ -75,35 +75,37 @@ def given_options(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def merge(recorded: RunOptions, given: Mapping[str, Any]) -> tuple[RunOptions, list[str]]:
+def merge(recorded: RunOptions, given: Mapping[str, Any]) -> RunOptions:
     """``recorded`` with each option in ``given`` over it (``budget``, ``params`` and ``role_models``
-    one entry at a time), and a line for each that changes a recorded value."""
+    one entry at a time)."""
     data = recorded.model_dump()
+    for key, value in given.items():
+        if key == "budget":
+            data["budget"].update(value.model_dump(exclude_none=True) if isinstance(value, Budget) else dict(value))
+        elif key in ("params", "role_models"):
+            data[key].update(dict(value))
+        else:
+            data[key] = value
+    return RunOptions.model_validate(data)
+
+
+def differences(before: RunOptions, after: RunOptions) -> list[str]:
+    """A line for each option ``after`` changes from ``before``, named by its flag: what a resume
+    says before it goes on ("--max-calls 500 overrides the recorded 400")."""
     notes: list[str] = []
 
     def say(flag: str, new: Any, old: Any, unset: str = "(none)") -> None:  # flag: "--seed" or "--param k="
-        sep = "" if flag.endswith("=") else " "
-        notes.append(f"{flag}{sep}{new} overrides the recorded {unset if old is None else old}")
+        if new != old:
+            sep = "" if flag.endswith("=") else " "
+            notes.append(f"{flag}{sep}{new} overrides the recorded {unset if old is None else old}")
 
-    for key, value in given.items():
-        if key == "budget":
-            limits = value.model_dump(exclude_none=True) if isinstance(value, Budget) else dict(value)
-            for name, limit in limits.items():
-                if limit != data["budget"].get(name):
-                    say(BUDGET_FLAGS.get(name, name), limit, data["budget"].get(name), "(no limit)")
-                data["budget"][name] = limit
-        elif key == "params":
-            for name, v in dict(value).items():
-                if v != data["params"].get(name):
-                    say(PARAM_FLAGS.get(name, f"--param {name}="), v, data["params"].get(name), "(the default)")
-                data["params"][name] = v
-        elif key == "role_models":
-            for role, spec in dict(value).items():
-                if spec != data["role_models"].get(role):
-                    say(f"--role-model {role}=", spec, data["role_models"].get(role), "(the run's model)")
-                data["role_models"][role] = spec
-        else:
-            if key in FLAGS and value != data.get(key):
-                say(FLAGS[key], value, data.get(key))
-            data[key] = value
-    return RunOptions.model_validate(data), notes
+    for key, flag in FLAGS.items():
+        say(flag, getattr(after, key), getattr(before, key))
+    old_budget, new_budget = before.budget.model_dump(), after.budget.model_dump()
+    for name in new_budget:
+        say(BUDGET_FLAGS.get(name, f"--{name}"), new_budget[name], old_budget[name], "(no limit)")
+    for name in after.params.keys() | before.params.keys():
+        say(PARAM_FLAGS.get(name, f"--param {name}="), after.params.get(name), before.params.get(name), "(the default)")
+    for role in after.role_models.keys() | before.role_models.keys():
+        say(f"--role-model {role}=", after.role_models.get(role), before.role_models.get(role), "(the run's model)")
+    return sorted(notes)

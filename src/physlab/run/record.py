@@ -138,9 +138,9 @@ class RunRecord(BaseModel):
         """A record written before ``totals`` existed kept its tokens and cost at the top."""
         if isinstance(data, dict) and "totals" not in data and "input_tokens" in data:
             tin, tout = data.get("input_tokens") or 0, data.get("output_tokens") or 0
-            data = {**data, "totals": {"input_tokens": tin, "output_tokens": tout, "cost_usd": data.get("cost_usd", 0.0),
-                                       "total_tokens": tin + tout if isinstance(tin, int) and isinstance(tout, int)
-                                       else 0}}
+            total = tin + tout if isinstance(tin, int) and isinstance(tout, int) else 0
+            data = {**data, "totals": {"input_tokens": tin, "output_tokens": tout, "total_tokens": total,
+                                       "cost_usd": data.get("cost_usd", 0.0)}}
         return data
 
     @field_validator("verdict", mode="before")
@@ -222,7 +222,8 @@ def read_record(ws: Path, *, answer: bool = False) -> RunRecord | None:
     if record is not None:
         record.workspace = Path(ws)
         if answer:
-            record.answer_text, record.answer_code = read_text(Path(ws) / "ANSWER.md"), read_text(Path(ws) / "answer.py")
+            record.answer_text = read_text(Path(ws) / "ANSWER.md")
+            record.answer_code = read_text(Path(ws) / "answer.py")
     return record
 
 

@@ -18,9 +18,10 @@ from physlab.run.options import RunOptions, merge
 from physlab.run.record import RunStart, Server, read_start, recorded_options
 
 
-def resume_options(ws: Path, given: Mapping[str, Any]) -> tuple[RunOptions, str | None, list[str]]:
-    """(the options to continue the run in ``ws`` with, where its problem was loaded from, a line
-    for each option ``given`` changes). ``given`` holds only the options the command line gave."""
+def resume_options(ws: Path, given: Mapping[str, Any]) -> tuple[RunOptions, str | None]:
+    """(the options to continue the run in ``ws`` with, where its problem was loaded from): the
+    recorded ones with the ones ``given`` over them (only those the command line gave). What they
+    change, the runner says as the resume starts (:func:`physlab.run.options.differences`)."""
     recorded, problem_spec = recorded_options(ws)
     if recorded is None:
         if "model" not in given:
@@ -28,8 +29,7 @@ def resume_options(ws: Path, given: Mapping[str, Any]) -> tuple[RunOptions, str 
                             "them): give --model (and --api-base, --api-key-env as it was made)", path=ws,
                             field="--resume")
         recorded = RunOptions(model=given["model"])
-    options, notes = merge(recorded, given)
-    return options, problem_spec, notes
+    return merge(recorded, given), problem_spec
 
 
 def registry_for(options: RunOptions) -> ModelRegistry:

@@ -42,8 +42,9 @@ from physlab.run.checkpoints import grade_checkpoints
 from physlab.run.environment import RunEnvironment
 from physlab.run.files import CALLS, OPTIONS, PROBLEM, STATE, default_workspace, is_run_dir, read_bytes, write_atomic
 from physlab.run.lock import LOCK, RunLock, lock_run
-from physlab.run.options import RunOptions
-from physlab.run.record import FailedResume, RunRecord, RunStart, digest, read_record, write_record, write_start
+from physlab.run.options import RunOptions, differences
+from physlab.run.record import (FailedResume, RunRecord, RunStart, digest, read_record, read_start, write_record,
+                                write_start)
 from physlab.run.resume import check_servers, registry_for, servers_for
 from physlab.run.status import read_run
 
@@ -87,8 +88,8 @@ def _reference_for(problem: Problem, params: Any) -> str | None:
     return problem.solution or problem.reference or None
 
 
-def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | None,
-                       resume: Path | str | bool | None, replace: bool = False, resumable: bool = False) -> tuple[Path, bool, RunLock]:
+def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | None, resume: bool | Path | str,
+                       replace: bool = False, resumable: bool = False) -> tuple[Path, bool, RunLock]:
     """(run directory, resuming, its lock): the lock is taken before anything in the directory
     changes, so a second process on the same run is refused before it spends anything."""
     if resume not in (None, False):
@@ -226,6 +227,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
     meter: RunMeter | None = None
     models: RunModels | None = None
     before: tuple[RunRecord | None, bytes | None] = (None, None)
+    recorded: RunStart | None = None
 
     def on_record(rec: CallRecord) -> None:
         if shared.on_call is not None:
@@ -238,7 +240,8 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
 
     try:
         if resuming:  # what the run was, kept: a refused or failed session leaves it as it was
-            check_servers(ws, options, registry)
+            recorded = read_start(ws)
+            check_servers(ws, options, registry, recorded)
             before = (read_record(ws), read_bytes(ws / OPTIONS))
         previous = read_calls(calls_path) if resuming and calls_path.is_file() else None
         meter = RunMeter(options.budget, calls_path, previous=previous, on_record=on_record)
@@ -274,6 +277,9 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
                              sandbox=sandbox, grader=bound, equivalence=equivalence, seed=options.seed,
                              resume=resuming, events=emit, reference_solution=reference)
         emit("run_started", strategy=name, model=options.model, problem_id=problem.id, workspace=str(ws))
+        if resuming and recorded is not None:  # what a flag given now changes of the run's options
+            for line in differences(recorded.options, options):
+                emit("notice", text=f"resume: {line}")
         attempt = await _run_strategy(strategy, env, name, options.model, problem, options.budget, ws, models)
         attempt.wall_s = time.monotonic() - t0
         attempt.usage_by_role = meter.by_role()

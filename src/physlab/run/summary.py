@@ -106,7 +106,8 @@ def summarize(ws: str | Path, files: RunFiles | None = None) -> RunSummary:
         or str(state.get("problem_id") or ""),
         strategy=(record.strategy if record else "") or (options.strategy if options else "")
         or ("lab" if files.state is not None else ""),
-        model=(record.model if record else "") or (options.model if options else "") or (calls[0].model if calls else ""),
+        model=(record.model if record else "") or (options.model if options else "")
+        or (calls[0].model if calls else ""),
         verdict=verdict.verdict if verdict else None, verdict_reason=verdict.reason if verdict else None,
         stop_reason=record.stop_reason if record else None,
         error=files.damaged or (record.error if record and current else None),

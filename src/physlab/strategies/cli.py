@@ -210,9 +210,7 @@ def register(app: typer.Typer) -> None:
             "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
                                          ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None}})
         if resume_dir is not None:
-            options, recorded_problem, notes = resume_options(resume_dir, given)
-            for note in notes:
-                typer.echo(f"resume: {note}", err=True)
+            options, recorded_problem = resume_options(resume_dir, given)
             problem = problem or recorded_problem
             if problem is None:
                 raise UserError("this run recorded no problem to resume on: give PROBLEM", path=resume_dir,
@@ -224,12 +222,13 @@ def register(app: typer.Typer) -> None:
                 raise UserError("no model given: pass --model provider:model (or scripted:NAME, replay:PATH)",
                                 field="--model")
             options = RunOptions.model_validate(given)
-        if resume_iteration is not None:
-            options.params["resume_iteration"] = resume_iteration
-        prob = load_problem(problem)
         from physlab.strategies import registry
 
-        scaffold = registry.build(options.strategy, options.params)
+        once = registry.session_params(options.params)  # where this session starts: not recorded
+        if resume_iteration is not None:
+            once["resume_iteration"] = resume_iteration
+        prob = load_problem(problem)
+        scaffold = registry.build(options.strategy, {**options.params, **once})
         events = _progress_sink(console_mode, type(scaffold), quiet=quiet or as_json)
         try:
             record = asyncio.run(run(prob, scaffold, options, Shared(events=events),

@@ -50,6 +50,16 @@ def get(name: str) -> type[Strategy]:
     return getattr(importlib.import_module(module), attr)
 
 
+# Parameters that act on one session only -- where a resume starts (the lab's ``--resume DIR@N``) --
+# and so are given to the strategy but never recorded among the run's options.
+SESSION_PARAMS = ("resume_iteration",)
+
+
+def session_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Take the session-only parameters out of ``params`` (the run's options keep the rest)."""
+    return {k: params.pop(k) for k in SESSION_PARAMS if k in params}
+
+
 def build(name: str, params: Mapping[str, Any] | None = None) -> Strategy:
     """The strategy ``--strategy NAME`` built with the user's parameter values (one UserError line
     for an unknown name or a bad value): what every entry point hands ``physlab.run.runner.run``."""

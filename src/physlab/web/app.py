@@ -98,7 +98,7 @@ def check_resume(run: Path, spec: str | None, summary: dict[str, Any]) -> str:
     from physlab.run.resume import check_servers, registry_for, resume_options
 
     try:
-        options, recorded, _ = resume_options(run, {})
+        options, recorded = resume_options(run, {})
     except UserError:
         options, recorded = None, None  # a run from before runs recorded their options: the process says
     try:

@@ -105,7 +105,8 @@ def failure(files: RunFiles, status: str, state: ResearchState | None, calls: li
     last line of the traceback in error.log, and the lab's role failures. None for a run that is
     going or produced an answer."""
     record = files.record
-    if status not in ("error", "no_answer") or record is None:  # (an error.log a later session recovered from stays quiet)
+    # (an error.log a later session recovered from stays quiet)
+    if status not in ("error", "no_answer") or record is None:
         return None
     failed = [c for c in calls if c.error]
     role = failed[-1].role if failed else (calls[-1].role if calls else None)

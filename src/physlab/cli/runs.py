@@ -27,7 +27,8 @@ from physlab.errors import UserError
 from physlab.lab import inbox
 from physlab.lab.show import open_run, render, summary
 
-runs_app = typer.Typer(help="Inspect lab runs and send them messages (comment, hint, challenge, redirect, pause, stop).",
+runs_app = typer.Typer(help="Inspect runs (list, show) and talk to a lab run (comment, hint, challenge, redirect, "
+                       "pause, stop, rewind).",
                        no_args_is_help=True)
 
 
