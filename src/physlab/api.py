@@ -105,7 +105,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
             raise UserError("no model given: pass model='provider:model' (or scripted:NAME, replay:PATH)",
                             field="model")
         given.setdefault("models_config", registry_path(None))  # $PHYSLAB_MODELS_CONFIG, as the CLI reads it
-        options = RunOptions.model_validate({k: v for k, v in given.items() if v is not None})
+        options = RunOptions.model_validate({"strategy": registry.DEFAULT, **given})
         prob = _problem(problem)
     once = registry.session_params(options.params)  # where this session starts (resume_iteration): not recorded
     scaffold = registry.build(options.strategy, {**options.params, **once})

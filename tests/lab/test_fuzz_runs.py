@@ -65,8 +65,8 @@ async def random_run(tmp_path, seed: int, chaos: bool) -> dict:
     with StandinServer(responder) as srv:
         if chaos:
             responder.attach(srv)
-        options = RunOptions(model="openai:standin", api_base=srv.base_url, budget=Budget(max_calls=200),
-                             params=PARAMS)
+        options = RunOptions(strategy="lab", model="openai:standin", api_base=srv.base_url,
+                             budget=Budget(max_calls=200), params=PARAMS)
         attempt = await run(mini_problem(), registry.build("lab", PARAMS), options, Shared(retry=FAST_RETRY),
                             workspace=ws)
     s = ResearchState.model_validate_json((ws / "state.json").read_text())

@@ -64,7 +64,8 @@ def test_scalar_demo_through_runner_and_rescore_cli(tmp_path):
 async def test_the_reference_is_supplied_only_to_parameters_that_ask_for_it(tmp_path):
     problem = Problem(id="q", statement="Find x.", reference="42", reference_format="number",
                       solution="SECRET_WORKED_SOLUTION")
-    from physlab.strategies import registry, runner
+    from physlab.run import runner
+    from physlab.strategies import registry
 
     for setting in ("paper", "blind"):
         asks = registry.get("scalar").Params.parse("scalar", {"setting": setting})

@@ -28,8 +28,8 @@ from pydantic_ai.concurrency import ConcurrencyLimiter
 
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, params_tag, worker_id
 from physlab.errors import UserError
-from physlab.llm.meter import read_calls
 from physlab.llm.usage import Budget, CallRecord, Usage
+from physlab.run.summary import read_calls
 
 
 class SweepConfig(BaseModel):
@@ -250,8 +250,8 @@ class Sweep:
         # ungraded (NULL) for `physlab bench grade`, never counted as wrong.
         counted_live = bool(seen)  # on_call already added this cell's tokens to the live display
         calls = seen
-        if not calls and (workspace / "calls.jsonl").is_file():  # a solve function without on_call
-            calls = read_calls(workspace / "calls.jsonl", bodies=False)
+        if not calls:  # a solve function without on_call
+            calls = read_calls(workspace)
         usage_by_role = dict(record.usage_by_role)
         if not usage_by_role and calls:
             for c in calls:

@@ -27,6 +27,9 @@ CALLS = "calls.jsonl"
 METRICS = "metrics.json"
 OPTIONS = "run.json"
 STATE = "state.json"
+# Whose state.json is (DESIGN.md's workspace contract): names the strategy of a run made before
+# runs recorded their options, when its state is all it left.
+STATE_OF = "lab"
 ERROR_LOG = "error.log"
 RESUME_LOG = "resume.log"
 # Any one of these makes a directory a run's (the dashboard lists it; --replace may delete it).

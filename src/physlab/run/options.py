@@ -36,7 +36,7 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    strategy: str = Field(default="lab", description="The strategy's name (`physlab strategies list`).")
+    strategy: str = Field(description="The strategy's name (`physlab strategies list`).")
     model: str = Field(description="provider:model, scripted:NAME or replay:PATH: plays every role without "
                                    "its own model.")
     role_models: dict[str, str] = Field(default_factory=dict, description="role -> provider:model.")

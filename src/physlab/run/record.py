@@ -253,9 +253,9 @@ def recorded_options(ws: Path) -> tuple[RunOptions | None, str | None]:
         return None, None
     if record.options is not None:
         return record.options, record.problem_spec
-    if not record.model:
+    if not record.model or not record.strategy:
         return None, None
     limits = {k: v for k, v in record.budget.items() if k in ("max_calls", "max_tokens", "max_input_tokens",
                                                               "max_output_tokens", "max_cost_usd", "max_wall_s")}
-    return RunOptions(strategy=record.strategy or "lab", model=record.model, api_base=record.api_base,
+    return RunOptions(strategy=record.strategy, model=record.model, api_base=record.api_base,
                       seed=record.seed, budget=limits), None

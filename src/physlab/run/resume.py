@@ -28,7 +28,10 @@ def resume_options(ws: Path, given: Mapping[str, Any]) -> tuple[RunOptions, str 
             raise UserError("this run recorded no options to resume with (it was made before PhysLab recorded "
                             "them): give --model (and --api-base, --api-key-env as it was made)", path=ws,
                             field="--resume")
-        recorded = RunOptions(model=given["model"])
+        if "strategy" not in given:
+            raise UserError("this run recorded no options to resume with (it was made before PhysLab recorded "
+                            "them): give --strategy", path=ws, field="--resume")
+        recorded = RunOptions(strategy=given["strategy"], model=given["model"])
     return merge(recorded, given), problem_spec
 
 

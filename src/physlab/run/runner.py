@@ -40,7 +40,8 @@ from physlab.problems.model import Problem
 from physlab.run.attempt import Attempt
 from physlab.run.checkpoints import grade_checkpoints
 from physlab.run.environment import RunEnvironment
-from physlab.run.files import CALLS, OPTIONS, PROBLEM, STATE, default_workspace, is_run_dir, read_bytes, write_atomic
+from physlab.run.files import (CALLS, OPTIONS, PROBLEM, STATE, STATE_OF, default_workspace, is_run_dir, read_bytes,
+                               write_atomic)
 from physlab.run.lock import LOCK, RunLock, lock_run
 from physlab.run.options import RunOptions, differences
 from physlab.run.record import (FailedResume, RunRecord, RunStart, digest, read_record, read_start, write_record,
@@ -129,7 +130,7 @@ def recorded_run(ws: Path) -> tuple[str | None, str | None, bool]:
     files = read_run(ws)
     record, start, state = files.record, files.start, files.state or {}
     strategy = (record.strategy if record else None) or (start.options.strategy if start else None) or (
-        "lab" if files.state is not None else None)
+        STATE_OF if files.state is not None else None)
     problem_id = (record.problem_id if record else None) or (start.problem_id if start else None) or state.get(
         "problem_id")
     if problem_id is None and (ws / PROBLEM).is_file():
@@ -258,11 +259,10 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
             _discard_if_untouched(ws)  # bad input: leave no half-made workspace behind
         run_lock.release()
         raise
-    started_at = datetime.now(timezone.utc)
     t0 = time.monotonic()
-    start = RunStart(started_at=started_at.isoformat(), problem_id=problem.id, problem_spec=problem_spec(problem),
-                     options=options, servers=servers_for(options, registry))
     try:
+        start = RunStart(started_at=datetime.now(timezone.utc).isoformat(), problem_id=problem.id,
+                         problem_spec=problem_spec(problem), options=options, servers=servers_for(options, registry))
         await models.open()
         write_start(ws, start)
         sandbox = shared.sandbox

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from physlab.errors import UserError
 from physlab.llm.usage import CallRecord, Usage
-from physlab.run.files import CALLS, read_text
+from physlab.run.files import CALLS, STATE_OF, read_text
 from physlab.run.status import RunFiles, RunStatus, read_run, status_of
 
 
@@ -105,7 +105,7 @@ def summarize(ws: str | Path, files: RunFiles | None = None) -> RunSummary:
         problem=(record.problem_id if record else "") or (start.problem_id if start else "")
         or str(state.get("problem_id") or ""),
         strategy=(record.strategy if record else "") or (options.strategy if options else "")
-        or ("lab" if files.state is not None else ""),
+        or (STATE_OF if files.state is not None else ""),
         model=(record.model if record else "") or (options.model if options else "")
         or (calls[0].model if calls else ""),
         verdict=verdict.verdict if verdict else None, verdict_reason=verdict.reason if verdict else None,

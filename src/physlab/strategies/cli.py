@@ -187,6 +187,7 @@ def register(app: typer.Typer) -> None:
         from physlab.run.options import RunOptions, given_options, registry_path
         from physlab.run.resume import resume_options
         from physlab.run.runner import Shared, run
+        from physlab.strategies import registry
 
         if max_cost == 0 or max_wall == 0:
             raise UserError("must be > 0", field="--max-cost" if max_cost == 0 else "--max-wall")
@@ -221,9 +222,7 @@ def register(app: typer.Typer) -> None:
             if "model" not in given:
                 raise UserError("no model given: pass --model provider:model (or scripted:NAME, replay:PATH)",
                                 field="--model")
-            options = RunOptions.model_validate(given)
-        from physlab.strategies import registry
-
+            options = RunOptions.model_validate({"strategy": registry.DEFAULT, **given})
         once = registry.session_params(options.params)  # where this session starts: not recorded
         if resume_iteration is not None:
             once["resume_iteration"] = resume_iteration

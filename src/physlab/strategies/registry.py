@@ -28,6 +28,7 @@ _BUILTIN: dict[str, str] = {
     "scalar": "physlab.strategies.scalar.strategy:Scalar",
 }
 _EXTRA: dict[str, type[Strategy]] = {}
+DEFAULT = "lab"  # `physlab solve` without --strategy (DESIGN.md)
 
 
 def register_strategy(name: str, cls: type[Strategy]) -> None:
