@@ -9,7 +9,7 @@ from calls.jsonl. A listing shows a damaged run as ``damaged`` with the line say
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from pydantic import BaseModel
 
@@ -121,8 +121,3 @@ def summarize(ws: str | Path, files: RunFiles | None = None) -> RunSummary:
         api_base=(options.api_base if options else None) or (record.api_base if record else None),
         problem_spec=(start.problem_spec if start else None) or (record.problem_spec if record else None),
         keeps_state=files.state is not None)
-
-
-def as_row(summary: RunSummary) -> dict[str, Any]:
-    """The summary as JSON (`runs list --json`, the dashboard's /api/runs)."""
-    return summary.model_dump(mode="json")
