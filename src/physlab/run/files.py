@@ -12,13 +12,14 @@ started last), ``state.json`` for a strategy that keeps a resumable state (the l
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import pydantic_core
 
 from physlab.errors import naming_the_file
 
@@ -89,7 +90,7 @@ def read_json(path: Path) -> dict[str, Any]:
     if raw is None:
         return {}
     try:
-        data = json.loads(raw)
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        data = pydantic_core.from_json(raw)  # damaged, or nested deeper than its parser goes: a ValueError
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}

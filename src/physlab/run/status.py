@@ -15,10 +15,11 @@ has no record: interrupted; else the record's status. A record that cannot be re
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import pydantic_core
 
 from physlab.run.files import STATE, read_bytes
 from physlab.run.lock import lock_holder
@@ -84,7 +85,7 @@ def read_state(raw: bytes | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:
-        data = json.loads(raw)
+        data = pydantic_core.from_json(raw)  # a depth limit of its own: a hostile file is a ValueError
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
