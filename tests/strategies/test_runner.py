@@ -1,4 +1,4 @@
-"""run_solve and `physlab solve`: workspace contract, exit codes, budgets, the stand-in path
+"""The runner (`physlab.run.runner.run`) and `physlab solve`: workspace contract, exit codes, budgets, the stand-in path
 (token totals equal the server's count, faults, in-flight cap), replay bit for bit."""
 
 from __future__ import annotations
