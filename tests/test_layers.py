@@ -12,6 +12,7 @@ command imports it.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "physlab"
@@ -64,6 +65,9 @@ def floor(module: str) -> int:
                          "belongs, and to docs/DEVELOPING.md's drawing)")
 
 
+KNOWN = {module_name(p) for p in SRC.rglob("*.py")}
+
+
 def imports(path: Path, module: str) -> set[str]:
     """The physlab modules ``path`` imports (``from physlab import x`` counts as physlab.x)."""
     found = set()
@@ -78,11 +82,12 @@ def imports(path: Path, module: str) -> set[str]:
                 base = ".".join(here[: len(here) - node.level + 1] + ([base] if base else []))
             found.add(base)
             found |= {f"{base}.{a.name}" for a in node.names}
-    known = {module_name(p) for p in SRC.rglob("*.py")}
+    known = KNOWN
     # ``physlab`` itself (its __version__, its folder) is no floor: every import loads it first.
     return {m for m in found if m.startswith("physlab.") and m in known}
 
 
+@functools.cache
 def edges() -> dict[tuple[str, str], list[str]]:
     """(importer module, imported module) for every import between two top-level packages."""
     out: dict[tuple[str, str], list[str]] = {}
