@@ -64,14 +64,14 @@ class LongReplies:
 async def one(strategy: str, cap: int, base_url: str, root: Path) -> dict:
     from physlab.llm.usage import Budget
     from physlab.problems.model import Problem
-    from physlab.strategies.runner import run_solve
+    from physlab.api import solve_async
 
     problem = Problem(id="double", statement="Return twice $x$, with a derivation.", answer_template=TEMPLATE,
                       reference="2*x", reference_format="python")
     ws = root / f"{strategy}-{cap}"
     t0 = time.monotonic()
-    attempt = await run_solve(problem, strategy, "openai:standin", workspace=ws, api_base=base_url,
-                              budget=Budget(max_tokens=cap))
+    attempt = await solve_async(problem, strategy, "openai:standin", workspace=ws, api_base=base_url,
+                               budget=Budget(max_tokens=cap))
     m = json.loads((ws / "metrics.json").read_text())
     used = m["totals"]["total_tokens"]
     return {"strategy": strategy, "cap": cap, "used": used, "ratio": used / cap, "status": attempt.status,

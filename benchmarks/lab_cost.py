@@ -65,7 +65,7 @@ from physlab.llm.scripted import scripted_model
 from physlab.llm.standin.habits import common_prefix
 from physlab.llm.usage import Budget
 from physlab.problems import resolve_problem
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import default_sandbox
 
 MODELS = [("anthropic", "claude-sonnet-4-6"), ("openai", "gpt-5.1")]
@@ -181,7 +181,7 @@ async def run_once(problem: Any, scenario: Any, name: str, settings: LabSettings
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "run"
         meter = RunMeter(Budget(), ws / "calls.jsonl")
-        ctx = RunContext(problem=problem.public(), workspace=ws, usage=meter, budget=Budget(),
+        ctx = RunEnvironment(problem=problem.public(), workspace=ws, usage=meter, budget=Budget(),
                          models=Source(scenario, name, meter, log, latency, one_at_a_time),
                          sandbox=default_sandbox(), grader=None, equivalence=None)
         t0 = time.perf_counter()

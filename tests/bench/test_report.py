@@ -19,7 +19,7 @@ from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.cli import main
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import CallRecord, Usage
-from physlab.runs.checkpoints import Checkpoint
+from physlab.run.checkpoints import Checkpoint
 
 
 

@@ -8,7 +8,7 @@ import json
 from physlab.lab import context as C
 from physlab.lab import routing
 from physlab.lab.console import LabView
-from physlab.runs.console import make_console
+from physlab.run.console import make_console
 from physlab.lab.state import transitions as T
 from physlab.lab.state.invariants import check
 from physlab.lab.state.models import ResearchState

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from physlab.errors import UserError
-from physlab.lab.workspace import RunWorkspace, lock_run
+from physlab.lab.workspace import RunWorkspace
+from physlab.run.lock import lock_run
 
 from tests.lab.helpers import calls, engine_busy_in_iteration_2, git_subjects, solve, state_of
 from tests.lab.mini import Mini, mini_problem, register

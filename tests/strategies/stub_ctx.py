@@ -1,4 +1,4 @@
-"""The RunContext pieces the studio/actor-critic tests stub out: models that play a test's script
+"""The RunEnvironment pieces the studio/actor-critic tests stub out: models that play a test's script
 (pydantic-ai FunctionModels, one per role) and a usage meter with nothing spent."""
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_live_lab_run_comment_and_stop(page, tmp_path):
     from playwright.sync_api import expect
 
     from physlab.problems import resolve_problem
-    from physlab.strategies.runner import run_solve
+    from physlab.api import solve_async
 
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -66,8 +66,8 @@ def test_live_lab_run_comment_and_stop(page, tmp_path):
 
     def run() -> None:
         try:
-            result["attempt"] = asyncio.run(run_solve(resolve_problem("examples/quantum_error_correction_main"), "lab",
-                                                      "scripted:lab-qec", workspace=runs / "qec", events=gate))
+            result["attempt"] = asyncio.run(solve_async(resolve_problem("examples/quantum_error_correction_main"), "lab",
+                                                       "scripted:lab-qec", workspace=runs / "qec", events=gate))
         except BaseException as exc:  # noqa: BLE001 - reported by the test below
             result["error"] = exc
         finally:

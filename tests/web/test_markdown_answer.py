@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from physlab.lab.state import transitions as T
 from physlab.lab.workspace import RunWorkspace
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.api import solve_async
 from physlab.web import create_app
 from tests.web.helpers import XSS
 
@@ -40,7 +40,7 @@ $$F(p) = 1 - \\frac{{3}}{{2}} p^2$$
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("md") / "runs"
-    asyncio.run(run_solve(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=root / "qec"))
+    asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=root / "qec"))
     (root / "qec" / "ANSWER.md").write_text(ANSWER_MD)
     return root
 

@@ -148,14 +148,11 @@ def conversation(workspace: Path) -> list[dict[str, Any]] | None:
     role's history that a later request repeats is written once."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest
 
-    from physlab.llm.meter import read_calls
+    from physlab.run.summary import read_calls  # the one reader of a run's calls
 
-    path = workspace / "calls.jsonl"
-    if not path.is_file():
-        return None
     try:
-        records = read_calls(path)
-    except (OSError, ValueError):
+        records = read_calls(workspace, bodies=True)
+    except (OSError, ValueError, UserError):
         return None
     out: list[dict[str, Any]] = []
     seen: dict[str, list] = {}

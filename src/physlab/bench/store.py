@@ -37,7 +37,7 @@ from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
 
 if TYPE_CHECKING:
-    from physlab.runs.checkpoints import Checkpoint
+    from physlab.run.checkpoints import Checkpoint
 
 SCHEMA_VERSION = 3
 

@@ -43,8 +43,8 @@ from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState
 from physlab.lab.workspace import RunWorkspace
 from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error
-from physlab.runs.checkpoints import record_best
-from physlab.runs.context import RunContext
+from physlab.run.checkpoints import record_best
+from physlab.run.environment import RunEnvironment
 
 
 class LabSettings(BaseModel):
@@ -86,7 +86,7 @@ def _short(exc: BaseException) -> str:
 
 
 class LabEngine:
-    def __init__(self, ctx: RunContext, settings: LabSettings | None = None) -> None:
+    def __init__(self, ctx: RunEnvironment, settings: LabSettings | None = None) -> None:
         self.ctx = ctx
         self.cfg = settings or LabSettings()
         self.ws = RunWorkspace(ctx.workspace)

@@ -129,6 +129,18 @@ def api_key(provider: str, api_key_env: str | None, *, api_base: str | None) -> 
                                    f"at {api_base} needs one, set it or name the variable with --api-key-env")
 
 
+def endpoint_of(spec: str, registry: ModelRegistry, api_base: str | None = None,
+                api_key_env: str | None = None) -> tuple[str | None, str | None] | None:
+    """(the base URL, the key's variable) that ``spec``'s requests go to, as RunModels sends them:
+    the registry entry's own server and variable, else the run's; None for a scripted or replayed
+    model (no server). The base URL None is the provider's own endpoint."""
+    provider, _ = parse_spec(spec)
+    if provider in ("scripted", "replay"):
+        return None
+    defaults = registry.defaults_for(spec)
+    return RunModels.api_base_for(spec, defaults, api_base), defaults.api_key_env or api_key_env or _KEY_ENV.get(provider)
+
+
 def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env: str | None = None,
                          http_client: Any = None, key: KeyInfo | None = None) -> Model:
     """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels). With

@@ -13,7 +13,8 @@ import time
 from physlab.errors import UserError
 from physlab.lab.engine import LabEngine, LabSettings
 from physlab.lab.workspace import split_resume_target
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
+from physlab.run.progress import ProgressView
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, StrategyParams, param
 
@@ -52,8 +53,15 @@ class LabStrategy(Strategy[LabParams]):
 
     name = "lab"
     Params = LabParams
+    resumable = True  # from its last commit (or an earlier iteration's)
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    @classmethod
+    def live_view(cls) -> ProgressView:
+        from physlab.lab.console import LabView
+
+        return LabView()
+
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         from_iteration = self.params.resume_iteration
         root, at = split_resume_target(ctx.workspace)

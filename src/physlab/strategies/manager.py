@@ -34,7 +34,7 @@ from pydantic_ai.usage import UsageLimits
 from physlab.grading.extract import extract_code
 from physlab.llm.errors import ModelFailure, budget_error
 from physlab.llm.output import structured_output
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, ModelParams, param
@@ -79,7 +79,7 @@ class ManagerState:
         return [(i + 1, self.scratchpad[i]) for i in range(start, len(self.scratchpad))]
 
 
-def iteration_prompt(ctx: RunContext, state: ManagerState, iteration: int, max_iterations: int,
+def iteration_prompt(ctx: RunEnvironment, state: ManagerState, iteration: int, max_iterations: int,
                      window: int, note: str) -> str:
     memory = "\n\n".join(f"[{i + 1}] {m}" for i, m in enumerate(state.memory)) or "(empty)"
     scratch = "\n\n".join(f"[{n}] {s}" for n, s in state.scratch_window(window)) or "(empty)"
@@ -100,7 +100,7 @@ class Manager(Strategy[ManagerParams]):
     name = "manager"
     Params = ManagerParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
         max_iterations, iteration_tokens, window = p.max_iterations, p.iteration_tokens, p.scratchpad_window
         code_timeout, max_requests = p.code_timeout_s, p.max_requests_per_iteration
@@ -214,7 +214,7 @@ class Manager(Strategy[ManagerParams]):
         return await self._wrap_up(ctx, state, started, "partially_complete", stop_reason,
                                    settings, graced=budget_hit is not None)
 
-    async def _wrap_up(self, ctx: RunContext, state: ManagerState, started: float, status: str,
+    async def _wrap_up(self, ctx: RunEnvironment, state: ManagerState, started: float, status: str,
                        reason: str, settings: dict[str, Any] | None, *, graced: bool) -> Attempt:
         """The forced wind-down: only submit_final_answer is offered, once."""
         manager = ctx.models.for_role("manager")
@@ -238,7 +238,7 @@ class Manager(Strategy[ManagerParams]):
         state.final = result.output
         return self._attempt(ctx, state, started, status, reason)
 
-    def _attempt(self, ctx: RunContext, state: ManagerState, started: float, status: str, reason: str,
+    def _attempt(self, ctx: RunEnvironment, state: ManagerState, started: float, status: str, reason: str,
                  error: str | None = None) -> Attempt:
         text = code = None
         if state.final is not None:

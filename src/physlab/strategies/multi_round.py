@@ -17,9 +17,9 @@ import time
 from typing import Any
 
 from physlab.grading.extract import extract_code
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
-from physlab.runs.checkpoints import record_best
+from physlab.run.checkpoints import record_best
 from physlab.strategies.params import TPBENCH, ModelParams, param
 from physlab.strategies.sampling import (
     answer_requirements, ask, ended_by, error_text, finish, load_prompt, model_settings, render,
@@ -50,7 +50,7 @@ class MultiRound(Strategy[MultiRoundParams]):
     name = "multi-round"
     Params = MultiRoundParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         extra = self.params.extra_rounds
         settings = model_settings(self.params)
         started = time.monotonic()

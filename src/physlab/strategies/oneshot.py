@@ -15,7 +15,7 @@ from physlab.llm.errors import BudgetExceeded, ModelFailure
 from physlab.llm.prompt import problem_prompt_parts
 from physlab.llm.scripted import register_scenario
 from physlab.llm.text import ask_text
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import ModelParams
 from physlab.strategies.sampling import model_settings
@@ -38,7 +38,7 @@ class OneShot(Strategy[ModelParams]):
     name = "oneshot"
     Params = ModelParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         problem = ctx.problem
         after = WITH_TEMPLATE if problem.has_template else OPEN_QUESTION

@@ -19,9 +19,9 @@ from typing import Any, Self
 from pydantic import model_validator
 
 from physlab.grading.extract import extract_code
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
-from physlab.runs.checkpoints import record_best
+from physlab.run.checkpoints import record_best
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
 from physlab.strategies.sampling import (
     answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
@@ -48,7 +48,7 @@ class RSAParams(SamplingParams):
         return self
 
 
-async def vote(ctx: RunContext, texts: list[str]) -> tuple[int | None, list[list[int]]]:
+async def vote(ctx: RunEnvironment, texts: list[str]) -> tuple[int | None, list[list[int]]]:
     """Index (into ``texts``) of the majority answer and the classes it was chosen from.
 
     Templated problems vote over equivalence classes of the extracted code (texts without code are
@@ -67,7 +67,7 @@ class RSA(Strategy[RSAParams]):
     name = "rsa"
     Params = RSAParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         n, k, t = self.params.population, self.params.subset_size, self.params.rounds
         settings = model_settings(self.params)
         limit = self.params.concurrency

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from physlab.grading.extract import extract_code
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import ModelParams
 from physlab.strategies.sampling import (
@@ -25,7 +25,7 @@ class TwoStep(Strategy[ModelParams]):
     name = "two-step"
     Params = ModelParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         settings = model_settings(self.params)
         started = time.monotonic()
         problem = ctx.problem

@@ -141,8 +141,8 @@ def _fragment_context(d: dict[str, Any]) -> dict[str, Any]:
             "graph": _graph(s) if s is not None else None, "usage": svg.usage_bars(d["usage"]),
             "run_path": quote(d["summary"]["id"], safe="/"), **_filled(d["answer_py"]),
             # a run that is going (or paused) shows its best answer so far, not a final one
-            "answer_title": "Final answer" if d["metrics"].get("has_answer") and (s is None or s.status not in (
-                "running", "paused")) else "Best answer so far (provisional)"}
+            "answer_title": "Final answer" if d["metrics"].get("has_answer") and d["summary"]["status"] not in (
+                "running", "resuming", "paused", "interrupted") else "Best answer so far (provisional)"}
 
 
 def run_fragment(d: dict[str, Any]) -> str:

@@ -21,9 +21,9 @@ from pydantic import model_validator
 
 from physlab.grading.extract import extract_code
 from physlab.llm.errors import budget_error
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
-from physlab.runs.checkpoints import record_best
+from physlab.run.checkpoints import record_best
 from physlab.strategies.minions.common import render, requirements
 from physlab.strategies.minions.logic import LogicStudio
 from physlab.strategies.minions.review import ReviewStudio
@@ -69,7 +69,7 @@ class Minions(Strategy[MinionsParams]):
     name = "minions"
     Params = MinionsParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
         cv, max_iter, use_visual, self_improve = p.cv, p.max_iterations, p.visual, p.self_improve
         visual_cv, visual_max = p.visual_cv, p.visual_max_iterations     # (their defaults: _visual_defaults)

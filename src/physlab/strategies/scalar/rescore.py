@@ -107,7 +107,7 @@ async def rescore_run(run_dir: Path | str, judge_model: str, *, problem: str | P
 
 
 def register_rescore(runs_app: typer.Typer) -> None:
-    """Add ``rescore DIR --judge M`` to the ``physlab runs`` typer app (physlab.runs.cli)."""
+    """Add ``rescore DIR --judge M`` to the ``physlab runs`` typer app (physlab.cli.runs)."""
     import asyncio
 
     @runs_app.command("rescore")

@@ -27,7 +27,7 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
 from physlab.llm.output import structured_output
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import param
@@ -69,7 +69,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= _CLIP else text[:_CLIP] + "\n...[truncated]"
 
 
-async def run_check(ctx: RunContext, task: str, settings: dict[str, Any] | None, *, timeout_s: float,
+async def run_check(ctx: RunEnvironment, task: str, settings: dict[str, Any] | None, *, timeout_s: float,
                     max_requests: int) -> dict[str, Any]:
     """One verification run: the agent's report, completed with the real script outputs."""
     executed: list[dict[str, Any]] = []
@@ -130,7 +130,7 @@ class TPBenchSympy(Strategy[SympyParams]):
     name = "tpbench-sympy"
     Params = SympyParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
         started = time.monotonic()
         pool = await build_pool(ctx, self.name, p)

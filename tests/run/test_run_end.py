@@ -7,7 +7,8 @@ import asyncio
 import subprocess
 
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.api import solve_async
+from physlab.strategies.lab import LabParams
 
 QEC = "examples/quantum_error_correction_main"
 
@@ -24,14 +25,16 @@ def assert_clean_and_committed(ws) -> None:
 
 def test_a_finished_lab_run_has_a_clean_tree_also_after_a_resume(tmp_path):
     ws = tmp_path / "qec"
-    attempt = asyncio.run(run_solve(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=ws,
-                                    params={"max_iterations": 4}))
+    attempt = asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=ws,
+                                     params={"max_iterations": 4}))
     assert attempt.status == "partially_complete"
     assert_clean_and_committed(ws)
     assert git(ws, "log", "-1", "--format=%s").startswith("run ended: partially_complete, verdict correct")
-    asyncio.run(run_solve(resolve_problem(QEC), "lab", "scripted:lab-qec", resume=ws))
+    # the run recorded its cap of 4 iterations: it goes on under the lab's default cap when given it
+    more = {"max_iterations": LabParams().max_iterations}
+    asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", resume=ws, params=more))
     assert_clean_and_committed(ws)
     n = len(git(ws, "log", "--format=%s").splitlines())
-    asyncio.run(run_solve(resolve_problem(QEC), "lab", "scripted:lab-qec", resume=ws))  # nothing left to do
+    asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", resume=ws))  # nothing left to do
     assert_clean_and_committed(ws)
     assert len(git(ws, "log", "--format=%s").splitlines()) == n           # no stack of empty sessions

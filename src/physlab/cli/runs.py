@@ -11,7 +11,7 @@
 
 Messages are appended to DIR/inbox.jsonl and taken in at the next iteration boundary (or at the
 next `--resume`). Resuming from an earlier iteration: `physlab runs rewind DIR --to 3` then
-`physlab solve PROBLEM --strategy lab --resume DIR` (or pass `--param resume_iteration=3`).
+`physlab solve --resume DIR` (or `--resume DIR@3`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from physlab.errors import UserError
 from physlab.lab import inbox
 from physlab.lab.show import open_run, render, summary
 
-runs_app = typer.Typer(help="Inspect lab runs and send them messages (comment, hint, challenge, redirect, pause, stop).",
+runs_app = typer.Typer(help="Inspect runs (list, show) and talk to a lab run (comment, hint, challenge, redirect, "
+                       "pause, stop, rewind).",
                        no_args_is_help=True)
 
 
@@ -133,12 +134,12 @@ def stop(run_dir: Path) -> None:
 @runs_app.command("rewind")
 def rewind(run_dir: Path, to: int = typer.Option(..., "--to", min=0, help="Iteration to continue from.")) -> None:
     """Make the state at the end of iteration N current (later iterations stay in git history)."""
-    from physlab.lab.workspace import lock_run
+    from physlab.run.lock import lock_run
 
     ws, _ = open_run(run_dir)
     with lock_run(run_dir):  # never under a live engine: it would commit its state over the rewind
         st = ws.rewind(to)
-    typer.echo(f"rewound to iteration {st.iteration}; continue with: physlab solve ... --strategy lab --resume {run_dir}")
+    typer.echo(f"rewound to iteration {st.iteration}; continue with: physlab solve --resume {run_dir}")
 
 
 def register(app: typer.Typer) -> None:

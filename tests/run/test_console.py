@@ -15,8 +15,8 @@ from rich.console import Console
 
 from physlab.lab.console import LabView
 from physlab.problems import resolve_problem
-from physlab.runs.console import RunView, make_console
-from physlab.strategies.runner import run_solve
+from physlab.run.console import RunView, make_console
+from physlab.api import solve_async
 
 QEC = "examples/quantum_error_correction_main"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -57,8 +57,8 @@ def test_a_terminal_shows_a_live_panel_for_any_strategy_and_no_pydantic_ai_banne
 
 async def test_the_labs_last_frame_agrees_with_the_summary(tmp_path):
     view = LabView()
-    attempt = await run_solve(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=tmp_path / "qec",
-                              events=lambda kind, **data: view.feed(kind, data))
+    attempt = await solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=tmp_path / "qec",
+                               events=lambda kind, **data: view.feed(kind, data))
     u = attempt.usage
     # the formatter's calls come after the last iteration event: the panel must still count them
     assert (view.calls, view.tokens) == (u.calls, u.input_tokens + u.output_tokens)
@@ -89,8 +89,8 @@ async def test_other_strategies_report_their_rounds_and_calls_while_they_run(tmp
         view.feed(kind, data)
         printer(kind, **data)
 
-    attempt = await run_solve(resolve_problem(QEC), "rsa", "scripted:rsa-qec", workspace=tmp_path / "rsa",
-                              events=events)
+    attempt = await solve_async(resolve_problem(QEC), "rsa", "scripted:rsa-qec", workspace=tmp_path / "rsa",
+                               events=events)
     assert list(view.steps) == [f"round {r} · population 6" for r in range(1, 5)]
     assert view.usage.calls == attempt.usage.calls and dict(view.roles) == {
         role: u.calls for role, u in attempt.usage_by_role.items()}

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from physlab.cli import app
 from physlab.lab.state.models import ResearchState
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.api import solve_async
 
 QEC = "examples/quantum_error_correction_main"
 runner = CliRunner()
@@ -26,8 +26,8 @@ def squeeze(text: str) -> str:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("cwd") / "runs"
-    asyncio.run(run_solve(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=root / "qec-lab"))
-    asyncio.run(run_solve(resolve_problem(QEC), "oneshot", "scripted:oneshot-wrong", workspace=root / "qec-one"))
+    asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=root / "qec-lab"))
+    asyncio.run(solve_async(resolve_problem(QEC), "oneshot", "scripted:oneshot-wrong", workspace=root / "qec-one"))
     return root
 
 

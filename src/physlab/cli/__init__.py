@@ -30,7 +30,7 @@ _COMMAND_MODULES = (
     "physlab.grading.cli",
     "physlab.sandbox.cli",
     "physlab.strategies.cli",
-    "physlab.runs.cli",
+    "physlab.cli.runs",
     "physlab.bench.cli",
     "physlab.web.cli",
 )

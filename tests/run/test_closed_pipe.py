@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.api import solve_async
 
 
 def piped_to_head(args: list[str], cwd) -> tuple[str, str, int]:
@@ -24,8 +24,8 @@ def piped_to_head(args: list[str], cwd) -> tuple[str, str, int]:
 
 def test_a_closed_pipe_ends_quietly(tmp_path):
     run = tmp_path / "runs" / "one"
-    asyncio.run(run_solve(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
-                          "scripted:oneshot-qec-correct", workspace=run))
+    asyncio.run(solve_async(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
+                           "scripted:oneshot-qec-correct", workspace=run))
     line, err, _ = piped_to_head(["runs", "show", str(run)], tmp_path)
     assert line.startswith("quantum_error_correction_main — oneshot") and err == ""
     for i in range(3000):  # more than a pipe holds, so the writer meets the closed pipe

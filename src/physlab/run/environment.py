@@ -1,6 +1,6 @@
 """What a strategy receives from the runner: the seam between scaffolds and the infrastructure.
 
-The runner (``physlab.strategies.runner``) builds a :class:`RunContext` for one run; strategies
+The runner (``physlab.run.runner``) builds a :class:`RunEnvironment` for one run; strategies
 never construct models, sandboxes or graders themselves. Everything here is per run: two
 concurrent runs share nothing except the explicitly shared in-flight limiter and sandbox pool.
 A strategy's parameters are not here: the strategy object is built with them (``Strategy.params``).
@@ -19,7 +19,7 @@ from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Budget, Usage
 from physlab.problems.model import Problem
 from physlab.sandbox.core import Sandbox
-from physlab.runs.checkpoints import Checkpoint
+from physlab.run.checkpoints import Checkpoint
 
 
 class ModelSource(Protocol):
@@ -67,7 +67,7 @@ EventSink = Callable[..., None]
 
 
 @dataclass
-class RunContext:
+class RunEnvironment:
     problem: Problem  # public view: no reference, no solution
     workspace: Path
     models: ModelSource

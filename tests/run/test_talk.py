@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from physlab.cli import app, main
 from physlab.lab import inbox
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
+from physlab.api import solve_async
 from physlab.web import create_app
 
 LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only
@@ -26,8 +26,8 @@ runner = CliRunner()
 
 
 def solve(ws, *, resume=False, events=None, **params):
-    return asyncio.run(run_solve(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=None if resume else ws,
-                                 resume=ws if resume else None, events=events, params=params))
+    return asyncio.run(solve_async(resolve_problem(QEC), "lab", "scripted:lab-qec", workspace=None if resume else ws,
+                                  resume=ws if resume else None, events=events, params=params))
 
 
 def exit_code(*args) -> int:
@@ -117,7 +117,7 @@ def test_the_dashboard_says_what_the_cli_says(budget_ended, paused, tmp_path):
 
 
 async def test_talk_to_the_run_only_on_lab_runs(tmp_path):
-    await run_solve(resolve_problem(QEC), "oneshot", "scripted:oneshot-qec-correct", workspace=tmp_path / "one")
+    await solve_async(resolve_problem(QEC), "oneshot", "scripted:oneshot-qec-correct", workspace=tmp_path / "one")
     html = TestClient(create_app(tmp_path), base_url=LOCAL).get("/runs/one").text
     assert "Talk to the run" not in html and 'id="action-form"' not in html
 
@@ -136,7 +136,8 @@ def test_a_resume_from_the_page_leaves_no_defunct_process(budget_ended):
 
 
 def test_a_run_nobody_runs_is_interrupted_and_one_that_runs_cannot_be_resumed_twice(tmp_path, capsys):
-    from physlab.lab.workspace import RunWorkspace, lock_run
+    from physlab.lab.workspace import RunWorkspace
+    from physlab.run.lock import lock_run
 
     ws = tmp_path / "killed"
     solve(ws, max_iterations=4)
