@@ -171,12 +171,12 @@ def _replying(text: str):
 async def test_solve_with_a_model_whose_python_block_is_the_attack(tmp_path):
     """`physlab solve examples/quantum_error_correction_main --strategy oneshot` with a scripted model
     whose ordinary python block is the attack: the run's verdict, in metrics.json, is not correct."""
-    from physlab.strategies.runner import run_solve
+    from physlab.api import solve_async
 
     problem = PROBLEMS["critpt qec"]
     register_scenario("test-attack-zero-knowledge",
                       _replying("```python\n" + zero_knowledge(problem.answer_template, REFERENCE) + "```\n"))
-    attempt = await run_solve(problem, "oneshot", "scripted:test-attack-zero-knowledge", workspace=tmp_path / "w")
+    attempt = await solve_async(problem, "oneshot", "scripted:test-attack-zero-knowledge", workspace=tmp_path / "w")
     metrics = json.loads((tmp_path / "w" / "metrics.json").read_text())
     assert attempt.verdict is not None and attempt.verdict.verdict == "invalid", attempt.verdict
     assert metrics["verdict"]["verdict"] == "invalid"
@@ -186,17 +186,17 @@ async def test_solve_with_a_model_whose_python_block_is_the_attack(tmp_path):
 async def test_best_of_n_oracle_verdicts_carry_no_reference(tmp_path):
     """TPBench best-of-N holds the reference-bound grader as its oracle: the verdicts it keeps (and
     writes into the run's details) say correct/incorrect, nothing the reference could be read from."""
-    from physlab.strategies.runner import run_solve
+    from physlab.api import solve_async
 
     problem = PROBLEMS["critpt qec"]
     wrong = fill(problem.answer_template, "return 1 - p")
     register_scenario("test-bon-leak", _replying(
         "Final Answer: see code\n\n```python\n" + zero_knowledge(problem.answer_template, LEAK) + "```\n"))
     register_scenario("test-bon-wrong", _replying("Final Answer: F = 1 - p\n\n```python\n" + wrong + "```\n"))
-    leak = await run_solve(problem, "tpbench-bon", "scripted:test-bon-leak", workspace=tmp_path / "leak",
+    leak = await solve_async(problem, "tpbench-bon", "scripted:test-bon-leak", workspace=tmp_path / "leak",
                            params={"n_samples": 2})
     assert "253125" not in json.dumps(leak.details) and leak.verdict is not None and not leak.verdict.correct
-    wrong = await run_solve(problem, "tpbench-bon", "scripted:test-bon-wrong", workspace=tmp_path / "wrong",
+    wrong = await solve_async(problem, "tpbench-bon", "scripted:test-bon-wrong", workspace=tmp_path / "wrong",
                             params={"n_samples": 2})
     verdicts = wrong.details["oracle_verdicts"]
     assert verdicts and all(v["verdict"] == "incorrect" for v in verdicts)

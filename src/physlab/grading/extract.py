@@ -6,6 +6,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass
+from physlab.problems.choices import STATEMENT as _STATEMENT, read_choice  # noqa: F401 (read_choice: re-exported)
 
 # One line at a time (never a regex over the whole reply: a pattern with a lazy body between
 # line-anchored fences backtracks over every unclosed opener, 31 s for 40 KB of "```python").
@@ -329,37 +330,6 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
 
 
 # ---------------------------------------------------------------- multiple choice
-
-_TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textrm|textit|mathit|emph|operatorname)\s*\{([^{}]*)\}")
-_STATEMENT = re.compile(r"\b(?:options?|choices?|statements?|answers?|letters?)\s*(?:is\b\s*)?:?\s*(?:\*\*)?\(?([A-Za-z])\)?(?![A-Za-z])"
-                        r"|\(([A-Za-z])\)\s*(?:is|are)\s+(?:the\s+)?(?:correct|right|true)", re.IGNORECASE)
-
-
-def read_choice(answer: str, letters: list[str] | tuple[str, ...]) -> str | None:
-    """The letters an answer to a multiple-choice problem names, as ``"B"`` or ``"A, C"`` (upper
-    case, in the problem's order), or None when it names none of ``letters``.
-
-    Read: a letter alone (``C``, ``c``, ``(c)``, ``c)``, ``\\text{(a)}``), a list of them
-    (``A, C``, ``(a) and (c)``), a letter before its option's text (``b) 1 MeV``, ``(c) $Z/137$``),
-    or a named option (``option B``, ``statement (a) is correct``)."""
-    allowed = {x.upper() for x in letters}
-    s = answer[:2000]  # a letter and its option's text; bounds the regexes below
-    for _ in range(3):
-        s = _TEXT_WRAP.sub(r"\1", s)
-    s = re.sub(r"\$|\\[()\[\]]|\\[,;:! ]|\*\*|\\boxed\s*\{|[{}]", " ", s).strip().strip(".").strip()
-    one = r"\(?\s*([A-Za-z])\s*\)?"
-    m = re.fullmatch(one + r"(?:\s*(?:,|;|&|and|\\&)\s*" + one + r")*", s, re.IGNORECASE)
-    if m:
-        found = re.findall(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])", re.sub(r"\band\b", " ", s, flags=re.IGNORECASE))
-    else:
-        lead = re.match(r"\(?\s*([A-Za-z])\s*\)(?=\s|$)|([A-Za-z])[.:](?=\s|$)", s)
-        named = list(_STATEMENT.finditer(s))
-        found = [lead.group(1) or lead.group(2)] if lead else [x.group(1) or x.group(2) for x in named[-1:]]
-    picked = {x.upper() for x in found}
-    if not picked or not picked <= allowed:
-        return None
-    return ", ".join(x for x in sorted(allowed) if x in picked)
-
 
 def extract_choice(text: str | None, letters: list[str] | tuple[str, ...]) -> WrittenAnswer | None:
     """The final answer of a reply to a multiple-choice problem, as its letters (see

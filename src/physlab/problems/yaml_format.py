@@ -99,7 +99,7 @@ def _choices(data: dict, *, path: Path, where: str) -> list[str] | None:
 
 def _choice_reference(data: dict, choices: list[str], *, path: Path, where: str) -> str | None:
     """The reference of a multiple-choice problem: one or more of its letters (``B``, ``(b)``, ``[A, C]``)."""
-    from physlab.grading.extract import read_choice
+    from physlab.problems.choices import read_choice
 
     value = data.get("answer")
     if value is None:
