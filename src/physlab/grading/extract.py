@@ -6,6 +6,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass
+
 from physlab.problems.choices import STATEMENT as _STATEMENT, read_choice  # noqa: F401 (read_choice: re-exported)
 
 # One line at a time (never a regex over the whole reply: a pattern with a lazy body between
