@@ -3,7 +3,6 @@ bench/critpt_cli.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Optional
@@ -73,6 +72,8 @@ def run_cmd(
                                         help="(helper workers) get ready, print 'ready', wait for a line on stdin."),
 ) -> None:
     """Run every (problem, strategy, model, repeat) cell; re-run the same command to resume."""
+    import asyncio
+
     from physlab.bench.sweep import SweepConfig, run_sweep
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
@@ -227,6 +228,8 @@ def _release_helpers(helpers: _Helpers):
                 pass
 
     async def gate() -> None:
+        import asyncio
+
         await asyncio.get_running_loop().run_in_executor(None, wait_ready)
 
     return gate
@@ -234,6 +237,7 @@ def _release_helpers(helpers: _Helpers):
 
 async def _wait_for_start() -> None:
     """A helper's start gate: report ready, then wait for the parent's line (or its exit)."""
+    import asyncio
     import sys
 
     print(READY, flush=True)
@@ -371,6 +375,8 @@ def grade_cmd(
     regrade: bool = typer.Option(False, "--regrade", help="Grade cells that already have a verdict too."),
 ) -> None:
     """Grade recorded answers now that references are known."""
+    import asyncio
+
     from physlab.bench.answers import grade_db
     from physlab.bench.store import ResultsStore
 

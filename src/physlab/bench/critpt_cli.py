@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from physlab.bench.critpt_format import DAILY_LIMIT, DEFAULT_URL
+from physlab.bench.critpt_server import DAILY_LIMIT, DEFAULT_URL
 from physlab.errors import UserError
 
 # The options both commands share: which group and repeats, and how the entries are written.

@@ -25,9 +25,6 @@ from pydantic import BaseModel, ConfigDict
 PUBLIC_CHALLENGES: tuple[str, ...] = tuple(f"Challenge_{i}" for i in range(1, 71))
 PUBLIC_IDS: tuple[str, ...] = tuple(f"{c}_main" for c in PUBLIC_CHALLENGES)
 
-# evaluate_all_results.py's default --server-url; requests carry the key in ``x-api-key``.
-DEFAULT_URL = "https://artificialanalysis.ai/api/v2/critpt/evaluate"
-DAILY_LIMIT = 10  # submissions per account within 24 hours (CritPt README, "Grading")
 BATCH_METADATA_FILE = "batch_metadata.json"
 
 _SUB_RE = re.compile(r"^(?P<challenge>.+)_sub_\d+$")

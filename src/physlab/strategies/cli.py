@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-import yaml
 
 from physlab.errors import UserError
 
@@ -17,6 +15,8 @@ STRATEGY_HELP = ("lab|oneshot|two-step|rsa|manager|tpbench-vote|tpbench-bon|tpbe
 
 def _parse_value(text: str) -> Any:
     """`--param k=v` values: YAML scalars (numbers, booleans, lists) or plain strings."""
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:
@@ -37,6 +37,8 @@ def parse_params(items: list[str], config: Path | None) -> dict[str, Any]:
 
 def _read_config(config: Path) -> dict[str, Any]:
     """``--config params.yaml``: a mapping of parameter names to values (empty file: none)."""
+    import yaml
+
     try:
         raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -182,6 +184,8 @@ def register(app: typer.Typer) -> None:
             "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
     ) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
+        import asyncio
+
         from physlab.llm.models import parse_role_models
         from physlab.llm.output import check_output_mode
         from physlab.run.options import RunOptions, given_options, registry_path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 import socket
 from pathlib import Path
 from typing import Optional
@@ -39,6 +38,8 @@ def register(app: typer.Typer) -> None:
             raise UserError("the token must be at least 8 characters", field="--token")
         sock = _listen(host, port)  # before printing a token or a URL: a taken port is one line
         if host not in LOOPBACK and token is None:
+            import secrets
+
             token = secrets.token_urlsafe(24)
             typer.echo(f"access token (the page asks for it): {token}")
         shown = f"[{host}]" if ":" in host else host
