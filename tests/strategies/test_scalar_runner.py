@@ -9,10 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from physlab.errors import UserError
-from physlab.problems.model import Problem
 from physlab.api import solve_async
 from physlab.cli import scalar as scalar_cli
+from physlab.errors import UserError
+from physlab.problems.model import Problem
 from physlab.strategies.scalar.analysis import load_records
 from physlab.strategies.scalar.rescore import rescore_file_name
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
-from urllib.parse import quote
 
 from physlab.lab import inbox
 from physlab.lab.state import transitions as T

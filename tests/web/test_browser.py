@@ -56,8 +56,8 @@ class Gate:
 def test_live_lab_run_comment_and_stop(page, tmp_path):
     from playwright.sync_api import expect
 
-    from physlab.problems import resolve_problem
     from physlab.api import solve_async
+    from physlab.problems import resolve_problem
 
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -44,8 +44,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from physlab.llm.wire import load_response, normalize_messages
 from physlab.llm.usage import CallRecord
+from physlab.llm.wire import load_response, normalize_messages
 
 # Inspect's stop reasons; pydantic-ai's finish reasons map onto them.
 _STOP = {"stop": "stop", "length": "max_tokens", "tool_call": "tool_calls", "content_filter": "content_filter"}

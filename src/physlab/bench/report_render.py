@@ -8,8 +8,15 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader
 
-from physlab.bench.report import (CRITPT_PROTOCOL_RUNS, GroupSummary, Report, fmt, group_label, matrix_tables,
-                                  summary_rows)
+from physlab.bench.report import (
+    CRITPT_PROTOCOL_RUNS,
+    GroupSummary,
+    Report,
+    fmt,
+    group_label,
+    matrix_tables,
+    summary_rows,
+)
 
 
 def critpt_cell(mean: float | None, sd: float | None, runs: int) -> str:

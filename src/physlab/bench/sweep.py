@@ -480,8 +480,7 @@ class _Progress:
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             self._p = Progress(TextColumn("[bold]cells"), BarColumn(bar_width=20), MofNCompleteColumn(),
                                TextColumn("{task.fields[info]}"), TextColumn("ETA"),

@@ -16,7 +16,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from physlab.grading.verdict import Verdict, VerdictKind
     from physlab.grading.extract import (
         WrittenAnswer,
         extract_code,
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     )
     from physlab.grading.grader import BoundGrader, CandidateAnswer, Equivalence, Grader, bind
     from physlab.grading.template import TemplateSpec, template_spec
+    from physlab.grading.verdict import Verdict, VerdictKind
 
 # Each name is imported from its module on first use: the command line imports this package to register
 # its commands, and a help text should not pay for the grader.

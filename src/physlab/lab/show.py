@@ -16,8 +16,7 @@ from physlab.lab.workspace import RunWorkspace
 from physlab.run.files import STATE, is_run_dir
 from physlab.run.git import ENDED
 from physlab.run.status import read_run
-from physlab.run.summary import answer_files, read_calls, summarize
-from physlab.run.summary import usage_by_role as run_usage_by_role
+from physlab.run.summary import answer_files, read_calls, summarize, usage_by_role as run_usage_by_role
 
 
 def open_run(run_dir: str | Path) -> tuple[RunWorkspace, ResearchState]:

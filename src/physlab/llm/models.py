@@ -28,10 +28,10 @@ from physlab.llm.defaults import ModelDefaults, ModelRegistry, RetryPolicy
 from physlab.llm.meter import RunMeter
 from physlab.llm.output import OutputModeState, check_output_mode, mode_of
 from physlab.llm.pricing import Pricer
-from physlab.llm.seam import SeamModel, seam_model
-from physlab.llm.seam.limits import ModelLimits
 from physlab.llm.replay import ReplayBook, resolve_calls_path
 from physlab.llm.scripted import get_scenario, scripted_model
+from physlab.llm.seam import SeamModel, seam_model
+from physlab.llm.seam.limits import ModelLimits
 
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google-gla": "GEMINI_API_KEY"}
 BASE_URL_PROVIDERS = ("openai", "anthropic", "google-gla")

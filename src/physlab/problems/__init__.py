@@ -10,8 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from physlab.problems.model import Problem, ReferenceFormat
     from physlab.problems.files import load_directory, load_file
+    from physlab.problems.model import Problem, ReferenceFormat
     from physlab.problems.suites import (
         SuiteInfo,
         import_suite,

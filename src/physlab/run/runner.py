@@ -40,12 +40,29 @@ from physlab.problems.model import Problem
 from physlab.run.attempt import Attempt
 from physlab.run.checkpoints import grade_checkpoints
 from physlab.run.environment import RunEnvironment
-from physlab.run.files import (CALLS, OPTIONS, PROBLEM, STATE, STATE_OF, default_workspace, is_run_dir, read_bytes,
-                               write_atomic)
+from physlab.run.files import (
+    CALLS,
+    OPTIONS,
+    PROBLEM,
+    STATE,
+    STATE_OF,
+    default_workspace,
+    is_run_dir,
+    read_bytes,
+    write_atomic,
+)
 from physlab.run.lock import LOCK, RunLock, lock_run
 from physlab.run.options import RunOptions, differences
-from physlab.run.record import (FailedResume, RunRecord, RunStart, digest, read_record, read_start, write_record,
-                                write_start)
+from physlab.run.record import (
+    FailedResume,
+    RunRecord,
+    RunStart,
+    digest,
+    read_record,
+    read_start,
+    write_record,
+    write_start,
+)
 from physlab.run.resume import check_servers, registry_for, servers_for
 from physlab.run.status import read_run
 

@@ -22,8 +22,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from physlab.sandbox.types import SandboxLimits, SandboxResult
     from physlab.sandbox.core import Sandbox, default_sandbox
+    from physlab.sandbox.types import SandboxLimits, SandboxResult
 
 # Each name is imported from its module on first use: the command line imports this package to register
 # its commands, and a help text should not pay for the workers' machinery.

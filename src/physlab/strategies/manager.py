@@ -39,7 +39,14 @@ from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, ModelParams, param
 from physlab.strategies.sampling import (
-    answer_requirements, budget_reason, error_text, finish, load_prompt, model_settings, render, with_images,
+    answer_requirements,
+    budget_reason,
+    error_text,
+    finish,
+    load_prompt,
+    model_settings,
+    render,
+    with_images,
 )
 
 _MAX_TOOL_OUTPUT = 20_000

@@ -19,13 +19,21 @@ from typing import Any, Self
 from pydantic import model_validator
 
 from physlab.grading.extract import extract_code
+from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
-from physlab.run.checkpoints import record_best
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
-    gather_bounded, model_settings, render,
+    answer_classes,
+    answer_requirements,
+    ask,
+    budget_reason,
+    error_text,
+    final_answer_classes,
+    finish,
+    gather_bounded,
+    model_settings,
+    render,
 )
 
 _RSA_RUN = f"{PHYSICS_INTERN} §4 (RSA on the example puzzle, about 24 requests: N, K, T = 6, 2, 4)"

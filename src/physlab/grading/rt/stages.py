@@ -47,6 +47,7 @@ class _Sink(io.TextIOBase):
 def run_candidate(job):
     """Stage 1: the candidate's answer as a tree, or the reason it has none."""
     import inspect
+
     from . import tree as T
 
     code = job.get("code")
@@ -158,6 +159,7 @@ def warm_up(job=None):
     needs them) once in the stage-2 parent, so the forked step children inherit them instead of
     each paying for it (a no-op when the worker already did)."""
     import sympy as sp
+
     from .units import may_have_unit, registry
 
     x = sp.Symbol("x")
@@ -251,8 +253,7 @@ def grade(job, opts, on_reference=None):
 
 
 def _compare_parts(job, opts, parts):
-    from . import compare as C
-    from . import written as W
+    from . import compare as C, written as W
 
     if job.get("written"):
         picked = W.pick(parts, job["written"])

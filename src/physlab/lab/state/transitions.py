@@ -16,9 +16,25 @@ from __future__ import annotations
 from typing import Iterable
 
 from physlab.lab.state.models import (
-    BestAnswer, Confidence, Critique, CritiqueTarget, DeadEnd, Dispatch, EstablishedResult, Evidence,
-    HumanMessage, Note, ResearchQuestion, ResearchState, Review, ReviewVerdict, SanityCheck,
-    Survey, SystemEvent, WorkerRole, WorkingHypothesis,
+    BestAnswer,
+    Confidence,
+    Critique,
+    CritiqueTarget,
+    DeadEnd,
+    Dispatch,
+    EstablishedResult,
+    Evidence,
+    HumanMessage,
+    Note,
+    ResearchQuestion,
+    ResearchState,
+    Review,
+    ReviewVerdict,
+    SanityCheck,
+    Survey,
+    SystemEvent,
+    WorkerRole,
+    WorkingHypothesis,
 )
 
 

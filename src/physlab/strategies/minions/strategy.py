@@ -21,9 +21,9 @@ from pydantic import model_validator
 
 from physlab.grading.extract import extract_code
 from physlab.llm.errors import budget_error
+from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
-from physlab.run.checkpoints import record_best
 from physlab.strategies.minions.common import render, requirements
 from physlab.strategies.minions.logic import LogicStudio
 from physlab.strategies.minions.review import ReviewStudio
