@@ -193,7 +193,7 @@ READY = "physlab-worker-ready"
 START_TIMEOUT_S = 300.0
 
 
-def _start_gate(helpers: list, wait_for_start: bool):
+def _start_gate(helpers: _Helpers, wait_for_start: bool):
     """What a `bench run` process does once it is ready and before its first cell: start together
     with the other workers of this machine (so no process claims every cell while the others still
     import)."""

@@ -183,7 +183,8 @@ def compress_ids(ids: Iterable[str]) -> str:
         if len(nums) == 1:
             out.append(f"{head}{nums[0]}{tail}")
             continue
-        runs, start = [], nums[0]
+        runs: list[str] = []
+        start: int | None = nums[0]
         for a, b in zip(nums, nums[1:] + [None]):
             if b != a + 1:
                 runs.append(f"{start}-{a}" if a != start else f"{a}")

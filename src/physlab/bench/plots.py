@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import cast
 
 import matplotlib
 
@@ -39,9 +40,10 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
         return None
     fig, ax = _figure()
     for g, x in shown:
-        lo = g.accuracy - g.ci_low if g.ci_low is not None else 0.0
-        hi = g.ci_high - g.accuracy if g.ci_high is not None else 0.0
-        ax.errorbar([x], [g.accuracy], yerr=[[lo], [hi]], fmt="o", capsize=4, label=group_label(g, sep=" × "))
+        accuracy = cast(float, g.accuracy)  # groups holds the graded ones only
+        lo = accuracy - g.ci_low if g.ci_low is not None else 0.0
+        hi = g.ci_high - accuracy if g.ci_high is not None else 0.0
+        ax.errorbar([x], [accuracy], yerr=[[lo], [hi]], fmt="o", capsize=4, label=group_label(g, sep=" × "))
     ax.set_xscale("log")
     ax.set_xlabel(("median cost per problem attempt, USD" if use_cost else "median tokens per problem attempt")
                   + " (log scale)")
@@ -97,8 +99,8 @@ def _draw_curve(ax: plt.Axes, curve: BudgetCurve, left: float, right: float, col
     ys = [p.accuracy for p in pts] + [pts[-1].accuracy]
     ax.step(xs, ys, where="post", color=colour)
     if all(p.low is not None and p.high is not None for p in pts):
-        lows = [p.low for p in pts] + [pts[-1].low]
-        highs = [p.high for p in pts] + [pts[-1].high]
+        lows = cast("list[float]", [p.low for p in pts] + [pts[-1].low])  # all set: checked above
+        highs = cast("list[float]", [p.high for p in pts] + [pts[-1].high])
         ax.fill_between(xs, lows, highs, step="post", alpha=0.12, color=colour, linewidth=0)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -48,7 +48,7 @@ def list_cmd(
     from physlab.problems.suites import list_suites, load_suite
 
     if suite is None:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for info in list_suites():
             try:
                 count: int | str = len(load_suite(info.name))

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
-from physlab.llm.usage import Usage
+from physlab.llm.usage import Budget, Usage
 from physlab.run.attempt import AttemptStatus
 from physlab.run.checkpoints import Checkpoint
 from physlab.run.files import METRICS, OPTIONS, read_bytes, read_text, write_atomic
@@ -258,4 +258,4 @@ def recorded_options(ws: Path) -> tuple[RunOptions | None, str | None]:
     limits = {k: v for k, v in record.budget.items() if k in ("max_calls", "max_tokens", "max_input_tokens",
                                                               "max_output_tokens", "max_cost_usd", "max_wall_s")}
     return RunOptions(strategy=record.strategy, model=record.model, api_base=record.api_base,
-                      seed=record.seed, budget=limits), None
+                      seed=record.seed, budget=Budget.model_validate(limits)), None
