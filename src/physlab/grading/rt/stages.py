@@ -244,10 +244,39 @@ def grade(job, opts, on_reference=None):
     if on_reference is not None:
         on_reference()
     try:
-        return _compare_parts(job, opts, ref["parts"])
+        out = _compare_parts(job, opts, ref["parts"])
     except Exception as exc:  # noqa: BLE001 - the answer's doing: the reference evaluated fine
-        return {"verdict": "invalid", "method": "compare", "compared": {},
-                "reason": f"the answer could not be compared with the reference ({type(exc).__name__})"}
+        out = {"verdict": "invalid", "method": "compare", "compared": {},
+               "reason": f"the answer could not be compared with the reference ({type(exc).__name__})"}
+    if not job.get("written"):  # a written answer is LaTeX already (the run's ANSWER.md)
+        latex = answer_latex(job["trees"][0], opts.step_timeout)
+        if latex:
+            out["candidate_latex"] = latex
+    return out
+
+
+MAX_LATEX = 20_000
+
+
+def step_latex(tree):
+    """The answer's value as LaTeX: rebuilt from its tree (data, never code), then ``sympy.latex``."""
+    import sympy as sp
+
+    from . import tree as T
+
+    return sp.latex(T.from_tree(tree, sp))
+
+
+def answer_latex(tree, timeout):
+    """``step_latex`` in a killable child (a rebuilt value can be large); "" when it fails, runs
+    over ``timeout`` or is longer than MAX_LATEX (the page then shows the code alone)."""
+    from .guard import StepFailed, StepTimeout, run_guarded
+
+    try:
+        text = run_guarded(step_latex, timeout, tree)
+    except (StepTimeout, StepFailed):
+        return ""
+    return text if isinstance(text, str) and len(text) <= MAX_LATEX else ""
 
 
 def _compare_parts(job, opts, parts):
