@@ -155,8 +155,11 @@ def test_sweep_report_with_filters(page, tmp_path):
 def test_token_page_when_not_on_loopback(page, tmp_path):
     (tmp_path / "runs").mkdir()
     with BackgroundServer(create_app(tmp_path / "runs", token="browser-token-123")) as srv:
+        urls: list[str] = []
+        page.on("request", lambda request: urls.append(request.url))
         page.goto(srv.url + "/")
         page.fill("#token", "browser-token-123")
         page.press("#token", "Enter")
         page.wait_for_selector("#no-runs")
         page.wait_for_selector("#conn.live")                             # SSE works with the cookie
+        assert urls and not any("browser-token-123" in u for u in urls)  # posted: in no URL, no history entry

@@ -176,5 +176,6 @@ def run_page(run_id: str, d: dict[str, Any], name: str | None = None) -> str:
                 run_id=name or run_id, link=link, messages=MESSAGES, claim_ids=claim_ids, **_fragment_context(d))
 
 
-def login_page(error: str = "") -> str:
-    return page("login.html", "Token", error=error)
+def login_page(error: str = "", next_path: str = "/") -> str:
+    """The token form; ``next_path``: the page to go back to once the token is taken."""
+    return page("login.html", "Token", error=error, next_path=next_path)
