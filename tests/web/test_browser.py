@@ -141,6 +141,9 @@ def test_sweep_report_with_filters(page, tmp_path):
         assert page.locator("#summary-table tbody tr").count() == len(truth)
         assert page.locator("#accuracy-chart rect").count() == len(truth)
         shot(page, "5_sweeps_all")
+        page.locator("#comparisons").scroll_into_view_if_needed()        # what the report has: paired comparisons
+        assert page.locator("#comparisons tbody tr").count() >= 2 and page.locator("#matrix-0 td.solved-all").count()
+        shot(page, "5b_sweeps_comparisons_matrix")
         page.select_option("#filter-strategy", "oneshot")
         page.select_option("#filter-suite", "s1")
         page.click("#filters button")

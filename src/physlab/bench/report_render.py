@@ -47,9 +47,11 @@ def _done_failed(g: GroupSummary) -> str:
     return f"{g.cells}/{g.failed}" + (f" ({g.pending} pending)" if g.pending else "")
 
 
-def _difference(c) -> str:
+def difference_cell(c) -> str:
+    """A paired comparison's difference with its interval: '+0.133 [-0.133, +0.467]'."""
     ci = f" [{c.low:+.3f}, {c.high:+.3f}]" if c.low is not None and c.high is not None else ""
     return f"{c.difference:+.3f}{ci}"
+
 
 
 LEFT_COLUMNS = ("strategy", "model", "budget|params")
@@ -120,7 +122,7 @@ def print_report(report: Report, console=None) -> None:
             table.add_column(col, justify="left" if col in ("a", "b") else "right")
         for c in report.comparisons:
             table.add_row(c.a.replace("|", " × "), c.b.replace("|", " × "), str(c.problems), f"{c.accuracy_a:.3f}",
-                          f"{c.accuracy_b:.3f}", _difference(c), f"{c.a_better} / {c.b_better}",
+                          f"{c.accuracy_b:.3f}", difference_cell(c), f"{c.a_better} / {c.b_better}",
                           f"{c.p_value:.3g}")
         console.print(table)
     for title, heads, rows in matrix_tables(report):
@@ -176,7 +178,7 @@ def write_html(report: Report, path: str | Path, *, plots_dir: str | Path | None
         main=group_table(report, report.solvers), reference=group_table(report, report.reference_conditioned, judge=True),
         solver_rows=[r for r, g in zip(rows, report.groups) if group_label(g) in solver_labels],
         reference_rows=[r for r, g in zip(rows, report.groups) if group_label(g) not in solver_labels],
-        matrices=matrix_tables(report), difference=_difference,
+        matrices=matrix_tables(report), difference=difference_cell,
         plots=[(name, plots.data_uri(png)) for name, png in pngs.items()])
     path.write_text(html, encoding="utf-8")
     return path
