@@ -92,3 +92,30 @@ def test_runs_show_prints_the_derivation_behind_the_answer_and_the_answer_as_lat
     shown = {d["id"]: d for d in data["derivations"]}
     assert shown[ev.id]["derivation"] == ev.derivation and shown[ev.id]["behind_answer"] is True
     assert data["answer_latex"] == latex
+
+
+def test_an_ungraded_answer_is_shown_as_math_too(tmp_path):
+    """The physicist's own problem often has no reference: its code answer is read by the grader's
+    first stage all the same (in the sandbox) and recorded as LaTeX from its tree."""
+    from fastapi.testclient import TestClient
+
+    from physlab.llm.scripted import register_scenario
+    from physlab.web import create_app
+
+    mine = tmp_path / "oscillator.yaml"
+    mine.write_text("problem: The ground-state energy of a harmonic oscillator of frequency $\\omega$?\n"
+                    "answer_template: |\n  import sympy as sp\n  def answer(hbar, omega):\n      E0 = ...\n"
+                    "      return E0\n")
+    reply = ("Half a quantum.\n\n```python\nimport sympy as sp\ndef answer(hbar, omega):\n"
+             "    E0 = hbar*omega/2\n    return E0\n```\n")
+    register_scenario("first-hour-oscillator", lambda: (lambda role, messages, info: reply))
+    ws = tmp_path / "runs" / "osc"
+    res = runner.invoke(app, ["solve", str(mine), "--model", "scripted:first-hour-oscillator", "-s", "oneshot",
+                              "--workspace", str(ws), "--console", "quiet"])
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((ws / "metrics.json").read_text())
+    assert metrics["verdict"] is None and metrics["answer_latex"] == "\\frac{\\hbar \\omega}{2}"
+    shown = runner.invoke(app, ["runs", "show", str(ws)]).output
+    assert "\\frac{\\hbar \\omega}{2}" in shown
+    page = TestClient(create_app(tmp_path / "runs"), base_url="http://127.0.0.1").get("/runs/osc").text
+    assert 'id="answer-math"' in page and "<mfrac>" in page.split('id="answer-math"')[1].split("</div>")[0]

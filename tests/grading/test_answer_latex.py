@@ -56,3 +56,10 @@ async def test_the_sandboxed_grader_records_it_and_a_strategy_never_sees_it(grad
     v = await grader.grade(prob, fill(TEMPLATE, "F = 1 - 3*p**2\nreturn F"))
     assert v.verdict == "correct" and v.details["candidate_latex"] == "1 - 3 p^{2}"
     assert "candidate_latex" not in public_verdict(v).details
+
+
+async def test_without_a_reference_the_grader_reads_the_answer_as_latex_all_the_same(grader):
+    prob = problem(TEMPLATE, "F = 1").model_copy(update={"reference": None, "reference_format": None})
+    assert await grader.answer_latex(prob, fill(TEMPLATE, "F = sp.exp(-p)/2\nreturn F")) == r"\frac{e^{- p}}{2}"
+    assert await grader.answer_latex(prob, fill(TEMPLATE, "return 1/0")) is None      # no valid answer
+    assert await grader.answer_latex(prob, r"**Final answer:** $F = 1$") is None       # written: LaTeX already

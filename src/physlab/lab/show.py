@@ -50,8 +50,10 @@ def plain_summary(root: Path) -> dict[str, Any] | None:
         return None
     files = read_run(root, strict=True)
     s = summarize(root, files)
-    verdict = files.record.verdict if files.record is not None else None
-    latex = verdict.details.get("candidate_latex") if verdict is not None else None
+    record = files.record
+    verdict = record.verdict if record is not None else None
+    latex = (record.answer_latex if record is not None else None) or (
+        verdict.details.get("candidate_latex") if verdict is not None else None)
     return {"run": str(root), "problem_id": s.problem or None, "strategy": s.strategy or None,
             "model": s.model or None, "status": s.status, "stop_reason": s.stop_reason,
             "verdict": s.verdict, "verdict_reason": s.verdict_reason, "wall_s": s.wall_s, "error": s.error,

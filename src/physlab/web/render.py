@@ -134,10 +134,12 @@ def _filled(code: str | None) -> dict[str, str | None]:
                                                                                       "filled_note": None}
 
 
-def _answer_latex(verdict: Any) -> str | None:
+def _answer_latex(metrics: dict[str, Any]) -> str | None:
     """The answer's value as LaTeX, as the grader read it from the code's answer tree (in its
-    trusted stage; never by running code here): rendered through the MathML allow-list."""
-    latex = verdict.get("candidate_latex") if isinstance(verdict, dict) else None
+    trusted stage; never by running code here): rendered through the MathML allow-list. A run made
+    before records kept it has it in its verdict only."""
+    verdict = metrics.get("verdict")
+    latex = metrics.get("answer_latex") or (verdict.get("candidate_latex") if isinstance(verdict, dict) else None)
     return latex if isinstance(latex, str) and latex.strip() else None
 
 
@@ -153,7 +155,7 @@ def _fragment_context(d: dict[str, Any]) -> dict[str, Any]:
     consumed = set(s.inbox_consumed) if s else set()
     verdict = d["metrics"].get("verdict")
     return {"d": d, "pending": [m for m in d["inbox"] if m["id"] not in consumed],
-            "verdict": verdict if isinstance(verdict, dict) else None, "answer_latex": _answer_latex(verdict),
+            "verdict": verdict if isinstance(verdict, dict) else None, "answer_latex": _answer_latex(d["metrics"]),
             "derivations": _derivations(s),
             "graph": _graph(s) if s is not None else None, "usage": svg.usage_bars(d["usage"]),
             "run_path": quote(d["summary"]["id"], safe="/"), **_filled(d["answer_py"]),

@@ -4,7 +4,7 @@ Stage 1 (``mode: candidate``) runs UNTRUSTED code and nothing else: exec the can
 answer function with the template's parameters as SymPy symbols, serialize the result to a safe
 tree and write ``result.json``. It never sees the reference.
 
-Stage 2 (``mode: grade | classes | points``) runs trusted code only: evaluate the reference,
+Stage 2 (``mode: grade | classes | points | latex``) runs trusted code only: evaluate the reference,
 rebuild answers from their trees and compare. It prints one line ``RESULT_MARK <json>``, and before
 comparing, ``REFERENCE_MARK`` once the reference is evaluated: a stage 2 that dies after that mark
 died on the candidate's answer (an invalid verdict), before it on the problem file.
@@ -189,6 +189,8 @@ def run_trusted(job, on_reference=None):
         return {"values": [_reference_value(item, job.get("reference_timeout", 30.0)) for item in job["items"]]}
     if mode == "grade":
         return grade(job, opts, on_reference)
+    if mode == "latex":  # the answer as math, reference-free (a problem without a reference answer)
+        return {"latex": answer_latex(job["trees"][0], opts.step_timeout)}
     if mode == "classes":
         classes = []
         for i, t in enumerate(job["trees"]):
