@@ -5,6 +5,7 @@ are right, or a provider pydantic-ai knows that we do not list, are left alone."
 from __future__ import annotations
 
 import pytest
+
 from physlab.errors import UserError
 from physlab.llm.models import check_model_name
 from physlab.llm.scripted import get_scenario
