@@ -79,6 +79,7 @@ def run_cmd(
     from physlab.llm.output import check_output_mode
     from physlab.llm.usage import Budget
 
+    suite = _suite_meant(suite, quiet=wait_for_start)
     if budget_cost is not None and budget_cost <= 0:
         raise UserError("expected a positive amount in USD", field="--budget-cost")
     if budget_wall is not None and budget_wall <= 0:
@@ -268,6 +269,22 @@ def _close_quietly(stream) -> None:
             stream.close()
     except OSError:
         pass
+
+
+def _suite_meant(suite: str, *, quiet: bool) -> str:
+    """The suite to run (``examples/``, as tab completion writes it, is the suite ``examples``
+    unless a folder of problem files is meant: said on stderr), checked to hold problems before the
+    results database is made: a suite that loads no problem is one line, not an empty database."""
+    from physlab.problems import load_suite
+    from physlab.problems.suites import suite_meant
+
+    meant, note = suite_meant(suite)
+    if note and not quiet:  # (a helper worker leaves the saying to its parent)
+        typer.echo(note, err=True)
+    if not load_suite(meant):
+        raise UserError("no problem files here (.yaml, .json, .jsonl, .md); a built-in or imported suite is named "
+                        "without a path (physlab problems list)", path=meant)
+    return meant
 
 
 def _check_names(config) -> None:

@@ -125,6 +125,8 @@ class RunRecord(BaseModel):
     problem_spec: str | None = None
     servers: dict[str, Server] = Field(default_factory=dict)
     resume_failed: FailedResume | None = None
+    answer_latex: str | None = Field(default=None, description="The answer's value as LaTeX, as the grader read "
+                                     "it from the code's answer tree (graded or not); None for a written answer.")
     state_digest: str | None = Field(default=None, description="sha256 of state.json as the run ended (a state "
                                      "changed since -- a rewind, a later session -- is newer than this record).")
     # Not in metrics.json: the answer as the run wrote it (ANSWER.md, answer.py), and where.
