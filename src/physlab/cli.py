@@ -30,6 +30,7 @@ _COMMAND_MODULES = (
     "physlab.grading.cli",
     "physlab.sandbox.cli",
     "physlab.strategies.cli",
+    "physlab.llm.cli",
     "physlab.runs.cli",
     "physlab.bench.cli",
     "physlab.web.cli",
