@@ -47,7 +47,8 @@ def test_a_server_that_does_everything_a_lab_needs_passes_every_check(capsys):
     for label in ("tool calling", "native output", "prompted output", "streaming", "usage", "cached tokens"):
         assert f[label][0] == "ok", (label, f[label])
     assert f["output mode"] == ("ok", f["output mode"][1]) and "--output-mode tool" in f["output mode"][1]
-    assert f["context window"][0] == "ok" and "131,072" in f["context window"][1] and "discovered" in f["context window"][1]
+    status, text = f["context window"]
+    assert status == "ok" and "131,072" in text and "discovered" in text
     assert f["output cap"] == ("ok", "none of its own: a reply may use what the window leaves")
     # what PhysLab will charge: genai-prices' price for gpt-4o, and a lab run at that price
     assert f["price"] == ("ok", "$2.50 in / $10.00 out per million tokens (genai-prices)")
@@ -94,7 +95,8 @@ def test_a_window_the_registry_tells_is_used_when_the_server_says_nothing(capsys
     with StandinServer(ModelResponder()) as srv:
         code, f, out = check(capsys, "openai:local", "--api-base", srv.base_url, "--models-config", str(reg))
     assert code == 1, out
-    assert f["context window"][0] == "FAIL" and "1,500" in f["context window"][1] and "registry" in f["context window"][1]
+    status, text = f["context window"]
+    assert status == "FAIL" and "1,500" in text and "registry" in text
     assert "512" in f["output cap"][1] and "registry" in f["output cap"][1]
 
 
@@ -102,7 +104,8 @@ def test_a_proxy_that_wants_a_key_fails_at_the_first_line_and_passes_with_the_ke
     with StandinServer(ModelResponder(), habits=Habits(api_key="sk-proxy")) as srv:
         code, f, out = check(capsys, "openai:gpt-4o", "--api-base", srv.base_url)
         assert code == 1, out
-        assert f["reachable"][0] == "FAIL" and "credentials" in f["reachable"][1] and "--api-key-env" in f["reachable"][1]
+        status, text = f["reachable"]
+        assert status == "FAIL" and "credentials" in text and "--api-key-env" in text
         assert all(status == "skip" for label, (status, _) in f.items() if label not in ("reachable", "price",
                                                                                           "lab prompts", "estimate"))
         assert srv.stats.faults["unauthorized"] == 1  # nothing else was sent
@@ -141,9 +144,9 @@ def test_a_server_nobody_listens_at_is_unreachable(capsys):
 
 
 def test_json_gives_every_finding_and_the_output_mode(capsys):
-    with StandinServer(ModelResponder(), habits=Habits(refuse_tools=True, context_window=65_536)) as srv:
-        with pytest.raises(SystemExit) as exc:
-            main(["models", "check", "openai:gpt-4o", "--api-base", srv.base_url, "--json"])
+    with StandinServer(ModelResponder(), habits=Habits(refuse_tools=True, context_window=65_536)) as srv, \
+            pytest.raises(SystemExit) as exc:
+        main(["models", "check", "openai:gpt-4o", "--api-base", srv.base_url, "--json"])
     data = json.loads(capsys.readouterr().out)
     assert exc.value.code == 0 and data["ok"] is True
     assert data["output_mode"] == "native" and data["context_window"] == 65_536

@@ -73,6 +73,22 @@ def test_physlab_solves_the_lab_over_http_against_the_command_line_standin(tmp_p
     assert metrics["totals"]["input_tokens"] == stats["prompt_tokens"]
 
 
+def test_models_check_passes_against_the_command_line_standin_playing_the_lab(capsys):
+    from physlab.cli import main
+
+    proc = _start("--scenario", "lab-qec", "--context-window", "65536", "--prefix-cache")
+    try:
+        url = _url(proc)
+        with pytest.raises(SystemExit) as exc:
+            main(["models", "check", "openai:qwen3-32b", "--api-base", url])
+    finally:
+        stats = _stop(proc)
+    out = capsys.readouterr().out
+    assert exc.value.code == 0, out
+    assert "ok    output mode: use --output-mode tool" in out and "ok    context window: 65,536 tokens" in out
+    assert "off_script" not in stats.get("modes", {})  # the probes were answered, not the lab's scenario confused
+
+
 def test_a_request_without_its_key_is_refused_and_one_with_it_gets_the_scenario():
     proc = _start("--scenario", "scripted:oneshot-qec-correct", "--api-key", KEY)
     try:

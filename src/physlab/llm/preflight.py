@@ -51,12 +51,12 @@ class LabRunFigures(BaseModel):
     """What one physics-intern run took per CritPt problem: seed 000_dd0601bf2cd9213d.txt §5,
     "Analysis of runs and agent behavior" (Gemini 3.1 Pro on the 70 problems)."""
 
-    tokens: int = Field(600_000, description="'The average number of tokens was about 600k'")
-    input_share: float = Field(0.5, description="'roughly equal split between input and output'")
-    low_tokens: int = Field(113_000, description="'from 113K on the cheapest problem'")
-    high_tokens: int = Field(3_900_000, description="'to 3.9M on the most demanding'")
-    calls: int = Field(28, description="'mean 28 LLM calls per problem'")
-    iterations: int = Field(8, description="'median 8 iterations' (3 up to 40)")
+    tokens: int = Field(default=600_000, description="'The average number of tokens was about 600k'")
+    input_share: float = Field(default=0.5, description="'roughly equal split between input and output'")
+    low_tokens: int = Field(default=113_000, description="'from 113K on the cheapest problem'")
+    high_tokens: int = Field(default=3_900_000, description="'to 3.9M on the most demanding'")
+    calls: int = Field(default=28, description="'mean 28 LLM calls per problem'")
+    iterations: int = Field(default=8, description="'median 8 iterations' (3 up to 40)")
     source: str = "seed 000 §5: Gemini 3.1 Pro on CritPt"
 
     @property
@@ -161,7 +161,8 @@ TOOL_TASK = (f"{PREFLIGHT_MARK} Call the `{PROBE_TOOL}` tool once with a=6 and b
 
 def cache_instructions() -> str:
     """Long instructions sent twice, the same both times: the second request's prompt is the first's."""
-    table = "\n".join(f"{n:03d}. {n} squared is {n * n}; {n} cubed is {n ** 3}." for n in range(1, CACHE_PROBE_LINES + 1))
+    table = "\n".join(f"{n:03d}. {n} squared is {n * n}; {n} cubed is {n ** 3}."
+                      for n in range(1, CACHE_PROBE_LINES + 1))
     return (f"{PREFLIGHT_MARK} This request is sent twice, unchanged, to see whether the server reports the "
             f"second prompt as read from its cache. A table for reference (not a task):\n{table}\n\n"
             "Reply with the single word: ready")
@@ -195,7 +196,8 @@ async def check_model(spec: str, *, api_base: str | None = None, api_key_env: st
 
 
 def _in_process(report: Preflight, provider: str, rest: str) -> None:
-    what = f"scripted:{rest} is played in-process" if provider == "scripted" else f"replay:{rest} replays a recorded run"
+    what = (f"scripted:{rest} is played in-process" if provider == "scripted"
+            else f"replay:{rest} replays a recorded run")
     report.add("reachable", "ok", f"{what} (no server, no key)")
     report.output_mode = "tool"
     for check in ("tool calling", "native output", "prompted output"):
@@ -375,14 +377,15 @@ class _Probes:
 
     async def cache(self, models: Any) -> None:
         from pydantic_ai import Agent
+        from pydantic_ai.settings import CacheConfig, ModelSettings
 
-        settings: dict[str, Any] = {}
-        if self.defaults.prompt_cache is None:  # as the lab asks (roles/_base.cache_settings), unless the registry says
-            settings["cache"] = {"messages": False}
+        # As the lab asks for its one-request calls (lab/roles/_base.cache_settings), unless the registry says.
+        settings = ModelSettings(cache=CacheConfig(messages=False)) if self.defaults.prompt_cache is None \
+            else ModelSettings()
         agent = Agent(models.for_role(PROBE_ROLE), instructions=cache_instructions())
         try:
             for _ in range(2):
-                await agent.run("Are you there?", model_settings=settings)  # type: ignore[arg-type]
+                await agent.run("Are you there?", model_settings=settings)
         except Exception as exc:  # noqa: BLE001 - whatever failed is the finding
             self.report.add("cached tokens", "warn", f"the repeated prompt failed ({_cause(exc)})")
             return
@@ -393,9 +396,10 @@ class _Probes:
             self.report.add("cached tokens", "ok", f"reported: {last.cache_read_tokens:,} of {last.input_tokens:,} "
                                                    "input tokens of a repeated prompt were read from the cache")
         else:
-            self.report.add("cached tokens", "warn", f"none reported for a repeated {last.input_tokens:,}-token prompt:"
-                                                     " cost counts every input token at the full price (vLLM: "
-                                                     "--enable-prefix-caching; Anthropic: prompt_cache in the registry)")
+            self.report.add("cached tokens", "warn", f"none reported for a repeated {last.input_tokens:,}-token "
+                                                     "prompt: cost counts every input token at the full price "
+                                                     "(vLLM: --enable-prefix-caching; Anthropic: prompt_cache in the "
+                                                     "registry)")
 
     def _totals(self) -> None:
         recs = self.meter.records

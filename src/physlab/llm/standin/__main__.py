@@ -159,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     for kind, times, options in faults:
         server.inject(kind, times=times, **options)
     print(server.base_url, flush=True)
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    def until_stdin_closes() -> None:
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=until_stdin_closes, daemon=True).start()
     try:
         stop.wait(args.max_seconds)
     except KeyboardInterrupt:

@@ -38,8 +38,9 @@ length is N tokens..."; without a cap the reply gets what is left), ``rpm`` (req
 (Retry-After, retry-after-ms) or ``proxy`` (only LiteLLM's ``llm_provider-retry-after``)),
 ``usd_per_mtok`` (input, output: every answer states its cost in ``x-litellm-response-cost``),
 ``api_key`` (a proxy's 401 without it), ``report_usage=False`` (replies and streams carry no usage
-block, as some servers and proxies send none) and ``prefix_cache`` (a prompt's prefix already seen is reported as ``prompt_tokens_details.cached_tokens``
-in blocks of 16 tokens, as vLLM's prefix cache does).
+block, as some servers and proxies send none) and ``prefix_cache`` (a prompt's prefix already seen
+is reported as ``prompt_tokens_details.cached_tokens`` in blocks of 16 tokens, as vLLM's prefix
+cache does).
 """
 
 from __future__ import annotations
