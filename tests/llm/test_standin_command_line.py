@@ -157,6 +157,29 @@ def test_it_stops_itself_after_max_seconds_with_its_stdin_still_open():
     assert json.loads(out.strip().splitlines()[-1])["requests"] == 0
 
 
+def test_started_in_the_background_it_serves_until_max_seconds(tmp_path):
+    # a job started with `&` in a script has /dev/null for stdin: that is no reason to stop at once
+    out_path = tmp_path / "standin.out"
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "physlab.llm.standin", "--reply", "ready", "--max-seconds", "5"],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not out_path.read_text().strip() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)  # polling a file another process writes
+            url = out_path.read_text().splitlines()[0]
+            with _client(url) as client:
+                reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi."}])
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert reply.choices[0].message.content == "ready"
+    assert proc.returncode == 0 and "stdin is /dev/null" in proc.stderr.read()
+    assert json.loads(out_path.read_text().splitlines()[-1])["answered"] == 1
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--host", "0.0.0.0"], "127.0.0.1"),
     (["--scenario", "lab-qecc"], "unknown scripted scenario 'lab-qecc'"),

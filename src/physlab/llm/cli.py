@@ -17,8 +17,9 @@ def register(app: typer.Typer) -> None:
 
     @models_app.callback()
     def models(ctx: typer.Context) -> None:
-        """List the strategies and the built-in scripted models (no key needed); `physlab models check
-        MODEL` checks a model before a long run."""
+        """List the strategies and the built-in scripted models (no key needed).
+
+        `physlab models check MODEL` checks a model before a long run."""
         if ctx.invoked_subcommand is not None:
             return
         from physlab.llm.scripted import scenario_names
@@ -44,9 +45,11 @@ def register(app: typer.Typer) -> None:
                                                      help="Model registry YAML (context window, prices, ...)."),
         as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
     ) -> None:
-        """Check MODEL before a long run, in a handful of tiny requests: reachable, output modes, limits,
-        streaming, usage, cached tokens, price, a lab run's estimate (exit 0 a lab run can start, 1 it
-        would fail, 2 bad input)."""
+        """Check MODEL before a long run in a few tiny requests (exit 0 a lab run can start, 1 it would fail).
+
+        One line per finding: reachable and authorised, tool calling and native and prompted output (the
+        --output-mode to use), context window and output cap, streaming, usage, cached tokens, the price
+        PhysLab will charge, and a lab run's tokens and cost by the seed's figures. Bad input exits 2."""
         import asyncio
 
         from physlab.lab.footprint import lab_prompts

@@ -7,9 +7,9 @@
         [--rpm N [--rpm-window S] [--rate-limit-style openai|proxy]] [--usd-per-mtok IN,OUT]
         [--prefix-cache] [--no-usage]
 
-Prints the base URL (for --api-base) on the first line, serves until stdin closes, --max-seconds
-pass or it is interrupted, then prints one JSON line: requests, tokens, max in flight, the faults it
-served and the CPU it used. --scenario plays a scripted model (``scripted:lab-qec``, ...) over HTTP,
+Prints the base URL (for --api-base) on the first line, serves until stdin closes (unless it is
+/dev/null, as for a job started with `&` in a script), --max-seconds pass, SIGTERM or Ctrl-C, then
+prints one JSON line: requests, tokens, max in flight, the faults it served and the CPU it used. --scenario plays a scripted model (``scripted:lab-qec``, ...) over HTTP,
 the lab's roles read from their instructions; --reply answers every request with one text;
 otherwise it echoes the last user message. Whatever it plays, it answers ``physlab models check``'s
 probes as a capable model would. Bad options are one line on stderr and exit 2.
@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -133,6 +134,14 @@ def _responder(ap: _Parser, args: argparse.Namespace) -> Any:
         ap.error(f"--scenario: {exc}")
 
 
+def _stdin_is_null() -> bool:
+    try:
+        mine, null = os.fstat(0), os.stat(os.devnull)
+    except OSError:  # no stdin at all
+        return True
+    return stat.S_ISCHR(mine.st_mode) and mine.st_rdev == null.st_rdev
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
@@ -163,7 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdin.read()
         stop.set()
 
-    threading.Thread(target=until_stdin_closes, daemon=True).start()
+    if _stdin_is_null():  # started in the background (`&` in a script): stdin ends at once, and means nothing
+        print("physlab.llm.standin: stdin is /dev/null: serving until --max-seconds, SIGTERM or Ctrl-C",
+              file=sys.stderr, flush=True)
+    else:
+        threading.Thread(target=until_stdin_closes, daemon=True).start()
     try:
         stop.wait(args.max_seconds)
     except KeyboardInterrupt:
