@@ -124,6 +124,16 @@ def test_a_server_that_reports_no_usage_is_a_warning_that_budgets_cannot_hold(ca
     assert f["cached tokens"][0] == "warn"
 
 
+def test_a_proxy_that_states_its_costs_is_what_physlab_charges(capsys):
+    with StandinServer(ModelResponder(), habits=Habits(usd_per_mtok=(1.0, 4.0))) as srv:  # LiteLLM's cost header
+        code, f, out = check(capsys, "openai:qwen3-32b", "--api-base", srv.base_url)
+    assert code == 0, out
+    status, text = f["price"]
+    assert status == "ok" and "states each reply's cost" in text and "x-litellm-response-cost" in text
+    cost = float(re.search(r"about \$([\d.]+) \(", f["estimate"][1]).group(1))
+    assert 0.6 <= cost <= 2.4  # 600K tokens at what the proxy charged per token (between $1 and $4 per million)
+
+
 def test_a_model_that_ignores_tools_and_schemas_has_no_usable_output_mode(capsys):
     with StandinServer(EchoResponder()) as srv:  # answers every request with text
         code, f, out = check(capsys, "openai:chatty", "--api-base", srv.base_url)
