@@ -33,6 +33,7 @@ _COMMAND_MODULES = (
     "physlab.grading.cli",
     "physlab.sandbox.cli",
     "physlab.strategies.cli",
+    "physlab.llm.cli",
     "physlab.cli.runs",
     "physlab.bench.cli",
     "physlab.web.cli",

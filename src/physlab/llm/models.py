@@ -383,6 +383,11 @@ class RunModels:
                 events=self.events, endpoint=ep.api_base, key_note=ep.key.note if ep.key else None)
         return self._roles[role]
 
+    def limits(self, spec: str | None = None) -> ModelLimits:
+        """What is known so far of a model's limits: the registry's, and what its server's refusals
+        said (the run's model unless ``spec`` names another)."""
+        return self._endpoint(spec or self.name).limits
+
     def output_modes(self) -> dict[str, str]:
         """Each model's output mode as the run ends (``auto`` that fell back says so)."""
         return {s: (ep.state.configured if not ep.state.fell_back else f"auto -> prompted ({ep.state.fell_back})")

@@ -125,19 +125,6 @@ def _shown(value: Any) -> str:
 def register(app: typer.Typer) -> None:
     app.add_typer(strategies_app, name="strategies")
 
-    @app.command("models")
-    def models() -> None:
-        """List the strategies and the built-in scripted models (no key needed)."""
-        from physlab.llm.scripted import scenario_names
-        from physlab.strategies import registry
-
-        typer.echo("strategies: " + ", ".join(registry.names()) + " (see `physlab strategies show NAME`)")
-        typer.echo("scripted models (--model scripted:NAME):")
-        for name, description in sorted(scenario_names().items()):
-            typer.echo(f"  {name:22s} {description}")
-        typer.echo("real models: provider:model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, "
-                   "google-gla:gemini-2.5-pro; openai:NAME --api-base URL for vLLM/Ollama/LiteLLM")
-
     @app.command("solve")
     def solve(
         ctx: typer.Context,
