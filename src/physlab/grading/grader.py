@@ -181,7 +181,7 @@ class Grader:
         candidate without a valid answer. A graded answer has it in its verdict (``candidate_latex``)."""
         spec = template_spec(problem.answer_template)
         answer = await self.run_candidate(problem, candidate, spec=spec)
-        if not answer.ok or answer.written is not None:
+        if not answer.ok or answer.written is not None or answer.tree is None:
             return None
         out = await self._trusted(trusted_job("latex", [answer.tree], spec, problem, step_timeout=self.step_timeout_s))
         latex = (out or {}).get("latex")
@@ -195,7 +195,7 @@ class Grader:
         candidate has no valid answer; a None entry is a point where it is not a finite number."""
         spec = template_spec(problem.answer_template)
         answer = await self.run_candidate(problem, code, spec=spec)
-        if not answer.ok:
+        if not answer.ok or answer.tree is None:
             return None
         job = trusted_job("points", [answer.tree], spec, problem, step_timeout=self.step_timeout_s)
         job.update(n_points=n_points, seed=seed, params_names=[d for _, d, _ in spec.params or []])

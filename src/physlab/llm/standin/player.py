@@ -36,20 +36,10 @@ def preflight_scenario():
     return respond
 
 
-def lab_role_markers() -> dict[str, str]:
-    """The first line of each lab role's prompt file (it opens the role's instructions). The lab is
-    imported here, when a scenario is played, and not by the stand-in itself."""
-    from importlib import resources
-
-    from physlab.lab.roles import ROLES
-
-    files = resources.files("physlab.lab.roles")
-    return {r: files.joinpath(f"{r}.md").read_text(encoding="utf-8").splitlines()[0] for r in ROLES}
-
-
 class ModelResponder:
     """See the module doc. ``scenario`` is a ``scripted:`` name (with or without the prefix);
-    ``role_markers`` maps a role to the text that marks its requests (default: the lab's roles)."""
+    ``role_markers`` maps a role to the text that marks its requests (the command line passes the lab's
+    roles; the stand-in itself knows no lab)."""
 
     def __init__(self, scenario: str | None = None, *, default_role: str = "solver",
                  fallback: Responder | None = None, role_markers: Mapping[str, str] | None = None) -> None:
@@ -58,7 +48,7 @@ class ModelResponder:
         self.fallback: Responder = fallback or EchoResponder()
         self.scenario: ScenarioResponder | None = None
         if scenario is not None:
-            self.markers = dict(role_markers) if role_markers is not None else lab_role_markers()
+            self.markers = dict(role_markers or {})
             self.scenario = ScenarioResponder(scenario.removeprefix("scripted:"), self.role_of)
 
     def role_of(self, body: dict[str, Any]) -> str:
