@@ -13,7 +13,7 @@ import pytest
 from physlab.sandbox import Sandbox, SandboxLimits, launch
 from physlab.sandbox.pool import Worker
 
-from .sb_helpers import alive, pids_with, process_tree, worker_trees
+from .sb_helpers import alive, pids_with, process_tree, running, worker_trees
 
 BACKENDS = ["bwrap", "rlimit", "rlimit-without-namespaces"]
 
@@ -95,5 +95,6 @@ def test_a_worker_that_stops_answering_is_replaced_with_nothing_of_its_run_left(
     finally:
         worker.kill()
     assert pids_with(token) == []
-    assert [p for p in tree if alive(p)] == []
+    # (bubblewrap's own monitor exits before its pid 1 is reaped: the machine's init reaps that)
+    assert [p for p in tree if running(p)] == []
 
