@@ -44,10 +44,9 @@ def test_fork_bomb_is_bounded_and_leaves_nothing(sb):
 
     before = processes()
     code = "import os\nwhile True:\n    os.fork()"
-    t0 = time.monotonic()
     res = sb.run_sync(code, limits=SandboxLimits(timeout_s=20, max_processes=16))
     assert res.limit_hit in ("processes", "timeout"), res
-    assert time.monotonic() - t0 < 15
+    assert res.duration_s < 15  # (as the worker measured it: the machine's load is not the sandbox's)
     assert processes() == before  # at once: the run is reaped when it returns
     after = sb.run_sync("import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     assert after.stdout.strip() == "[1, 2]"  # the next run sees no survivor
