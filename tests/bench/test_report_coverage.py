@@ -31,10 +31,11 @@ def test_the_reports_interval_covers_at_least_93_percent(shape, accuracy, proble
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("shape", ["one run", "3 repeats"])
 @pytest.mark.parametrize("accuracy", [0.05, 0.10, 0.30])
 @pytest.mark.parametrize("problems", [20, 70])
-def test_the_paired_interval_covers_at_least_93_percent(accuracy, problems):
-    assert _coverage_module().paired_coverage(accuracy, problems, sims=2000, seed=0) >= 0.93
+def test_the_paired_interval_covers_at_least_93_percent(shape, accuracy, problems):
+    assert _coverage_module().paired_coverage(accuracy, problems, sims=1000, seed=0, shape=shape) >= 0.93
 
 
 def test_the_percentile_bootstrap_the_report_used_undercovers_at_low_accuracy():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from physlab.bench.stats import (accuracy_interval, cluster_bca, exact_interval, holm, mean_pass_at_k,
+from physlab.bench.stats import (accuracy_interval, exact_interval, holm, mean_pass_at_k, mover_paired,
                                  newcombe_paired, paired_comparison, pass_at_k, problem_accuracy, quantile,
                                  solved_within, wilson_interval)
 
@@ -113,16 +113,16 @@ def test_holm_is_the_step_down_maximum():
     assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and holm([]) == []
 
 
-def test_cluster_bca_is_scipys_bca_over_clusters():
-    from scipy.stats import bootstrap
-
-    sums, sizes = [1.0, 0.0, 2.0, 1.0, 0.0, 1.0], [1, 1, 2, 2, 1, 1]
-    lo, hi = cluster_bca(sums, sizes)
-    ref = bootstrap((np.array(sums), np.array(sizes, dtype=float)),
-                    lambda a, b, axis=-1: a.sum(axis=axis) / b.sum(axis=axis), paired=True, vectorized=True,
-                    method="BCa", n_resamples=9999, rng=np.random.default_rng(0)).confidence_interval
-    assert (lo, hi) == pytest.approx((ref.low, ref.high))
-    assert cluster_bca([1.0, 1.0, 1.0], [1, 1, 1]) is None  # nothing to resample
+def test_the_square_and_add_of_exact_intervals_widens_each_side_and_follows_the_correlation():
+    xa = np.array([1.0, 2 / 3, 0.0, 1.0, 1 / 3, 0.0])
+    xb = np.array([2 / 3, 2 / 3, 0.0, 1 / 3, 0.0, 0.0])
+    cells, keys = [3] * 6, [f"p{i}" for i in range(6)]
+    lo, hi = mover_paired(xa, xb, cells, keys)
+    ia, ib = accuracy_interval(xa, cells, keys), accuracy_interval(xb, cells, keys)
+    d = xa.mean() - xb.mean()
+    assert lo < d < hi
+    # uncorrelated sides would give the square root of the sum of squares; these move together, so less
+    assert d - lo < math.hypot(xa.mean() - ia.low, ib.high - xb.mean())
 
 
 def test_paired_comparison_counts_problems_not_repeats():

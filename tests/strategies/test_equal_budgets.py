@@ -94,7 +94,8 @@ async def test_a_request_that_fits_the_budget_is_sent(tmp_path):
     register_scenario("oneshot-fits", factory)
     problem = make_problem()
     big = 100_000
-    await run_solve(problem, "oneshot", "scripted:oneshot-fits", workspace=tmp_path / "a", budget=Budget(max_tokens=big))
+    await run_solve(problem, "oneshot", "scripted:oneshot-fits", workspace=tmp_path / "a",
+                    budget=Budget(max_tokens=big))
     estimate = big - sent[0]                     # what the request's input was reckoned at
     output = _calls(tmp_path / "a")[0]["output_tokens"]
     cap = estimate + output + 20                 # fits, with less than 256 tokens to spare for the reply

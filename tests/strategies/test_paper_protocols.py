@@ -184,16 +184,20 @@ async def test_rsa_generates_under_critpts_system_prompt_and_aggregates_under_it
 def test_scalar_persona_and_feedback_texts_are_the_seeds_quotes():
     assert EXPERTISE["expert"] == ("You are an expert in theoretical physics with deep knowledge of QFT and "
                                    "mathematical methods.")
-    assert EXPERTISE["novice"] == "You are a graduate student learning QFT, working through problems to build understanding."
-    assert STYLE["meticulous"] == "Check every algebraic step carefully. Verify signs, prefactors, and limits before proceeding."
-    assert STYLE["physical"] == ("Prioritize physical intuition. Use dimensional analysis, limiting cases, and symmetry "
-                                 "to guide your calculation.")
-    assert STYLE["skeptical"] == "Question every assumption. If a step seems unjustified, flag it and consider alternatives."
+    assert EXPERTISE["novice"] == ("You are a graduate student learning QFT, working through problems to build "
+                                   "understanding.")
+    assert STYLE["meticulous"] == ("Check every algebraic step carefully. Verify signs, prefactors, and limits before "
+                                   "proceeding.")
+    assert STYLE["physical"] == ("Prioritize physical intuition. Use dimensional analysis, limiting cases, and "
+                                 "symmetry to guide your calculation.")
+    assert STYLE["skeptical"] == ("Question every assumption. If a step seems unjustified, flag it and consider "
+                                  "alternatives.")
     assert FEEDBACK["adversarial"] == "Aggressively challenge every claim. Demand explicit justification for each step."
     assert FEEDBACK["strict"] == "Flag every error precisely with the correct form."
     assert FEEDBACK["pedagogical"] == ("Guide through Socratic questioning. Ask leading questions rather than stating "
                                        "errors directly.")
-    assert FEEDBACK["lenient"] == "Focus on what the solver got right. Offer gentle suggestions. Accept partial progress."
+    assert FEEDBACK["lenient"] == ("Focus on what the solver got right. Offer gentle suggestions. Accept partial "
+                                   "progress.")
     assert EXPERTISE["default"] == STYLE["default"] == FEEDBACK["default"] == ""
 
 

@@ -88,7 +88,8 @@ def _weak_judge(log):
         log.setdefault(role, []).append(prompt)
         if role == "verifier":
             final = re.findall(r"Final Answer: F = (.*)", prompt)[-1]
-            return final_answer(info, {"reasoning": "Checked each step.", "is_solution_correct": "no" if final == "1 - 2*p" else "yes"})
+            verdict = "no" if final == "1 - 2*p" else "yes"
+            return final_answer(info, {"reasoning": "Checked each step.", "is_solution_correct": verdict})
         a1 = prompt.split("Attempt 1:")[1].split("Attempt 2:")[0]
         choice = 1 if "F = (1 - p)**2" in a1 else 2
         return final_answer(info, {"analysis": "Reasoning...", "correct_attempt": choice})
@@ -337,8 +338,9 @@ async def test_budget_cuts_verification_and_keeps_the_best_so_far(tmp_path):
 
 
 async def test_with_check_pass_steps_ran_a_step_whose_script_never_ran_cannot_pass(tmp_path):
-    """(PhysLab's stricter switch.) A grading agent that says "correct" for a step it never checked -- it reports a script and its
-    "output" without running it, or runs one that crashes -- verified nothing: the check fails."""
+    """(PhysLab's stricter switch.) A grading agent that says "correct" for a step it never checked -- it
+    reports a script and its "output" without running it, or runs one that crashes -- verified nothing:
+    the check fails."""
     ran_ok = _script("(1 - p)*(1 - p) == (1 - p)**2")
     crashes = "import sympy as sp\nraise SystemExit(3)\n"
     never_ran = _script("sp.diff((1 - p)**2, p) == -2*(1 - p)")

@@ -270,8 +270,8 @@ class _Graded:
         self.traces: dict[str, dict[str, list[list[tuple[float, bool]]]]] = {axis: {} for axis in AXES}
         for pid, cs in self.by_problem.items():
             for axis in AXES:
-                self.traces[axis][pid] = [[] if c["state"] == "failed" else self._trace(c, checkpoints.get(c["key"], []), axis)
-                                          for c in cs]
+                self.traces[axis][pid] = [[] if c["state"] == "failed"
+                                          else self._trace(c, checkpoints.get(c["key"], []), axis) for c in cs]
 
     @staticmethod
     def _trace(cell: dict, cps: list[dict], axis: str) -> list[tuple[float, bool]]:

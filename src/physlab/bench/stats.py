@@ -1,7 +1,7 @@
 """Statistics for sweep reports, chosen to hold at the accuracies CritPt lives at (5-30 % on 20 to 70
 problems): exact (Clopper-Pearson) intervals for accuracy, with the challenge as the sampling unit
 where sub-problems or repeats exist; Newcombe's interval and the exact McNemar test for two
-strategies on the same problems (a cluster BCa bootstrap of the difference when repeats exist);
+strategies on the same problems (its square-and-add of exact intervals when repeats exist);
 Holm's adjustment for the many comparisons of one report; accuracy within a budget from a run's
 checkpoints; unbiased pass@k; quantiles. Pure functions on plain numbers, so tests can check them
 against closed forms and scipy, and ``benchmarks/report_coverage.py`` can check that they cover.
@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
-from scipy.stats import beta, binomtest, bootstrap, norm, t as student_t
+from scipy.stats import beta, binomtest, norm, t as student_t
 
 CONFIDENCE = 0.95
 
@@ -132,23 +132,21 @@ def sign_test(wins: int, losses: int) -> float:
     return float(binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
 
 
-def cluster_bca(diff_sums: Sequence[float], sizes: Sequence[int], confidence: float = CONFIDENCE, *,
-                n_resamples: int = 9999, seed: int = 0) -> tuple[float, float] | None:
-    """BCa bootstrap interval (``scipy.stats.bootstrap(method='BCa')``) of a mean over problems,
-    resampling clusters: each cluster brings the sum of its problems' values and their number (a
-    ratio estimator). None when the clusters leave nothing to resample (fewer than 3, or every
-    cluster's mean the same)."""
-    s, m = np.asarray(diff_sums, dtype=float), np.asarray(sizes, dtype=float)
-    if s.size < 3 or np.allclose(s / m, (s / m)[0]):
-        return None
-
-    def ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-        return a.sum(axis=axis) / b.sum(axis=axis)
-
-    res = bootstrap((s, m), ratio, paired=True, vectorized=True, method="BCa", confidence_level=confidence,
-                    n_resamples=n_resamples, rng=np.random.default_rng(seed))
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return None if math.isnan(lo) or math.isnan(hi) else (lo, hi)
+def mover_paired(xa: np.ndarray, xb: np.ndarray, cells: Sequence[int], clusters: Sequence[str],
+                 confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Newcombe's square-and-add (MOVER, Zou & Donner 2008) for the difference of two accuracies
+    measured on the same clustered problems: each side's exact interval at its effective size
+    (:func:`accuracy_interval`), combined with the correlation of the clusters' accuracies. With one
+    cell per problem it is Newcombe's method with exact instead of Wilson margins."""
+    ia, ib = accuracy_interval(xa, cells, clusters, confidence), accuracy_interval(xb, cells, clusters, confidence)
+    p1, p2 = float(np.mean(xa)), float(np.mean(xb))
+    keys = sorted(set(clusters))
+    mask = [np.array([c == k for c in clusters]) for k in keys]
+    ca, cb = np.array([xa[m].mean() for m in mask]), np.array([xb[m].mean() for m in mask])
+    phi = float(np.corrcoef(ca, cb)[0, 1]) if len(keys) > 1 and ca.std() > 0 and cb.std() > 0 else 0.0
+    delta = math.sqrt(max(0.0, (p1 - ia.low) ** 2 - 2 * phi * (p1 - ia.low) * (ib.high - p2) + (ib.high - p2) ** 2))
+    eps = math.sqrt(max(0.0, (ia.high - p1) ** 2 - 2 * phi * (ia.high - p1) * (p2 - ib.low) + (p2 - ib.low) ** 2))
+    return (max(-1.0, p1 - p2 - delta), min(1.0, p1 - p2 + eps))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -235,13 +233,12 @@ class Paired(NamedTuple):
 
 def paired_comparison(a: dict[str, float], b: dict[str, float], *, cells_a: dict[str, int] | None = None,
                       cells_b: dict[str, int] | None = None, clusters: dict[str, str] | None = None,
-                      confidence: float = CONFIDENCE, seed: int = 0) -> Paired | None:
+                      confidence: float = CONFIDENCE) -> Paired | None:
     """Two strategies on the problems both were graded on (per-problem accuracy each). With one
     cell per problem on each side and one problem per cluster: Newcombe's interval and the exact
-    McNemar test. Otherwise (repeats, or sub-problems of one challenge): a BCa bootstrap over
-    clusters of the mean difference and the exact sign test over clusters; when the clusters all
-    differ by the same amount there is nothing to resample, and the interval is the score interval
-    of no disagreement among them, around that difference. None when they share no problem."""
+    McNemar test. Otherwise (repeats, or sub-problems of one challenge): the square-and-add of the
+    two exact intervals at their effective sizes (:func:`mover_paired`) and the exact sign test over
+    clusters. None when they share no problem."""
     common = sorted(set(a) & set(b))
     if not common:
         return None
@@ -258,23 +255,16 @@ def paired_comparison(a: dict[str, float], b: dict[str, float], *, cells_a: dict
         lo, hi = newcombe_paired(both, wins, losses, neither, confidence)
         return Paired(len(common), k, float(xa.mean()), float(xb.mean()), float(d.mean()), lo, hi, wins, losses,
                       sign_test(wins, losses), "Newcombe; exact McNemar")
-    sums: dict[str, float] = defaultdict(float)
-    sizes: dict[str, int] = defaultdict(int)
+    by_cluster: dict[str, list[float]] = defaultdict(list)
     for key, v in zip(keys, d):
-        sums[key] += float(v)
-        sizes[key] += 1
-    order = list(sums)
-    by_cluster = np.array([sums[c] / sizes[c] for c in order])
-    p = sign_test(int((by_cluster > 0).sum()), int((by_cluster < 0).sum()))
-    ci = cluster_bca([sums[c] for c in order], [sizes[c] for c in order], confidence, seed=seed)
+        by_cluster[key].append(float(v))
+    means = np.array([np.mean(v) for v in by_cluster.values()])
+    p = sign_test(int((means > 0).sum()), int((means < 0).sum()))
+    cells = [max((cells_a or {}).get(q, 1), (cells_b or {}).get(q, 1)) for q in common]
+    lo, hi = mover_paired(xa, xb, cells, keys, confidence)
     unit = "challenges" if k < len(common) else "problems"
-    if ci is None:
-        half = wilson_interval(0, k, confidence)[1]
-        ci, how = (max(-1.0, float(d.mean()) - half), min(1.0, float(d.mean()) + half)), "no spread"
-    else:
-        how = "BCa"
-    return Paired(len(common), k, float(xa.mean()), float(xb.mean()), float(d.mean()), ci[0], ci[1], wins, losses,
-                  p, f"{how} over {k} {unit}; exact sign test")
+    return Paired(len(common), k, float(xa.mean()), float(xb.mean()), float(d.mean()), lo, hi, wins, losses,
+                  p, f"square-and-add of exact intervals over {k} {unit}; exact sign test")
 
 
 def group_by(rows: Iterable[dict], *keys: str) -> dict[tuple, list[dict]]:

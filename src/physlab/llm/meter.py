@@ -197,10 +197,10 @@ class RunMeter:
                 self._pending += 1
                 room, limit = self._room(input_tokens, usd_per_input, usd_per_output)
                 if room is None:
+                    want = want_output or 0
                     return self._hold(Grant(max_tokens=want_output, input_tokens=input_tokens,
-                                            tokens=input_tokens + (want_output or 0),
-                                            output_tokens=want_output or 0,
-                                            cost_usd=input_tokens * usd_per_input + (want_output or 0) * usd_per_output))
+                                            tokens=input_tokens + want, output_tokens=want,
+                                            cost_usd=input_tokens * usd_per_input + want * usd_per_output))
                 cap = room if want_output is None else min(room, want_output)
                 waiting_on = self._holders
                 uncut = want_output is not None and cap >= want_output > 0

@@ -132,7 +132,8 @@ def checked_step(step: dict[str, Any], executed: list[dict[str, Any]], *, strict
     if ran is None:
         step.update(script_stdout="", script_stderr="")
         if strict:
-            step.update(is_correct=False, error_explanation="not verified: this script never ran through run_sympy_script")
+            step.update(is_correct=False,
+                        error_explanation="not verified: this script never ran through run_sympy_script")
         return step
     step.update(script_stdout=ran["stdout"], script_stderr=ran["stderr"])
     if strict and (ran["exit_code"] != 0 or ran["timed_out"]):

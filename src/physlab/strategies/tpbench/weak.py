@@ -4,8 +4,9 @@ Stage 1: N candidates, grouped by their outputs at M test points (see tpbench/ca
 Stage 2: each distinct candidate is judged k_verif (10) times by the model (role ``verifier``);
 each judgement uses one of the three verification prompts, drawn with the seeded RNG, and answers
 through its output tool with its reasoning and then yes/no (a pydantic model; no valid verdict
-after the retries counts as no); the score is the fraction of yes among the judgements that finished. The classes scoring
-within ``delta`` of the best are kept (default 0.05; with k_verif=10 that is "the top score").
+after the retries counts as no); the score is the fraction of yes among the judgements that
+finished. The classes scoring within ``delta`` of the best are kept (default 0.05; with k_verif=10
+that is "the top score").
 Stage 3: if more than one is kept, a pairwise tie-break (one comparison per pair by default, as
 Algorithm 2 shows; role ``tiebreaker``) picks the final answer.
 """
