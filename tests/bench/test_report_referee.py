@@ -200,4 +200,4 @@ def test_input_output_and_cached_tokens_are_separate_axes_with_cost_in_dollars(t
     console = Console(width=250, record=True)
     print_report(rep, console)
     head = console.export_text()
-    assert "input med" in head and "output med" in head and "cached med" in head and "cost med $" in head
+    assert "input/output/cached med" in head and "1,002/52/600" in head and "cost med $" in head

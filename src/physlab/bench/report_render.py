@@ -85,7 +85,7 @@ def print_report(report: Report, console=None) -> None:
     def groups_table(title: str, groups: list[GroupSummary], *, judge: bool) -> Table:
         table = Table(title=title)
         for col in (*left, "done/crashed", "correct/cells", "accuracy [95% CI]", "cut short", "pass@k",
-                    "input med", "output med", "cached med", "cost med $", "wall med s",
+                    "input/output/cached med", "cost med $", "wall med s",
                     *([f"{anytime} [95% CI]"] if anytime else []), *(["judge = grader"] if judge else []),
                     *(["CritPt"] if critpt else [])):
             table.add_column(col, justify="left" if col in left else "right")
@@ -93,7 +93,7 @@ def print_report(report: Report, console=None) -> None:
             table.add_row(
                 g.strategy_label, g.model, *([g.config] if configs else []), _done_failed(g), _solved(g),
                 accuracy_cell(g), _cut(g), " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items()),
-                fmt(g.input_median, ",.0f"), fmt(g.output_median, ",.0f"), fmt(g.cached_median, ",.0f"),
+                "/".join(fmt(x, ",.0f") for x in (g.input_median, g.output_median, g.cached_median)),
                 fmt(g.cost_median, ".3g"), fmt(g.wall_median, ".3g"), *([anytime_cell(g)] if anytime else []),
                 *([agreement_cell(g)] if judge else []),
                 *([critpt_cell(g.critpt_mean, g.critpt_sd, g.critpt_runs)] if critpt else []),

@@ -254,7 +254,7 @@ def paired_comparison(a: dict[str, float], b: dict[str, float], *, cells_a: dict
         both, neither = int(((xa == 1) & (xb == 1)).sum()), int(((xa == 0) & (xb == 0)).sum())
         lo, hi = newcombe_paired(both, wins, losses, neither, confidence)
         return Paired(len(common), k, float(xa.mean()), float(xb.mean()), float(d.mean()), lo, hi, wins, losses,
-                      sign_test(wins, losses), "Newcombe; exact McNemar")
+                      sign_test(wins, losses), "Newcombe; McNemar exact")
     by_cluster: dict[str, list[float]] = defaultdict(list)
     for key, v in zip(keys, d):
         by_cluster[key].append(float(v))
@@ -264,7 +264,7 @@ def paired_comparison(a: dict[str, float], b: dict[str, float], *, cells_a: dict
     lo, hi = mover_paired(xa, xb, cells, keys, confidence)
     unit = "challenges" if k < len(common) else "problems"
     return Paired(len(common), k, float(xa.mean()), float(xb.mean()), float(d.mean()), lo, hi, wins, losses,
-                  p, f"square-and-add of exact intervals over {k} {unit}; exact sign test")
+                  p, f"MOVER of exact intervals, {k} {unit}; sign test")
 
 
 def group_by(rows: Iterable[dict], *keys: str) -> dict[tuple, list[dict]]:
