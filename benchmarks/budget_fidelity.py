@@ -65,15 +65,15 @@ class LongReplies:
 
 
 async def one(strategy: str, budget, base_url: str, root: Path) -> dict:
+    from physlab.api import solve_async
     from physlab.problems.model import Problem
-    from physlab.strategies.runner import run_solve
 
     problem = Problem(id="double", statement="Return twice $x$, with a derivation.", answer_template=TEMPLATE,
                       reference="2*x", reference_format="python")
     cap_kind, cap = ("calls", budget.max_calls) if budget.max_calls else ("tokens", budget.max_tokens)
     ws = root / f"{strategy}-{cap_kind}-{cap}"
     t0 = time.monotonic()
-    attempt = await run_solve(problem, strategy, "openai:standin", workspace=ws, api_base=base_url, budget=budget)
+    attempt = await solve_async(problem, strategy, "openai:standin", workspace=ws, api_base=base_url, budget=budget)
     m = json.loads((ws / "metrics.json").read_text())
     used = m["totals"]["total_tokens"] if cap_kind == "tokens" else m["totals"]["calls"]
     return {"strategy": strategy, "kind": cap_kind, "cap": cap, "used": used, "ratio": used / cap,

@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
+from genai_prices import Usage as PriceUsage, calc_price
 from pydantic_ai.concurrency import ConcurrencyLimiter
 from pydantic_ai.messages import (
     CachePoint,
@@ -56,8 +55,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 
 from physlab.lab.engine import LabEngine, LabSettings
 from physlab.lab.scenarios import _parse as P
-from physlab.lab.scenarios.long import PROBLEM as LONG_PROBLEM
-from physlab.lab.scenarios.long import LongScenario
+from physlab.lab.scenarios.long import PROBLEM as LONG_PROBLEM, LongScenario
 from physlab.lab.scenarios.qec import QECScenario
 from physlab.llm.meter import RunMeter
 from physlab.llm.recording import RecordingModel
@@ -65,7 +63,7 @@ from physlab.llm.scripted import scripted_model
 from physlab.llm.standin.habits import common_prefix
 from physlab.llm.usage import Budget
 from physlab.problems import resolve_problem
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import default_sandbox
 
 MODELS = [("anthropic", "claude-sonnet-4-6"), ("openai", "gpt-5.1")]
@@ -181,7 +179,7 @@ async def run_once(problem: Any, scenario: Any, name: str, settings: LabSettings
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "run"
         meter = RunMeter(Budget(), ws / "calls.jsonl")
-        ctx = RunContext(problem=problem.public(), workspace=ws, usage=meter, budget=Budget(),
+        ctx = RunEnvironment(problem=problem.public(), workspace=ws, usage=meter, budget=Budget(),
                          models=Source(scenario, name, meter, log, latency, one_at_a_time),
                          sandbox=default_sandbox(), grader=None, equivalence=None)
         t0 = time.perf_counter()

@@ -28,8 +28,8 @@ from physlab.llm.meter import RunMeter
 from physlab.llm.scripted import final_answer, tool_call
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import default_sandbox
-from physlab.runs.context import RunContext
 
 PROMPT_SIZES: dict[int, int] = {}
 
@@ -98,7 +98,7 @@ async def main(iterations: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "run"
         meter = RunMeter(Budget(), ws / "calls.jsonl")
-        ctx = RunContext(problem=problem, workspace=ws, models=Source(), usage=meter, budget=Budget(),
+        ctx = RunEnvironment(problem=problem, workspace=ws, models=Source(), usage=meter, budget=Budget(),
                          sandbox=default_sandbox(), grader=None, equivalence=None)
         engine = LabEngine(ctx, LabSettings(max_iterations=iterations, critic_every=3))
         t0 = time.perf_counter()

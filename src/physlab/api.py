@@ -2,7 +2,7 @@
 
 The same machinery as the CLI -- ``physlab solve`` is :func:`solve_async` plus printing, ``physlab
 grade`` is :func:`grade_async` -- with Python values in and out: a :class:`~physlab.problems.Problem`
-or a spec string in, an :class:`~physlab.strategies.base.Attempt` or a
+or a spec string in, a :class:`~physlab.run.record.RunRecord` (the run's metrics.json) or a
 :class:`~physlab.grading.verdict.Verdict` out. Each async function has a blocking twin of the same
 name without ``_async``; the twins also work where an event loop is already running (Jupyter): the
 work then runs on its own loop in a worker thread. docs/api.md has an example.
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from physlab.grading.verdict import Verdict
     from physlab.llm.usage import Budget
     from physlab.problems.model import Problem
-    from physlab.strategies.base import Attempt
+    from physlab.run.record import RunRecord
 
 T = TypeVar("T")
 
@@ -55,40 +55,63 @@ def _problem(problem: Any) -> Problem:
     raise UserError(f"expected a Problem, a problem file or SUITE/ID, got {type(problem).__name__}")
 
 
-async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str = "lab", model: str | None = None, *,
+async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str | None = None,
+                      model: str | None = None, *,
                       workspace: str | os.PathLike[str] | None = None, budget: Budget | None = None,
                       max_calls: int | None = None, max_tokens: int | None = None, max_cost: float | None = None,
-                      max_wall: float | None = None, params: dict[str, Any] | None = None, seed: int = 0,
+                      max_wall: float | None = None, params: dict[str, Any] | None = None, seed: int | None = None,
                       api_base: str | None = None, api_key_env: str | None = None,
                       resume: str | os.PathLike[str] | None = None, replace: bool = False,
                       events: Callable[..., None] | None = None, role_models: dict[str, str] | None = None,
-                      output_mode: str | None = None) -> Attempt:
-    """Run ``strategy`` with ``model`` on ``problem``, exactly as ``physlab solve`` does: a run
+                      output_mode: str | None = None, max_in_flight: int | None = None,
+                      models_config: str | os.PathLike[str] | None = None) -> RunRecord:
+    """Run ``strategy`` (default ``lab``) with ``model`` on ``problem``, exactly as ``physlab solve`` does: a run
     workspace is written (``workspace``, default ``runs/<time>-<problem>-<strategy>/``) and the
-    answer graded when the problem has a reference. Returns the Attempt: ``status``,
-    ``answer_code``/``answer_text``, ``verdict``, ``usage`` per role, ``details["workspace"]``.
+    answer graded when the problem has a reference. Returns the run's record (what metrics.json
+    holds): ``status``, ``verdict``, ``usage`` and ``usage_by_role``, ``answer_code``/``answer_text``
+    (as written to answer.py / ANSWER.md), ``workspace``.
 
     ``model``: ``provider:model``, ``scripted:NAME`` or ``replay:RUN_DIR`` (default:
     ``$PHYSLAB_MODEL``). ``budget`` or the ``max_*`` shortcuts cap calls, tokens, cost (USD) and
     wall time (s). ``params``: the strategy's parameters (``physlab strategies show NAME`` lists them).
     ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...).
     ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
-    ``output_mode``: tool | native | prompted | auto (docs/serving.md)."""
-    from physlab.llm.usage import Budget
-    from physlab.strategies.runner import run_solve
+    ``output_mode``: tool | native | prompted | auto (docs/serving.md). ``resume``: a run directory
+    to continue with the options it recorded (any given here override them)."""
+    from physlab.llm.models import parse_role_models
+    from physlab.llm.output import check_output_mode
+    from physlab.run.options import RunOptions, given_options, registry_path
+    from physlab.run.resume import resume_options
+    from physlab.run.runner import Shared, run
+    from physlab.strategies import registry
 
-    model = model or os.environ.get("PHYSLAB_MODEL")
-    if not model:
-        raise UserError("no model given: pass model='provider:model' (or scripted:NAME, replay:PATH)", field="model")
     limits = {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens), ("max_cost_usd", max_cost),
                                 ("max_wall_s", max_wall)) if v is not None}
     if budget is not None and limits:
         raise UserError("give either budget=Budget(...) or the max_* shortcuts, not both", field="budget")
-    budget = budget or Budget(**limits)
-    return await run_solve(_problem(problem), strategy, model, workspace=workspace, budget=budget,
-                           api_base=api_base, api_key_env=api_key_env, seed=seed, params=dict(params or {}),
-                           resume=resume, events=events, replace=replace, role_models=role_models,
-                           output_mode=output_mode)
+    given = given_options({"strategy": strategy, "model": model, "api_base": api_base, "api_key_env": api_key_env,
+                           "output_mode": check_output_mode(output_mode, field_name="output_mode"),
+                           "models_config": registry_path(models_config, environment=False),
+                           "max_in_flight": max_in_flight,
+                           "role_models": parse_role_models(role_models, field_name="role_models"),
+                           "params": dict(params or {}), "budget": budget.model_dump(exclude_none=True)
+                           if budget is not None else limits, "seed": seed})
+    if resume is not None:
+        options, _ = resume_options(Path(resume), given)  # what it changes: a "notice" event
+        prob = _problem(problem)
+    else:
+        given.setdefault("model", os.environ.get("PHYSLAB_MODEL"))
+        if not given.get("model"):
+            raise UserError("no model given: pass model='provider:model' (or scripted:NAME, replay:PATH)",
+                            field="model")
+        given.setdefault("models_config", registry_path(None))  # $PHYSLAB_MODELS_CONFIG, as the CLI reads it
+        options = RunOptions.model_validate({"strategy": registry.DEFAULT, **given})
+        prob = _problem(problem)
+    once = registry.session_params(options.params)  # where this session starts (resume_iteration): not recorded
+    scaffold = registry.build(options.strategy, {**options.params, **once})
+    return await run(prob, scaffold, options, Shared(events=events),
+                     workspace=resume if resume is not None else workspace, resume=resume is not None,
+                     replace=replace)
 
 
 async def grade_async(problem: Problem | str | os.PathLike[str], candidate: str | os.PathLike[str], *,
@@ -136,8 +159,8 @@ def _blocking(coro: Coroutine[Any, Any, T]) -> T:
     return box["value"]
 
 
-def solve(problem: Problem | str | os.PathLike[str], strategy: str = "lab", model: str | None = None,
-          **options: Any) -> Attempt:
+def solve(problem: Problem | str | os.PathLike[str], strategy: str | None = None, model: str | None = None,
+          **options: Any) -> RunRecord:
     """Blocking :func:`solve_async` (same arguments)."""
     return _blocking(solve_async(problem, strategy, model, **options))
 

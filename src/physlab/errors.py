@@ -7,7 +7,9 @@ The CLI prints that line and exits 2; it never shows a traceback for bad input.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 
 class UserError(Exception):
@@ -29,3 +31,15 @@ class UserError(Exception):
 
 class ProblemFileError(UserError):
     """A problem file that cannot be read or does not have the expected shape."""
+
+
+@contextmanager
+def naming_the_file(path: str | Path) -> Iterator[None]:
+    """An OSError raised inside names ``path`` (a full disk shows when data is flushed, where
+    Python gives the error no file name), so the one line the user sees says which file."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise

@@ -35,7 +35,7 @@ async def test_grading_later_grades_each_checkpoint_once_beside_its_cell(tmp_pat
     from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
     from physlab.grading.verdict import Verdict
     from physlab.problems.model import Problem
-    from physlab.runs.checkpoints import Checkpoint
+    from physlab.run.checkpoints import Checkpoint
 
     st = ResultsStore(tmp_path / "r.sqlite")
     st.add_problems([Problem(id="q", statement="What is 1+1?", answer_template="def answer():\n    return ...\n")])

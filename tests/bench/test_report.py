@@ -10,17 +10,14 @@ import sqlite3
 
 import pytest
 
-import numpy as np
-
 from physlab.bench.report import build_report, write_csv
-from physlab.bench.stats import accuracy_interval
 from physlab.bench.report_render import write_html
+from physlab.bench.stats import accuracy_interval
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.cli import main
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import CallRecord, Usage
-from physlab.runs.checkpoints import Checkpoint
-
+from physlab.run.checkpoints import Checkpoint
 
 
 def _fill(path, seed=1):
@@ -264,8 +261,9 @@ def test_matrix_reference_conditioned_runs_and_degraded_runs_are_kept_apart(tmp_
     assert all("scalar" not in c.a + c.b for c in rep.comparisons)  # never compared with solvers
     (sympy,) = [g for g in rep.groups if g.strategy == "tpbench-sympy"]   # one row: the strategy at its budget
     assert sympy.graded == 2 and sympy.ran_as_runs == {"majority vote of 8 (no verification)": 1}
-    from physlab.bench.report_render import print_report
     from rich.console import Console
+
+    from physlab.bench.report_render import print_report
 
     print_report(rep, Console(width=250, record=True))
     out = capsys.readouterr().out

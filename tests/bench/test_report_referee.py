@@ -17,7 +17,7 @@ from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Budget, Usage
 from physlab.problems.model import Problem
-from physlab.runs.checkpoints import Checkpoint
+from physlab.run.checkpoints import Checkpoint
 
 
 def _cell(st, w, *, problem, strategy, model="m", repeat=0, verdict="correct", tokens=(1000, 100), cached=0,

@@ -9,9 +9,20 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from physlab.bench.stats import (accuracy_interval, exact_interval, holm, mean_pass_at_k, mover_paired,
-                                 newcombe_paired, paired_comparison, pass_at_k, problem_accuracy, quantile,
-                                 solved_within, wilson_interval)
+from physlab.bench.stats import (
+    accuracy_interval,
+    exact_interval,
+    holm,
+    mean_pass_at_k,
+    mover_paired,
+    newcombe_paired,
+    paired_comparison,
+    pass_at_k,
+    problem_accuracy,
+    quantile,
+    solved_within,
+    wilson_interval,
+)
 
 
 @pytest.mark.parametrize(

@@ -315,7 +315,7 @@ def test_a_database_from_before_checkpoints_gains_their_columns_on_open(tmp_path
 
 def test_checkpoints_are_stored_with_the_cell_and_regraded_with_it(tmp_path):
     from physlab.grading.verdict import Verdict
-    from physlab.runs.checkpoints import Checkpoint
+    from physlab.run.checkpoints import Checkpoint
 
     st = ResultsStore(tmp_path / "r.sqlite")
     spec = _specs(1)[0]

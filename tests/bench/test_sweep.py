@@ -90,13 +90,13 @@ async def test_a_crashing_cell_is_recorded_failed_and_retried(tmp_path):
     problems = load_suite("examples")[:1]
     calls = {"n": 0}
 
-    async def flaky_solve(problem, strategy, model, **kw):
-        from physlab.strategies.runner import run_solve
+    async def flaky_solve(*args, **kw):
+        from physlab.run.runner import run
 
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("infrastructure hiccup")
-        return await run_solve(problem, strategy, model, **kw)
+        return await run(*args, **kw)
 
     cfg = SweepConfig(suite="examples", strategies=["oneshot"], models=["scripted:oneshot-wrong"],
                       db=tmp_path / "r.sqlite", concurrency=1)
@@ -325,9 +325,9 @@ async def test_sweep_records_its_worker_run_and_counts_live_tokens_per_call(tmp_
     snapshots: list[tuple[int, int]] = []
 
     async def solve(*args, **kw):
-        from physlab.strategies.runner import run_solve
+        from physlab.run.runner import run
 
-        attempt = await run_solve(*args, **kw)
+        attempt = await run(*args, **kw)
         snapshots.append((sweep.live.done, sweep.live.tokens))  # the cell has not been written yet
         return attempt
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from physlab.grading.jobs import candidate_job, check_written, grade_job, verdict_from
+from physlab.grading.jobs import candidate_job, check_written, grade_job, precision_rule, verdict_from
 from physlab.grading.rt import stages
 from physlab.grading.template import template_spec
 from physlab.grading.verdict import Verdict
@@ -63,7 +63,7 @@ def grade_in_process(prob: Problem, code: str, step_timeout: float = 5.0) -> tup
     job = {"mode": "grade", "trees": [json.loads(json.dumps(out["tree"]))], "symbols": spec.symbols_json(),
            "rtol": prob.rtol, "step_timeout": step_timeout, "reference": prob.reference,
            "format": prob.reference_format, "template": prob.answer_template, "function": spec.function,
-           "params": spec.params_json() or []}
+           "params": spec.params_json() or [], "precision": precision_rule(prob)}
     res = stages.run_trusted(job)
     assert "error" not in res, res
     return res["verdict"], res["reason"]

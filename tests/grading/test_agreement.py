@@ -56,6 +56,7 @@ def answer():
     return eta
 '''
 ETA = problem(NUM_TEMPLATE, "eta = 1 - sp.sqrt(sp.Rational(8, 9))")
+ETA_CRITPT = problem(NUM_TEMPLATE, "eta = 1 - sp.sqrt(sp.Rational(8, 9))", extra={"format": "critpt"})
 ETA_NUMBER = problem(NUM_TEMPLATE, "0.0572", fmt="number")
 TINY = problem(NUM_TEMPLATE, "eta = sp.Rational(1, 2**99)")
 
@@ -139,7 +140,13 @@ CASES = [
     # ---- numbers
     ("eta exact", ETA, "return 1 - 2*sp.sqrt(2)/3", "correct"),
     ("eta float 12 digits", ETA, "return 0.0571909584179", "correct"),
-    ("eta float 4 digits", ETA, "return 0.05719", "incorrect"),
+    # the precision policy (rt/precision.py): a number is judged at the digits it states...
+    ("eta float 4 digits", ETA, "return 0.05719", "correct"),
+    ("eta float 4 digits misrounded", ETA, "return 0.05718", "incorrect"),
+    ("eta float 1 digit", ETA, "return 0.06", "incorrect"),
+    # ...except under CritPt's rule (an exact form or 12 significant digits)
+    ("eta float 4 digits, CritPt", ETA_CRITPT, "return 0.05719", "incorrect"),
+    ("eta float 12 digits, CritPt", ETA_CRITPT, "return 0.0571909584179", "correct"),
     ("eta python float", ETA, "import math\nreturn 1 - math.sqrt(8/9)", "correct"),
     ("eta numpy float", ETA, "import numpy as np\nreturn np.float64(1 - np.sqrt(8/9))", "correct"),
     ("number ref exact cand", ETA_NUMBER, "return 1 - sp.sqrt(sp.Rational(8, 9))", "correct"),

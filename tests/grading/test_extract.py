@@ -60,3 +60,70 @@ def test_template_spec_reads_symbols_and_assumptions():
     assert table["k12"] == ["k_{12}", {}] and table["lambda"] == ["lambda", {}]
     assert template_spec(None).params is None
     assert template_spec("def broken(:").params is None
+
+
+# ------------------------------------------------- issue 32: fences are scanned linearly
+
+
+class _Counting:
+    """A compiled pattern that counts the characters each call is given (steps, not seconds)."""
+
+    def __init__(self, pattern):
+        self.pattern, self.chars = pattern, 0
+
+    def match(self, s, *a):
+        self.chars += len(s)
+        return self.pattern.match(s, *a)
+
+    def fullmatch(self, s, *a):
+        self.chars += len(s)
+        return self.pattern.fullmatch(s, *a)
+
+
+def test_unclosed_fences_are_read_in_linear_steps(monkeypatch):
+    """The attack: 40 KB of unclosed fences (31 s on the event loop with the old regex)."""
+    from physlab.grading import extract
+
+    counters = {name: _Counting(getattr(extract, name)) for name in ("_OPEN", "_CLOSE")}
+    for name, counter in counters.items():
+        monkeypatch.setattr(extract, name, counter)
+    for attack in ("```python\n" * 4000, "~~~\n" * 10_000, "````\n```python\n" * 2000, "```" + "\n" * 40_000):
+        extract.fenced_blocks(attack)
+        extract.extract_code(attack)
+        spent = sum(c.chars for c in counters.values())
+        # each line is looked at a bounded number of times (here: at most 3 characters per character)
+        assert spent <= 3 * 2 * len(attack), (attack[:12], spent, len(attack))
+        for c in counters.values():
+            c.chars = 0
+
+
+def test_fence_attacks_end_quickly_everywhere_fences_are_read():
+    """The same replies through every reader of fences the host runs (a generous bound: the
+    quadratic readers took 20 s to minutes on these; now well under a second)."""
+    import concurrent.futures as cf
+
+    from physlab.grading.extract import extract_written
+    from physlab.grading.hipho import _json_block
+    from physlab.llm.text_tools import _json_object
+
+    attacks = ["```python\n" * 8000, "```json\n{" * 4000, " " * 40_000 + "x", "\\[" * 20_000,
+               "<think>" * 6000, "The answer is " * 3000]
+    calls = [extract_code, extract_written, _json_object, lambda t: _safe(_json_block, t)]
+    with cf.ThreadPoolExecutor(1) as pool:
+        for attack in attacks:
+            for fn in calls:
+                pool.submit(fn, attack).result(timeout=20)
+
+
+def _safe(fn, text):
+    try:
+        return fn(text)
+    except ValueError:
+        return None
+
+
+def test_fences_read_as_before():
+    text = "a\n```python\nx = 1\n```\n~~~\ny\n~~~\n````\nz\n```\nq\n``` \n```py\nopen"
+    from physlab.grading.extract import fenced_blocks
+
+    assert fenced_blocks(text) == [("python", "x = 1\n"), ("", "y\n"), ("", "z\n")]

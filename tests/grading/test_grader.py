@@ -41,7 +41,7 @@ async def test_verdict_paths_concurrently(grader):
         "raises": (qec("raise ValueError('nope')"), "invalid"),
         "arity": ("import sympy as sp\ndef answer():\n    return 1\n", "invalid"),
         "not sympy": (qec("return object()"), "invalid"),
-        "no code": ("I think the answer is 1 - p.", "invalid"),
+        "no code": ("I could not find it in time; p matters.", "invalid"),
     }
     verdicts = await asyncio.gather(*(grader.grade(QEC, code) for code, _ in cases.values()))
     for (name, (_, want)), v in zip(cases.items(), verdicts):

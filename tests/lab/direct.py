@@ -11,8 +11,8 @@ from pydantic_ai.models.function import FunctionModel
 from physlab.lab.engine import LabEngine, LabSettings
 from physlab.llm.meter import RunMeter
 from physlab.llm.usage import Budget
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import default_sandbox
-from physlab.runs.context import RunContext
 
 
 class FunctionSource:
@@ -25,9 +25,9 @@ class FunctionSource:
         return FunctionModel(self.fns[role], model_name=f"test-{role}")
 
 
-def make_ctx(ws: Path, fns: dict[str, Callable], problem, *, budget: Budget | None = None, events=None) -> RunContext:
+def make_ctx(ws: Path, fns: dict[str, Callable], problem, *, budget: Budget | None = None, events=None) -> RunEnvironment:
     meter = RunMeter(budget or Budget(), ws / "calls.jsonl")
-    return RunContext(problem=problem.public(), workspace=ws, models=FunctionSource(fns), usage=meter,
+    return RunEnvironment(problem=problem.public(), workspace=ws, models=FunctionSource(fns), usage=meter,
                       budget=budget or Budget(), sandbox=default_sandbox(), grader=None, equivalence=None,
                       events=events or (lambda *a, **k: None))
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import sympy as sp
 
+from physlab.api import solve_async
 from physlab.lab.state.models import ResearchState
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
 
 
 def qec_problem():
@@ -19,8 +19,8 @@ def qec_problem():
 
 async def solve(ws: Path, model: str = "scripted:lab-qec", *, problem=None, resume: bool = False,
                 events=None, budget=None, **params: Any):
-    return await run_solve(problem or qec_problem(), "lab", model, workspace=ws if not resume else None,
-                           resume=ws if resume else None, params=params, events=events, budget=budget)
+    return await solve_async(problem or qec_problem(), "lab", model, workspace=ws if not resume else None,
+                            resume=ws if resume else None, params=params, events=events, budget=budget)
 
 
 def state_of(ws: Path) -> ResearchState:
@@ -28,7 +28,7 @@ def state_of(ws: Path) -> ResearchState:
 
 
 def calls(ws: Path) -> list[dict]:
-    return [json.loads(l) for l in (ws / "calls.jsonl").read_text().splitlines() if l.strip()]
+    return [json.loads(line) for line in (ws / "calls.jsonl").read_text().splitlines() if line.strip()]
 
 
 def matches_reference(answer_code: str, problem) -> bool:
@@ -43,7 +43,8 @@ def matches_reference(answer_code: str, problem) -> bool:
 
 def git_subjects(ws: Path) -> list[str]:
     import subprocess
-    from physlab.lab.workspace import ENDED
+
+    from physlab.run.git import ENDED
 
     out = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True, check=True).stdout
     return [s for s in out.splitlines() if not s.startswith(ENDED)]  # the lab's own commits (not the run's end)

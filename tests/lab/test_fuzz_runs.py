@@ -22,8 +22,9 @@ from physlab.llm.standin import RandomToolResponder, StandinServer
 from physlab.llm.standin.chaos import ChaosResponder
 from physlab.llm.standin.fuzz_schema import ids_in, instance
 from physlab.llm.usage import Budget
-from physlab.strategies.runner import run_solve
-
+from physlab.run.options import RunOptions
+from physlab.run.runner import Shared, run
+from physlab.strategies import registry
 from tests.lab.mini import mini_problem
 
 OUTPUTS = [Survey, planner.Plan, orchestrator.Decision, researcher.DerivationReport, computer.ComputerResult,
@@ -63,8 +64,10 @@ async def random_run(tmp_path, seed: int, chaos: bool) -> dict:
     with StandinServer(responder) as srv:
         if chaos:
             responder.attach(srv)
-        attempt = await run_solve(mini_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url,
-                                  budget=Budget(max_calls=200), retry=FAST_RETRY, params=PARAMS)
+        options = RunOptions(strategy="lab", model="openai:standin", api_base=srv.base_url,
+                             budget=Budget(max_calls=200), params=PARAMS)
+        attempt = await run(mini_problem(), registry.build("lab", PARAMS), options, Shared(retry=FAST_RETRY),
+                            workspace=ws)
     s = ResearchState.model_validate_json((ws / "state.json").read_text())
     roles = collections.Counter(json.loads(line)["role"] for line in (ws / "calls.jsonl").read_text().splitlines())
     return {"ws": ws, "attempt": attempt, "state": s, "roles": roles}

@@ -13,6 +13,7 @@ from anthropic import AsyncAnthropic
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 
+from physlab.api import solve_async
 from physlab.lab import context as C
 from physlab.lab.roles import ROLES, reviewer
 from physlab.lab.roles._base import LabEnv, system_prompt
@@ -21,12 +22,10 @@ from physlab.llm.defaults import ModelDefaults, ModelRegistry
 from physlab.llm.meter import RunMeter
 from physlab.llm.models import RunModels
 from physlab.llm.standin import Habits, ScenarioResponder, StandinServer
-from physlab.llm.wire import load_response
 from physlab.llm.usage import Budget
-from physlab.runs.context import RunContext
+from physlab.llm.wire import load_response
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import default_sandbox
-from physlab.strategies.runner import run_solve
-
 from tests.lab.helpers import calls, lab_role_of, qec_problem, solve
 from tests.lab.mini import mini_problem
 from tests.lab.test_prompts import rich_state
@@ -154,7 +153,7 @@ async def test_anthropic_requests_carry_cache_breakpoints_on_tools_instructions_
     s, rq, wh, wh2, cr, cr2 = rich_state()
     meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
     models = RunModels("anthropic:claude-sonnet-4-6", meter=meter, provider=anthropic_model(seen))
-    ctx = RunContext(problem=mini_problem().public(), workspace=tmp_path, models=models, usage=meter,
+    ctx = RunEnvironment(problem=mini_problem().public(), workspace=tmp_path, models=models, usage=meter,
                      budget=Budget(), sandbox=default_sandbox(), grader=None, equivalence=None)
     env = LabEnv(ctx)
     first = C.for_reviewer(mini_problem(), s, W, wh2)
@@ -190,7 +189,7 @@ async def test_a_registry_that_turns_prompt_caching_off_wins_over_the_labs_cache
     meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
     registry = ModelRegistry(models={"anthropic:*": ModelDefaults(prompt_cache=False)})
     models = RunModels("anthropic:claude-sonnet-4-6", meter=meter, provider=anthropic_model(seen), registry=registry)
-    ctx = RunContext(problem=mini_problem().public(), workspace=tmp_path, models=models, usage=meter,
+    ctx = RunEnvironment(problem=mini_problem().public(), workspace=tmp_path, models=models, usage=meter,
                      budget=Budget(), sandbox=default_sandbox(), grader=None, equivalence=None)
     assert (await reviewer.run(LabEnv(ctx), C.for_reviewer(mini_problem(), s, W, wh2))).verdict == "VERIFIED"
     meter.close()
@@ -203,7 +202,7 @@ async def test_against_a_server_with_a_prefix_cache_every_repeat_call_reads_its_
     and instructions (problem, standards, role text) already cached."""
     ws = tmp_path / "run"
     with StandinServer(ScenarioResponder("lab-qec", lab_role_of()), habits=Habits(prefix_cache=True)) as srv:
-        attempt = await run_solve(qec_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url)
+        attempt = await solve_async(qec_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url)
     assert attempt.status == "complete" and attempt.verdict.verdict == "correct"
     recs = calls(ws)
     served = sum(u["prompt_tokens_details"]["cached_tokens"] for u in srv.usages)

@@ -9,7 +9,6 @@ from typer.testing import CliRunner
 
 from physlab.cli import app
 from physlab.lab import inbox
-
 from tests.lab.helpers import solve
 from tests.lab.mini import mini_problem, register
 
@@ -65,13 +64,15 @@ async def test_runs_rewind(finished_run):
     res = runner.invoke(app, ["runs", "rewind", str(finished_run), "--to", "1"])
     assert res.exit_code == 0, res.output
     data = json.loads(runner.invoke(app, ["runs", "show", str(finished_run), "--json"]).output)
-    assert data["iteration"] == 1 and data["status"] == "running"
+    # the lab's state runs again from iteration 1; nobody runs it yet: the run is interrupted, as
+    # `runs list` and the dashboard say, until it is resumed
+    assert data["iteration"] == 1 and data["lab_status"] == "running" and data["status"] == "interrupted"
 
 
 async def test_runs_rewind_refuses_a_run_another_process_is_running(finished_run, capsys):
     """Rewinding under a live engine would swap the state it is about to commit over: refused in one
     line naming the holder, and nothing is rewound."""
-    from physlab.lab.workspace import lock_run
+    from physlab.run.lock import lock_run
 
     before = json.loads(runner.invoke(app, ["runs", "show", str(finished_run), "--json"]).output)
     with lock_run(finished_run):
@@ -96,12 +97,12 @@ async def test_challenge_must_target_an_er(finished_run, capsys):
 
 async def test_runs_show_any_strategys_run(tmp_path):
     """A oneshot run (or a sweep cell) has no research state: show gives its outcome and usage."""
+    from physlab.api import solve_async
     from physlab.problems import resolve_problem
-    from physlab.strategies.runner import run_solve
 
     ws = tmp_path / "one"
-    await run_solve(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
-                    "scripted:oneshot-qec-correct", workspace=ws)
+    await solve_async(resolve_problem("examples/quantum_error_correction_main"), "oneshot",
+                     "scripted:oneshot-qec-correct", workspace=ws)
     res = runner.invoke(app, ["runs", "show", str(ws), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
@@ -112,7 +113,8 @@ async def test_runs_show_any_strategys_run(tmp_path):
     assert "verdict correct" in res.output and "Usage per role" in res.output
     (ws / "metrics.json").unlink()  # still running, or killed before it finished
     data = json.loads(runner.invoke(app, ["runs", "show", str(ws), "--json"]).output)
-    assert data["status"] == "unfinished" and data["usage_by_role"]["solver"]["calls"] == 1
+    # nobody runs it and it never wrote its record: interrupted, as `runs list` and the dashboard say
+    assert data["status"] == "interrupted" and data["usage_by_role"]["solver"]["calls"] == 1
     empty = tmp_path / "empty"
     empty.mkdir()
     assert invoke("runs", "show", str(empty)) == 2

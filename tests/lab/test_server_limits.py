@@ -9,9 +9,8 @@ import json
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.llm.standin import Habits, ScenarioResponder, StandinServer
-from physlab.strategies.runner import run_solve
-
 from tests.lab.helpers import calls, lab_role_of, qec_problem, state_of
 from tests.lab.mini import mini_problem, register
 
@@ -21,8 +20,8 @@ pytestmark = pytest.mark.slow
 async def _qec(ws, habits, mode, events=None):
     responder = ScenarioResponder("lab-qec", lab_role_of())
     with StandinServer(responder, habits=habits) as srv:
-        attempt = await run_solve(qec_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url,
-                                  output_mode=mode, events=events)
+        attempt = await solve_async(qec_problem(), "lab", "openai:standin", workspace=ws, api_base=srv.base_url,
+                                   output_mode=mode, events=events)
     return attempt, srv, responder
 
 
@@ -60,8 +59,8 @@ async def test_lab_against_a_3000_token_context_window(tmp_path):
     ws = tmp_path / "run"
     with StandinServer(ScenarioResponder(register("test-mini-window").split(":", 1)[1], lab_role_of()),
                        habits=Habits(context_window=3000)) as srv:
-        attempt = await run_solve(mini_problem("42"), "lab", "openai:standin", workspace=ws, api_base=srv.base_url,
-                                  params={"max_iterations": 4})
+        attempt = await solve_async(mini_problem("42"), "lab", "openai:standin", workspace=ws, api_base=srv.base_url,
+                                   params={"max_iterations": 4})
     assert attempt.status != "error", attempt.details
     recs = calls(ws)
     first = next(i for i, r in enumerate(recs) if r["error"] and "context length" in r["error"])

@@ -9,7 +9,7 @@ from physlab.llm.meter import RunMeter
 
 @pytest.fixture(autouse=True)
 def _close_test_meters(monkeypatch):
-    """These tests build RunMeters by hand; in the product ``run_solve`` closes each one it opens.
+    """These tests build RunMeters by hand; in the product ``physlab.run.runner.run`` closes each one it opens.
     Close the ones a test opened, so an unclosed calls.jsonl here is never mistaken for a leak."""
     opened: list[RunMeter] = []
     real_open = RunMeter.open

@@ -27,9 +27,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from physlab.api import solve_async
 from physlab.llm.standin import EchoResponder, Habits, ScenarioResponder, StandinServer
-from physlab.strategies.runner import run_solve
-
 from tests.lab.helpers import calls, lab_role_of, qec_problem
 from tests.llm.litellm_env import litellm_executable
 
@@ -100,11 +99,11 @@ async def test_the_lab_through_a_real_litellm_proxy(tmp_path, monkeypatch):
         try:
             events: list[tuple[str, dict]] = []
             ws = tmp_path / "run"
-            attempt = await run_solve(qec_problem(), "lab", "openai:qwen3-32b", workspace=ws, api_base=proxy.base,
-                                      api_key_env="LITELLM_TEST_KEY", events=lambda k, **d: events.append((k, d)))
+            attempt = await solve_async(qec_problem(), "lab", "openai:qwen3-32b", workspace=ws, api_base=proxy.base,
+                                       api_key_env="LITELLM_TEST_KEY", events=lambda k, **d: events.append((k, d)))
             # the Messages API of the same proxy, for an anthropic: model
-            oneshot = await run_solve(qec_problem(), "oneshot", "anthropic:echo", workspace=tmp_path / "anthropic",
-                                      api_base=proxy.base, api_key_env="LITELLM_TEST_KEY")
+            oneshot = await solve_async(qec_problem(), "oneshot", "anthropic:echo", workspace=tmp_path / "anthropic",
+                                       api_base=proxy.base, api_key_env="LITELLM_TEST_KEY")
         finally:
             proxy.stop()
 

@@ -264,7 +264,9 @@ def test_api_base_points_anthropic_and_gemini_at_a_proxy(spec, expected):
 
 async def test_each_role_talks_to_its_own_model(tmp_path):
     from physlab.problems.model import Problem
-    from physlab.strategies.runner import run_solve
+    from physlab.run.options import RunOptions
+    from physlab.run.runner import Shared, run
+    from physlab.strategies import registry as registry_of_strategies
 
     code = "Work.\n\n```python\ndef answer(x):\n    y = 2 * x\n    return y\n```\n"
     problem = Problem(id="double", statement="Return twice $x$.", answer_template="def answer(x):\n    y = ...\n    return y\n")
@@ -272,8 +274,10 @@ async def test_each_role_talks_to_its_own_model(tmp_path):
             StandinServer(ScriptedResponder([code], repeat_last=True), model_name="large") as large:
         registry = ModelRegistry(models={"openai:small": ModelDefaults(api_base=small.base_url),
                                          "openai:large": ModelDefaults(api_base=large.base_url)})
-        await run_solve(problem, "two-step", "openai:small", workspace=tmp_path / "w", model_registry=registry,
-                        role_models={"formatter": "openai:large", "critci": "openai:large"})
+        options = RunOptions(strategy="two-step", model="openai:small",
+                             role_models={"formatter": "openai:large", "critci": "openai:large"})
+        await run(problem, registry_of_strategies.build("two-step"), options, Shared(registry=registry),
+                  workspace=tmp_path / "w")
     assert len(small.requests) == 1 and len(large.requests) == 1  # the solver on one, the formatter on the other
     m = json.loads((tmp_path / "w" / "metrics.json").read_text())
     assert m["models_by_role"] == {"formatter": "openai:large", "solver": "openai:small"}
@@ -316,12 +320,12 @@ async def test_a_missing_key_is_named_before_the_first_request_and_in_the_refusa
 
 
 async def test_a_model_without_structured_output_is_named_with_its_role_and_mode(tmp_path):
-    from physlab.strategies.runner import run_solve
+    from physlab.api import solve_async
     from tests.lab.mini import mini_problem
 
     with StandinServer(ScriptedResponder(["I would rather explain in prose."], repeat_last=True)) as srv:
-        att = await run_solve(mini_problem(), "lab", "openai:standin", workspace=tmp_path / "w", api_base=srv.base_url,
-                              params={"max_iterations": 1, "tool_retries": 1})
+        att = await solve_async(mini_problem(), "lab", "openai:standin", workspace=tmp_path / "w", api_base=srv.base_url,
+                               params={"max_iterations": 1, "tool_retries": 1})
     m = json.loads((tmp_path / "w" / "metrics.json").read_text())
     assert att.status != "complete"
     text = json.dumps(m)

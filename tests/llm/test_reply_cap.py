@@ -33,12 +33,15 @@ def _problem():
 
 
 async def test_rsa_served_2mb_replies_does_not_fill_calls_jsonl(tmp_path):
-    from physlab.strategies.runner import run_solve
+    from physlab.run.options import RunOptions
+    from physlab.run.runner import Shared, run
+    from physlab.strategies import registry
 
     ws = tmp_path / "run"
+    params = {"population": 3, "subset_size": 2, "rounds": 2}
     with StandinServer(ScriptedResponder([HUGE], repeat_last=True)) as srv:
-        att = await run_solve(_problem(), "rsa", "openai:standin", workspace=ws, api_base=srv.base_url, retry=FAST,
-                              params={"population": 3, "subset_size": 2, "rounds": 2})
+        options = RunOptions(strategy="rsa", model="openai:standin", api_base=srv.base_url, params=params)
+        att = await run(_problem(), registry.build("rsa", params), options, Shared(retry=FAST), workspace=ws)
     served = srv.stats.requests
     lines = (ws / "calls.jsonl").read_bytes().splitlines()
     default = ModelDefaults()

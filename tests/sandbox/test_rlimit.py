@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from physlab.errors import UserError
-from physlab.sandbox import Sandbox, SandboxLimits
-from physlab.sandbox import launch
+from physlab.sandbox import Sandbox, SandboxLimits, launch
 
 from .sb_helpers import wait_gone
 
@@ -97,15 +96,17 @@ def test_the_warning_says_exactly_what_is_and_is_not_isolated(monkeypatch, capsy
     assert err.count("\n") == 1  # one line
     isolated, _, not_isolated = err.partition("NOT isolated")
     assert "Isolated:" in isolated and "limits" in isolated and "environment" in isolated, err
-    assert "files readable by all users" in not_isolated and "/tmp" in not_isolated, err
-    assert ("your files" in not_isolated) == (euid != 0), err
     assert ("unprivileged uid" in isolated) == (euid == 0), err
     if namespaces:  # the run's own PID, IPC and network namespaces (tests/sandbox/test_rlimit_namespaces.py)
         assert "own PID, IPC and network namespaces" in isolated and "only its own processes" in isolated, err
         assert "reaches no network, not even services on this machine's loopback" in isolated, err
         assert "network" not in not_isolated and "process list" not in not_isolated, err
-        assert "Unix sockets" in not_isolated, err  # the file system's sockets are not the network's
+        # and a root of its own (tests/sandbox/test_rlimit_file_view.py)
+        assert "its own root" in isolated and "no problem file" in isolated and "/sys" in isolated, err
+        assert "files" not in not_isolated and "/tmp" not in not_isolated, err
     else:
+        assert "files readable by all users" in not_isolated and "/tmp" in not_isolated, err
+        assert ("your files" in not_isolated) == (euid != 0), err
         assert "the network (including services on this machine's loopback)" in not_isolated, err
         assert "the process list in /proc" in not_isolated and "process list" not in isolated, err
         assert ("environment (API keys)" in not_isolated) == (euid != 0), err
@@ -121,7 +122,8 @@ def test_root_without_bubblewrap_is_refused_unless_the_user_says_so(monkeypatch,
         launch.resolve_backend("auto")
     msg = str(err.value)
     assert "\n" not in msg and "root" in msg and f"{launch.ENV_VAR}=rlimit" in msg, msg
-    assert "files readable by all users are not isolated" in msg, msg
+    assert ("a root of its own" in msg if launch.rlimit_namespaces() else
+            "files readable by all users are not isolated" in msg), msg
     monkeypatch.setenv(launch.ENV_VAR, "rlimit")  # said explicitly: allowed, with the warning
     assert launch.resolve_backend("auto") == "rlimit"
     monkeypatch.delenv(launch.ENV_VAR)

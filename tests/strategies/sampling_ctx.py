@@ -1,4 +1,4 @@
-"""A real RunContext for the sampling-scaffold tests: the project's own model seam (RunModels +
+"""A real RunEnvironment for the sampling-scaffold tests: the project's own model seam (RunModels +
 RunMeter with a registered scripted scenario), the real sandbox and the real grader. Only the
 runner is left out, so a strategy can be driven directly and its Attempt inspected."""
 
@@ -13,8 +13,8 @@ from physlab.llm.models import RunModels
 from physlab.llm.scripted import register_scenario
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import Sandbox, default_sandbox
-from physlab.runs.context import RunContext
 
 _ids = itertools.count()
 
@@ -50,7 +50,7 @@ def solution(expr: str, reasoning: str = "Each gate survives with probability 1-
 
 
 def make_ctx(tmp_path: Path, scenario: Callable[[], Any], *, problem: Problem | None = None,
-             budget: Budget | None = None, seed: int = 0) -> RunContext:
+             budget: Budget | None = None, seed: int = 0) -> RunEnvironment:
     name = f"test-sampling-{next(_ids)}"
     register_scenario(name, scenario)
     full = problem or make_problem()
@@ -59,7 +59,7 @@ def make_ctx(tmp_path: Path, scenario: Callable[[], Any], *, problem: Problem | 
     models = RunModels(f"scripted:{name}", meter=meter)
     sandbox = default_sandbox()  # the shared warm pool, as the runner uses
     grader, equivalence = _graders(full, sandbox)
-    return RunContext(problem=full.public(), workspace=tmp_path, models=models, usage=meter,
+    return RunEnvironment(problem=full.public(), workspace=tmp_path, models=models, usage=meter,
                       budget=budget, sandbox=sandbox, grader=grader, equivalence=equivalence,
                       seed=seed)
 

@@ -1,4 +1,4 @@
-"""The RunContext pieces the studio/actor-critic tests stub out: models that play a test's script
+"""The RunEnvironment pieces the studio/actor-critic tests stub out: models that play a test's script
 (pydantic-ai FunctionModels, one per role) and a usage meter with nothing spent."""
 
 from __future__ import annotations
@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pydantic_ai.messages import (
-    ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart, UserPromptPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 

@@ -10,13 +10,12 @@ import textwrap
 
 import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart, TextPart, UserPromptPart
+from sampling_ctx import TEMPLATE, filled, make_ctx, make_problem
 
 from physlab.errors import UserError
 from physlab.strategies.oneshot import OneShot
 from physlab.strategies.sampling import answer_requirements
 from physlab.strategies.two_step import TwoStep
-
-from sampling_ctx import TEMPLATE, filled, make_ctx, make_problem
 
 
 def _flat(text: str) -> str:

@@ -10,15 +10,14 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
+from sampling_ctx import filled, make_problem
 
+from physlab.api import solve_async
 from physlab.llm.errors import BudgetExceeded
 from physlab.llm.meter import RunMeter
 from physlab.llm.scripted import final_answer, register_scenario
 from physlab.llm.seam import seam_model
 from physlab.llm.usage import Budget, CallRecord
-from physlab.strategies.runner import run_solve
-
-from sampling_ctx import filled, make_problem
 
 
 def _calls(ws):
@@ -36,7 +35,7 @@ async def test_the_lab_at_max_calls_5_makes_at_most_5_requests_and_keeps_one_for
     from tests.lab.mini import mini_problem, register
 
     model = register("lab-mini-budget5")
-    attempt = await run_solve(mini_problem(), "lab", model, workspace=tmp_path / "r", budget=Budget(max_calls=5))
+    attempt = await solve_async(mini_problem(), "lab", model, workspace=tmp_path / "r", budget=Budget(max_calls=5))
     recs = _calls(tmp_path / "r")
     assert len(recs) <= 5                       # was 6: two formatter calls granted past the cap
     assert recs[-1]["role"] == "formatter"      # the lab kept room for it within the budget
@@ -56,8 +55,8 @@ async def test_the_manager_past_its_budget_gives_no_answer_rather_than_a_one_sho
 
     register_scenario("manager-tiny-budget", factory)
     problem = make_problem()
-    attempt = await run_solve(problem, "manager", "scripted:manager-tiny-budget", workspace=tmp_path / "r",
-                              budget=Budget(max_tokens=2000))
+    attempt = await solve_async(problem, "manager", "scripted:manager-tiny-budget", workspace=tmp_path / "r",
+                                budget=Budget(max_tokens=2000))
     used = sum(r["input_tokens"] + r["output_tokens"] for r in _calls(tmp_path / "r"))
     assert used <= 2000
     assert attempt.status == "no_answer" and attempt.answer_text is None and attempt.answer_code is None
@@ -94,12 +93,12 @@ async def test_a_request_that_fits_the_budget_is_sent(tmp_path):
     register_scenario("oneshot-fits", factory)
     problem = make_problem()
     big = 100_000
-    await run_solve(problem, "oneshot", "scripted:oneshot-fits", workspace=tmp_path / "a",
-                    budget=Budget(max_tokens=big))
+    await solve_async(problem, "oneshot", "scripted:oneshot-fits", workspace=tmp_path / "a",
+                      budget=Budget(max_tokens=big))
     estimate = big - sent[0]                     # what the request's input was reckoned at
     output = _calls(tmp_path / "a")[0]["output_tokens"]
     cap = estimate + output + 20                 # fits, with less than 256 tokens to spare for the reply
-    attempt = await run_solve(problem, "oneshot", "scripted:oneshot-fits", workspace=tmp_path / "b",
-                              budget=Budget(max_tokens=cap))
+    attempt = await solve_async(problem, "oneshot", "scripted:oneshot-fits", workspace=tmp_path / "b",
+                                budget=Budget(max_tokens=cap))
     assert attempt.status == "complete" and attempt.verdict is not None and attempt.verdict.verdict == "correct"
     assert sum(r["input_tokens"] + r["output_tokens"] for r in _calls(tmp_path / "b")) <= cap

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import pytest
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
+from sampling_ctx import filled, make_ctx
 
 from physlab.errors import UserError
 from physlab.llm.scripted import last_user_text, text, tool_call
 from physlab.llm.usage import Budget
 from physlab.strategies.manager import Manager, ManagerParams
-
-from sampling_ctx import filled, make_ctx
 
 
 def _tool_names(info):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.problems.model import Problem
-from physlab.strategies.runner import run_solve
 
 SAMPLE = Path(__file__).resolve().parents[2] / "src/physlab/problems/data/hipho_sample"
 EXAMPLES = Path(__file__).resolve().parents[2] / "src/physlab/problems/data/examples"
@@ -25,7 +25,7 @@ async def test_minions_demo_on_a_figure_problem(tmp_path):
     problem = Problem(id="champagne", statement="Express the pressure in the bubble (see Fig. 1).",
                       images=[img], extra={"answer_types": ["Expression"], "units": [None]})
     ws = tmp_path / "run"
-    attempt = await run_solve(problem, "minions", "scripted:minions-demo", workspace=ws)
+    attempt = await solve_async(problem, "minions", "scripted:minions-demo", workspace=ws)
     assert attempt.status == "complete" and attempt.stop_reason == "accepted"
     metrics = json.loads((ws / "metrics.json").read_text())
     assert metrics["strategy"] == "minions" and metrics["status"] == "complete"
@@ -46,8 +46,8 @@ async def test_minions_budget_is_respected_through_the_runner(tmp_path):
 
     problem = Problem(id="q", statement="Find the period of a pendulum of length L.")
     ws = tmp_path / "run"
-    attempt = await run_solve(problem, "minions", "scripted:minions-demo", workspace=ws,
-                              budget=Budget(max_calls=3))
+    attempt = await solve_async(problem, "minions", "scripted:minions-demo", workspace=ws,
+                               budget=Budget(max_calls=3))
     assert attempt.status == "partially_complete" and attempt.stop_reason == "budget:max_calls"
     assert len(_calls(ws)) <= 3 and (ws / "ANSWER.md").is_file()
 
@@ -58,7 +58,7 @@ async def test_minions_demo_on_a_graded_example(tmp_path):
 
     problem = resolve_problem(str(EXAMPLES / "sm_ising_1d.yaml"))
     ws = tmp_path / "run"
-    attempt = await run_solve(problem, "minions", "scripted:minions-demo", workspace=ws)
+    attempt = await solve_async(problem, "minions", "scripted:minions-demo", workspace=ws)
     metrics = json.loads((ws / "metrics.json").read_text())
     assert (ws / "answer.py").is_file() and "def answer" in (ws / "answer.py").read_text()
     assert metrics["verdict"]["verdict"] in ("correct", "incorrect", "invalid")

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.cli import main
 from physlab.errors import UserError
 from physlab.problems.model import Problem
 from physlab.strategies.oneshot import extract_code
-from physlab.strategies.runner import run_solve
 
 QEC = "examples/quantum_error_correction_main"
 
@@ -28,7 +28,7 @@ async def test_prompt_is_public_problem_plus_template_with_images(tmp_path):
     prob = Problem(id="p", statement="Compute $F(p)$ for the circuit.", images=[img],
                    answer_template="def answer(p):\n    F = ...\n    return F\n",
                    solution="SECRET_SOLUTION")  # answer key without a reference: not graded (fast)
-    att = await run_solve(prob, "oneshot", "scripted:oneshot-wrong", workspace=tmp_path / "w")
+    att = await solve_async(prob, "oneshot", "scripted:oneshot-wrong", workspace=tmp_path / "w")
     rec = json.loads((tmp_path / "w" / "calls.jsonl").read_text().splitlines()[0])
     content = rec["request"]["messages"][0]["parts"][0]["content"]
     text = "\n".join(c for c in content if isinstance(c, str))
@@ -42,10 +42,10 @@ async def test_prompt_is_public_problem_plus_template_with_images(tmp_path):
 async def test_unknown_parameter_is_a_user_error(tmp_path):
     prob = Problem(id="p", statement="s")
     with pytest.raises(UserError, match="strategy oneshot: unknown --param 'n'; expected one of: temperature"):
-        await run_solve(prob, "oneshot", "scripted:echo", workspace=tmp_path / "w", params={"n": 3})
+        await solve_async(prob, "oneshot", "scripted:echo", workspace=tmp_path / "w", params={"n": 3})
     for bad in ("hot", 5):  # not a number, out of [0, 2]: bad input, not an errored run graded invalid
         with pytest.raises(UserError, match="--param temperature"):
-            await run_solve(prob, "oneshot", "scripted:echo", workspace=tmp_path / str(bad), params={"temperature": bad})
+            await solve_async(prob, "oneshot", "scripted:echo", workspace=tmp_path / str(bad), params={"temperature": bad})
         assert not (tmp_path / str(bad)).exists()
 
 
@@ -53,8 +53,8 @@ async def test_budget_before_the_only_call(tmp_path):
     from physlab.llm.usage import Budget
 
     prob = Problem(id="p", statement="s")
-    att = await run_solve(prob, "oneshot", "scripted:echo", workspace=tmp_path / "w",
-                          budget=Budget(max_wall_s=1e-9))
+    att = await solve_async(prob, "oneshot", "scripted:echo", workspace=tmp_path / "w",
+                           budget=Budget(max_wall_s=1e-9))
     assert att.status == "no_answer" and att.stop_reason == "budget:max_wall"
     assert not (tmp_path / "w" / "calls.jsonl").read_text()
 
@@ -85,6 +85,6 @@ def test_qec_example_end_to_end_graded(tmp_path, capsys, scenario, expected, cod
 async def test_the_lab_scenario_under_another_strategy_says_so(tmp_path):
     from physlab.problems import resolve_problem
 
-    att = await run_solve(resolve_problem(QEC), "oneshot", "scripted:lab-qec", workspace=tmp_path / "w")
+    att = await solve_async(resolve_problem(QEC), "oneshot", "scripted:lab-qec", workspace=tmp_path / "w")
     assert att.status == "error" and not att.has_answer
     assert "plays the lab's roles, not 'solver'" in att.details["error"]  # not an AttributeError

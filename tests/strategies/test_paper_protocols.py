@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 
 from pydantic_ai.messages import ModelRequest
+from sampling_ctx import make_ctx, solution
 
+from physlab.api import solve_async
 from physlab.llm.scripted import final_answer, last_user_text, register_scenario, tool_call
 from physlab.strategies.multi_round import MultiRound
 from physlab.strategies.rsa import RSA, RSAParams
-from physlab.strategies.runner import run_solve
 from physlab.strategies.scalar.personas import EXPERTISE, FEEDBACK, STYLE
 from physlab.strategies.tpbench.select import VerifierParams
 from physlab.strategies.tpbench.sympy_check import SympyParams, TPBenchSympy
 from physlab.strategies.tpbench.weak import TPBenchWeak, WeakVerdict
-
-from sampling_ctx import make_ctx, solution
 
 
 def _generator(cycle, judge=None):
@@ -207,8 +206,8 @@ async def test_the_scalar_transcript_names_the_judges_own_model(tmp_path):
 
     register_scenario("scalar-demo-judge", scalar_demo)
     problem = Problem(id="decay", statement="Compute the lifetime of Phi to lowest order in mu.")
-    await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=tmp_path / "r",
-                    role_models={"judge": "scripted:scalar-demo-judge"})
+    await solve_async(problem, "scalar", "scripted:scalar-demo", workspace=tmp_path / "r",
+                      role_models={"judge": "scripted:scalar-demo-judge"})
     transcript = json.loads((tmp_path / "r" / "scalar_transcript.json").read_text())
     assert transcript["model"] == "scripted:scalar-demo"
     assert transcript["judge_model"] == "scripted:scalar-demo-judge"

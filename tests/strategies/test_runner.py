@@ -1,4 +1,4 @@
-"""run_solve and `physlab solve`: workspace contract, exit codes, budgets, the stand-in path
+"""The runner (`physlab.run.runner.run`) and `physlab solve`: workspace contract, exit codes, budgets, the stand-in path
 (token totals equal the server's count, faults, in-flight cap), replay bit for bit."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.concurrency import ConcurrencyLimiter
 
+from physlab.api import solve_async
 from physlab.cli import main
 from physlab.errors import UserError
 from physlab.llm.recording import RetryPolicy
@@ -18,10 +19,11 @@ from physlab.llm.scripted import register_scenario
 from physlab.llm.standin import ScriptedResponder, StandinServer
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
+from physlab.run.options import RunOptions
+from physlab.run.runner import Shared, run
 from physlab.strategies import registry
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import StrategyParams
-from physlab.strategies.runner import run_solve
 
 TEMPLATE = "def answer(x):\n    y = ...\n    return y\n"
 CODE_REPLY = "Work.\n\n```python\ndef answer(x):\n    y = 2 * x\n    return y\n```\n"
@@ -98,7 +100,7 @@ register_scenario("test-nocode", lambda: (lambda role, m, i: "I could not solve 
 
 async def test_workspace_contract_and_public_context(tmp_path):
     ws = tmp_path / "run"
-    att = await run_solve(problem(keyed=True), "test-sees", "scripted:echo", workspace=ws, params={"k": 1})
+    att = await solve_async(problem(keyed=True), "test-sees", "scripted:echo", workspace=ws, params={"k": 1})
     seen = SeesContext.seen
     assert seen["problem"].reference is None and seen["problem"].solution is None
     assert seen["workspace"] == ws and seen["params"] == SeesParams(k=1) and seen["reference"] is None
@@ -117,7 +119,7 @@ async def test_workspace_contract_and_public_context(tmp_path):
 
 async def test_oneshot_run_writes_answer_files(tmp_path):
     ws = tmp_path / "run"
-    att = await run_solve(problem(), "oneshot", "scripted:test-code", workspace=ws)
+    att = await solve_async(problem(), "oneshot", "scripted:test-code", workspace=ws)
     assert att.status == "complete"
     assert (ws / "answer.py").read_text() == "def answer(x):\n    y = 2 * x\n    return y\n"
     assert (ws / "ANSWER.md").read_text().startswith("Work.")
@@ -167,7 +169,7 @@ def test_budget_ends_the_run_cleanly(tmp_path, capsys):
 
 
 async def test_strategy_bug_is_an_error_status_not_a_traceback(tmp_path):
-    att = await run_solve(problem(), "test-buggy", "scripted:echo", workspace=tmp_path / "w")
+    att = await solve_async(problem(), "test-buggy", "scripted:echo", workspace=tmp_path / "w")
     assert att.status == "error" and att.stop_reason == "exception:ZeroDivisionError"
     assert "ZeroDivisionError" in (tmp_path / "w" / "error.log").read_text()
     assert json.loads((tmp_path / "w" / "metrics.json").read_text())["status"] == "error"
@@ -175,7 +177,7 @@ async def test_strategy_bug_is_an_error_status_not_a_traceback(tmp_path):
 
 async def test_open_question_is_answered_in_answer_md_only(tmp_path):
     q = Problem(id="q", statement="Why is the sky blue?")
-    att = await run_solve(q, "oneshot", "scripted:test-nocode", workspace=tmp_path / "w")
+    att = await solve_async(q, "oneshot", "scripted:test-nocode", workspace=tmp_path / "w")
     assert att.status == "complete" and att.verdict is None
     assert (tmp_path / "w" / "ANSWER.md").read_text() == "I could not solve it.\n"
     assert not (tmp_path / "w" / "answer.py").exists()
@@ -185,8 +187,9 @@ async def test_standin_token_totals_match_metrics(tmp_path):
     with StandinServer(ScriptedResponder([CODE_REPLY])) as srv:
         srv.inject("rate_limit", retry_after=0.05)
         srv.inject("drop")
-        att = await run_solve(problem(), "oneshot", "openai:standin", api_base=srv.base_url,
-                              workspace=tmp_path / "w", retry=RetryPolicy(backoff_s=0.01))
+        att = await run(problem(), registry.build("oneshot"),
+                        RunOptions(strategy="oneshot", model="openai:standin", api_base=srv.base_url),
+                        Shared(retry=RetryPolicy(backoff_s=0.01)), workspace=tmp_path / "w")
     m = json.loads((tmp_path / "w" / "metrics.json").read_text())
     assert att.status == "complete" and m["failed_requests"] == 2
     assert m["totals"]["input_tokens"] == srv.stats.prompt_tokens > 0
@@ -200,8 +203,9 @@ async def test_standin_token_totals_match_metrics(tmp_path):
 async def test_standin_persistent_failure_ends_with_error_status(tmp_path):
     with StandinServer(ScriptedResponder([CODE_REPLY])) as srv:
         srv.inject("server_error", times=20)
-        att = await run_solve(problem(keyed=True), "oneshot", "openai:standin", api_base=srv.base_url,
-                              workspace=tmp_path / "w", retry=RetryPolicy(max_attempts=3, backoff_s=0.01))
+        att = await run(problem(keyed=True), registry.build("oneshot"),
+                        RunOptions(strategy="oneshot", model="openai:standin", api_base=srv.base_url),
+                        Shared(retry=RetryPolicy(max_attempts=3, backoff_s=0.01)), workspace=tmp_path / "w")
     assert att.verdict.verdict == "invalid" and srv.stats.requests == 3
     m = json.loads((tmp_path / "w" / "metrics.json").read_text())
     assert m["status"] == "error" and m["stop_reason"] == "model_failure" and m["failed_requests"] >= 2
@@ -211,8 +215,9 @@ async def test_standin_persistent_failure_ends_with_error_status(tmp_path):
 async def test_in_flight_cap_holds_through_the_runner(tmp_path):
     with StandinServer(ScriptedResponder(["ok"], repeat_last=True), latency_s=0.05) as srv:
         shared = ConcurrencyLimiter(8)
-        att = await run_solve(problem(), "test-parallel", "openai:standin", api_base=srv.base_url,
-                              workspace=tmp_path / "w", limiter=shared, max_in_flight=3)
+        att = await run(problem(), registry.build("test-parallel"),
+                        RunOptions(strategy="test-parallel", model="openai:standin", api_base=srv.base_url,
+                                   max_in_flight=3), Shared(limiter=shared), workspace=tmp_path / "w")
     m = json.loads((tmp_path / "w" / "metrics.json").read_text())
     assert att.usage.calls == 8 and srv.stats.max_in_flight <= 3
     assert m["max_in_flight_seen"] <= 3 and srv.stats.max_in_flight >= 2
@@ -221,8 +226,8 @@ async def test_in_flight_cap_holds_through_the_runner(tmp_path):
 async def test_wall_budget(tmp_path):
     with StandinServer(ScriptedResponder(["ok"], repeat_last=True), latency_s=0.2) as srv:
         t = time.monotonic()
-        att = await run_solve(problem(), "test-two-calls", "openai:standin", api_base=srv.base_url,
-                              workspace=tmp_path / "w", budget=Budget(max_wall_s=0.1))
+        att = await solve_async(problem(), "test-two-calls", "openai:standin", api_base=srv.base_url,
+                               workspace=tmp_path / "w", budget=Budget(max_wall_s=0.1))
     assert att.stop_reason == "budget:max_wall" and time.monotonic() - t < 5
 
 
@@ -270,8 +275,8 @@ registry.register_strategy("test-grouped", GroupedBudget)
 
 
 async def test_budget_inside_an_exception_group_is_still_a_budget_stop(tmp_path):
-    att = await run_solve(problem(), "test-grouped", "scripted:echo", workspace=tmp_path / "w",
-                          budget=Budget(max_calls=2))
+    att = await solve_async(problem(), "test-grouped", "scripted:echo", workspace=tmp_path / "w",
+                           budget=Budget(max_calls=2))
     assert att.status == "no_answer" and att.stop_reason == "budget:max_calls"
     assert not (tmp_path / "w" / "error.log").exists()
 
@@ -282,7 +287,7 @@ async def test_replace_restarts_an_unfinished_workspace_and_plain_runs_refuse_it
     (ws / "calls.jsonl").write_text('{"half a record\n')
     (ws / "scratch.txt").write_text("left by a killed try")
     with pytest.raises(UserError, match="not empty"):
-        await run_solve(problem(), "oneshot", "scripted:test-code", workspace=ws)
-    att = await run_solve(problem(), "oneshot", "scripted:test-code", workspace=ws, replace=True)
+        await solve_async(problem(), "oneshot", "scripted:test-code", workspace=ws)
+    att = await solve_async(problem(), "oneshot", "scripted:test-code", workspace=ws, replace=True)
     assert att.status == "complete" and not (ws / "scratch.txt").exists()
     assert len((ws / "calls.jsonl").read_text().splitlines()) == 1

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.llm.usage import Budget
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
 
 SMALL = {"n_samples": 7}
 VERIFY = {"n_samples": 7, "k_verif": 2, "k_tie": 3}
@@ -36,8 +36,8 @@ async def test_every_strategy_solves_the_qec_example_offline(tmp_path, qec):
     keys = None
     for strategy, scenario, params in CASES:
         ws = tmp_path / strategy
-        attempt = await run_solve(qec, strategy, f"scripted:{scenario}", workspace=ws,
-                                  params=dict(params), budget=Budget(max_calls=400))
+        attempt = await solve_async(qec, strategy, f"scripted:{scenario}", workspace=ws,
+                                   params=dict(params), budget=Budget(max_calls=400))
         assert attempt.status == "complete", (strategy, attempt.stop_reason, attempt.details.get("error"))
         assert (ws / "answer.py").is_file() and (ws / "ANSWER.md").is_file()
         metrics = json.loads((ws / "metrics.json").read_text())

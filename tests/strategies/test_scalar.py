@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from stub_ctx import NoUsage, Script, ScriptModels
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox.core import Sandbox
 from physlab.strategies.sampling import OUTPUT_RETRIES
 from physlab.strategies.scalar import Scalar
@@ -22,7 +23,6 @@ from physlab.strategies.scalar.personas import FEEDBACK, PERSONAS
 from physlab.strategies.scalar.rescore import rescore_file_name, rescore_transcript
 from physlab.strategies.scalar.strategy import stagnated
 from physlab.strategies.scalar.transcript import load_transcript
-from stub_ctx import NoUsage, Script, ScriptModels
 
 
 def judge(c: int, rest: int = 8, eq: bool = True) -> str:
@@ -48,9 +48,9 @@ PROBLEM = Problem(id="q1", statement="Compute the decay width of Phi -> phi phi.
                   reference=r"\boxed{W}", reference_format="latex", solution="SECRET_REFERENCE_SOLUTION")
 
 
-def make_ctx(tmp_path: Path, script: Script, *, grader=None, reference=None) -> RunContext:
+def make_ctx(tmp_path: Path, script: Script, *, grader=None, reference=None) -> RunEnvironment:
     tmp_path.mkdir(parents=True, exist_ok=True)  # the runner makes the workspace
-    return RunContext(problem=PROBLEM.public(), workspace=tmp_path, models=ScriptModels(script), usage=NoUsage(),
+    return RunEnvironment(problem=PROBLEM.public(), workspace=tmp_path, models=ScriptModels(script), usage=NoUsage(),
                       budget=Budget(), sandbox=Sandbox(), grader=grader, equivalence=None,
                       reference_solution=reference)
 

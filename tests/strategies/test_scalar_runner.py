@@ -9,10 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from physlab.api import solve_async
+from physlab.cli import scalar as scalar_cli
 from physlab.errors import UserError
 from physlab.problems.model import Problem
-from physlab.strategies.runner import run_solve
-from physlab.strategies.scalar import register_scalar_runs
 from physlab.strategies.scalar.analysis import load_records
 from physlab.strategies.scalar.rescore import rescore_file_name
 
@@ -23,8 +23,8 @@ def test_scalar_demo_through_runner_and_rescore_cli(tmp_path):
     import asyncio
 
     ws = tmp_path / "run"
-    attempt = asyncio.run(run_solve(OPEN, "scalar", "scripted:scalar-demo", workspace=ws,
-                                    params={"feedback": "lenient", "expertise": "expert"}))
+    attempt = asyncio.run(solve_async(OPEN, "scalar", "scripted:scalar-demo", workspace=ws,
+                                     params={"feedback": "lenient", "expertise": "expert"}))
     assert attempt.status == "complete" and attempt.stop_reason == "passed"
     metrics = json.loads((ws / "metrics.json").read_text())
     assert set(metrics["per_role"]) == {"actor", "critic", "judge"}
@@ -37,7 +37,7 @@ def test_scalar_demo_through_runner_and_rescore_cli(tmp_path):
 
     app = typer.Typer()
     runs = typer.Typer()
-    register_scalar_runs(runs)
+    scalar_cli.register(runs)
     app.add_typer(runs, name="runs")
     out = CliRunner().invoke(app, ["runs", "rescore", str(ws), "--judge", "scripted:scalar-demo", "--json"])
     assert out.exit_code == 0, out.output
@@ -64,7 +64,8 @@ def test_scalar_demo_through_runner_and_rescore_cli(tmp_path):
 async def test_the_reference_is_supplied_only_to_parameters_that_ask_for_it(tmp_path):
     problem = Problem(id="q", statement="Find x.", reference="42", reference_format="number",
                       solution="SECRET_WORKED_SOLUTION")
-    from physlab.strategies import registry, runner
+    from physlab.run import runner
+    from physlab.strategies import registry
 
     for setting in ("paper", "blind"):
         asks = registry.get("scalar").Params.parse("scalar", {"setting": setting})
@@ -81,7 +82,7 @@ async def test_the_reference_is_supplied_only_to_parameters_that_ask_for_it(tmp_
 
 async def test_a_setting_on_an_open_question_is_bad_input(tmp_path):
     with pytest.raises(UserError, match="has none"):
-        await run_solve(OPEN, "scalar", "scripted:scalar-demo", workspace=tmp_path / "r", params={"setting": "paper"})
+        await solve_async(OPEN, "scalar", "scripted:scalar-demo", workspace=tmp_path / "r", params={"setting": "paper"})
 
 
 @pytest.mark.parametrize("setting,readers", [("paper", {"critic", "judge"}), ("blind", {"judge"})])
@@ -89,7 +90,7 @@ async def test_a_run_where_a_role_saw_the_key_is_marked_reference_conditioned(tm
     problem = Problem(id="q", statement="Find x.", reference="42", reference_format="number",
                       solution="SECRET_WORKED_SOLUTION")
     ws = tmp_path / "r"
-    await run_solve(problem, "scalar", "scripted:scalar-demo", workspace=ws, params={"setting": setting})
+    await solve_async(problem, "scalar", "scripted:scalar-demo", workspace=ws, params={"setting": setting})
     metrics = json.loads((ws / "metrics.json").read_text())
     assert metrics["reference_conditioned"] is True
     saw = {json.loads(line)["role"] for line in (ws / "calls.jsonl").read_text().splitlines()
@@ -109,9 +110,9 @@ def test_rescore_cli_gives_the_new_judge_the_reference_from_the_problem(tmp_path
     from physlab.problems import resolve_problem
 
     ws = tmp_path / "run"
-    asyncio.run(run_solve(resolve_problem(problem_file), "scalar", "scripted:scalar-demo", workspace=ws))
+    asyncio.run(solve_async(resolve_problem(problem_file), "scalar", "scripted:scalar-demo", workspace=ws))
     app, runs = typer.Typer(), typer.Typer()
-    register_scalar_runs(runs)
+    scalar_cli.register(runs)
     app.add_typer(runs, name="runs")
     missing = CliRunner().invoke(app, ["runs", "rescore", str(ws), "--judge", "scripted:scalar-demo"])
     assert missing.exit_code != 0 and "--problem" in str(missing.exception)

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 
 from physlab.lab import inbox
 from physlab.lab.state import transitions as T
-from physlab.lab.workspace import LOCK_FD_ENV, RunWorkspace, lock_run
-from physlab.web import create_app
-from physlab.web import runs as web_runs
+from physlab.lab.workspace import RunWorkspace
+from physlab.run.lock import LOCK_FD_ENV, lock_run
+from physlab.web import create_app, runs as web_runs
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_the_testserver_host_is_not_loopback(runs_root):
 def _sleeper_resumer(started: list, shown_before_start: list):
     """Start a stand-in engine the way the dashboard's resumer does: the process inherits the run's
     lock, takes it as `physlab solve --resume` would, and waits until the test closes its stdin."""
-    code = ("import sys\nfrom physlab.lab.workspace import lock_run\n"
+    code = ("import sys\nfrom physlab.run.lock import lock_run\n"
             "lock = lock_run(sys.argv[1])\nprint('locked', flush=True)\nsys.stdin.read()\n")
 
     def resume(run, summary, problem, lock):

@@ -6,11 +6,11 @@ import asyncio
 
 from fastapi.testclient import TestClient
 
+from physlab.api import solve_async
 from physlab.llm.scripted import register_scenario
 from physlab.problems import resolve_problem
 from physlab.strategies import registry
 from physlab.strategies.oneshot import OneShot
-from physlab.strategies.runner import run_solve
 from physlab.web import create_app
 
 LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only
@@ -35,8 +35,8 @@ class Buggy(OneShot):
 
 def test_a_model_failure_shows_the_error_and_the_role(tmp_path):
     register_scenario("ux-unreachable", Unreachable)
-    attempt = asyncio.run(run_solve(resolve_problem(QEC), "oneshot", "scripted:ux-unreachable",
-                                    workspace=tmp_path / "failed"))
+    attempt = asyncio.run(solve_async(resolve_problem(QEC), "oneshot", "scripted:ux-unreachable",
+                                     workspace=tmp_path / "failed"))
     assert attempt.status == "error"
     html = TestClient(create_app(tmp_path), base_url=LOCAL).get("/runs/failed").text
     assert 'id="failure"' in html and "The run failed" in html
@@ -46,8 +46,8 @@ def test_a_model_failure_shows_the_error_and_the_role(tmp_path):
 
 def test_a_strategy_bug_shows_the_exception_and_the_role_at_work(tmp_path):
     registry.register_strategy("ux-buggy", Buggy)
-    attempt = asyncio.run(run_solve(resolve_problem(QEC), "ux-buggy", "scripted:oneshot-qec-correct",
-                                    workspace=tmp_path / "bug"))
+    attempt = asyncio.run(solve_async(resolve_problem(QEC), "ux-buggy", "scripted:oneshot-qec-correct",
+                                     workspace=tmp_path / "bug"))
     assert attempt.status == "error" and (tmp_path / "bug" / "error.log").is_file()
     c = TestClient(create_app(tmp_path), base_url=LOCAL)
     box = c.get("/runs/bug").text.split('id="failure"')[1].split("</section>")[0]

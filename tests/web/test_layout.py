@@ -10,11 +10,11 @@ import re
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.cli import main
 from physlab.lab import inbox
 from physlab.llm.scripted import register_scenario
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
 from physlab.web import create_app
 from physlab.web.server import BackgroundServer
 from tests.web.helpers import ARTIFACTS, CHROMIUM
@@ -69,10 +69,10 @@ def site(tmp_path_factory):
             inbox.post(runs / "lab-paused", "pause")
 
     register_scenario("layout-unreachable", Unreachable)
-    asyncio.run(run_solve(qec, "lab", "scripted:lab-qec", workspace=runs / "lab-complete"))
-    asyncio.run(run_solve(qec, "lab", "scripted:lab-qec", workspace=runs / "lab-paused", events=pause_at_2))
-    asyncio.run(run_solve(qec, "rsa", "scripted:rsa-qec", workspace=runs / "rsa"))
-    asyncio.run(run_solve(qec, "oneshot", "scripted:layout-unreachable", workspace=runs / "failed"))
+    asyncio.run(solve_async(qec, "lab", "scripted:lab-qec", workspace=runs / "lab-complete"))
+    asyncio.run(solve_async(qec, "lab", "scripted:lab-qec", workspace=runs / "lab-paused", events=pause_at_2))
+    asyncio.run(solve_async(qec, "rsa", "scripted:rsa-qec", workspace=runs / "rsa"))
+    asyncio.run(solve_async(qec, "oneshot", "scripted:layout-unreachable", workspace=runs / "failed"))
     db = d / "results.sqlite"
     with pytest.raises(SystemExit):
         main(["bench", "run", "examples", "--strategies", "oneshot,two-step,tpbench-vote", "--models",

@@ -9,9 +9,9 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from physlab.api import solve_async
 from physlab.lab import inbox
 from physlab.problems import resolve_problem
-from physlab.strategies.runner import run_solve
 from physlab.web import create_app
 
 PROBLEM = "examples/quantum_error_correction_main"
@@ -25,7 +25,7 @@ def test_pause_then_resume_from_the_dashboard(tmp_path):
         if kind == "iteration" and data.get("iteration") == 2:
             inbox.post(ws, "pause")
 
-    asyncio.run(run_solve(resolve_problem(PROBLEM), "lab", "scripted:lab-qec", workspace=ws, events=pause_at_2))
+    asyncio.run(solve_async(resolve_problem(PROBLEM), "lab", "scripted:lab-qec", workspace=ws, events=pause_at_2))
     assert json.loads((ws / "state.json").read_text())["status"] == "paused"
     c = TestClient(create_app(tmp_path), base_url="http://127.0.0.1")
     r = c.post("/api/runs/qec/actions", json={"kind": "resume", "problem": PROBLEM})

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from physlab.bench.critpt_format import DAILY_LIMIT, DEFAULT_URL
+from physlab.bench.critpt_server import DAILY_LIMIT, DEFAULT_URL
 from physlab.errors import UserError
 
 # The options both commands share: which group and repeats, and how the entries are written.
@@ -82,6 +82,8 @@ def submit_critpt_cmd(
     timeout: float = typer.Option(1800.0, "--timeout", min=1.0, help="Seconds to wait for the grade of one batch."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and show what would be sent; send nothing."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    allow_http: bool = typer.Option(False, "--allow-http", help="Send the key over plain http to another machine "
+                                                                "(refused unless given: it travels unencrypted)."),
 ) -> None:
     """Post the group's batches to CritPt's grading server (one per repeat) and record the scores."""
     from physlab.bench.critpt_submit import GradingFailed, check_quota, check_url, key_id, quota_note, submit
@@ -89,7 +91,7 @@ def submit_critpt_cmd(
     from physlab.bench.report_render import critpt_cell
     from physlab.bench.store import ResultsStore
 
-    url = check_url(url)
+    url = check_url(url, allow_http=allow_http)
     api_key = os.environ.get(api_key_env, "").strip()
     if not api_key:
         raise UserError(f"environment variable {api_key_env} is not set", field="--api-key-env")
@@ -167,7 +169,9 @@ class _progress_bar:
     the first); the grading takes minutes."""
 
     def __init__(self, enabled: bool, label: str):
-        self.enabled, self.label, self.progress, self.task = enabled, label, None, None
+        self.enabled, self.label = enabled, label
+        self.progress: Any = None  # a rich Progress while a bar is shown
+        self.task: Any = None
 
     def __enter__(self):
         from rich.console import Console
@@ -187,7 +191,6 @@ class _progress_bar:
 
         return update
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         if self.progress is not None:
             self.progress.stop()
-        return False

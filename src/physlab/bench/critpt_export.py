@@ -10,17 +10,29 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from physlab.bench.critpt_format import (BATCH_METADATA_FILE, IdCheck, Submission, batch_dict, check_ids,
-                                         fence, model_label as default_label, natural_key,
-                                         parser_problem)
+from physlab.bench.critpt_format import (
+    BATCH_METADATA_FILE,
+    IdCheck,
+    Submission,
+    batch_dict,
+    check_ids,
+    fence,
+    model_label as default_label,
+    natural_key,
+    parser_problem,
+)
 from physlab.bench.store import ResultsStore, cell_config
 from physlab.errors import UserError
+
+# A CritPt problem id as a file name of the per-problem layout (``Challenge_7_sub_1``).
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,200}")
 
 
 class Group(BaseModel):
@@ -143,14 +155,11 @@ def conversation(workspace: Path) -> list[dict[str, Any]] | None:
     role's history that a later request repeats is written once."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest
 
-    from physlab.llm.meter import read_calls
+    from physlab.run.summary import read_calls  # the one reader of a run's calls
 
-    path = workspace / "calls.jsonl"
-    if not path.is_file():
-        return None
     try:
-        records = read_calls(path)
-    except (OSError, ValueError):
+        records = read_calls(workspace, bodies=True)
+    except (OSError, ValueError, UserError):
         return None
     out: list[dict[str, Any]] = []
     seen: dict[str, list] = {}
@@ -215,6 +224,10 @@ def write_directory(batch: Batch, root: Path) -> Path:
     layout CritPt's generation writes per epoch and its loaders read). A folder of an earlier
     PhysLab export is replaced whole, so no stale entry stays for CritPt's loader to pick up;
     anything else there is left alone and refused."""
+    for sub, key in zip(batch.submissions, batch.cell_keys, strict=True):
+        if not _FILE_NAME.fullmatch(sub.problem_id):  # a database's ids are data: never a path
+            raise UserError(f"the database's cell {key!r} has problem id {sub.problem_id!r}, which is not a "
+                            "plain file name; nothing written", path=root, field="--dir")
     target = root / str(batch.repeat)
     if target.exists():
         meta = target / BATCH_METADATA_FILE

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import ipaddress
 import json
 import time
 from typing import Any, Callable
@@ -23,7 +24,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from physlab.bench.critpt_export import Batch
-from physlab.bench.critpt_format import DAILY_LIMIT, wire_payload
+from physlab.bench.critpt_format import wire_payload
+from physlab.bench.critpt_server import DAILY_LIMIT
 from physlab.bench.store import ResultsStore
 from physlab.errors import UserError
 
@@ -47,11 +49,59 @@ def key_id(api_key: str) -> str:
     return hashlib.sha256(api_key.encode()).hexdigest()[:16]
 
 
-def check_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+REDACTED = "[redacted]"
+
+
+def check_url(url: str, *, allow_http: bool = False) -> str:
+    """The grading URL, if the key may be sent there: https, or plain http to this machine
+    (a stand-in, a tunnel) unless ``allow_http``; never with a user name or password in it (they
+    would be stored with the submission: the key goes in --api-key-env)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        has_login = parts.username is not None or parts.password is not None
+    except ValueError:  # a port that is not a number, brackets that do not close
+        raise UserError(f"{_no_login(url)!r} is not an http(s) URL", field="--url") from None
+    if has_login:
+        raise UserError(f"{_no_login(url)!r} holds a user name or password (user:password@); they would be stored "
+                        "with the submission: give the key in --api-key-env and the URL without them",
+                        field="--url")
+    if parts.scheme not in ("http", "https") or not host:
         raise UserError(f"{url!r} is not an http(s) URL", field="--url")
+    if parts.scheme == "http" and not _loopback(host) and not allow_http:
+        raise UserError(f"{url!r} is plain http to another machine: the API key would travel unencrypted; use "
+                        "https, or --allow-http if you mean it", field="--url")
     return url
+
+
+def _no_login(url: str) -> str:
+    """``url`` as it may be shown: whatever stands before an '@' in its authority left out."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}" if sep else url.rpartition("@")[2]
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def redact(value: Any, secret: str) -> Any:
+    """``value`` (a server's answer, a message) with every occurrence of ``secret`` replaced: a server
+    may echo the key it was sent, and what it says is printed and stored."""
+    if not secret:
+        return value
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED)
+    if isinstance(value, dict):
+        return {redact(k, secret): redact(v, secret) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v, secret) for v in value]
+    return value
 
 
 def clock(ts: float) -> str:
@@ -131,7 +181,7 @@ def _read_payload(resp: httpx.Response, progress: Progress | None) -> dict[str, 
             continue
         kind = event.get("type")
         if kind in ("status", "progress") and progress is not None:
-            progress(int(event.get("completed") or 0), int(event.get("total") or 0))
+            progress(_count(event.get("completed")), _count(event.get("total")))
         elif kind == "result":
             final = event.get("payload")
         elif kind == "error":
@@ -148,6 +198,11 @@ def _read_payload(resp: httpx.Response, progress: Progress | None) -> dict[str, 
         raise GradingFailed(f"the grading server's reply holds no result (HTTP {resp.status_code}): "
                             f"{_excerpt(chr(10).join(lines))}", state="error", http_status=resp.status_code)
     return final
+
+
+def _count(value: Any) -> int:
+    """A count from a progress event; anything else (a server's text, the key it echoes) is 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _http_failure(resp: httpx.Response) -> GradingFailed:
@@ -247,16 +302,18 @@ def submit(store: ResultsStore, batch: Batch, *, url: str, api_key: str, timeout
     """Record the batch, post it, record the answer. Returns the metrics; raises GradingFailed
     (already recorded) when the server did not grade it."""
     sid = store.start_critpt_submission(
-        url=url, key_id=key_id(api_key), strategy=batch.group.strategy, model=batch.group.model,
+        url=redact(url, api_key), key_id=key_id(api_key), strategy=batch.group.strategy, model=batch.group.model,
         config=batch.group.config, repeat=batch.repeat,
         entries=list(zip((s.problem_id for s in batch.submissions), batch.cell_keys)))
     try:
-        payload = post_batch(url, api_key, batch, timeout_s=timeout_s, progress=progress)
+        payload = redact(post_batch(url, api_key, batch, timeout_s=timeout_s, progress=progress), api_key)
         metrics = metrics_of(payload)
     except GradingFailed as exc:
-        store.finish_critpt_submission(sid, state=exc.state, http_status=exc.http_status,
-                                       response=exc.response, error=str(exc), counted=exc.counted)
-        raise
+        clean = GradingFailed(redact(str(exc), api_key), state=exc.state, http_status=exc.http_status,
+                              response=redact(exc.response, api_key), counted=exc.counted)
+        store.finish_critpt_submission(sid, state=clean.state, http_status=clean.http_status,
+                                       response=clean.response, error=str(clean), counted=clean.counted)
+        raise clean from None
     except BaseException as exc:  # Ctrl-C or a bug: on record as an error that may have counted
         store.finish_critpt_submission(sid, state="error", error=f"stopped while sending ({type(exc).__name__})")
         raise

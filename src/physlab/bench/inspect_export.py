@@ -65,13 +65,13 @@ class CellRecord:
 def _calls(workspace: str | None, fallback: Iterable[dict[str, Any]] = ()) -> tuple[list[CallRecord], str | None]:
     """The cell's calls with their messages from its calls.jsonl; without the file, the database's
     per-call rows (tokens and timings, no messages) and a note saying why."""
-    from physlab.llm.meter import read_calls
+    from physlab.run.summary import read_calls
 
     path = Path(workspace) / "calls.jsonl" if workspace else None
     if path is not None and path.is_file():
         try:
-            return read_calls(path), None
-        except (OSError, ValueError) as exc:
+            return read_calls(path.parent, bodies=True), None
+        except (OSError, ValueError, UserError) as exc:
             note = f"messages unavailable: {path} does not read ({exc})"
     else:
         note = f"messages unavailable: {path or 'the cell has no workspace'} not found"
@@ -127,26 +127,23 @@ def _timestamp(text: Any) -> float | None:
 
 
 def record_from_run(run: Path) -> CellRecord:
-    """One run directory (``physlab solve``'s workspace, or a sweep cell's)."""
-    metrics_text = _read(run / "metrics.json")
-    if metrics_text is None:
+    """One run directory (``physlab solve``'s workspace, or a sweep cell's), read the way every
+    reader reads a run (:func:`physlab.run.record.read_record`: a damaged record is one line)."""
+    from physlab.run.record import read_record
+
+    m = read_record(run, answer=True)
+    if m is None:
         raise UserError("not a finished run: no metrics.json (export a run after it ends)", path=run, field="--run")
-    try:
-        m = json.loads(metrics_text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"metrics.json is not JSON ({exc.msg})", path=run / "metrics.json") from None
     statement = _read(run / "PROBLEM.md") or ""
-    verdict = m.get("verdict") if isinstance(m.get("verdict"), dict) else {}
     calls, note = _calls(str(run))
     return CellRecord(
-        problem_id=str(m.get("problem_id") or run.name), suite="", strategy=str(m.get("strategy") or "?"),
-        model=str(m.get("model") or "?"), repeat=0, config=json.dumps(m.get("budget") or {}, sort_keys=True),
-        problem={"id": m.get("problem_id"), "statement": statement}, status=m.get("status"),
-        stop_reason=m.get("stop_reason"), verdict=verdict.get("verdict"), verdict_reason=verdict.get("reason"),
-        answer_code=_read(run / "answer.py"), answer_text=_read(run / "ANSWER.md"),
-        roles=m.get("per_role") or {}, wall_s=float(m.get("wall_s") or 0.0),
-        started_at=_timestamp(m.get("started_at")), finished_at=_timestamp(m.get("finished_at")),
-        workspace=str(run), error=(m.get("details") or {}).get("error"), calls=calls, calls_note=note)
+        problem_id=m.problem_id or run.name, suite="", strategy=m.strategy or "?", model=m.model or "?", repeat=0,
+        config=json.dumps(m.budget, sort_keys=True), problem={"id": m.problem_id or None, "statement": statement},
+        status=m.status, stop_reason=m.stop_reason, verdict=m.verdict.verdict if m.verdict else None,
+        verdict_reason=m.verdict.reason if m.verdict else None, answer_code=m.answer_code,
+        answer_text=m.answer_text, roles={r: u.model_dump() for r, u in m.per_role.items()}, wall_s=m.wall_s,
+        started_at=_timestamp(m.started_at), finished_at=_timestamp(m.finished_at), workspace=str(run),
+        error=m.error, calls=calls, calls_note=note)
 
 
 def _iso(ts: float | None) -> str | None:
@@ -218,6 +215,12 @@ def _total(usages: Iterable[Any]):
     return total
 
 
+def _metric(metric: Any, scored: list[Any]) -> float:
+    """An Inspect metric's value over the scored samples (its Metric type is a union of the old and
+    the new call signature, which a type checker cannot call)."""
+    return float(metric(scored))
+
+
 def _log(group: list[CellRecord], *, source: str, with_reference: bool):
     from inspect_ai.log import (
         EvalConfig,
@@ -243,8 +246,8 @@ def _log(group: list[CellRecord], *, source: str, with_reference: bool):
     scored = [SampleScore(score=s.scores[SCORER], sample_id=s.id) for s in samples if s.scores]
     scores = []
     if scored:
-        metrics = {"accuracy": EvalMetric(name="accuracy", value=float(accuracy()(scored))),
-                   "stderr": EvalMetric(name="stderr", value=float(stderr()(scored)))}
+        metrics = {"accuracy": EvalMetric(name="accuracy", value=_metric(accuracy(), scored)),
+                   "stderr": EvalMetric(name="stderr", value=_metric(stderr(), scored))}
         scores = [EvalScore(name=SCORER, scorer=SCORER, scored_samples=len(scored),
                             unscored_samples=len(samples) - len(scored), metrics=metrics)]
     suites = sorted({r.suite for r in group if r.suite})

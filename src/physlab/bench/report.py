@@ -373,16 +373,16 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
         report.anytime_tokens = report.equal_budget_tokens = cap
         any_cost = any(c["cost_usd"] > 0 for c in rows if c["state"] == "done")
         for g in groups:
-            gr = graded_of.get(g.key)
-            if gr is None:
+            held = graded_of.get(g.key)
+            if held is None:
                 continue
-            report.curves += [_curve(g, gr, axis) for axis in AXES if axis != "cost_usd" or any_cost]
-            _anytime(g, gr, cap)
+            report.curves += [_curve(g, held, axis) for axis in AXES if axis != "cost_usd" or any_cost]
+            _anytime(g, held, cap)
     report.budget_sweeps = _budget_sweeps([g for g in report.solvers if g.key in solvers])
     report.comparisons = _comparisons([g for g in report.solvers if g.key in solvers], solvers, cluster_of)
     for g in groups:
-        gr = graded_of.get(g.key)
-        for pid, cs in (gr.by_problem.items() if gr else ()):
+        held = graded_of.get(g.key)
+        for pid, cs in (held.by_problem.items() if held else ()):
             report.matrix.setdefault(pid, {})[group_label(g)] = [sum(c["verdict"] == "correct" for c in cs), len(cs)]
     report.matrix = dict(sorted(report.matrix.items()))
     return report
@@ -440,7 +440,7 @@ def _default_cap(groups: list[GroupSummary], graded: dict[tuple, _Graded]) -> fl
     solving = [g for g in groups if g.correct and g.tokens_p90 is not None]
     if not solving:
         return max((g.tokens_p90 or 0.0 for g in groups), default=None)
-    cap = min(g.tokens_p90 for g in solving)  # type: ignore[type-var]
+    cap = min(g.tokens_p90 for g in solving if g.tokens_p90 is not None)  # all of them (solving's filter)
     cheapest_correct = min(x for g in solving for x in graded[g.key].correct_spends())
     return float(max(cap, cheapest_correct))
 

@@ -57,7 +57,7 @@ def _beta_interval(x: float, n: float, confidence: float) -> tuple[float, float]
     return (low, high)
 
 
-def accuracy_interval(per_problem: Sequence[float], cells: Sequence[int], clusters: Sequence[str],
+def accuracy_interval(per_problem: Sequence[float] | np.ndarray, cells: Sequence[int], clusters: Sequence[str],
                       confidence: float = CONFIDENCE) -> Interval:
     """The interval of the mean over problems of ``per_problem`` (each problem's share of its
     ``cells`` solved), problems grouped into ``clusters`` (a challenge and its sub-problems).
@@ -117,7 +117,7 @@ def newcombe_paired(both: int, a_only: int, b_only: int, neither: int,
     margins = (both + a_only) * (b_only + neither) * (both + b_only) * (a_only + neither)
     # The correlation of the two margins, as Newcombe corrects it: a positive association is
     # reduced by n/2 (and none below that), a negative one is used as it is.
-    assoc = both * neither - a_only * b_only
+    assoc: float = both * neither - a_only * b_only
     assoc = assoc - n / 2 if assoc > n / 2 else (assoc if assoc < 0 else 0.0)
     phi = assoc / math.sqrt(margins) if margins else 0.0
     delta = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))

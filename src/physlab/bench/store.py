@@ -37,7 +37,7 @@ from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
 
 if TYPE_CHECKING:
-    from physlab.runs.checkpoints import Checkpoint
+    from physlab.run.checkpoints import Checkpoint
 
 SCHEMA_VERSION = 3
 
@@ -274,6 +274,28 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _what_went_wrong(exc: sqlite3.Error, busy_timeout_s: float) -> str:
+    """What opening the database ran into, as the user can act on it (SQLite's error code, not a
+    guess that the file is someone else's)."""
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    if code.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return (f"the results database is locked by another process (a sweep still writing, or a program holding "
+                f"it open) and stayed locked for {busy_timeout_s:g} s; try again when it is done ({exc})")
+    if code == "SQLITE_FULL":
+        return f"the disk holding the results database is full; free some space and try again ({exc})"
+    if code.startswith("SQLITE_READONLY"):
+        return f"the results database cannot be written here (read-only file or directory: {exc})"
+    if code.startswith("SQLITE_CANTOPEN"):
+        return f"cannot open the results database ({exc}; does its directory exist and may you write it?)"
+    if code.startswith("SQLITE_IOERR"):
+        return f"cannot read or write the results database ({exc}; is the disk full or failing?)"
+    if code.startswith("SQLITE_CORRUPT"):
+        return f"the results database is damaged ({exc})"
+    if code == "SQLITE_NOTADB":
+        return f"not a PhysLab results database ({exc})"
+    return f"cannot use the results database ({exc})"
+
+
 class ResultsStore:
     """A results database. Safe to share between threads of one process (one connection, used
     under SQLite's serialized mode from one executor thread by the async sweep) and between
@@ -297,6 +319,9 @@ class ResultsStore:
         try:
             self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
                                         check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise UserError(_what_went_wrong(exc, busy_timeout_s), path=self.path, field="--db") from None
+        try:
             self.conn.row_factory = sqlite3.Row
             self._refuse_foreign()
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
@@ -304,18 +329,29 @@ class ResultsStore:
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._init_schema()
-        except sqlite3.DatabaseError as exc:
-            raise UserError(f"not a PhysLab results database ({exc})", path=self.path, field="--db") from None
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise UserError(_what_went_wrong(exc, busy_timeout_s), path=self.path, field="--db") from None
+        except UserError:
+            self.conn.close()
+            raise
 
     def _refuse_foreign(self) -> None:
         """Another program's SQLite file is not ours to add tables to (or to switch to WAL): a
-        mistyped --db names it, one line, before anything is written."""
+        mistyped --db names it, one line, before anything is written. Nor is a newer PhysLab's:
+        its tables have what this one does not know (a cell this one added would lose them)."""
         tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         if tables and "meta" not in tables:
-            self.conn.close()
             shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
             raise UserError(f"not a PhysLab results database (an SQLite file with other tables: {shown}); "
                             "choose another file", path=self.path, field="--db")
+        if "meta" in tables:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = str(row[0]) if row else "0"
+            if not version.isdigit() or int(version) > SCHEMA_VERSION:
+                raise UserError(f"written by a newer PhysLab (results schema {version}; this PhysLab reads schemas "
+                                f"up to {SCHEMA_VERSION}): upgrade PhysLab to use it, or choose another --db",
+                                path=self.path, field="--db")
 
     def _init_schema(self) -> None:
         # executescript commits on its own; every statement is idempotent (IF NOT EXISTS).

@@ -21,15 +21,20 @@ import traceback
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
 
 from pydantic import BaseModel, Field
 from pydantic_ai.concurrency import ConcurrencyLimiter
 
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, params_tag, worker_id
 from physlab.errors import UserError
-from physlab.llm.meter import read_calls
 from physlab.llm.usage import Budget, CallRecord, Usage
+from physlab.run.summary import read_calls
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from physlab.run.options import OutputMode
 
 
 class SweepConfig(BaseModel):
@@ -121,7 +126,7 @@ class BoundedSandbox:
         return getattr(self._inner, name)
 
 
-SolveFn = Callable[..., Awaitable[Any]]
+SolveFn = Callable[..., Awaitable[Any]]  # physlab.run.runner.run's signature (tests wrap it)
 
 
 @dataclass
@@ -141,6 +146,7 @@ class Sweep:
         self.store = store or ResultsStore(config.db)
         self._runs_dir = config.runs_dir()
         self._models: Any = None  # the model registry, read once before the first cell
+        self._models_path: str | None = None
         self._providers: dict[str, Any] = {}  # model name -> the provider model its cells share
         self._own_store = store is None
         self.worker = worker_id()
@@ -150,7 +156,7 @@ class Sweep:
         self.live = _Live()
         self._prog = _Progress(0, 0, enabled=False)
         self.summary = SweepSummary()
-        self._grader = None
+        self._grader: Any = None  # a Grader, made for the first cell that grades
         self.wait_for_others = wait_for_others
         self.poll_s = poll_s
 
@@ -217,16 +223,22 @@ class Sweep:
                 self.live.cost += rec.cost_usd
                 self._prog.update(self.live)
 
+        from physlab.run.options import RunOptions
+        from physlab.run.runner import Shared
+        from physlab.strategies import registry
+
         try:
-            attempt = await self._solve(
-                problem, spec.strategy, spec.model, workspace=workspace, budget=cfg.budget,
-                api_base=cfg.api_base, api_key_env=cfg.api_key_env, seed=cfg.seed + spec.repeat,
-                params=dict(cfg.params), resume=False, limiter=self.limiter, sandbox=self.sandbox,
-                grader=self._shared_grader(), providers=self._providers, on_call=on_call,
-                role_models=dict(cfg.role_models), output_mode=cfg.output_mode,
-                model_registry=self._models,
-                replace=True,  # an unfinished earlier try: the cell restarts from scratch
-            )
+            options = RunOptions(strategy=spec.strategy, model=spec.model, role_models=dict(cfg.role_models),
+                                 api_base=cfg.api_base, api_key_env=cfg.api_key_env,
+                                 output_mode=cast("OutputMode | None", cfg.output_mode),  # RunOptions checks it
+                                 models_config=self._models_path, params=dict(cfg.params), budget=cfg.budget,
+                                 seed=cfg.seed + spec.repeat)
+            shared = Shared(limiter=self.limiter, sandbox=self.sandbox, grader=self._shared_grader(),
+                            providers=self._providers, registry=self._models, on_call=on_call)
+            solve = cast(SolveFn, self._solve)  # set by _load, before any cell
+            record = await solve(problem, registry.build(spec.strategy, cfg.params), options, shared,
+                                 workspace=workspace,
+                                 replace=True)  # an unfinished earlier try: the cell restarts from scratch
         except (asyncio.CancelledError, UserError):
             # interrupted, or bad input (an unknown model, a missing key...): the cell goes back
             # to pending and bad input stops the whole sweep (exit 2) instead of failing every cell
@@ -238,25 +250,25 @@ class Sweep:
             self.live.failed += 1
             self.summary.failed += 1
             return
-        verdict = attempt.verdict
+        verdict = record.verdict
         vkind = verdict.verdict if verdict is not None else None
         vreason = verdict.reason if verdict is not None else None
         # No verdict on a gradable problem with an answer means the grader was unavailable: left
         # ungraded (NULL) for `physlab bench grade`, never counted as wrong.
         counted_live = bool(seen)  # on_call already added this cell's tokens to the live display
         calls = seen
-        if not calls and (workspace / "calls.jsonl").is_file():  # a solve function without on_call
-            calls = read_calls(workspace / "calls.jsonl", bodies=False)
-        usage_by_role = dict(attempt.usage_by_role)
+        if not calls:  # a solve function without on_call
+            calls = read_calls(workspace)
+        usage_by_role = dict(record.usage_by_role)
         if not usage_by_role and calls:
             for c in calls:
                 usage_by_role[c.role] = usage_by_role.get(c.role, Usage()).add(c.usage())
         result = CellResult(
-            status=attempt.status, stop_reason=attempt.stop_reason, verdict=vkind,
-            verdict_reason=vreason, answer_code=attempt.answer_code, answer_text=attempt.answer_text,
-            usage_by_role=usage_by_role, wall_s=attempt.wall_s or (time.monotonic() - start),
-            workspace=str(workspace), calls=calls, checkpoints=attempt.checkpoints, ran_as=attempt.ran_as,
-            reference_conditioned=attempt.reference_conditioned, **_judge_agreement(attempt),
+            status=record.status, stop_reason=record.stop_reason, verdict=vkind,
+            verdict_reason=vreason, answer_code=record.answer_code, answer_text=record.answer_text,
+            usage_by_role=usage_by_role, wall_s=record.wall_s or (time.monotonic() - start),
+            workspace=str(workspace), calls=calls, checkpoints=record.checkpoints, ran_as=record.ran_as,
+            reference_conditioned=record.reference_conditioned, **_judge_agreement(record),
         )
         if await self._db(self.store.finish, spec.key, self.worker, result):
             total = Usage()
@@ -276,7 +288,7 @@ class Sweep:
         if self._grader is None:
             from physlab.grading import Grader
 
-            self._grader = Grader(sandbox=self.sandbox)
+            self._grader = Grader(sandbox=cast(Any, self.sandbox))  # a BoundedSandbox: a Sandbox behind a bound
         return self._grader
 
     async def _show_grid(self, keys: list[str], since: float) -> None:
@@ -304,7 +316,10 @@ class Sweep:
 
         for strategy in self.config.strategies:
             registry.get(strategy)
-        self._models = ModelRegistry.load(None)
+        from physlab.run.options import registry_path
+
+        self._models_path = registry_path(None)  # $PHYSLAB_MODELS_CONFIG, recorded in each cell's options
+        self._models = ModelRegistry.load(self._models_path)
         specs = dict.fromkeys([*self.config.models, *self._models.roles.values(), *self.config.role_models.values()])
         for spec in specs:
             if parse_spec(spec)[0] not in ("scripted", "replay"):
@@ -326,9 +341,9 @@ class Sweep:
         try:
             by_id, specs = self.plan()
             if self._solve is None:
-                from physlab.strategies.runner import run_solve
+                from physlab.run.runner import run
 
-                self._solve = run_solve
+                self._solve = run
             self.limiter = ConcurrencyLimiter(cfg.max_inflight or cfg.concurrency, name="sweep")
             from physlab.sandbox import default_sandbox
 
@@ -435,15 +450,20 @@ class Sweep:
         finally:
             if not_started:  # stopped before these cells began: give them back
                 keys = sorted(not_started)
-                await asyncio.shield(self._db(lambda: [self.store.release(k, self.worker) for k in keys]))
+
+                def release() -> None:
+                    for k in keys:
+                        self.store.release(k, self.worker)
+
+                await asyncio.shield(self._db(release))
 
     def _progress(self, total: int, already: int) -> "_Progress":
         return _Progress(total, already, enabled=self.show_progress)
 
 
-def _judge_agreement(attempt: Any) -> dict[str, int]:
+def _judge_agreement(record: Any) -> dict[str, Any]:
     """SCALAR's count of turns where its Judge and the grader both decided, and agreed."""
-    agreement = attempt.details.get("judge_agreement") or {}
+    agreement = record.details.get("judge_agreement") or {}
     if not agreement.get("checked"):
         return {}
     return {"judge_checks": int(agreement["checked"]), "judge_agreed": int(agreement["agreed"])}
@@ -465,15 +485,14 @@ class _Progress:
         self.enabled = enabled
         self.total = total
         self.already = already
-        self._p = None
+        self._p: Progress | None = None
         self._grid: tuple[int, int, int, float] | None = None  # from the database, see grid()
         self._live = _Live()
         self._waiting = 0
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             self._p = Progress(TextColumn("[bold]cells"), BarColumn(bar_width=20), MofNCompleteColumn(),
                                TextColumn("{task.fields[info]}"), TextColumn("ETA"),

@@ -3,17 +3,51 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
 
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$",
-                    re.DOTALL | re.MULTILINE)
+from physlab.problems.choices import STATEMENT as _STATEMENT, read_choice  # noqa: F401 (read_choice: re-exported)
+
+# One line at a time (never a regex over the whole reply: a pattern with a lazy body between
+# line-anchored fences backtracks over every unclosed opener, 31 s for 40 KB of "```python").
+_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)")
+_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*")
 _PY_LANGS = {"python", "py", "python3", "sympy", "ipython"}
 
 
 def fenced_blocks(text: str) -> list[tuple[str, str]]:
-    """(language, body) of every fenced code block, in order."""
-    return [(m.group(2).lower(), m.group(3)) for m in _FENCE.finditer(text)]
+    """(language, body) of every fenced code block, in order.
+
+    A block opens at a line starting with three or more backticks (or tildes) and an optional
+    language, and closes at the next line holding exactly the same fence; an opener that is never
+    closed is skipped. Linear in the reply's length: each line is read once, and the closer of an
+    opener is looked up in a per-fence index of closing lines."""
+    pieces = (text or "").split("\n")
+    lines = [p + "\n" for p in pieces[:-1]] + [pieces[-1]]
+    closers: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        m = _CLOSE.fullmatch(line.rstrip("\n").rstrip("\r"))
+        if m:
+            closers.setdefault(m.group(1), []).append(i)
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(lines):
+        m = _OPEN.match(lines[i])
+        if m and lines[i].endswith("\n"):
+            fence = m.group(1)
+            # a longer opener no line closes is read as a shorter fence plus text ("````" closed
+            # by "```"), as extraction always read it
+            for n in range(len(fence), 2, -1):
+                after = closers.get(fence[:n], [])
+                k = bisect.bisect_right(after, i)
+                if k < len(after):
+                    j = after[k]
+                    out.append(((m.group(2) if n == len(fence) else "").lower(), "".join(lines[i + 1:j])))
+                    i = j
+                    break
+        i += 1
+    return out
 
 
 def _defines_function(source: str, name: str | None = "answer") -> bool:
@@ -42,7 +76,7 @@ def extract_code(text: str | None, function: str = "answer") -> str | None:
         return (defining or untagged)[-1]
     if _defines_function(text, function):
         return text
-    if not blocks and re.search(rf"^\s*def\s+{re.escape(function)}\s*\(", text, re.MULTILINE):
+    if not blocks and re.search(rf"^[ \t]*def[ \t]+{re.escape(function)}[ \t]*\(", text, re.MULTILINE):
         return text  # looks like Python that does not parse: let the grader say why
     return None
 
@@ -93,7 +127,24 @@ def extract_boxed(text: str) -> list[str]:
 # "Final answer" markers ("Final Answer:", "**Final answer**", "The final answer is").
 _MARKER = re.compile(r"final\s+answer(?:\s*\*\*)?\s*(?:is\b)?\s*[:：]?", re.IGNORECASE)
 _ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE)
-_DISPLAY = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
+# A conclusion in prose: "So, the required value is 5.", "Therefore, the answer is 0.35.",
+# "Thus the speed is $v = 3$ m/s." (the rest of the sentence is the answer). Ours, not Math-Verify's
+# extraction: that one lowercases symbols and falls back to the first number of the text.
+_HEDGE = r"(?:(?:approximately|about|roughly|around|nearly|just|exactly|equal\s+to|given\s+by)\s+)?"
+_CONCLUSION = re.compile(
+    r"\b(?:answer|result|value|solution)s?\b(?:\s+(?:to|for|of)\s+[^.\n]{1,80}?)?"
+    r"\s+(?:is|are|equals|=|would\s+be|will\s+be|should\s+be|comes\s+out\s+to|becomes)\b\s*:?"
+    r"|\b(?:therefore|thus|hence|so|finally|consequently)\b,?\s+(?:the\s+)?(?:[A-Za-z][A-Za-z' -]{0,60}?\s)?"
+    r"(?:is|are|equals|=|becomes|comes\s+out\s+to)\s+" + _HEDGE + r"(?=[$\\\d+-])"
+    r"|\b(?:is|are|equals)\s+(?:therefore|thus|hence|then)\s+" + _HEDGE + r"(?=[$\\\d+-])"
+    r"|\b(?:therefore|thus|hence|so|finally|consequently)\b,?\s+(?:we\s+(?:get|find|obtain|have)\s*:?\s*)?(?=\$)",
+    re.IGNORECASE)
+# Where a conclusion's answer ends and a remark begins: ", as expected", " (in units of hbar)", ", i.e."
+_REMARK = re.compile(r",?\s*\((?=[A-Za-z]{2}|i\.e)|,\s*(?=(?:as|which|where|i\.e|e\.g|so|since|because|that|"
+                     r"and|or|in|with|for|when|if|assuming|neglecting)\b)|\s+(?=(?:as\s+expected|as\s+required|"
+                     r"which|where|assuming|neglecting|when|if|since|because|provided|(?:in|for|at|on)\s+"
+                     r"(?:the|this|a|an|our)\s)\b)", re.IGNORECASE)
+_THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.IGNORECASE)
 # What may stand between two boxes of one answer ("\boxed{1}, \boxed{2}", "\boxed{a} and \boxed{b}").
 # Stricter than Math-Verify's rule (any text under 70 characters holding a comma), which joins
 # "\boxed{1}. After checking again, the answer is \boxed{2}" into one answer "1, 2".
@@ -106,9 +157,10 @@ class WrittenAnswer:
     """The final answer of a written (non-code) reply.
 
     ``boxes``: the answer strings in order (every box, or the boxes after the last "Final answer"
-    marker when it points at boxes; a single string when the answer is a marker line or display
-    math). ``final``: indices into ``boxes`` of the final group (the last run of adjacent boxes).
-    ``how``: where it was found ("boxed", "final answer line", "answer line", "display math")."""
+    marker when it points at boxes; a single string when the answer is a marker line, a prose
+    conclusion or display math). ``final``: indices into ``boxes`` of the final group (the last run
+    of adjacent boxes). ``how``: where it was found ("boxed", "final answer line", "answer line",
+    "conclusion", "display math")."""
 
     boxes: tuple[str, ...]
     final: tuple[int, ...]
@@ -119,28 +171,132 @@ class WrittenAnswer:
         return self.boxes[self.final[-1]]
 
 
+_HOPE = "i hope it is correct"
+
+
 def _clean_line(line: str) -> str:
     line = line.strip().strip("*_").strip()
     line = re.sub(r"^(?:the\s+)?(?:final\s+)?answer\s+is\s*:?\s*", "", line, flags=re.IGNORECASE)
-    line = re.sub(r"\.?\s*I hope it is correct\.?\s*$", "", line, flags=re.IGNORECASE)
+    # string operations, not a regex searched at every position (quadratic in a run of spaces)
+    low = line.rstrip().rstrip(".").rstrip()
+    if low.lower().endswith(_HOPE):
+        line = low[:-len(_HOPE)].rstrip().rstrip(".").rstrip()
     line = line.strip().strip("*_").strip()
     if line.startswith("$$") and line.endswith("$$") and len(line) > 3:
         line = line[2:-2]
-    elif line.startswith("$") and line.endswith("$") and len(line) > 1:
+    elif line.startswith("$") and line.endswith("$") and len(line) > 1 and line.count("$") == 2:
         line = line[1:-1]
     elif line.startswith("\\[") and line.endswith("\\]"):
         line = line[2:-2]
+    line = re.sub(r"^(?:\\approx|\\simeq|\\sim|≈|~)\s*", "", line.strip())
     return line.strip().rstrip(".").strip()
+
+
+def outside_thinking(text: str) -> str:
+    """The reply without its reasoning: what follows the last ``</think>`` (a reasoning model's
+    scratch work, boxes included, is not its answer; some servers drop the opening tag), cut at a
+    ``<think>`` that is never closed."""
+    tags = list(_THINK_TAG.finditer(text))
+    closes = [m for m in tags if m.group(1)]
+    if closes:
+        text = text[closes[-1].end():]
+    opening = _THINK_TAG.search(text)
+    return text[:opening.start()] if opening else text
+
+
+def _display_math(text: str) -> list[tuple[int, str]]:
+    """(start, body) of every ``$$...$$`` / ``\\[...\\]`` block, leftmost first, linear in the text
+    (a lazy regex between delimiters rescans the rest of the reply for every unclosed opener)."""
+    tokens = [(m.start(), m.group(0)) for m in re.finditer(r"\$\$|\\\[|\\\]", text)]
+    dollars = [k for k, (_, t) in enumerate(tokens) if t == "$$"]
+    closes = [k for k, (_, t) in enumerate(tokens) if t == "\\]"]
+    out, k, pos = [], 0, 0
+    while k < len(tokens):
+        start, tok = tokens[k]
+        if start < pos or tok == "\\]":
+            k += 1
+            continue
+        pool = dollars if tok == "$$" else closes
+        q = bisect.bisect_right(pool, k)
+        if q < len(pool):
+            end_k = pool[q]
+            body = text[start + 2:tokens[end_k][0]]
+            if body.strip():
+                out.append((start, body))
+                pos = tokens[end_k][0] + 2
+                k = end_k + 1
+                continue
+        k += 1
+    return out
+
+
+def _sentence_after(text: str, i: int) -> str:
+    """The rest of the sentence starting at ``i``: up to a full stop (not a decimal point) outside
+    math, a blank line, or the end of its line once it has some text."""
+    j, n, closing = i, len(text), None
+    while j < n:
+        if closing:
+            if text.startswith(closing, j):
+                j += len(closing)
+                closing = None
+            else:
+                j += 1
+            continue
+        for opener, closer in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
+            if text.startswith(opener, j):
+                closing = closer
+                j += len(opener)
+                break
+        else:
+            ch = text[j]
+            if ch == "\n" and text[i:j].strip():
+                break
+            if ch in ".!?" and (j + 1 == n or text[j + 1].isspace()):
+                break
+            j += 1
+    return text[i:j]
+
+
+def _trim_remark(answer: str) -> str:
+    """The answer without what follows it in its sentence, outside math ("$T = mg$, as expected")."""
+    answer = re.sub(r"^\s*" + _HEDGE, "", answer, flags=re.IGNORECASE)
+    for m in _REMARK.finditer(answer):
+        if m.start() > 0 and answer.count("$", 0, m.start()) % 2 == 0:
+            return answer[:m.start()]
+    return answer
+
+
+def _conclusion(text: str) -> tuple[int, str] | None:
+    """(position, answer) of the last prose conclusion ("the answer is 0.35."), or None."""
+    found = list(_CONCLUSION.finditer(text))
+    for m in reversed(found[-3:]):
+        rest = _sentence_after(text, m.end())
+        if not rest.strip():  # "The answer is:" and the answer on the next lines
+            nxt = text[m.end():].lstrip()
+            display = _display_math(nxt[:4000])
+            if display and display[0][0] == 0:
+                return m.start(), display[0][1].strip().rstrip(".,").strip()
+            rest = _sentence_after(text, m.end() + (len(text[m.end():]) - len(nxt)))
+        answer = _clean_line(_trim_remark(rest))
+        # a value, not a remark ("... the value is positive.")
+        if answer and len(answer) <= 400 and re.search(r"[\d$\\]|^\(?[A-Za-z]\)|^(?:yes|no)\b", answer, re.I):
+            return m.start(), answer
+    return None
 
 
 def extract_written(text: str | None) -> WrittenAnswer | None:
     """The final answer of a written reply (pure text processing: nothing is parsed or run).
 
-    Boxes decide when there are any: the boxes after the last "Final answer" marker when it points
-    at a box, otherwise every box (a marker line that restates a box in prose does not override
-    it). Without a box: the rest of the last marker's line, else an "Answer:" line, else the last
-    display-math block (``$$...$$`` or ``\\[...\\]``). None when there is no final answer."""
+    Reasoning (``<think>...</think>``) is not the answer: only what follows it is read. Boxes
+    decide when there are any: the boxes after the last "Final answer" marker when it points at a
+    box, otherwise every box (a marker line that restates a box in prose does not override it).
+    Without a box: the rest of the last marker's line, else an "Answer:" line, else the later of
+    the last prose conclusion ("So, the required value is 5.") and the last display-math block
+    (``$$...$$`` or ``\\[...\\]``). None when there is no final answer. Linear in the text."""
     if not text or not text.strip():
+        return None
+    text = outside_thinking(text)
+    if not text.strip():
         return None
     marks = list(_MARKER.finditer(text))
     boxes = _boxes(text)
@@ -163,11 +319,33 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
             line = _clean_line(rest.split("\n\n", 1)[0].split("\n", 1)[0]) if rest else ""
             if line:
                 return WrittenAnswer((line,), (0,), how)
-    display = list(_DISPLAY.finditer(text))
+    display = _display_math(text)
+    said = _conclusion(text)
+    if said and (not display or said[0] > display[-1][0]):
+        return WrittenAnswer((said[1],), (0,), "conclusion")
     if display:
-        body = (display[-1].group(1) or display[-1].group(2) or "").strip().rstrip(".,").strip()
+        body = display[-1][1].strip().rstrip(".,").strip()
         if body:
             return WrittenAnswer((body,), (0,), "display math")
+    return None
+
+
+# ---------------------------------------------------------------- multiple choice
+
+def extract_choice(text: str | None, letters: list[str] | tuple[str, ...]) -> WrittenAnswer | None:
+    """The final answer of a reply to a multiple-choice problem, as its letters (see
+    :func:`read_choice`): the final answer :func:`extract_written` finds, else the last sentence
+    naming an option ("Only statement (a) is correct."). None when no letter is named."""
+    written = extract_written(text)
+    if written is not None:
+        got = read_choice(written.last, letters)
+        if got:
+            return WrittenAnswer((got,), (0,), written.how)
+    tail = outside_thinking(text or "")[-2000:]
+    for m in reversed(list(_STATEMENT.finditer(tail))):
+        got = read_choice(m.group(0), letters)
+        if got:
+            return WrittenAnswer((got,), (0,), "conclusion")
     return None
 
 

@@ -23,9 +23,8 @@ from typing import Any
 
 from physlab.errors import ProblemFileError, UserError
 from physlab.grading import rt as _rt_pkg
-from physlab.grading.jobs import candidate_job, check_written, grade_job, is_hipho, trusted_job, verdict_from
-from physlab.grading.rt import tree as T
-from physlab.grading.rt.stages import RESULT_FILE, RESULT_MARK
+from physlab.grading.jobs import candidate_job, grade_job, is_hipho, read_stage1, trusted_job, verdict_from
+from physlab.grading.rt.stages import REFERENCE_MARK, RESULT_FILE, RESULT_MARK
 from physlab.grading.template import TemplateSpec, template_spec
 from physlab.grading.verdict import Verdict
 from physlab.problems.model import Problem
@@ -47,6 +46,25 @@ def _runtime_files() -> dict[str, bytes]:
     # Package files do not change while the process runs: read them once, not per Grader.
     base = Path(_rt_pkg.__file__).parent
     return {f"{RT_PACKAGE}/{p.name}": p.read_bytes() for p in sorted(base.glob("*.py"))}
+
+
+def trusted_run_sync(job: dict, *, sandbox: Sandbox | None = None, timeout_s: float = 120.0,
+                     memory_mb: int = 2048) -> dict | None:
+    """A stage-2 job on the sandbox's pool for trusted code, from synchronous code (``problems
+    check`` evaluates references this way, as grading does): its result, or None when the run
+    ended without one."""
+    box = sandbox or default_sandbox()
+    files = dict(_runtime_files())
+    files["job.json"] = json.dumps(job).encode()
+    limits = SandboxLimits(timeout_s=timeout_s, memory_mb=memory_mb, max_output_bytes=MAX_RESULT_BYTES)
+    res = getattr(box, "trusted", box).run_sync(_MAIN, limits=limits, files=files)
+    for line in reversed((res.stdout or "").splitlines()):
+        if line.startswith(RESULT_MARK):
+            try:
+                return json.loads(line[len(RESULT_MARK):])
+            except ValueError:
+                return None
+    return None
 
 
 class CandidateAnswer:
@@ -156,6 +174,19 @@ class Grader:
             return [[i] for i in valid]
         return [[valid[j] for j in cls] for cls in out["classes"]]
 
+    async def answer_latex(self, problem: Problem, candidate: str) -> str | None:
+        """The value of ``candidate``'s code answer as LaTeX, without a reference: stage 1 reads its
+        answer tree in the sandbox, the trusted stage rebuilds it from that tree (data, never the
+        code) and writes it with ``sympy.latex``. None for a written answer (LaTeX already), or a
+        candidate without a valid answer. A graded answer has it in its verdict (``candidate_latex``)."""
+        spec = template_spec(problem.answer_template)
+        answer = await self.run_candidate(problem, candidate, spec=spec)
+        if not answer.ok or answer.written is not None or answer.tree is None:
+            return None
+        out = await self._trusted(trusted_job("latex", [answer.tree], spec, problem, step_timeout=self.step_timeout_s))
+        latex = (out or {}).get("latex")
+        return latex if isinstance(latex, str) and latex else None
+
     async def evaluate_at_points(self, problem: Problem, code: str, n_points: int = 5,
                                  seed: int = 0) -> list[complex | None] | None:
         """Numeric fingerprint: the candidate's answer at ``n_points`` random points of the
@@ -164,7 +195,7 @@ class Grader:
         candidate has no valid answer; a None entry is a point where it is not a finite number."""
         spec = template_spec(problem.answer_template)
         answer = await self.run_candidate(problem, code, spec=spec)
-        if not answer.ok:
+        if not answer.ok or answer.tree is None:
             return None
         job = trusted_job("points", [answer.tree], spec, problem, step_timeout=self.step_timeout_s)
         job.update(n_points=n_points, seed=seed, params_names=[d for _, d, _ in spec.params or []])
@@ -198,19 +229,13 @@ class Grader:
         return answer
 
     def _read_candidate(self, res, took: float, written: bool = False) -> CandidateAnswer:
-        answer = self._read_result(res, took)
-        if not written:
-            return answer
-        if answer.ok:
-            problem = check_written(answer.written)
-            if problem:
-                return CandidateAnswer(None, problem, took, written={})
-        elif answer.written is None:
+        answer = self._read_result(res, took, written)
+        if written and not answer.ok and answer.written is None:
             answer.written = {}
             answer.reason = answer.reason.replace("the candidate code", "reading the answer")
         return answer
 
-    def _read_result(self, res, took: float) -> CandidateAnswer:
+    def _read_result(self, res, took: float, written: bool = False) -> CandidateAnswer:
         if res.timed_out:
             return CandidateAnswer(None, f"timed out: the candidate code ran longer than {self.timeout_s:g} s", took)
         data = res.files.get(RESULT_FILE)
@@ -221,26 +246,18 @@ class Grader:
                                          f"{res.exit_code}{hint}) {tail[0][:200]}".strip(), took)
         if len(data) > MAX_RESULT_BYTES:
             return CandidateAnswer(None, "the answer is too large", took)
-        try:
-            msg = json.loads(data)
-        except (ValueError, RecursionError):
-            return CandidateAnswer(None, "the candidate's answer could not be read (malformed result)", took)
-        if not isinstance(msg, dict) or not isinstance(msg.get("ok"), bool):
-            return CandidateAnswer(None, "the candidate's answer could not be read (malformed result)", took)
-        if not msg["ok"]:
-            return CandidateAnswer(None, str(msg.get("reason") or "no answer")[:500], took)
-        problem = T.validate(msg.get("tree"))
-        if problem:
-            return CandidateAnswer(None, problem, took)
-        written = msg.get("written")
-        return CandidateAnswer(msg["tree"], "", took, written=written if isinstance(written, dict) else None)
+        tree, parsed, reason = read_stage1(data, written_path=written)
+        if tree is None:
+            return CandidateAnswer(None, reason, took)
+        return CandidateAnswer(tree, "", took, written=parsed)
 
     async def _trusted(self, job: dict) -> dict | None:
         """Stage 2: trusted comparison in its own sandbox run. None when it did not finish."""
         limits = SandboxLimits(timeout_s=self.compare_timeout_s, memory_mb=self.memory_mb,
                                max_output_bytes=4_000_000)
         res = await self._run(_MAIN, limits, job, sandbox=self.trusted_sandbox)
-        for line in reversed((res.stdout or "").splitlines()):
+        lines = (res.stdout or "").splitlines()
+        for line in reversed(lines):
             if line.startswith(RESULT_MARK):
                 try:
                     return json.loads(line[len(RESULT_MARK):])
@@ -251,6 +268,12 @@ class Grader:
         err = (res.stderr or "").strip().splitlines()[-1:] or [f"exit code {res.exit_code}"]
         if getattr(res, "error", "") and res.exit_code is None:
             raise RuntimeError(f"the sandbox failed while grading: {res.error}")
+        if REFERENCE_MARK in lines:
+            # the reference had been evaluated: what ended the comparison came with the answer
+            kind = err[0].split(":", 1)[0] if ":" in err[0] else f"exit code {res.exit_code}"
+            return {"verdict": "invalid", "method": "compare",
+                    "reason": f"the answer could not be compared with the reference (the comparison "
+                              f"ended without a verdict: {kind[:80]})"}
         return {"error": f"the grading process failed: {err[0][:300]}"}
 
     async def _run(self, code: str, limits: SandboxLimits, job: dict, collect: list[str] | None = None,
@@ -306,22 +329,39 @@ class BoundGrader:
         self._grader = grader
 
     async def grade(self, candidate_code: str) -> Verdict:
-        """The verdict a strategy may see: without the normalised reference."""
-        return public_verdict(await self._grader.grade(self._problem, candidate_code))
+        """The verdict a strategy (and through it a model) may see: ``public_verdict``. A grader
+        failure is an invalid verdict here, not an exception whose message could quote the
+        reference (the run's own grading, ``grade_full``, still raises it)."""
+        try:
+            verdict = await self._grader.grade(self._problem, candidate_code)
+        except Exception as exc:  # noqa: BLE001 - its message may come from evaluating the reference
+            return Verdict(verdict="invalid", reason=f"the grader could not grade this answer ({type(exc).__name__})",
+                           details={"stage": "grader"})
+        return public_verdict(verdict)
 
     async def grade_full(self, candidate_code: str) -> Verdict:
         """The verdict for the run's record (metrics.json): with what was compared."""
         return await self._grader.grade(self._problem, candidate_code)
 
 
+# What a public verdict keeps of the details: where grading ended, how long it took, the points.
+PUBLIC_DETAILS = ("stage", "path", "duration_s", "candidate_s", "points", "points_total")
+PUBLIC_REASONS = {"correct": "equivalent to the reference answer",
+                  "incorrect": "not equivalent to the reference answer",
+                  "invalid": "the answer could not be compared with the reference"}
+
+
 def public_verdict(verdict: Verdict) -> Verdict:
-    """``verdict`` without the parts that show the reference (normalised reference answers)."""
-    details = dict(verdict.details)
-    details.pop("reference_normalized", None)
-    for key in ("answers", "parts"):
-        if isinstance(details.get(key), list):
-            details[key] = [{k: v for k, v in item.items() if k != "reference"} for item in details[key]]
-    return verdict.model_copy(update={"details": details})
+    """``verdict`` as a strategy may see it: nothing that is, or was derived from, the reference.
+
+    A comparison's reason can give the reference back (its keys, its unit, a relative difference
+    to a number), so a verdict from the comparison says only correct / incorrect / invalid; a
+    verdict from stage 1 (the candidate's own code or text, which never meets the reference) keeps
+    its reason ("syntax error in the candidate code ...")."""
+    details = {k: verdict.details[k] for k in PUBLIC_DETAILS if k in verdict.details}
+    stage1 = verdict.details.get("stage") == "candidate"
+    return Verdict(verdict=verdict.verdict, reason=verdict.reason if stage1 else PUBLIC_REASONS[verdict.verdict],
+                   details=details)
 
 
 class Equivalence:
@@ -341,6 +381,10 @@ class Equivalence:
 
     async def equivalent(self, code_a: str, code_b: str) -> bool:
         return [0, 1] in await self.equivalence_classes([code_a, code_b])
+
+    async def answer_latex(self, code: str) -> str | None:
+        """``code``'s answer as LaTeX, read the grader's way (:meth:`Grader.answer_latex`)."""
+        return await self._grader.answer_latex(self.problem, code)
 
     async def equivalence_classes(self, codes: list[str], *, n_points: int | None = None) -> list[list[int]]:
         """Indices of ``codes`` grouped by equivalent answers, in order of their first member; a

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from physlab.grading.extract import extract_boxed
+from physlab.grading.extract import extract_boxed, fenced_blocks
 
 # --------------------------------------------------------------------------------------------------
 # a whole item
@@ -161,9 +161,9 @@ def parse_points_reply(reply: str, key: HiPhOKey) -> PointsJudgement:
 
 
 def _json_block(text: str) -> str:
-    m = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)
-    if m:
-        return m.group(1)
+    for lang, body in fenced_blocks(text):  # linear: a lazy regex between fences is not
+        if lang in ("", "json") and body.strip().startswith("{"):
+            return body.strip()
     s = text.strip()
     if s.startswith("{"):
         return s

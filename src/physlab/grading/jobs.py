@@ -9,9 +9,10 @@ HiPhO as the item's key (answers, types, units, points).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from physlab.grading.extract import extract_code, extract_written
+from physlab.grading.extract import extract_choice, extract_code, extract_written, read_choice
 from physlab.grading.rt import tree as T
 from physlab.grading.template import TemplateSpec
 from physlab.grading.verdict import Verdict
@@ -24,12 +25,14 @@ def is_hipho(problem: Problem) -> bool:
 
 def candidate_job(problem: Problem, candidate: str, spec: TemplateSpec, *, step_timeout: float) -> dict | str:
     """Stage 1's job for ``candidate``, or the reason it has no answer at all."""
-    code = None if is_hipho(problem) else extract_code(candidate, spec.function)
+    code = None if is_hipho(problem) or problem.choices else extract_code(candidate, spec.function)
     job: dict[str, Any] = {"mode": "candidate", "code": code, "function": spec.function,
                            "params": spec.params_json(), "step_timeout": step_timeout}
     if code is not None:
         return job
-    written = extract_written(candidate)
+    written = extract_choice(candidate, problem.choices) if problem.choices else extract_written(candidate)
+    if written is None and problem.choices:
+        return f"no answer naming one of the options {', '.join(problem.choices)}"
     if written is None:
         if is_hipho(problem):
             return "no \\boxed{} answer or final answer line"
@@ -44,7 +47,12 @@ def candidate_job(problem: Problem, candidate: str, spec: TemplateSpec, *, step_
 
 def trusted_job(mode: str, trees: list[dict], spec: TemplateSpec, problem: Problem, *, step_timeout: float) -> dict:
     return {"mode": mode, "trees": trees, "symbols": spec.symbols_json(), "rtol": problem.rtol,
-            "step_timeout": step_timeout}
+            "step_timeout": step_timeout, "precision": precision_rule(problem)}
+
+
+def precision_rule(problem: Problem) -> str:
+    """The precision policy's rule for a problem (rt/precision.py): CritPt's own for its challenges."""
+    return "critpt" if problem.extra.get("format") == "critpt" else "stated"
 
 
 def grade_job(problem: Problem, spec: TemplateSpec, tree: dict, written: dict | None, *,
@@ -65,6 +73,9 @@ def grade_job(problem: Problem, spec: TemplateSpec, tree: dict, written: dict | 
         job["hipho"] = {"answers": key.answers, "types": [key.type_of(i) for i in n],
                         "units": [key.unit_of(i) for i in n], "points": [key.points_of(i) for i in n],
                         "rtol": problem.rtol or 0.01}
+    elif problem.choices:  # the letters, read as the candidate's are (extract.read_choice)
+        job.update(format="latex", choices=list(problem.choices),
+                   reference_answers=[read_choice(problem.reference, problem.choices) or problem.reference])
     elif problem.reference_format == "latex" or (problem.reference_format is None and "\\" in problem.reference):
         found = extract_written(problem.reference)
         job["reference_answers"] = list(found.boxes) if found and found.how == "boxed" else [problem.reference]
@@ -78,6 +89,8 @@ def verdict_from(out: dict, job: dict, details: dict[str, Any]) -> Verdict:
     details = {**details, "method": out.get("method", ""),
                "reference_normalized": compared.get("reference", ""),
                "candidate_normalized": compared.get("candidate", "")}
+    if isinstance(out.get("candidate_latex"), str):  # the answer as math, from its tree (rt/stages.py)
+        details["candidate_latex"] = out["candidate_latex"]
     parts = out.get("parts") or []
     if "hipho" in job:
         key = job["hipho"]
@@ -92,33 +105,87 @@ def verdict_from(out: dict, job: dict, details: dict[str, Any]) -> Verdict:
     return Verdict(verdict=out["verdict"], reason=out["reason"], details=details)
 
 
+def read_stage1(data: bytes, *, written_path: bool) -> tuple[dict | None, dict | None, str]:
+    """Stage 1's result file as data: ``(tree, written, "")`` or ``(None, None, reason)``.
+
+    The file comes from the candidate's sandbox run, where the candidate's code may have written it
+    itself: everything in it is checked by type (``tree.validate``, ``check_written``), so a file
+    written by hand is worth no more than a value the candidate returned. A code answer has no
+    written part; one in the file is refused."""
+    bad = "the candidate's answer could not be read (malformed result)"
+    try:
+        msg = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, None, bad
+    if not isinstance(msg, dict) or type(msg.get("ok")) is not bool:
+        return None, None, bad
+    if not msg["ok"]:
+        return None, None, str(msg.get("reason") or "no answer")[:500]
+    problem = T.validate(msg.get("tree"))
+    if problem:
+        return None, None, problem
+    written = msg.get("written")
+    if not written_path:
+        return (msg["tree"], None, "") if written is None else (None, None, bad)
+    problem = check_written(written)
+    return (None, None, problem) if problem else (msg["tree"], written, "")
+
+
+# What a candidate's written part may hold (``latex.parse_answer``): answer trees, text, flags.
 _PART_TREES = ("value", "lhs", "unsplit")
-_PART_TEXTS = ("label", "unit", "text", "raw")
+_PART_TEXTS = ("label", "unit")
+_PART_REQUIRED_TEXTS = ("text", "raw")
+_PART_FLAGS = ("unit_marked", "paren_pair")
 
 
 def check_written(written: Any) -> str:
-    """Check the shape of the sandbox's parsed written answer (it crossed from the untrusted
-    stage); '' when fine, else a one-line reason."""
+    """Check the sandbox's parsed written answer (it crossed from the untrusted stage) field by
+    field; '' when fine, else a one-line reason."""
     bad = "the answer could not be read (malformed result)"
     if not isinstance(written, dict) or not isinstance(written.get("boxes"), list) or not written["boxes"]:
         return bad
-    final = written.get("final")
-    if not isinstance(final, list) or not final or not all(
-            isinstance(k, int) and 0 <= k < len(written["boxes"]) for k in final):
+    boxes, final = written["boxes"], written.get("final")
+    if len(boxes) > 50 or not isinstance(written.get("how", ""), str):
         return bad
-    for box in written["boxes"]:
-        if not isinstance(box, dict) or not isinstance(box.get("ok"), bool) or not isinstance(box.get("parts"), list):
+    if not isinstance(final, list) or not final or not all(
+            type(k) is int and 0 <= k < len(boxes) for k in final):
+        return bad
+    budget = [T.MAX_NODES]
+    for box in boxes:
+        if not isinstance(box, dict) or type(box.get("ok")) is not bool or not isinstance(box.get("parts"), list):
+            return bad
+        if not isinstance(box.get("error", ""), str):
             return bad
         for part in box["parts"]:
-            if not isinstance(part, dict) or not isinstance(part.get("value"), dict):
-                return bad
-            for name in _PART_TREES:
-                if part.get(name) is not None and T.validate(part[name]):
-                    return T.validate(part[name]) or bad
-            if not isinstance(part.get("alts", []), list) or any(T.validate(a) for a in part.get("alts", [])):
-                return bad
-            if any(part.get(name) is not None and not isinstance(part[name], str) for name in _PART_TEXTS):
-                return bad
-            if not isinstance(part.get("literals", {}), dict):
-                return bad
+            problem = _part_problem(part, budget)
+            if problem:
+                return problem
+    return ""
+
+
+def _part_problem(part: Any, budget: list[int]) -> str:
+    bad = "the answer could not be read (malformed result)"
+    if not isinstance(part, dict) or not isinstance(part.get("value"), dict):
+        return bad
+    for name in _PART_TREES:
+        if part.get(name) is not None:
+            problem = T.validate(part[name], budget)
+            if problem:
+                return problem
+    alts = part.get("alts", [])
+    if not isinstance(alts, list) or any(T.validate(a, budget) for a in alts):
+        return bad
+    if any(not isinstance(part.get(name), str) for name in _PART_REQUIRED_TEXTS):
+        return bad
+    if any(part.get(name) is not None and not isinstance(part[name], str) for name in _PART_TEXTS):
+        return bad
+    if any(type(part.get(name, False)) is not bool for name in _PART_FLAGS):
+        return bad
+    literals = part.get("literals", {})
+    if not isinstance(literals, dict) or not all(type(v) is int for v in literals.values()):
+        return bad
+    known = set(_PART_TREES) | set(_PART_TEXTS) | set(_PART_REQUIRED_TEXTS) | set(_PART_FLAGS) | {"alts", "literals"}
+    # fields the reader may add later: plain JSON scalars only (nothing stage 2 would rebuild)
+    if any(k not in known and not (v is None or type(v) in (str, bool, int, float)) for k, v in part.items()):
+        return bad
     return ""

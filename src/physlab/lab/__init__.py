@@ -3,5 +3,5 @@
 Layout: ``state/`` (pydantic models, pure transitions, invariants, Markdown rendering),
 ``roles/`` (one module + one prompt file per role), ``context`` (per-role prompt assembly),
 ``engine`` (the loop), ``routing`` (critiques and human messages), ``workspace`` (git run
-directory, resume), ``inbox`` (human input), ``console`` (live view), ``cli`` (`physlab runs`).
+directory, resume), ``inbox`` (human input), ``console`` (live view), ``show`` (`physlab runs show`).
 """

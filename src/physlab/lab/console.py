@@ -1,6 +1,6 @@
 """The lab's live panel: its state, fed by the events the engine sends through ``ctx.events``.
 
-The panel is shown by :func:`physlab.runs.console.make_console` (``--console live``, the default on
+The panel is shown by :func:`physlab.run.console.make_console` (``--console live``, the default on
 a terminal); the same module gives the line, JSON and quiet modes.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from physlab.runs.console import Usage, finished_text, one_line_rows
+from physlab.run.progress import Usage, finished_text, one_line_rows
 
 
 class LabView:
@@ -64,7 +64,8 @@ class LabView:
         from rich.table import Table
 
         t = Table.grid(padding=(0, 2))
-        t.add_column(style="bold"); t.add_column()
+        t.add_column(style="bold")
+        t.add_column()
         t.add_row("iteration", f"{self.iteration}   status: {self.status}")
         t.add_row("at work", (self.role or "—") + (f" — {self.waiting}" if self.waiting else ""))
         t.add_row("usage", self.usage.line())

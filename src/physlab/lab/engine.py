@@ -33,18 +33,26 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from physlab.lab import answer as A
-from physlab.lab import context as C
-from physlab.lab import gates, inbox, routing
-from physlab.lab.roles import adjudicator, computer, critic, formatter, orchestrator, planner, researcher, reviewer, surveyor
+from physlab.lab import answer as A, context as C, gates, inbox, routing
 from physlab.lab.early_reviews import EarlyReviews
+from physlab.lab.roles import (
+    adjudicator,
+    computer,
+    critic,
+    formatter,
+    orchestrator,
+    planner,
+    researcher,
+    reviewer,
+    surveyor,
+)
 from physlab.lab.roles._base import NO_STANDARDS_LEVEL, LabEnv
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState
 from physlab.lab.workspace import RunWorkspace
 from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error
-from physlab.runs.checkpoints import record_best
-from physlab.runs.context import RunContext
+from physlab.run.checkpoints import record_best
+from physlab.run.environment import RunEnvironment
 
 # Share of a token or cost cap kept for the forced formatter (PhysLab's choice: its prompt holds the
 # results and best hypotheses, a small part of a run's reading).
@@ -90,7 +98,7 @@ def _short(exc: BaseException) -> str:
 
 
 class LabEngine:
-    def __init__(self, ctx: RunContext, settings: LabSettings | None = None) -> None:
+    def __init__(self, ctx: RunEnvironment, settings: LabSettings | None = None) -> None:
         self.ctx = ctx
         self.cfg = settings or LabSettings()
         self.ws = RunWorkspace(ctx.workspace)

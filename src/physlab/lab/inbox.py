@@ -90,18 +90,17 @@ def pending(run_dir: str | Path, consumed: list[str]) -> list[dict]:
 
 
 # What a message means depends on the state of the run it is sent to.
-ENDED = ("complete", "partially_complete", "stopped", "no_answer")
+ENDED = ("complete", "partially_complete", "stopped", "no_answer", "error")
 
 
-def effective_status(run_dir: str | Path, status: str) -> str:
-    """The state a message meets: a run whose state says ``running`` that no live process holds
-    (killed, or its machine went down) is ``interrupted``, waiting for a resume like a paused one."""
-    if status == "running":
-        from physlab.lab.workspace import lock_holder  # the run directory's lock says who runs it
+def effective_status(run_dir: str | Path, status: str | None = None) -> str:
+    """The state a message meets: the run's status (:func:`physlab.run.status.run_status`, the one
+    every reader shows; a run nobody runs any more is ``interrupted``, waiting for a resume like a
+    paused one), a resume under way counting as running. ``status`` (the state's own) is not used."""
+    from physlab.run.status import run_status
 
-        if lock_holder(run_dir) is None:
-            return "interrupted"
-    return status
+    found = run_status(run_dir)
+    return "running" if found == "resuming" else found
 
 
 def refusal(status: str, kind: str) -> str | None:
@@ -119,7 +118,7 @@ def refusal(status: str, kind: str) -> str | None:
 
 def when_taken_in(status: str, run_dir: str | Path) -> str:
     """When a run in state ``status`` takes in a message (the answer to "queued; and then?")."""
-    resume = f"`physlab solve PROBLEM --strategy lab --resume {run_dir}`"
+    resume = f"`physlab solve --resume {run_dir}`"
     if status == "running":
         return "the run takes it in at its next iteration boundary"
     if status in ("paused", "interrupted"):

@@ -1,5 +1,5 @@
-"""`physlab runs show`: the state, the last iterations and the usage per role of a lab run; for any other
-strategy's workspace (a `solve`, a sweep cell) its outcome from metrics.json and its usage per role."""
+"""`physlab runs show`: any run's outcome and usage per role, read the one way every reader reads a run
+(:mod:`physlab.run.summary`); for a lab run its research state and last iterations too."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ from rich.markup import escape
 from physlab.errors import UserError
 from physlab.lab.answer import standing_of
 from physlab.lab.state.models import ResearchState
-from physlab.lab.workspace import ENDED, RunWorkspace, read_json
-from physlab.llm.meter import read_calls
+from physlab.lab.workspace import RunWorkspace
+from physlab.run.files import STATE, is_run_dir
+from physlab.run.git import ENDED
+from physlab.run.status import read_run
+from physlab.run.summary import answer_files, read_calls, summarize, usage_by_role as run_usage_by_role
 
 
 def open_run(run_dir: str | Path) -> tuple[RunWorkspace, ResearchState]:
@@ -32,88 +35,70 @@ def open_run(run_dir: str | Path) -> tuple[RunWorkspace, ResearchState]:
 
 
 def usage_by_role(run_dir: Path) -> dict[str, dict[str, Any]]:
-    per: dict[str, dict[str, Any]] = {}
-    path = run_dir / "calls.jsonl"
-    if not path.is_file():
-        return per
-    for rec in read_calls(path, bodies=False):  # a damaged line: one line naming the file
-        r = per.setdefault(rec.role, {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
-                                      "cache_read_tokens": 0, "cache_write_tokens": 0})
-        r["calls"] += 0 if rec.error else 1  # a failed attempt is no call (its tokens, if any, count)
-        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
-            r[key] += getattr(rec, key)
-        r["cost_usd"] += rec.cost_usd
-    return per
-
-
-_METRIC_TYPES: dict[str, tuple[type, ...]] = {
-    "problem_id": (str,), "strategy": (str,), "model": (str,), "status": (str,), "stop_reason": (str,),
-    "verdict": (dict,), "details": (dict,), "wall_s": (int, float)}
-
-
-_JSON_KIND = {str: "a string", dict: "an object", int: "a number"}
-
-
-def read_metrics(path: Path) -> dict[str, Any]:
-    """metrics.json as `runs show` uses it; a field of the wrong kind is one line naming the file."""
-    metrics = read_json(path)
-    for field, kinds in _METRIC_TYPES.items():
-        value = metrics.get(field)
-        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
-            raise UserError(f"expected {_JSON_KIND[kinds[0]]}, got {value!r:.60}; the file is damaged",
-                            path=path, field=field)
-    verdict = (metrics.get("verdict") or {}).get("verdict")
-    if verdict is not None and not isinstance(verdict, str):
-        raise UserError(f"expected a verdict name, got {verdict!r:.60}; the file is damaged", path=path,
-                        field="verdict.verdict")
-    return metrics
+    """Calls, tokens and cost per role from calls.jsonl (a damaged line: one line naming the file)."""
+    return {role: {"calls": u.calls, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                   "cost_usd": u.cost_usd, "cache_read_tokens": u.cache_read_tokens,
+                   "cache_write_tokens": u.cache_write_tokens}
+            for role, u in sorted(run_usage_by_role(read_calls(run_dir)).items())}
 
 
 def plain_summary(root: Path) -> dict[str, Any] | None:
-    """Any other strategy's workspace (a `solve` or a sweep cell): what its metrics.json says, or
-    None when ``root`` holds no PhysLab run at all."""
-    metrics = read_metrics(root / "metrics.json")
-    if not metrics:
-        if not (root / "calls.jsonl").is_file():
-            return None
-        metrics = {"status": "unfinished", "stop_reason": "no metrics.json yet: still running, or stopped"}
-    return {
-        "run": str(root), "problem_id": metrics.get("problem_id"), "strategy": metrics.get("strategy"),
-        "model": metrics.get("model"), "status": metrics.get("status"), "stop_reason": metrics.get("stop_reason"),
-        "verdict": (metrics.get("verdict") or {}).get("verdict"), "wall_s": metrics.get("wall_s"),
-        "verdict_reason": (metrics.get("verdict") or {}).get("reason"),
-        "error": (metrics.get("details") or {}).get("error"), "usage_by_role": usage_by_role(root),
-        **answer_files(root),
-    }
+    """What any run shows, read the one way (its record, its status; a damaged record is one line
+    naming the file), or None when ``root`` holds no PhysLab run at all."""
+    if not is_run_dir(root):
+        return None
+    files = read_run(root, strict=True)
+    s = summarize(root, files)
+    record = files.record
+    verdict = record.verdict if record is not None else None
+    latex = (record.answer_latex if record is not None else None) or (
+        verdict.details.get("candidate_latex") if verdict is not None else None)
+    return {"run": str(root), "problem_id": s.problem or None, "strategy": s.strategy or None,
+            "model": s.model or None, "status": s.status, "stop_reason": s.stop_reason,
+            "verdict": s.verdict, "verdict_reason": s.verdict_reason, "wall_s": s.wall_s, "error": s.error,
+            "usage_by_role": usage_by_role(root), **answer_files(root).model_dump(),
+            # the answer's value as LaTeX, as the grader read it from the code's answer tree
+            "answer_latex": latex if isinstance(latex, str) and latex else None}
 
 
-def answer_files(root: Path) -> dict[str, Any]:
-    """The run's final answer as written (ANSWER.md, answer.py), or what a run that ended without
-    one left behind (DRAFT_ANSWER.md, draft_answer.py: never graded)."""
-    def text(name: str) -> str | None:
-        path = root / name
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+def evidence_behind(s: ResearchState) -> list[str]:
+    """The evidence the run's best answer rests on: its hypothesis's and those it builds on, in
+    the order they were found."""
+    if s.best_answer is None:
+        return []
+    whs, todo = set(), [s.best_answer.wh, *s.best_answer.rests_on]
+    while todo:
+        wid = todo.pop()
+        w = s.wh(wid)
+        if w is not None and wid not in whs:
+            whs.add(wid)
+            todo += w.depends_on
+    ids = {e for wid in whs for e in s.wh(wid).evidence}  # type: ignore[union-attr]
+    return [ev.id for ev in s.evidence if ev.id in ids]
 
-    answer, code = text("ANSWER.md"), text("answer.py")
-    draft = answer is None and code is None
-    if draft:
-        answer, code = text("DRAFT_ANSWER.md"), text("draft_answer.py")
-    return {"answer": answer, "answer_code": code, "answer_is_draft": draft and (answer or code) is not None}
+
+def derivations(s: ResearchState) -> list[dict[str, Any]]:
+    """Every researcher's derivation (Markdown with LaTeX, whole), marked when the answer rests on it."""
+    behind = set(evidence_behind(s))
+    return [{"id": ev.id, "target": ev.target, "role": ev.role, "confidence": ev.confidence,
+             "iteration": ev.iteration, "findings": ev.findings, "method": ev.method, "checks": ev.checks,
+             "derivation": ev.derivation, "behind_answer": ev.id in behind}
+            for ev in s.evidence if ev.derivation.strip()]
 
 
 def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
+    """`runs show --json`: any run's outcome; for the lab's, its research state too."""
     root = Path(run_dir)
-    if root.is_dir() and not (root / "state.json").exists():
+    if root.is_dir() and not (root / STATE).exists():
         plain = plain_summary(root)
         if plain is None:
             raise UserError("not a run directory (no state.json, metrics.json or calls.jsonl)", path=root)
         return plain
     ws, s = open_run(run_dir)
-    metrics = read_metrics(ws.root / "metrics.json")
+    outcome = plain_summary(ws.root) or {}
     return {
-        "run": str(ws.root), "problem_id": s.problem_id, "iteration": s.iteration, "status": s.status,
-        "stop_reason": s.stop_reason, "verdict": (metrics.get("verdict") or {}).get("verdict"),
-        "verdict_reason": (metrics.get("verdict") or {}).get("reason"),
+        **outcome, "stop_reason": outcome["stop_reason"] or s.stop_reason,
+        "problem_id": s.problem_id, "iteration": s.iteration, "lab_status": s.status,
         "strategy_version": s.strategy_version,
         # "flagged" stays in the JSON (a contract) but is always false: what builds on a demoted
         # result is demoted with it, so an active result always has its dependencies established.
@@ -126,8 +111,7 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
         "critiques": [{"id": c.id, "target": c.target or c.target_type, "status": c.status} for c in s.critiques],
         "human_messages": [{"id": h.id, "kind": h.kind, "on": h.on, "routed_to": h.routed_to} for h in s.human_messages],
         "last_iterations": [subject for _, subject in ws.history() if not subject.startswith(ENDED)][:last],
-        "usage_by_role": usage_by_role(ws.root),
-        **answer_files(ws.root),
+        "derivations": derivations(s),
     }
 
 
@@ -169,6 +153,7 @@ def render(data: dict[str, Any]) -> None:
     con.print("\n[bold]Last iterations[/]")
     for subject in data["last_iterations"]:
         con.print(f"  {clip(subject, 300)}", markup=False)
+    _derivations(con, data["derivations"])
     _answer(con, data)
     _usage_table(con, data)
 
@@ -196,7 +181,7 @@ def _answer(con: Any, data: dict[str, Any]) -> None:
         return
     if data.get("answer_is_draft"):
         title = "Draft answer[/] (the run ended without a final answer; not graded)"
-    elif data.get("status") in ("running", "paused", "unfinished"):
+    elif data.get("status") in ("running", "resuming", "paused", "interrupted"):
         title = "Best answer so far[/] (provisional: the run has not finished)"
     else:
         title = "Final answer[/]"
@@ -205,6 +190,26 @@ def _answer(con: Any, data: dict[str, Any]) -> None:
         con.print(answer.rstrip(), markup=False)
     if code and (not answer or code.strip() not in answer):
         con.print(f"\n{code.rstrip()}", markup=False)
+    if data.get("answer_latex"):
+        con.print("\n[bold]The answer as LaTeX[/] (its value, as the grader read it)")
+        con.print(data["answer_latex"], markup=False, soft_wrap=True)
+
+
+def _derivations(con: Any, items: list[dict[str, Any]]) -> None:
+    """The derivations the answer rests on, whole (the latest one when it rests on none); the
+    others are counted, and are whole in RESEARCH_STATE.md and `--json`."""
+    shown = [d for d in items if d["behind_answer"]] or items[-1:]
+    if not shown:
+        return
+    for d in shown:
+        why = "the answer rests on it" if d["behind_answer"] else "the latest"
+        con.print(f"\n[bold]Derivation {d['id']}[/] ({escape(d['role'])} on {escape(d['target'])}, "
+                  f"{escape(d['confidence'])}, iteration {d['iteration']}; {why})")
+        con.print(d["derivation"].strip(), markup=False)
+        for check in d["checks"]:
+            con.print(f"  check: {check}", markup=False)
+    if len(items) > len(shown):
+        con.print(f"({len(items) - len(shown)} more derivations in RESEARCH_STATE.md and `runs show --json`)")
 
 
 def _outcome(data: dict[str, Any]) -> str:

@@ -36,8 +36,8 @@ from pydantic import ValidationError
 
 from physlab.errors import UserError
 from physlab.llm.errors import BudgetExceeded
+from physlab.llm.linelog import LineLog
 from physlab.llm.usage import Budget, CallRecord, Usage
-from physlab.runfiles import LineLog
 
 
 def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
@@ -85,7 +85,7 @@ class Grant:
 
 
 class RunMeter:
-    """Implements the ``UsageMeter`` protocol of :mod:`physlab.runs.context`."""
+    """Implements the ``UsageMeter`` protocol of :mod:`physlab.run.environment`."""
 
     def __init__(self, budget: Budget | None = None, calls_path: str | Path | None = None, *,
                  previous: list[CallRecord] | None = None,

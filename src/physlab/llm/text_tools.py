@@ -185,11 +185,20 @@ def _history(msg: ModelMessage) -> ModelMessage:
     return msg
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.I)
+def _unfence(text: str) -> str:
+    """The text without a leading ``` / ```json and a trailing ``` (string operations: the regex
+    this replaces, tried at every position of the text, was quadratic in a run of spaces)."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body[3:]
+        body = body[4:] if body[:4].lower() == "json" else body
+    if body.endswith("```"):
+        body = body[:-3]
+    return body.strip()
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    body = _FENCE.sub("", text or "").strip()
+    body = _unfence(text or "")
     if not body:
         return None
     try:

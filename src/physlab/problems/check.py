@@ -2,7 +2,9 @@
 the grader's way, one line per problem (or per file that does not load) and a summary.
 
 Loading a suite stops at its first bad file (a sweep must not run half a suite); checking one must
-not: a physicist fixing a directory of problems wants every mistake in one pass.
+not: a physicist fixing a directory of problems wants every mistake in one pass. References are
+evaluated in the sandbox, all of a check's in one run (``refcheck.evaluate_references``): a problem
+file's template is code, and a downloaded dataset's is anybody's.
 """
 
 from __future__ import annotations
@@ -58,17 +60,26 @@ class CheckReport:
 
 
 def check_problem(problem: Problem) -> CheckLine:
-    """Evaluate a Python or numeric reference the grader's way (trusted: the problem's own files)."""
-    from physlab.problems.refcheck import evaluate_reference
+    """Evaluate a Python or numeric reference the grader's way (in the sandbox)."""
+    return check_problems([problem])[0]
 
-    fmt = problem.reference_format
-    if fmt not in ("python", "number"):
-        return CheckLine(problem.qualified_id, True, f"ok ({fmt or 'no reference'})")
-    try:
-        issues = evaluate_reference(problem).issues
-    except ValueError as exc:
-        issues = [str(exc)]
-    return CheckLine(problem.qualified_id, not issues, f"ok ({fmt})" if not issues else "; ".join(issues))
+
+def check_problems(problems: list[Problem]) -> list[CheckLine]:
+    """One line per problem; every Python or numeric reference evaluated in one sandbox run."""
+    from physlab.problems.refcheck import evaluate_references
+
+    evaluable = [p for p in problems if p.reference is not None and p.reference_format in ("python", "number")]
+    results = dict(zip(map(id, evaluable), evaluate_references(evaluable))) if evaluable else {}
+    lines = []
+    for p in problems:
+        fmt = p.reference_format
+        if id(p) not in results:
+            lines.append(CheckLine(p.qualified_id, True, f"ok ({fmt or 'no reference'})"))
+            continue
+        result = results[id(p)]
+        issues = [str(result)] if isinstance(result, ValueError) else result.issues
+        lines.append(CheckLine(p.qualified_id, not issues, f"ok ({fmt})" if not issues else "; ".join(issues)))
+    return lines
 
 
 def _without_path(exc: UserError) -> str:
@@ -79,6 +90,7 @@ def _without_path(exc: UserError) -> str:
 def check_directory(directory: Path, suite: str) -> CheckReport:
     report = CheckReport()
     seen: dict[str, Path] = {}
+    slots: list[tuple[int, Problem]] = []  # (line index, problem): checked together at the end
     for f in suite_files(directory):
         report.files += 1
         label = f"{suite}/{f.relative_to(directory)}"
@@ -95,7 +107,10 @@ def check_directory(directory: Path, suite: str) -> CheckReport:
             continue
         for p in problems:
             seen[p.id] = f
-            report.lines.append(check_problem(p.model_copy(update={"suite": suite})))
+            slots.append((len(report.lines), p.model_copy(update={"suite": suite})))
+            report.lines.append(CheckLine(p.id, True, "", loaded=True))  # filled in below
+    for (i, _), line in zip(slots, check_problems([p for _, p in slots])):
+        report.lines[i] = line
     return report
 
 
@@ -114,9 +129,9 @@ def check_target(target: str) -> CheckReport:
         except UserError as exc:
             report.lines.append(CheckLine(str(path), False, _without_path(exc), loaded=False))
             return report
-        report.lines.extend(check_problem(p) for p in problems)
+        report.lines.extend(check_problems(problems))
         return report
     if "#" in target or "/" in target:
-        return CheckReport([check_problem(resolve_problem(target))])
+        return CheckReport(check_problems([resolve_problem(target)]))
     # none of those: load_suite says so, naming the suites it is close to
-    return CheckReport([check_problem(p) for p in load_suite(target)])
+    return CheckReport(check_problems(load_suite(target)))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from physlab.errors import ProblemFileError
 from physlab.problems.critpt import load_critpt_data, looks_like_critpt
-from physlab.problems.fields import read_json, read_jsonl, read_yaml, slug, type_name
+from physlab.problems.fields import DEEP, read_json, read_jsonl, read_yaml, slug, type_name
 from physlab.problems.hipho import load_hipho_data, looks_like_hipho
 from physlab.problems.markdown import load_markdown
 from physlab.problems.model import Problem
@@ -50,7 +50,12 @@ def _unique_ids(problems: list[Problem], path: Path) -> list[Problem]:
 
 def load_file(path: str | Path) -> list[Problem]:
     """Every problem in one file. Format by suffix, then by shape for JSON."""
-    return _unique_ids(_load_file(Path(path)), Path(path))
+    try:
+        return _unique_ids(_load_file(Path(path)), Path(path))
+    except (RecursionError, MemoryError):
+        # Python's parser and our readers recurse with the file's nesting (an expression like
+        # ``------...1`` 100,000 deep exhausts the parser's stack): the file's fault, one line.
+        raise ProblemFileError(f"{DEEP} (something in it is nested too many levels deep)", path=Path(path)) from None
 
 
 def _load_file(path: Path) -> list[Problem]:

@@ -56,8 +56,10 @@ def is_dataset_dir(path: Path) -> bool:
     if not path.is_dir():
         return False
     card = path / "README.md"
-    if card.is_file() and card.read_text(encoding="utf-8", errors="replace").startswith("---"):
-        return True
+    if card.is_file():
+        with card.open("rb") as fh:  # its first bytes only (a card can be anything, a link to /dev/zero too)
+            if fh.read(3) == b"---":
+                return True
     return any(_visible(p, path) for p in path.rglob("*.parquet"))
 
 
@@ -92,10 +94,33 @@ def download(name: str, *, revision: str | None = None) -> Path:
                         f"--local-dir DIR`) and import DIR; {type(exc).__name__}: {cause}") from None
 
 
+def dataset_root(directory: Path) -> Path:
+    """Where the dataset's files may live: its directory, or for a snapshot in huggingface_hub's
+    cache (``datasets--OWNER--NAME/snapshots/<rev>``, whose files are links to ``../../blobs``) the
+    dataset's whole cache folder."""
+    if directory.parent.name == "snapshots" and (directory.parent.parent / "blobs").is_dir():
+        return directory.parent.parent
+    return directory
+
+
+def own_file(p: Path, directory: Path) -> Path:
+    """``p``, a file found in the dataset ``directory``, resolved, if it is the dataset's own: a
+    link out of the dataset (its cache folder, for a snapshot) is refused, never read or copied."""
+    root = dataset_root(directory)
+    resolved = p.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        where = "cache folder" if root != directory else "directory"
+        raise ProblemFileError(f"{p.relative_to(directory)} is a link to a file outside the dataset's {where} "
+                               f"({resolved}); copy the file in instead", path=directory)
+    return resolved
+
+
 def data_files(directory: Path, split: str | None = None) -> list[Path]:
     """The dataset's data files (parquet/JSONL/JSON, not the card), those of ``split`` if given."""
     files = [p for p in sorted(directory.rglob("*")) if p.is_file() and p.suffix.lower() in DATA_SUFFIXES
              and _visible(p, directory) and p.name.lower() not in ("dataset_infos.json", "dataset_info.json")]
+    for p in files:
+        own_file(p, directory)
     if split is None:
         return files
     chosen = [p for p in files if split in _splits_of(p, directory)]
@@ -161,14 +186,16 @@ def _critpt_challenges(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def _copy_figures(rows: list[dict], source: Path, dest: Path) -> None:
-    """HiPhO items name their figures relative to their file: bring them along."""
+def _copy_figures(rows: list[dict], source: Path, directory: Path, dest: Path) -> None:
+    """HiPhO items name their figures relative to their file: bring them along (the loader of the
+    stored copy then checks each is an image)."""
     for row in rows:
         for rel in row.get("image_question") or []:
             src = source.parent / str(rel)
             if src.is_file() and not Path(rel).is_absolute() and ".." not in Path(rel).parts:
+                real = own_file(src, directory)
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dest / rel)
+                shutil.copyfile(real, dest / rel)
 
 
 def convert(kind: str, directory: Path, dest: Path, *, split: str | None = None) -> int:
@@ -192,9 +219,9 @@ def convert(kind: str, directory: Path, dest: Path, *, split: str | None = None)
                 "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         else:  # hipho: one exam per file, its data sheet first
             (dest / f"{f.stem}.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
-            _copy_figures(rows, f, dest)
+            _copy_figures(rows, f, directory, dest)
     for name, challenge in _critpt_challenges(critpt_rows).items():
         (dest / f"{slug(name)}.json").write_text(json.dumps(challenge, indent=1, ensure_ascii=False), encoding="utf-8")
     for lic in directory.glob("LICENSE*"):
-        shutil.copy2(lic, dest / lic.name)
+        shutil.copyfile(own_file(lic, directory), dest / lic.name)
     return len(files)

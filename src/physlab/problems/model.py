@@ -35,6 +35,9 @@ class Problem(BaseModel):
     reference_format: ReferenceFormat | None = None
     solution: str | None = Field(default=None, description="Reference solution text (answer key).")
     rtol: float | None = Field(default=None, description="Relative tolerance for numeric comparison.")
+    choices: list[str] | None = Field(
+        default=None, description="Multiple choice: the option letters (upper case); the reference is "
+        "one or more of them and an answer is graded by the letters it names.")
     images: list[Path] = Field(default_factory=list, description="Figure files (absolute paths).")
     source: str | None = None
     difficulty: int | None = None
@@ -55,16 +58,15 @@ class Problem(BaseModel):
 
     def public(self) -> "Problem":
         """The problem without its answer key: what models and sandboxed code may see."""
-        hidden = {"reference", "reference_format", "solution"}
         if (self.reference is None and self.reference_format is None and self.solution is None
                 and self.path is None and not any(k.startswith("answer_key") for k in self.extra)):
             return self  # already public (e.g. the copy a run hands its strategy): frozen, so safe to share
+        # A shallow copy: the statement, template and metadata are shared, not dumped and rebuilt
+        # for every prompt (metadata can be large, or a structure that is huge once expanded).
         extra = {k: v for k, v in self.extra.items() if not k.startswith("answer_key")}
-        data = self.model_dump(exclude=hidden)
-        data["extra"] = extra
         # The source file holds the answer key: a public view does not point at it.
-        data["path"] = None
-        return Problem(**data)
+        return self.model_copy(update={"reference": None, "reference_format": None, "solution": None,
+                                       "path": None, "extra": extra})
 
     @property
     def qualified_id(self) -> str:

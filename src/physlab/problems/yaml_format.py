@@ -13,6 +13,7 @@ of such mappings (each then needs an ``id``).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ KNOWN_KEYS = {
     "answer_format": "python, number or latex",
     "tags": "a list of labels",
     "metadata": "a mapping of anything else",
+    "choices": "multiple choice: the option letters, e.g. [A, B, C, D] (or a mapping letter: option)",
 }
 # Names people reach for that difflib would not match to ours.
 ALIASES = {"tolerance": "rtol", "tol": "rtol", "rel_tol": "rtol", "reltol": "rtol", "relative_tolerance": "rtol",
@@ -80,6 +82,36 @@ def _reference(data: dict, template_info, *, path: Path, where: str) -> tuple[st
     return text, fmt
 
 
+def _choices(data: dict, *, path: Path, where: str) -> list[str] | None:
+    """``choices: [A, B, C, D]`` (or ``{A: ..., B: ...}``, ``ABCD``): distinct single letters."""
+    value = data.get("choices")
+    if value is None:
+        return None
+    items = list(value) if isinstance(value, (list, dict, str)) else None
+    if isinstance(value, str):
+        items = [x for x in re.split(r"[\s,;]+", value) if x] if re.search(r"[\s,;]", value) else list(value)
+    if (not items or not all(isinstance(x, str) and re.fullmatch(r"[A-Za-z]", x.strip()) for x in items)
+            or len({x.strip().upper() for x in items}) != len(items)):
+        raise ProblemFileError(f"expected distinct option letters, e.g. [A, B, C, D], got {value!r}"[:200],
+                               path=path, field=f"{where}choices")
+    return [x.strip().upper() for x in items]
+
+
+def _choice_reference(data: dict, choices: list[str], *, path: Path, where: str) -> str | None:
+    """The reference of a multiple-choice problem: one or more of its letters (``B``, ``(b)``, ``[A, C]``)."""
+    from physlab.problems.choices import read_choice
+
+    value = data.get("answer")
+    if value is None:
+        return None
+    text = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    letters = read_choice(text, choices)
+    if letters is None:
+        raise ProblemFileError(f"expected one or more of the letters {', '.join(choices)}, got {text!r}"[:200],
+                               path=path, field=f"{where}answer")
+    return letters
+
+
 def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str = "") -> Problem:
     if not isinstance(data, dict):
         raise ProblemFileError(f"expected a mapping with at least a 'problem' key, got {type_name(data)}",
@@ -88,7 +120,11 @@ def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str =
     statement = get_str(data, "problem", path=path, required=True, where=where)
     template = get_str(data, "answer_template", path=path, where=where)
     info = parse_template(template, path=path, field=f"{where}answer_template") if template is not None else None
-    reference, fmt = _reference(data, info, path=path, where=where)
+    choices = _choices(data, path=path, where=where)
+    if choices is not None:
+        reference, fmt = _choice_reference(data, choices, path=path, where=where), "latex"
+    else:
+        reference, fmt = _reference(data, info, path=path, where=where)
     pid = check_id(data["id"], path=path, field=f"{where}id") if data.get("id") is not None else default_id
     extra: dict[str, Any] = {"format": "yaml"}
     if data.get("title") is not None:
@@ -115,6 +151,7 @@ def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str =
         reference_format=fmt,
         solution=get_str(data, "solution", path=path, where=where),
         rtol=get_rtol(data, "rtol", path=path, where=where),
+        choices=choices,
         images=resolve_images(data.get("images"), base=path.parent, path=path, field=f"{where}images"),
         source=get_str(data, "source", path=path, where=where),
         difficulty=get_int(data, "difficulty", path=path, where=where),

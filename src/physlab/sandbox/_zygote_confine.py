@@ -1,5 +1,6 @@
-"""How a run is confined: its namespaces and mounts, its limits and privileges, and (rlimit backend
-without namespaces) the whole-tree kill, the cgroup and the unprivileged uid. Standard library only."""
+"""How a run is confined: its namespaces and mounts (for the rlimit backend, the file system it
+sees), its limits and privileges, and (rlimit backend without namespaces) the whole-tree kill, the
+cgroup and the unprivileged uid. Standard library only."""
 
 from __future__ import annotations
 
@@ -10,12 +11,47 @@ import stat
 import sys
 import time
 
-from _zygote_common import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MS_BIND,
-                            MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT,
-                            PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, SANDBOX_UID, _libc, _mount, _pids, _prctl,
-                            _proc_stat, _reap, _write_file, cfg)
+from _zygote_common import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    MNT_DETACH,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    PR_SET_DUMPABLE,
+    PR_SET_NO_NEW_PRIVS,
+    SANDBOX_UID,
+    _libc,
+    _mount,
+    _pids,
+    _prctl,
+    _proc_stat,
+    _reap,
+    _write_file,
+    cfg,
+)
 
 RUN_NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET  # the rlimit backend's, per run
+
+# What a run of the rlimit backend sees of the host's files, as under bubblewrap (launch.bwrap_argv
+# binds the same): the system and the Python installation read-only, a few /etc files and /dev
+# nodes, /proc (its own), and a fresh tmpfs for its work directory. Nothing else: not /sys, $HOME,
+# /work, /var, a problem file or PhysLab's own suites.
+SYSTEM_DIRS = ("usr", "bin", "lib", "lib32", "lib64", "libx32", "sbin")
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "alternatives", "mime.types",
+             "matplotlibrc")
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "ppc64": 203, "s390x": 217,
+               "i686": 217, "i386": 217, "armv7l": 218, "armv6l": 218, "loongarch64": 41}
 
 
 def _unshare(flags: int) -> None:
@@ -66,8 +102,9 @@ def enter_namespaces(disk_mb: int) -> bool:
 
 def enter_run_namespaces(disk_mb: int) -> str:
     """In M (rlimit backend): new mount, PID, IPC and network namespaces for the run (as root
-    directly, else inside a new user namespace where the user is itself), and a fresh tmpfs as
-    /dev/shm. The run's /proc is mounted by its init (``mount_own_proc``). '' or why not."""
+    directly, else inside a new user namespace where the user is itself), and a root of its own
+    (:func:`_pivot_to_view`). The run's /proc is mounted by its init (``mount_own_proc``). '' or
+    why not."""
     uid, gid = os.geteuid(), os.getegid()
     user = cfg.run_ns != "root"
     if user:
@@ -79,14 +116,129 @@ def enter_run_namespaces(disk_mb: int) -> str:
         # Not optional: a mount made in a namespace that still shares "/" with the host's would
         # appear on the host (the run's /proc over everyone's).
         _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-        if os.path.isdir("/dev/shm"):
-            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-                   f"size={disk_mb}m,mode=1777,nr_inodes=10000")
+        _pivot_to_view(disk_mb)
     except OSError as exc:
         return f"the run's namespaces could not be made ({exc.strerror or exc})"
     finally:
         _prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # as the zygote: the run cannot read M or B
     return ""
+
+
+def python_roots() -> list[str]:
+    """The Python installation this interpreter runs from, as ``launch.python_roots`` finds it
+    (prefixes, site-packages directories, the interpreter's own directory; not a source checkout
+    on sys.path), outermost first."""
+    roots = [os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix)]
+    roots += [os.path.realpath(p) for p in sys.path
+              if p and ("site-packages" in p or "dist-packages" in p) and os.path.isdir(p)]
+    for exe in (os.path.abspath(sys.executable), os.path.realpath(sys.executable)):
+        roots.append(os.path.dirname(os.path.dirname(exe)))
+    out: list[str] = []
+    for r in sorted(set(roots), key=len):
+        if r in ("/", "/usr") or r.startswith("/usr/"):
+            continue  # /usr is bound anyway
+        if not any(r == o or r.startswith(o + "/") for o in out):
+            out.append(r)
+    return out
+
+
+def _own_packages() -> list[str]:
+    """PhysLab's own package where the installation holds it (a regular install): its built-in
+    suites carry reference answers, and nothing in a run needs it."""
+    out = []
+    for p in sys.path:
+        if p and ("site-packages" in p or "dist-packages" in p):
+            pkg = os.path.realpath(os.path.join(p, "physlab"))
+            if os.path.isdir(os.path.join(pkg, "problems")) and pkg not in out:
+                out.append(pkg)
+    return out
+
+
+def _mount_flags(path: str) -> int:
+    """The flags a read-only remount of a bind of ``path`` must carry: in a user namespace the
+    kernel locks the source's noexec and access-time flags, and refuses a remount that drops them."""
+    st = os.statvfs(path).f_flag
+    flags = MS_NOEXEC if st & os.ST_NOEXEC else 0
+    if st & os.ST_NOATIME:
+        flags |= MS_NOATIME
+    elif st & os.ST_RELATIME:
+        flags |= MS_RELATIME
+    else:
+        flags |= MS_STRICTATIME
+    return flags | (MS_NODIRATIME if st & os.ST_NODIRATIME else 0)
+
+
+def _bind(src: str, dst: str, read_only: bool = True) -> None:
+    """``src`` at ``dst`` (a file or directory of the new root, made here), read-only unless told."""
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if os.path.isdir(src):
+        os.makedirs(dst, exist_ok=True)
+    elif not os.path.exists(dst):
+        os.close(os.open(dst, os.O_CREAT | os.O_WRONLY, 0o644))
+    _mount(src, dst, None, MS_BIND | MS_REC, None)
+    if read_only:
+        _mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | _mount_flags(src), None)
+
+
+def _pivot_to_view(disk_mb: int) -> None:
+    """In M, in its new mount namespace: build the run's root on a tmpfs (mounted over the worker's
+    private directory, which nothing else of the run's view lies under) and make it the root, the
+    host's detached. Binds are what :data:`SYSTEM_DIRS` and the rest name; the work directories get a
+    tmpfs of ``disk_mb`` (so does /dev/shm); the root itself ends read-only."""
+    new = cfg.run_root
+    os.umask(0o022)  # (M's own, for the one run) directories of the new root: open to the run's uid
+
+    def at(path: str) -> str:
+        return new + path
+
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
+    for name in SYSTEM_DIRS:
+        src = "/" + name
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), at(src))
+        elif os.path.isdir(src):
+            _bind(src, at(src))
+    os.mkdir(at("/etc"))
+    for name in ETC_FILES:
+        if os.path.exists("/etc/" + name):
+            _bind("/etc/" + name, at("/etc/" + name))
+    # (Not the worker's own directory: its modules are imported before the first run, and where it
+    # lives, a checkout under /work say, is not the run's business.)
+    for root in python_roots():
+        _bind(root, at(root))
+    for pkg in _own_packages():
+        if os.path.isdir(at(pkg)):
+            _mount("tmpfs", at(pkg), "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=555")
+    os.mkdir(at("/dev"))
+    for name in DEV_NODES:
+        if os.path.exists("/dev/" + name):
+            _bind("/dev/" + name, at("/dev/" + name), read_only=False)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")):
+        os.symlink(target, at("/dev/" + name))
+    os.mkdir(at("/dev/shm"))
+    _mount("tmpfs", at("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=1777,nr_inodes=10000")
+    os.mkdir(at("/dev/pts"))
+    try:  # a pseudo-terminal of its own where the kernel gives one (pty.openpty())
+        _mount("devpts", at("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+    except OSError:
+        pass
+    os.mkdir(at("/proc"))  # the host's for now, under the run's own (B mounts it; the kernel lets a
+    _mount("/proc", at("/proc"), None, MS_BIND | MS_REC, None)  # user namespace mount one only over a visible one)
+    os.makedirs(at(cfg.run_root))
+    _mount("tmpfs", at(cfg.run_root), "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=711,nr_inodes=100000")
+    _mount(None, new, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    number = _PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(0, f"pivot_root: no system call number known for {os.uname().machine}")
+    os.chdir(new)
+    if _libc.syscall(number, b".", b".") != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"pivot_root: {os.strerror(e)}")
+    if _libc.umount2(b".", MNT_DETACH) != 0:  # the host's root, stacked over ours by pivot_root(".", ".")
+        e = ctypes.get_errno()
+        raise OSError(e, f"umount the host's root: {os.strerror(e)}")
+    os.chdir("/")
 
 
 def mount_own_proc() -> bool:
@@ -109,11 +261,14 @@ def probe_run_namespaces() -> str | None:
     """Can the rlimit backend's runs have their namespaces here? The whole setup of one run (M's
     namespaces, B's /proc), tried in a child: "root" or "user" (how it works), or None."""
     mode = "root" if os.geteuid() == 0 else "user"
+    import tempfile
+
+    private = tempfile.mkdtemp(prefix="physlab-probe-")  # stands in for the worker's private directory
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            cfg.run_ns = mode
+            cfg.run_ns, cfg.run_root = mode, private
             if not enter_run_namespaces(1):
                 init = os.fork()
                 if init == 0:
@@ -127,6 +282,7 @@ def probe_run_namespaces() -> str | None:
         finally:
             os._exit(code)
     _, st = os.waitpid(pid, 0)
+    os.rmdir(private)
     return mode if os.waitstatus_to_exitcode(st) == 0 else None
 
 
@@ -298,8 +454,8 @@ def reach_hidden_paths() -> None:
     (an interpreter under a home only root may enter) become /proc/self/fd/N paths through a
     descriptor opened now and inherited by every run, in sys.path and in the packages already
     imported, so a run's later imports still work and nothing else of that home opens."""
-    if cfg.run_uid is None or not cfg.hidden_paths:
-        return
+    if cfg.run_uid is None or not cfg.hidden_paths or cfg.run_ns:
+        return  # (with namespaces a run has a root of its own, where those directories are reachable)
     moved = {}
     for i, entry in enumerate(sys.path):
         if entry in cfg.hidden_paths:

@@ -18,6 +18,8 @@ has imported sympy/numpy/scipy/mpmath/matplotlib); for each run the worker forks
 Trusted code (the grader's comparisons, which hold the reference answer) runs on ``sandbox.trusted``:
 a pool of its own, so a worker that has served a comparison never serves model-written code.
 ``launch.py`` builds the bwrap command line; ``docs/sandbox.md`` tabulates what each backend isolates.
+FORM, Cadabra2, Maxima and the Wolfram Language run here too, as ordinary runs whose code is a small
+driver (``physlab.tools.cas``).
 """
 
 from __future__ import annotations

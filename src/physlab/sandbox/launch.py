@@ -247,16 +247,18 @@ def fallback_warning() -> str:
     else:
         isolated.append("its processes killed after each run (completely where it gets a cgroup, else a "
                         "process that leaves its session may outlive the run)")
-    exposed = [] if ns else ["the network (including services on this machine's loopback)"]
-    exposed.append("files readable by all users (problem files with their reference answers included)")
-    if not root:
-        exposed.append("your files")
-    if ns:
-        exposed.append(f"Unix sockets in the file system {'open to all users' if root else 'that you may open'}")
+    if ns:  # (_zygote_confine builds the run's root: what bubblewrap shows, nothing else)
+        isolated.append("its own root (the system and the Python installation read-only, its work directory on a "
+                        "tmpfs of its own: no problem file, no /sys, no home, nothing left for the next run)")
+        exposed = ["this machine's host name (no UTS namespace of its own)"]
     else:
+        exposed = ["the network (including services on this machine's loopback)",
+                   "files readable by all users (problem files with their reference answers included)"]
+        if not root:
+            exposed.append("your files")
         exposed.append("the process list in /proc" if root else
                        "the process list in /proc with your other processes' environment (API keys)")
-    exposed.append("/tmp and other places it may write (a run can leave files there for the next)")
+        exposed.append("/tmp and other places it may write (a run can leave files there for the next)")
     return ("physlab sandbox: rlimit backend, WEAKER than bubblewrap. Isolated: " + ", ".join(isolated)
             + ". NOT isolated: " + ", ".join(exposed) + ".")
 
@@ -286,8 +288,8 @@ def resolve_backend(backend: str | None) -> str:
         if ok:
             return "bwrap"
         if os.geteuid() == 0:
-            how = ("an unprivileged uid in its own PID, IPC and network namespaces; files readable by all "
-                   "users are not isolated" if rlimit_namespaces() else
+            how = ("an unprivileged uid in its own PID, IPC and network namespaces, with a root of its own "
+                   "holding only the system and the Python installation" if rlimit_namespaces() else
                    "an unprivileged uid; the network, the process list and files readable by all users "
                    "are not isolated")
             raise UserError(f"physlab sandbox: {why}; PhysLab runs as root and will not run model-written "

@@ -5,9 +5,6 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
-MAX_TIMEOUT_S = 604_800  # a week: a longer --timeout is a typo (and inf/nan cannot be waited for)
-
-
 class SandboxLimits(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False, description="Wall-clock limit.")
     cpu_s: float | None = Field(default=None, gt=0, allow_inf_nan=False,
@@ -35,6 +32,9 @@ class SandboxResult(BaseModel):
     signal: int | None = Field(default=None, description="Signal that ended the code, if any.")
     error: str = Field(default="", description="Sandbox-side problem (not the code's own error).")
     isolated_run: bool = Field(default=False, description="The run had its own PID/mount namespace.")
+    language: str = Field(default="python", description="What the code was written in (physlab.tools.cas.LANGUAGES).")
+    notice: str = Field(default="", description="Which interpreter ran it, where that is worth saying (Mathics3 "
+                                                "for the Wolfram Language).")
 
     @property
     def ok(self) -> bool:
@@ -51,4 +51,6 @@ class SandboxResult(BaseModel):
             "truncated": self.truncated,
             "backend": self.backend,
             "limit_hit": self.limit_hit,
+            "language": self.language,
+            "notice": self.notice,
         }

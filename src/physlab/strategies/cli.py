@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-import yaml
 
 from physlab.errors import UserError
 
@@ -17,6 +15,8 @@ STRATEGY_HELP = ("lab|oneshot|two-step|rsa|manager|tpbench-vote|tpbench-bon|tpbe
 
 def _parse_value(text: str) -> Any:
     """`--param k=v` values: YAML scalars (numbers, booleans, lists) or plain strings."""
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:
@@ -37,6 +37,8 @@ def parse_params(items: list[str], config: Path | None) -> dict[str, Any]:
 
 def _read_config(config: Path) -> dict[str, Any]:
     """``--config params.yaml``: a mapping of parameter names to values (empty file: none)."""
+    import yaml
+
     try:
         raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -123,23 +125,13 @@ def _shown(value: Any) -> str:
 def register(app: typer.Typer) -> None:
     app.add_typer(strategies_app, name="strategies")
 
-    @app.command("models")
-    def models() -> None:
-        """List the strategies and the built-in scripted models (no key needed)."""
-        from physlab.llm.scripted import scenario_names
-        from physlab.strategies import registry
-
-        typer.echo("strategies: " + ", ".join(registry.names()) + " (see `physlab strategies show NAME`)")
-        typer.echo("scripted models (--model scripted:NAME):")
-        for name, description in sorted(scenario_names().items()):
-            typer.echo(f"  {name:22s} {description}")
-        typer.echo("real models: provider:model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, "
-                   "google-gla:gemini-2.5-pro; openai:NAME --api-base URL for vLLM/Ollama/LiteLLM")
-
     @app.command("solve")
     def solve(
-        problem: str = typer.Argument(..., help="Problem file, FILE#ID, SUITE/ID, or a Markdown question."),
-        strategy: str = typer.Option("lab", "--strategy", "-s", help=STRATEGY_HELP),
+        ctx: typer.Context,
+        problem: Optional[str] = typer.Argument(
+            None, help="Problem file, FILE#ID, SUITE/ID, or a Markdown question (with --resume: the run's own "
+            "unless given)."),
+        strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help=STRATEGY_HELP + " (default: lab)"),
         model: Optional[str] = typer.Option(None, "--model", "-m", envvar="PHYSLAB_MODEL",
                                             help="provider:model, scripted:NAME or replay:PATH."),
         api_base: Optional[str] = typer.Option(
@@ -157,8 +149,9 @@ def register(app: typer.Typer) -> None:
         workspace: Optional[Path] = typer.Option(None, "--workspace", help="Run directory."),
         replace: bool = typer.Option(False, "--replace",
                                      help="Delete the run already in --workspace and start over."),
-        resume: Optional[str] = typer.Option(None, "--resume",
-                                             help="Continue this run directory (DIR@N: from iteration N)."),
+        resume: Optional[str] = typer.Option(
+            None, "--resume", help="Continue this run directory (DIR@N: from iteration N) with the options it "
+            "was made with; a flag given changes that option (and says so)."),
         max_iterations: Optional[int] = typer.Option(None, "--max-iterations", min=1),
         max_calls: Optional[int] = typer.Option(None, "--max-calls", min=1),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1),
@@ -166,7 +159,7 @@ def register(app: typer.Typer) -> None:
         max_wall: Optional[float] = typer.Option(None, "--max-wall", min=0.0, help="Seconds."),
         max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1,
                                                     help="Concurrent model requests of this run."),
-        seed: int = typer.Option(0, "--seed"),
+        seed: Optional[int] = typer.Option(None, "--seed", help="(default: 0)"),
         param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
         config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
         models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
@@ -178,44 +171,101 @@ def register(app: typer.Typer) -> None:
             "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
     ) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
-        from physlab.llm.usage import Budget
+        import asyncio
+
         from physlab.llm.models import parse_role_models
         from physlab.llm.output import check_output_mode
-        from physlab.strategies.runner import answered, run_solve
+        from physlab.run.options import RunOptions, given_options, registry_path
+        from physlab.run.resume import resume_options
+        from physlab.run.runner import Shared, run
+        from physlab.strategies import registry
 
-        if not model:
-            raise UserError("no model given: pass --model provider:model (or scripted:NAME, replay:PATH)",
-                            field="--model")
         if max_cost == 0 or max_wall == 0:
             raise UserError("must be > 0", field="--max-cost" if max_cost == 0 else "--max-wall")
-        params = parse_params(param, config)
-        if max_iterations is not None:
-            params["max_iterations"] = max_iterations
-        budget = Budget(max_calls=max_calls, max_tokens=max_tokens, max_cost_usd=max_cost, max_wall_s=max_wall)
         if replace and (resume is not None or workspace is None):
             raise UserError("--replace goes with --workspace DIR (and not with --resume)", field="--replace")
         resume_dir, resume_iteration = split_resume(resume)
+
+        def flag(name: str, value: Any) -> Any:
+            """A value the command line gave (an environment variable's is no flag at a resume)."""
+            source = ctx.get_parameter_source(name)
+            return value if resume_dir is None or getattr(source, "name", "") == "COMMANDLINE" else None
+
+        params = parse_params(param, config)
+        if max_iterations is not None:
+            params["max_iterations"] = max_iterations
+        given = given_options({
+            "strategy": strategy, "model": flag("model", model), "api_base": api_base, "api_key_env": api_key_env,
+            "output_mode": check_output_mode(output_mode), "role_models": parse_role_models(role_model),
+            "models_config": registry_path(flag("models_config", models_config), environment=False),
+            "max_in_flight": max_in_flight, "seed": seed, "params": params, "console": console_mode,
+            "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
+                                         ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None}})
+        if resume_dir is not None:
+            options, recorded_problem = resume_options(resume_dir, given)
+            problem = problem or recorded_problem
+            if problem is None:
+                raise UserError("this run recorded no problem to resume on: give PROBLEM", path=resume_dir,
+                                field="--resume")
+        else:
+            if problem is None:
+                raise UserError("no problem given: physlab solve PROBLEM (a file, FILE#ID or SUITE/ID)")
+            if "model" not in given:
+                raise UserError("no model given: pass --model provider:model (or scripted:NAME, replay:PATH)",
+                                field="--model")
+            options = RunOptions.model_validate({"strategy": registry.DEFAULT, **given})
+        once = registry.session_params(options.params)  # where this session starts: not recorded
         if resume_iteration is not None:
-            params["resume_iteration"] = resume_iteration
+            once["resume_iteration"] = resume_iteration
         prob = load_problem(problem)
-        events = _progress_sink(console_mode, strategy, quiet=quiet or as_json)
+        scaffold = registry.build(options.strategy, {**options.params, **once})
+        events = _progress_sink(console_mode, type(scaffold), quiet=quiet or as_json)
+        started = _Started(events)
         try:
-            attempt = asyncio.run(run_solve(
-                prob, strategy, model, workspace=workspace, budget=budget, api_base=api_base,
-                api_key_env=api_key_env, seed=seed, params=params, resume=resume_dir, events=events,
-                max_in_flight=max_in_flight, models_config=models_config, replace=replace,
-                role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode)))
+            record = asyncio.run(run(prob, scaffold, options, Shared(events=started),
+                                     workspace=resume_dir if resume_dir is not None else workspace,
+                                     resume=resume_dir is not None, replace=replace))
+        except KeyboardInterrupt:
+            # typer would exit 130 without a word; say where the run is and how it goes on
+            typer.echo(_interrupted(started.workspace, scaffold.resumable), err=True)
+            raise typer.Exit(130) from None
         finally:
             if events is not None:
                 events.close()  # a live panel ends (and gives the cursor back) however the run ended
-        ws_path = Path(attempt.details["workspace"])
+        ws_path = Path(record.workspace or ".")
         if as_json:
             typer.echo((ws_path / "metrics.json").read_text())
         elif quiet:
             typer.echo(str(ws_path))
         else:
-            _print_summary(attempt, ws_path)
-        raise typer.Exit(0 if answered(attempt) else 1)
+            _print_summary(record, ws_path)
+        raise typer.Exit(0 if record.answered else 1)
+
+
+class _Started:
+    """The run's progress sink, passed through, noting the run directory the runner chose."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink, self.workspace = sink, None
+
+    def __call__(self, kind: str, **data: Any) -> None:
+        if kind == "run_started":
+            self.workspace = data.get("workspace")
+        if self.sink is not None:
+            self.sink(kind, **data)
+
+
+def _interrupted(workspace: str | None, resumable: bool) -> str:
+    """What Ctrl-C on `solve` says: where the run is and the command that goes on with it."""
+    import shlex
+
+    if workspace is None:
+        return "interrupted before the run started: nothing was recorded"
+    again = f"physlab solve --resume {shlex.quote(workspace)}"
+    if resumable:
+        return f"interrupted: the run is kept in {workspace}; continue it with: {again}"
+    return (f"interrupted: the run's calls so far are kept in {workspace}; run it again there (it starts over, "
+            f"its spend so far counted) with: {again}")
 
 
 def split_resume(resume: str | None) -> tuple[Path | None, int | None]:
@@ -232,32 +282,52 @@ def split_resume(resume: str | None) -> tuple[Path | None, int | None]:
     return Path(resume), None
 
 
-def _progress_sink(mode: str | None, strategy: str, *, quiet: bool):
-    """The run's progress display: a live panel on a terminal (every strategy), lines otherwise."""
+def _progress_sink(mode: str | None, strategy: Any, *, quiet: bool):
+    """The run's progress display: a live panel on a terminal (the strategy's own), lines otherwise."""
     import sys
 
-    from physlab.runs.console import make_console
+    from physlab.run.console import make_console
 
     if mode is None:
         if quiet:
             return None
         mode = "live" if sys.stderr.isatty() else "lines"
-    return make_console(mode, strategy)
+    return make_console(mode, strategy.live_view() if mode == "live" else None)
 
 
-def _print_summary(attempt: Any, ws: Path) -> None:
+def _print_summary(record: Any, ws: Path) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console()
-    u = attempt.usage
-    verdict = attempt.verdict.verdict if attempt.verdict else "not graded"
-    console.print(f"status: [bold]{attempt.status}[/] ({attempt.stop_reason})   verdict: [bold]{verdict}[/]")
-    if attempt.verdict:
-        console.print(f"  {attempt.verdict.reason}")
+    u = record.usage
+    verdict = record.verdict.verdict if record.verdict else "not graded"
+    console.print(f"status: [bold]{record.status}[/] ({escape(record.stop_reason)})   verdict: [bold]{verdict}[/]")
+    if record.verdict:
+        console.print(f"  {escape(record.verdict.reason)}")
     console.print(f"calls {u.calls}, tokens {u.input_tokens:,} in / {u.output_tokens:,} out, "
-                  f"${u.cost_usd:.4f}, {attempt.wall_s:.1f}s")
-    console.print(f"workspace: {ws}")
-    if attempt.status not in ("complete", "partially_complete"):
-        err = attempt.details.get("error") if isinstance(attempt.details, dict) else None
-        if err:
-            console.print(f"[red]{err}[/]")
+                  f"${u.cost_usd:.4f}, {record.wall_s:.1f}s")
+    console.print(f"workspace: {escape(str(ws))}")
+    if record.status not in ("complete", "partially_complete") and record.error:
+        console.print(f"[red]{escape(record.error)}[/]")
+    _print_answer(console, record, ws)
+
+
+def _print_answer(console: Any, record: Any, ws: Path) -> None:
+    """The final answer itself: what the run filled into the template (the lines of its answer
+    function), else the final answer it wrote (its boxed answer or 'Final answer' line), and where
+    the whole answer is."""
+    from physlab.grading.extract import extract_final_answer
+    from physlab.web.render import UNPARSED_NOTE, filled_answer
+
+    if not record.answered:
+        draft = next((ws / n for n in ("DRAFT_ANSWER.md", "draft_answer.py") if (ws / n).is_file()), None)
+        console.print("no final answer" + (f" (what it had is in {draft})" if draft else ""), markup=False)
+        return
+    filled = filled_answer(record.answer_code)
+    shown = filled if filled and filled != UNPARSED_NOTE else extract_final_answer(record.answer_text)
+    if shown:
+        console.print("answer:", style="bold")
+        console.print("\n".join(f"  {line}" for line in shown.strip().splitlines()), markup=False, highlight=False,
+                      soft_wrap=True)  # one line each: a formula copied from the terminal stays whole
+    console.print(f"the whole answer: {ws / 'ANSWER.md'}", markup=False, highlight=False)

@@ -116,7 +116,8 @@ class PromptFile:
                         context[ref] = resolve(ref, (*stack, key))
                 done[key] = _ENV.from_string(value).render(context)
             except TemplateError as exc:
-                where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
+                line = getattr(exc, "lineno", None)  # a syntax error has one, an undefined name not
+                where = f" (line {line})" if line else ""
                 raise ValueError(f"template key {key}: {exc.message}{where}") from None
             return done[key]
 

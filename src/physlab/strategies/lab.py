@@ -13,8 +13,9 @@ import time
 from physlab.errors import UserError
 from physlab.lab.engine import LabEngine, LabSettings
 from physlab.lab.workspace import split_resume_target
-from physlab.runs.context import RunContext
-from physlab.strategies.base import Attempt, Strategy
+from physlab.run.environment import RunEnvironment
+from physlab.run.progress import ProgressView
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, StrategyParams, param
 
 _ENGINEERING = f"PhysLab: an engineering bound; {PHYSICS_INTERN} gives no number"
@@ -52,8 +53,15 @@ class LabStrategy(Strategy[LabParams]):
 
     name = "lab"
     Params = LabParams
+    resumable = True  # from its last commit (or an earlier iteration's)
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    @classmethod
+    def live_view(cls) -> ProgressView:
+        from physlab.lab.console import LabView
+
+        return LabView()
+
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         from_iteration = self.params.resume_iteration
         root, at = split_resume_target(ctx.workspace)
@@ -65,8 +73,9 @@ class LabStrategy(Strategy[LabParams]):
         engine = LabEngine(ctx, settings)
         out = await engine.run(resume=bool(ctx.resume) or from_iteration is not None,
                                from_iteration=from_iteration)
-        status = {"complete": "complete", "partially_complete": "partially_complete",
-                  "paused": "paused"}.get(out.status, "no_answer")
+        statuses: dict[str, AttemptStatus] = {"complete": "complete", "partially_complete": "partially_complete",
+                                              "paused": "paused"}
+        status = statuses.get(out.status, "no_answer")
         if status == "partially_complete" and not (out.answer_code or out.answer_text):
             status = "no_answer"
         s = out.state

@@ -26,24 +26,32 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext as AgentContext, Tool
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
 from physlab.grading.extract import extract_code
 from physlab.llm.errors import ModelFailure, budget_error
 from physlab.llm.output import structured_output
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import SandboxLimits
-from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, ModelParams, param
 from physlab.strategies.sampling import (
-    answer_requirements, budget_reason, error_text, finish, load_prompt, model_settings, render, with_images,
+    answer_requirements,
+    budget_reason,
+    error_text,
+    finish,
+    load_prompt,
+    model_settings,
+    render,
+    with_images,
 )
 
 _MAX_TOOL_OUTPUT = 10_000  # the public code's truncation of a script's output (head and tail kept)
@@ -100,7 +108,7 @@ class ManagerState:
         return [(i + 1, *self.scratchpad[i]) for i in range(start, len(self.scratchpad))]
 
 
-def iteration_prompt(ctx: RunContext, state: ManagerState, iteration: int, max_iterations: int,
+def iteration_prompt(ctx: RunEnvironment, state: ManagerState, iteration: int, max_iterations: int,
                      window: int, note: str) -> str:
     memory = "\n\n".join(f"[{i + 1}, iteration {it}] {m}" for i, (it, m) in enumerate(state.memory)) or \
         "(empty: no results recorded yet)"
@@ -139,10 +147,10 @@ class Manager(Strategy[ManagerParams]):
     name = "manager"
     Params = ManagerParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
         max_iterations, window = p.max_iterations, p.scratchpad_window
-        settings = model_settings(p)
+        settings = cast("ModelSettings | None", model_settings(p))  # the TypedDict pydantic-ai reads
         started = time.monotonic()
         state = ManagerState()
         system = render("manager_system", window=str(window))
@@ -248,8 +256,8 @@ class Manager(Strategy[ManagerParams]):
             return render("manager_wind_down", why=why).strip() if why else ""
 
         manager = ctx.models.for_role("manager")
-        tools = [Tool(dispatch_subagent, name="dispatch_subagent", prepare=prepare_dispatch),
-                 Tool(write_to_permanent_memory), Tool(write_to_scratchpad)]
+        tools: list[Tool[None]] = [Tool(dispatch_subagent, name="dispatch_subagent", prepare=prepare_dispatch),
+                                   Tool(write_to_permanent_memory), Tool(write_to_scratchpad)]
         hard_limit = int(p.iteration_tokens * p.hard_stop_factor)
         stop_reason = "max_iterations"
         note = ""
@@ -295,8 +303,8 @@ class Manager(Strategy[ManagerParams]):
             return self._attempt(ctx, state, started, "no_answer", stop_reason)
         return await self._wrap_up(ctx, state, started, stop_reason, settings)
 
-    async def _wrap_up(self, ctx: RunContext, state: ManagerState, started: float, reason: str,
-                       settings: dict[str, Any] | None) -> Attempt:
+    async def _wrap_up(self, ctx: RunEnvironment, state: ManagerState, started: float, reason: str,
+                       settings: ModelSettings | None) -> Attempt:
         """The forced wind-down (wrap_up=true): only submit_final_answer is offered, once, from the
         room kept for it within the run's budget."""
         manager = ctx.models.for_role("manager")
@@ -314,7 +322,7 @@ class Manager(Strategy[ManagerParams]):
         state.final = result.output
         return self._attempt(ctx, state, started, "partially_complete", reason)
 
-    def _attempt(self, ctx: RunContext, state: ManagerState, started: float, status: str, reason: str,
+    def _attempt(self, ctx: RunEnvironment, state: ManagerState, started: float, status: AttemptStatus, reason: str,
                  error: str | None = None) -> Attempt:
         text = code = None
         if state.final is not None:

@@ -18,9 +18,9 @@ from physlab.llm.errors import BudgetExceeded, ModelFailure
 from physlab.llm.prompt import image_parts
 from physlab.llm.scripted import register_scenario
 from physlab.llm.text import ask_text
-from physlab.runs.context import RunContext
-from physlab.strategies.base import Attempt, Strategy
-from physlab.strategies.critpt_protocol import CritptParams, user_message
+from physlab.run.environment import RunEnvironment
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
+from physlab.strategies.critpt_protocol import CritptParams, Style, user_message
 from physlab.strategies.sampling import model_settings
 
 
@@ -30,15 +30,16 @@ class OneShot(Strategy[CritptParams]):
     name = "oneshot"
     Params = CritptParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         problem = ctx.problem
         protocol = self.params.protocol()  # a prompt file is read now, when the run starts
-        style = "one-step" if problem.has_template else "two-step"
+        style: Style = "one-step" if problem.has_template else "two-step"
         system = protocol.system(style, problem.answer_template or "")
         prompt: list[Any] = [user_message(problem, with_template=problem.has_template),
                              *image_parts(problem.images)]
         ctx.events("step", strategy=self.name, step="solve")
+        status: AttemptStatus
         status, reason, reply, details = "complete", "answered", None, {}
         try:
             reply, _ = await ask_text(ctx.models.for_role("solver"), prompt, system=system,

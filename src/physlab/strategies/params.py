@@ -40,7 +40,7 @@ class StrategyParams(BaseModel):
 
     @property
     def sees_reference(self) -> bool:
-        """The run hands this strategy the reference solution (``RunContext.reference_solution``).
+        """The run hands this strategy the reference solution (``RunEnvironment.reference_solution``).
         False for every solver; only a paper setting that conditions a prompt on the answer key
         says True, and such runs are marked reference-conditioned."""
         return False

@@ -7,7 +7,9 @@ scaffold (and pydantic-ai's agent machinery) to start. To add a strategy, add it
 
 from __future__ import annotations
 
+import difflib
 import importlib
+from typing import Any, Mapping
 
 from physlab.errors import UserError
 from physlab.strategies.base import Strategy
@@ -27,6 +29,7 @@ _BUILTIN: dict[str, str] = {
     "scalar": "physlab.strategies.scalar.strategy:Scalar",
 }
 _EXTRA: dict[str, type[Strategy]] = {}
+DEFAULT = "lab"  # `physlab solve` without --strategy (DESIGN.md)
 
 
 def register_strategy(name: str, cls: type[Strategy]) -> None:
@@ -44,6 +47,25 @@ def get(name: str) -> type[Strategy]:
     if name in _EXTRA:
         return _EXTRA[name]
     if name not in _BUILTIN:
-        raise UserError(f"unknown strategy '{name}' (expected one of: {', '.join(names())})", field="--strategy")
+        close = difflib.get_close_matches(name, names(), n=1, cutoff=0.6)
+        hint = f": did you mean '{close[0]}'?" if close else ""
+        raise UserError(f"unknown strategy '{name}'{hint} (expected one of: {', '.join(names())})", field="--strategy")
     module, _, attr = _BUILTIN[name].partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+# Parameters that act on one session only -- where a resume starts (the lab's ``--resume DIR@N``) --
+# and so are given to the strategy but never recorded among the run's options.
+SESSION_PARAMS = ("resume_iteration",)
+
+
+def session_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Take the session-only parameters out of ``params`` (the run's options keep the rest)."""
+    return {k: params.pop(k) for k in SESSION_PARAMS if k in params}
+
+
+def build(name: str, params: Mapping[str, Any] | None = None) -> Strategy:
+    """The strategy ``--strategy NAME`` built with the user's parameter values (one UserError line
+    for an unknown name or a bad value): what every entry point hands ``physlab.run.runner.run``."""
+    kind = get(name)
+    return kind(kind.Params.parse(name, params))

@@ -23,13 +23,20 @@ from typing import Any, Literal, Self
 from pydantic import model_validator
 
 from physlab.grading.extract import extract_code, extract_final_answer
-from physlab.runs.context import RunContext
-from physlab.strategies.base import Attempt, Strategy
-from physlab.runs.checkpoints import record_best
+from physlab.run.checkpoints import record_best
+from physlab.run.environment import RunEnvironment
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.critpt_protocol import builtin_system, user_message
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_classes, ask, budget_reason, error_text, final_answer_classes, finish, gather_bounded, load_prompt,
+    answer_classes,
+    ask,
+    budget_reason,
+    error_text,
+    final_answer_classes,
+    finish,
+    gather_bounded,
+    load_prompt,
     model_settings,
 )
 
@@ -74,7 +81,7 @@ def exact_classes(texts: list[str]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda c: (-len(c), c[0]))
 
 
-async def vote(ctx: RunContext, texts: list[str], how: str = "equivalence") -> tuple[int | None, list[list[int]]]:
+async def vote(ctx: RunEnvironment, texts: list[str], how: str = "equivalence") -> tuple[int | None, list[list[int]]]:
     """Index (into ``texts``) of the majority answer and the classes it was chosen from.
 
     By equivalence, templated problems vote over equivalence classes of the extracted code (texts
@@ -111,7 +118,7 @@ class RSA(Strategy[RSAParams]):
     name = "rsa"
     Params = RSAParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         n, k, t = self.params.population, self.params.subset_size, self.params.rounds
         settings = model_settings(self.params)
         limit = self.params.concurrency
@@ -170,7 +177,7 @@ class RSA(Strategy[RSAParams]):
         details: dict[str, Any] = {"population": n, "subset_size": k, "rounds_planned": t,
                                    "rounds_done": len(rounds), "rounds_completed": completed, "rounds": rounds}
         if not population:
-            status = "no_answer"
+            status: AttemptStatus = "no_answer"
             return finish(ctx, self.name, status, budget_reason(budget_hit) if budget_hit else
                           "no_samples", started=started, details=details)
         chosen, classes = await vote(ctx, population, how)

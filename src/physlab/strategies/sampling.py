@@ -30,7 +30,7 @@ from physlab.llm.errors import budget_error
 from physlab.llm.output import structured_output
 from physlab.llm.text import ask_text
 from physlab.problems.model import Problem
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, AttemptStatus
 from physlab.strategies.params import ModelParams
 from physlab.strategies.prompt_files import PromptFolder
@@ -68,7 +68,7 @@ def answer_requirements(problem: Problem) -> str:
 # ---------------------------------------------------------------------------- model requests
 
 
-def with_images(ctx: RunContext, prompt: str) -> str | list[Any]:
+def with_images(ctx: RunEnvironment, prompt: str) -> str | list[Any]:
     """The prompt plus the public problem's figures (pydantic-ai BinaryContent parts)."""
     if not ctx.problem.images:
         return prompt
@@ -77,7 +77,7 @@ def with_images(ctx: RunContext, prompt: str) -> str | list[Any]:
     return [prompt, *image_parts(ctx.problem.images)]
 
 
-async def ask(ctx: RunContext, role: str, prompt: str | list[Any], *, system: str | None = None,
+async def ask(ctx: RunEnvironment, role: str, prompt: str | list[Any], *, system: str | None = None,
               settings: dict[str, Any] | None = None, history: Sequence[ModelMessage] | None = None,
               images: bool = True) -> tuple[str, list[ModelMessage]]:
     """One plain-text request for ``role``; returns (text, all messages for a follow-up).
@@ -100,7 +100,7 @@ async def structured_reply(model: Model, prompt: str | list[Any], output: type[M
     return result.output
 
 
-async def ask_structured(ctx: RunContext, role: str, prompt: str | list[Any], output: type[M], *,
+async def ask_structured(ctx: RunEnvironment, role: str, prompt: str | list[Any], output: type[M], *,
                          tool: str, system: str | None = None, settings: dict[str, Any] | None = None,
                          images: bool = True) -> M:
     """:func:`structured_reply` from ``role``'s model. The problem's figures go along unless
@@ -166,7 +166,7 @@ def error_text(exc: BaseException | None) -> str | None:
     return f"{type(exc).__name__}: {exc}"[:500]
 
 
-async def answer_classes(ctx: RunContext, codes: Sequence[str | None], *, n_points: int | None = None
+async def answer_classes(ctx: RunEnvironment, codes: Sequence[str | None], *, n_points: int | None = None
                          ) -> list[list[int]]:
     """Indices of ``codes`` (filled templates) grouped by the grader's equivalence -- the one
     relation every vote, aggregation and de-duplication uses -- largest class first (ties: the
@@ -194,7 +194,7 @@ def final_answer_classes(texts: Sequence[str | None]) -> list[list[int]]:
 # --------------------------------------------------------------------------------- attempts
 
 
-def finish(ctx: RunContext, strategy: str, status: AttemptStatus, stop_reason: str, *,
+def finish(ctx: RunEnvironment, strategy: str, status: AttemptStatus, stop_reason: str, *,
            started: float, answer_text: str | None = None, answer_code: str | None = None,
            details: dict[str, Any] | None = None) -> Attempt:
     """The one Attempt record; usage comes from the run's meter (every call is recorded there)."""

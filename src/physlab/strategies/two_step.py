@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from physlab.grading.extract import extract_code
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.critpt_protocol import TwoStepParams, user_message
 from physlab.strategies.sampling import ask, ended_by, error_text, finish, model_settings
@@ -25,7 +25,7 @@ class TwoStep(Strategy[TwoStepParams]):
     name = "two-step"
     Params = TwoStepParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         settings = model_settings(self.params)
         started = time.monotonic()
         problem = ctx.problem

@@ -6,8 +6,8 @@ endpoints poll the watched files' mtimes/sizes server-side (``runs.signature``) 
 when they change.
 
 Security: only run directories under the runs root are readable (``paths``). With a token (always
-when bound off loopback) every route but /static and /login needs it: cookie set by /login, or an
-``Authorization: Bearer`` / ``X-PhysLab-Token`` header. Without a token (loopback only) the Host
+when bound off loopback) every route but /static and /login needs it: the cookie set when the login
+form posts it (never a token in a URL), or an ``Authorization: Bearer`` / ``X-PhysLab-Token`` header. Without a token (loopback only) the Host
 header must name a loopback host (no DNS rebinding) and actions must come with a same-origin
 ``Origin`` (if any) and a JSON body, so another web page cannot post them.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Literal
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
@@ -32,7 +34,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from physlab.errors import UserError
 from physlab.lab import inbox
-from physlab.lab.workspace import LOCK_FD_ENV, RunLock, lock_holder, lock_run
+from physlab.run.files import RESUME_LOG
+from physlab.run.lock import LOCK_FD_ENV, RunLock, lock_holder, lock_run
 from physlab.web import render, runs
 from physlab.web.paths import NotFound, discover, read_text, resolve_run
 from physlab.web.sweeps import CELL_PREFIX, FILTERS, cell_workspace, report_data, sweeps_page
@@ -55,20 +58,32 @@ class Action(BaseModel):
     problem: str | None = Field(default=None, max_length=1000, description="resume only: the problem spec")
 
 
+def _own_path(path: str) -> bool:
+    """A path on this server to go back to after the login (never another site: ``//host``,
+    ``/\\host``, a scheme)."""
+    # no whitespace or backslash anywhere: browsers drop tabs and newlines and read \\ as /, so
+    # "/\t/evil.example" would leave the site
+    return len(path) < 2000 and re.fullmatch(r"/(?!/)[^\s\\\x00-\x1f\x7f]*", path) is not None
+
+
 def default_resumer(run: Path, summary: dict[str, Any], problem: str, lock: RunLock) -> str:
-    """Continue a lab run that is not running in a detached `physlab solve PROBLEM --resume RUN`
-    process, with the run's model (and server). The process inherits the run's lock (taken before
-    it starts: a second resume is refused meanwhile) and is waited for by a thread of ours, so that
-    it leaves no defunct entry in the process table when it ends."""
-    cmd = [sys.executable, "-m", "physlab", "solve", problem, "--strategy", "lab", "--resume", str(run),
-           "--console", "quiet"]
-    if summary.get("model"):
-        cmd += ["--model", summary["model"]]
-    if summary.get("api_base"):
-        cmd += ["--api-base", summary["api_base"]]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True, pass_fds=(lock.fd,),
-                            env={**os.environ, LOCK_FD_ENV: str(lock.fd)})
+    """Continue a run that is not running in a detached `physlab solve PROBLEM --resume RUN` process:
+    the options it was made with (its model, server, key variable, parameters, budget) are the ones
+    it recorded, as for a resume from the command line. What the process prints goes to the run's
+    resume.log, which its page shows. The process inherits the run's lock (taken before it starts: a
+    second resume is refused meanwhile) and is waited for by a thread of ours, so that it leaves no
+    defunct entry in the process table when it ends."""
+    cmd = [sys.executable, "-m", "physlab", "solve", problem, "--resume", str(run), "--console", "lines"]
+    if not summary.get("options_recorded"):  # a run from before runs recorded their options
+        cmd += [arg for flag, key in (("--model", "model"), ("--api-base", "api_base")) if summary.get(key)
+                for arg in (flag, summary[key])]
+    log = os.open(run / RESUME_LOG, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, pass_fds=(lock.fd,),
+                                env={**os.environ, LOCK_FD_ENV: str(lock.fd)})
+    finally:
+        os.close(log)
     lock.hand_over(proc.pid)
     threading.Thread(target=proc.wait, name=f"physlab-resume-{proc.pid}", daemon=True).start()
     return f"resuming (pid {proc.pid})"
@@ -83,6 +98,27 @@ def resume_problem(spec: str, problem_id: str) -> str:
     if problem_id and loaded.id != problem_id:
         raise UserError(f"'{spec}' is problem '{loaded.id}'; this run is on '{problem_id}'")
     return spec
+
+
+def check_resume(run: Path, spec: str | None, summary: dict[str, Any]) -> str:
+    """What `physlab solve --resume RUN` checks before it changes anything, checked here before a
+    process starts (so the page says it in one line): the problem loads and is the run's, and the
+    run's models would go to the servers they went to, with the keys they carried. Returns the
+    problem spec the process is given. A UserError's line is prefixed with what it is about."""
+    from physlab.run.resume import check_servers, registry_for, resume_options
+
+    try:
+        options, recorded = resume_options(run, {})
+    except UserError:
+        options, recorded = None, None  # a run from before runs recorded their options: the process says
+    try:
+        chosen = resume_problem(spec or recorded or summary["problem"], summary["problem"])
+    except UserError as exc:
+        raise UserError(f"problem: {exc} (give the problem as `physlab solve` takes it)") from None
+    if options is not None:
+        check_servers(run, options, registry_for(options))
+    summary["options_recorded"] = options is not None
+    return chosen
 
 
 def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str | None = None,
@@ -125,18 +161,31 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
             return await call_next(request)
         if path.startswith("/api/"):
             return JSONResponse({"detail": "token required"}, status_code=401)
-        return HTMLResponse(render.login_page(), status_code=401)
+        return HTMLResponse(render.login_page("", path if request.method == "GET" and _own_path(path) else "/"),
+                            status_code=401)
 
     @app.get("/login")
-    def login(request: Request):
-        given = request.query_params.get("token", "")
+    def login_form():
+        """The token form; a token in this URL is not taken (history, proxies and logs keep URLs)."""
+        if token is None:
+            return RedirectResponse("/", status_code=303)
+        return HTMLResponse(render.login_page(), status_code=401)
+
+    @app.post("/login")
+    async def login(request: Request):
+        """The form's token, posted: a cookie and a redirect to the page asked for."""
+        # the form's two fields read with the standard library: FastAPI's Form() needs
+        # python-multipart, a dependency for one urlencoded body
+        form = parse_qs((await request.body())[:4096].decode("utf-8", "replace"))
+        given, goto = (form.get("token") or [""])[0], (form.get("next") or ["/"])[0]
         if token is None:
             return RedirectResponse("/", status_code=303)
         if given and secrets.compare_digest(given.encode(), token.encode()):
-            resp = RedirectResponse("/", status_code=303)
+            resp = RedirectResponse(goto if _own_path(goto) else "/", status_code=303)
             resp.set_cookie(COOKIE, token, httponly=True, samesite="strict")
             return resp
-        return HTMLResponse(render.login_page("wrong token" if given else ""), status_code=401)
+        return HTMLResponse(render.login_page("wrong token" if given else "", _own_path(goto) and goto or "/"),
+                            status_code=401)
 
     # ------------------------------------------------------------------ helpers
     def run_or_404(run_id: str) -> tuple[Path, Path]:
@@ -239,13 +288,12 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
             raise HTTPException(409, "not a lab run (no readable state.json): only the lab takes messages")
         if action.on is not None and state.find(action.on) is None:
             raise HTTPException(400, f"on: no {action.on} in this run")
-        if action.kind == "resume":  # what `physlab solve PROBLEM --strategy lab --resume RUN` accepts
+        if action.kind == "resume":  # what `physlab solve --resume RUN` accepts, checked the same way
             summary = runs.summary(run_id, run, base)
             try:
-                spec = await asyncio.to_thread(resume_problem, (action.problem or "").strip() or summary["problem"],
-                                               summary["problem"])
+                spec = await asyncio.to_thread(check_resume, run, (action.problem or "").strip() or None, summary)
             except UserError as exc:
-                raise HTTPException(400, f"problem: {exc} (give the problem as `physlab solve` takes it)") from None
+                raise HTTPException(400, str(exc)) from None
             try:  # taken before a process starts, so the page shows "resuming" and a 2nd post is refused
                 lock = lock_run(run)
             except UserError:

@@ -1,21 +1,21 @@
-"""Text from models and problems -> safe HTML, with LaTeX rendered as MathML on the server.
+"""LaTeX -> safe MathML for the dashboard, rendered on the server.
 
-Everything that is not math is escaped with ``html.escape``. Math (``$..$``, ``$$..$$``, ``\\(..\\)``,
-``\\[..\\]``) is converted by latex2mathml; its output is then parsed and checked against a MathML
+A formula is converted by latex2mathml; its output is then parsed and checked against a MathML
 element/attribute allow-list before it is emitted, because latex2mathml passes ``\\text{...}``
 through unescaped (``\\text{<script>}`` would otherwise become a live element). Anything that fails
-conversion or the check is shown as the raw TeX in ``<code>``.
+conversion or the check is shown as the raw TeX in ``<code>``. Text around formulas is found and
+escaped by :mod:`physlab.web.markdown` (one pass per text, whatever its delimiters).
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import xml.etree.ElementTree as ET
 
 from latex2mathml.converter import convert
 
-_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|(?<![\\$])\$(?!\s)([^$\n]+?)(?<!\s)\$", re.S)
 _NS = "{http://www.w3.org/1998/Math/MathML}"
 _TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac",
          "msqrt", "mroot", "mstyle", "merror", "mpadded", "mphantom", "mfenced", "menclose", "munder",
@@ -29,6 +29,7 @@ _ATTRS = {"display", "mathvariant", "mathsize", "stretchy", "fence", "separator"
 _MAX_TEX = 4000
 
 
+@functools.lru_cache(maxsize=4096)  # a page is rendered again on every change of its run
 def tex_to_mathml(tex: str, display: bool = False) -> str | None:
     """Sanitised MathML for ``tex``, or None when it cannot be converted safely."""
     if len(tex) > _MAX_TEX:
@@ -51,20 +52,9 @@ def tex_to_mathml(tex: str, display: bool = False) -> str | None:
 
 def rich(text: str | None, limit: int | None = None) -> str:
     """Escape ``text`` for HTML, rendering its LaTeX fragments as MathML."""
-    text = text or ""
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 1] + "…"
-    out: list[str] = []
-    pos = 0
-    for m in _MATH.finditer(text):
-        out.append(html.escape(text[pos:m.start()]))
-        display = m.group(1) is not None or m.group(2) is not None
-        tex = next(g for g in m.groups() if g is not None)
-        ml = tex_to_mathml(tex.strip(), display)
-        out.append(ml if ml is not None else f'<code class="tex">{html.escape(m.group(0))}</code>')
-        pos = m.end()
-    out.append(html.escape(text[pos:]))
-    return "".join(out)
+    from physlab.web.markdown import math_text  # (it renders its formulas with tex_to_mathml)
+
+    return math_text(text, limit)
 
 
 def tex_value(value: str | None) -> str:
@@ -76,3 +66,13 @@ def tex_value(value: str | None) -> str:
         return rich(value)
     ml = tex_to_mathml(value) if re.search(r"[\\^_{}]", value) else None
     return ml if ml is not None else f"<code>{html.escape(value)}</code>"
+
+
+def tex_block(value: str | None) -> str:
+    """A formula on a line of its own (the answer as the grader read it): display MathML when it
+    converts, else the TeX in ``<code>``."""
+    value = (value or "").strip()
+    if not value:
+        return ""
+    ml = tex_to_mathml(value, display=True)
+    return ml if ml is not None else f'<code class="tex">{html.escape(value)}</code>'

@@ -7,35 +7,37 @@ hard timeout (``guard``):
 1. ``exact``   -- rebuild both, ``a - b == 0`` after ``expand`` (exact numbers decide here);
 2. ``cancel``  -- ``cancel(together(a - b)) == 0`` (rational functions);
 3. ``numeric`` -- evaluate both with mpmath at several random points drawn from the domain the
-   symbols' assumptions allow; equal within a relative tolerance at every point -> equal, clearly
-   different at a point -> not equal, nothing evaluable -> unknown (a value evalf reports as
-   zero within its accuracy, ``0.e-172``, counts as an exact 0: an identically-zero expression
-   written unsimplified equals ``0``);
-4. ``simplify`` -- only when numeric could not decide (``simplify(a - b) == 0``).
+   symbols' assumptions allow, over four decades (``draw_value``); equal within a relative
+   tolerance at every point -> equal, clearly different at a point -> not equal, nothing
+   evaluable -> unknown (a value evalf reports as zero within its accuracy, ``0.e-172``, counts
+   as an exact 0: an identically-zero expression written unsimplified equals ``0``). When either
+   side holds a function whose values at a few points say nothing about the others (``BRANCHY``:
+   Abs, sign, floor, Heaviside, Piecewise, Max, ..., or an even power under a fractional one,
+   ``sqrt(x**2)``), agreement at the points is not enough: only algebra makes them equal;
+4. ``simplify`` -- only when numeric could not decide (``simplify(a - b) == 0``; with a BRANCHY
+   function also after rewriting it as a Piecewise).
 
 Symbols are matched BY NAME (after dropping braces, backslashes and underscores: ``k_{12}`` ==
 ``k_12`` == ``k12``, ``H_0`` == ``H0``), so a
 candidate that builds its own ``Symbol('p')`` without assumptions still compares with the
 template's ``p``; the canonical symbol carries the template's assumptions.
 
-Tolerances (relative, never absolute -- 2**-99 and 2**-98 differ):
-* ``rtol`` given by the problem: used everywhere;
-* otherwise, when either side holds a float: ``DEFAULT_RTOL`` (1e-8: a float answer written to
-  12 significant digits, as CritPt asks, passes with margin for cancellation);
-* otherwise (both exact): ``EXACT_RTOL`` at ``DPS`` digits -- equivalent exact expressions agree;
-* a reference that is a short decimal literal (``0.785``) is matched to its stated precision
-  (half a unit in its last digit), unless the problem gives ``rtol``.
+Tolerances (relative, never absolute -- 2**-99 and 2**-98 differ) follow the one precision
+policy of ``precision.py``: the problem's ``rtol``; a short decimal reference at its stated
+precision; a candidate's number at the precision it states (not for CritPt's problems); else
+``DEFAULT_RTOL`` (1e-8) when either side holds a float and ``EXACT_RTOL`` at ``DPS`` digits when
+both are exact.
 """
 
 import json
 import math
 import random
 
-from . import tree as T
+from . import precision, tree as T
 from .guard import StepFailed, StepTimeout, run_guarded, run_steps
 
-DEFAULT_RTOL = 1e-8
-EXACT_RTOL = 1e-20
+DEFAULT_RTOL = precision.DEFAULT_RTOL
+EXACT_RTOL = precision.EXACT_RTOL
 DPS = 40
 N_POINTS = 6
 MAX_TRIES = 40
@@ -60,7 +62,7 @@ class Options:
     """What a comparison needs besides the two trees (all JSON-able, built by the host)."""
 
     def __init__(self, symbols=None, rtol=None, step_timeout=5.0, literals=None, seed=0,
-                 n_points=N_POINTS, precision_also=False):
+                 n_points=N_POINTS, precision_also=False, precision="stated"):
         # normalized name -> [declared name, assumptions]
         self.symbols = symbols or {}
         self.rtol = rtol
@@ -71,6 +73,9 @@ class Options:
         # HiPhO: a short decimal reference is matched to its stated precision even when a
         # relative tolerance is given (whichever is looser), as its markers do.
         self.precision_also = precision_also
+        # "stated": a candidate's number is judged at the precision it states; "critpt": CritPt's
+        # rule (no slack for a short number); see rt/precision.py
+        self.precision = precision
 
 
 # ------------------------------------------------------------------------------ containers
@@ -303,16 +308,8 @@ def compare_leaf(c, r, opts, path):
         rel = abs(a - b) / max(abs(a), abs(b))
         return Result(False, f"{path}: the exact numbers differ (relative difference {rel:.2g})", "exact")
     has_float = _has_float(c) or _has_float(r)
-    if opts.rtol is not None:
-        rtol = float(opts.rtol)
-    else:
-        rtol = DEFAULT_RTOL if has_float else EXACT_RTOL
-    half_ulp = None
-    if opts.rtol is None or opts.precision_also:
-        value = _tree_number(r)
-        key = repr(value) if value is not None else None
-        if key in opts.literals:
-            half_ulp = _half_ulp(key, opts.literals[key])
+    # the one precision policy (rt/precision.py, docs/grading.md "Precision")
+    rtol, half_ulp = precision.tolerance(_tree_number(c), _tree_number(r), opts, has_float)
     job = {"c": c, "r": r, "symbols": opts.symbols, "rtol": rtol, "half_ulp": half_ulp,
            "seed": opts.seed, "n_points": opts.n_points, "path": path}
     t = opts.step_timeout
@@ -375,14 +372,6 @@ def _walk(n):
         stack.extend(x.get("a") or [])
 
 
-def _half_ulp(literal, digits):
-    x = abs(float(literal))
-    if x == 0 or not math.isfinite(x):
-        return None
-    exponent = math.floor(math.log10(x))
-    return 0.5 * 10.0 ** (exponent - digits + 1)
-
-
 # ------------------------------------------------------------------ steps (run in a child)
 
 
@@ -412,8 +401,11 @@ def _rebuild_now(job):
                 cache[key] = sp.Symbol(shown_name(name))
         return cache[key]
 
-    c = sp.sympify(T.from_tree(job["c"], sp, symbol=make, sympy_containers=True))
-    r = sp.sympify(T.from_tree(job["r"], sp, symbol=make, sympy_containers=True))
+    # never sympify: a rebuilt value is SymPy objects already, and anything else is not an expression
+    c = T.from_tree(job["c"], sp, symbol=make, sympy_containers=True)
+    r = T.from_tree(job["r"], sp, symbol=make, sympy_containers=True)
+    if not isinstance(r, sp.Basic):
+        raise T.TreeError(f"the reference is not an expression ({type(r).__name__})")
     h, hbar = cache.get("h"), cache.get("hbar")
     if h is not None and hbar is not None:  # an answer in hbar against one in h: hbar = h / 2 pi
         c, r = (x.xreplace({hbar: h / (2 * sp.pi)}) if isinstance(x, sp.Basic) else x for x in (c, r))
@@ -423,7 +415,7 @@ def _rebuild_now(job):
 def step_rebuild(job):
     sp, c, r = _rebuild(job)
     if not isinstance(c, sp.Basic):
-        return False, f"expected an expression, got {type(c).__name__}"
+        return False, f"expected an expression, got {T.node_label(job['c'])}"
     return None, ""
 
 
@@ -448,47 +440,96 @@ def step_cancel(job):
 
 def step_simplify(job):
     sp, c, r = _rebuild(job)
-    if sp.simplify(c - r) == 0:
+    d = c - r
+    if sp.simplify(d) == 0:
         return True, "equivalent (symbolically, after simplification)"
+    if branchy(sp, c, r):
+        if sp.simplify(sp.piecewise_fold(d.rewrite(sp.Piecewise))) == 0:
+            return True, "equivalent (symbolically, case by case)"
+        if (c.has(sp.Float) or r.has(sp.Float)) and _terms_within(sp, sp.simplify(d), c, r, job["rtol"]):
+            return True, "the same expression, coefficients equal " + _allowed(job["rtol"], None, equal=True)
     return None, "simplification did not reduce the difference to 0"
+
+
+def _terms_within(sp, d, c, r, rtol):
+    """Every term of the difference ``d`` is the same term of ``c`` or ``r`` with a coefficient
+    off by at most ``rtol`` of it (``1.2345 Abs(x)`` against ``1.23450000001 Abs(x)``): algebra
+    term by term, not numbers at points."""
+    terms = sp.expand(d).as_coefficients_dict()
+    sides = [sp.expand(c).as_coefficients_dict(), sp.expand(r).as_coefficients_dict()]
+    for term, k in terms.items():
+        scale = max(abs(side.get(term, 0)) for side in sides)
+        if not term.free_symbols or scale == 0 or abs(k) > rtol * scale:
+            return False
+    return bool(terms)
+
+
+# Functions whose value at a few sample points says nothing about other points (a step, a kink, a
+# branch): with one of them, equal numbers at the points are no proof (issue #32: ``Abs(x)`` passed
+# for ``x``, ``x + 100 Heaviside(x - 3)`` for ``x``).
+BRANCHY = ("Abs", "sign", "floor", "ceiling", "frac", "Mod", "Heaviside", "Piecewise", "Min", "Max",
+           "DiracDelta", "re", "im", "arg", "conjugate")
+
+
+def branchy(sp, *exprs):
+    """The BRANCHY functions (and hidden absolute values: an even power of something that may be
+    negative under a fractional power, ``sqrt(x**2)``, ``(x**4)**(1/2)``) in ``exprs`` that
+    depend on a symbol; [] when numbers can decide."""
+    classes = tuple(getattr(sp, name) for name in BRANCHY)
+    found = set()
+    for e in exprs:
+        if not isinstance(e, sp.Basic) or not e.free_symbols:
+            continue
+        found.update(type(f).__name__ for f in e.atoms(*classes) if f.free_symbols)
+        for p in e.atoms(sp.Pow):
+            if p.exp.is_integer is not True and p.free_symbols and any(
+                    f.is_Pow and f.exp.is_even and f.base.is_nonnegative is not True
+                    for f in sp.Mul.make_args(p.base)):
+                found.add("sqrt(x**2)")
+    return sorted(found)
 
 
 def draw_value(rng, symbol):
     """A random value for ``symbol`` inside the domain its assumptions allow (exact Rational/
-    Integer). Positive -> (0.1, 2.5); real -> +-(0.1, 2.5); integer -> small integers; no
-    assumptions -> (0.1, 0.9) (most template symbols are positive physical quantities or
-    probabilities; values may still turn expressions complex, which is compared as complex)."""
+    Integer), over four decades: magnitudes log-uniform in [0.01, 100] (issue #32: a step at
+    ``x = 3`` or a ``floor(n/10)`` term went unseen in the old (0.1, 2.5) window). Real -> either
+    sign; positive/negative -> that sign; integer -> 1-9 or 10-316, signed the same way; imaginary ->
+    I times a real value; declared complex -> real and imaginary parts of either sign. Untyped
+    symbols stand for physical quantities and get positive values (a physicist's
+    ``c/sqrt(c**2 - v**2)`` is ``1/sqrt(1 - v**2/c**2)``); forms whose sign the points cannot see
+    (``Abs``, ``sqrt(x**2)``, ...) are left to algebra by ``branchy``."""
     import sympy as sp
     a = symbol.assumptions0
+
+    def sign(v):
+        if a.get("positive") or a.get("nonnegative"):
+            return v
+        if a.get("negative") or a.get("nonpositive"):
+            return -v
+        return v if rng.random() < 0.5 else -v
+
     if a.get("integer") or a.get("even") or a.get("odd"):
-        if a.get("positive"):
-            lo, hi = 1, 9
-        elif a.get("nonnegative"):
-            lo, hi = 0, 9
-        elif a.get("negative"):
-            lo, hi = -9, -1
-        elif a.get("nonpositive"):
-            lo, hi = -9, 0
-        else:
-            lo, hi = -9, 9
-        v = rng.randint(lo, hi)
-        if a.get("even") and v % 2:
-            v = v + 1 if v + 1 <= hi else v - 1
-        if a.get("odd") and not v % 2:
-            v = v + 1 if v + 1 <= hi else v - 1
+        mag = rng.randint(1, 9) if rng.random() < 0.5 else int(10 ** rng.uniform(1, 2.5))
+        if a.get("nonnegative") and not a.get("positive") and rng.random() < 0.2:
+            mag = 0
+        v = sign(mag)
+        if (a.get("even") and v % 2) or (a.get("odd") and not v % 2):
+            v = v + 1 if v > 0 or (v == 0 and not a.get("nonpositive")) else v - 1
         if a.get("nonzero") and v == 0:
             v = 1
         return sp.Integer(v)
-    mag = sp.Rational(rng.randint(100_000, 2_500_000), 1_000_000)
-    if a.get("positive") or a.get("nonnegative"):
-        return mag
-    if a.get("negative") or a.get("nonpositive"):
-        return -mag
-    if a.get("real") or a.get("extended_real"):
-        return mag if rng.random() < 0.5 else -mag
+
+    def magnitude():
+        return sp.Rational(int(round(10 ** rng.uniform(-2, 2) * 10 ** 6)), 10 ** 6)
+
     if a.get("imaginary"):
-        return sp.I * mag
-    return sp.Rational(rng.randint(100_000, 900_000), 1_000_000)
+        return sp.I * sign(magnitude())
+    if a.get("real") or a.get("extended_real") or a.get("positive") or a.get("negative") \
+            or a.get("nonnegative") or a.get("nonpositive"):
+        return sign(magnitude())
+    if a.get("complex"):  # declared complex (not real): off the real line
+        return sign(magnitude()) + sp.I * sign(magnitude())
+    return magnitude()
 
 
 def points_for(symbols, n, seed):
@@ -506,8 +547,11 @@ def evaluate(sp, expr, symbols, point):
     for s, v in zip(symbols, point):
         if v.is_Integer:
             exact[s] = v
-        else:
+        elif v.is_real:
             subs[s] = sp.Float(v, DPS + 10)
+        else:  # imaginary or complex
+            re_, im_ = v.as_real_imag()
+            subs[s] = sp.Float(re_, DPS + 10) + sp.I * sp.Float(im_, DPS + 10)
     e = expr.xreplace(exact) if exact else expr
     v = e.evalf(DPS, subs=subs) if subs else e.evalf(DPS)
     if not getattr(v, "is_number", False) or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
@@ -579,13 +623,17 @@ def step_numeric(job):
             return None, "could not be evaluated numerically"
     if not symbols:
         return True, f"equal {_allowed(rtol, half_ulp, equal=True)}"
-    return True, f"equal at {good} random point{'s' if good > 1 else ''} {_allowed(rtol, half_ulp, equal=True)}"
+    shown = f"equal at {good} random point{'s' if good > 1 else ''}"
+    hidden = branchy(sp, c, r)
+    if hidden:  # numbers cannot prove it: simplify decides
+        return None, f"{shown}, but with {', '.join(hidden)} only algebra can make them equal"
+    return True, f"{shown} {_allowed(rtol, half_ulp, equal=True)}"
 
 
 def _allowed(rtol, half_ulp, equal=False):
     """The tolerance in a physicist's words: "to 8 significant digits", "within +-0.05"."""
     if half_ulp is not None:
-        return f"within the reference's stated precision (±{half_ulp:.2g})"
+        return f"within the stated precision (±{half_ulp:.2g})"
     digits = max(1, round(-math.log10(rtol))) if rtol > 0 else 40
     if equal and rtol >= 1e-4:
         return f"within {rtol:.2g} relative"
@@ -617,6 +665,8 @@ def step_ratio(job):
         if job.get("positive") and not coeff.is_positive:
             return False, "the inequality points the other way"
         return True, "the same relation (up to a factor)"
+    if branchy(sp, c, r):  # a constant ratio at a few points proves nothing here
+        return None, ""
     symbols = sorted(c.free_symbols | r.free_symbols, key=lambda s: s.name)
     ratios = []
     for point in points_for(symbols, 8, job.get("seed", 0)):

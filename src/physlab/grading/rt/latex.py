@@ -12,11 +12,15 @@ the parsing. Around it, what physics needs and Math-Verify gets wrong for physic
   that is not a plain positive integer (``e^{-x/a}``, ``e^{i\\omega t}``); ``i``/``\\mathrm{i}`` is the
   imaginary unit; ``\\log`` without a base is the natural log; juxtaposition is multiplication
   (``2\\frac{1}{2}`` is 1, not the mixed fraction the parser makes; ``m_e(c+v)`` is a product);
-* numbers: thousands separators (``7,425,000``, ``1\\,000``, ``1{,}000``), ``1.6e-19``, ``\\gg``/``\\ll``;
+* numbers: thousands separators (``7,425,000``, ``1\\,000``, ``1{,}000``, ``11,\\!111``), ``1.6e-19``,
+  clock times (``12:00``), ``\\gg``/``\\ll``; ``3 \\text{ and } 5`` is a list, ``\\boxed{\\approx 0.35}`` a value;
+* ``\\mathbf{J_0}`` is ``\\mathbf{J}_0``; a derivative at a constant quantity (``(\\partial Q/\\partial p)_T``,
+  ``\\left.\\frac{\\partial Q}{\\partial p}\\right|_T``) is one symbol;
 * units are split off (``units.split_unit``) and checked separately with pint;
 * relations: ``a = b = c`` and ``exact \\approx 0.785`` are split at the top level; a left side
-  that names a quantity (a symbol, ``v_c(r)``, or a product/ratio of symbols equal to a number)
-  is a label, anything else keeps the answer an equation;
+  that names a quantity (a symbol, ``v_c(r)``, or an expression in other quantities than its
+  non-zero value: ``E_\\gamma - B = 5``, ``|AB| = 1``, ``(p, q) = (3, 2)``) is a label, anything else
+  keeps the answer an equation; ``n > \\sqrt2 = 1.414`` is the inequality with its bound's value;
 * a parse that lost a symbol of the source is a parse failure, never a smaller expression.
 
 ``parse_answer(text)`` returns ``{"ok", "error", "parts": [part, ...]}``; a part is a dict of JSON
@@ -39,7 +43,8 @@ DECORATIONS = {"hat": "hat", "widehat": "hat", "vec": "vec", "overrightarrow": "
                "boldsymbol": "vec", "bm": "vec", "bar": "bar", "overline": "bar", "tilde": "tilde",
                "widetilde": "tilde", "dot": "dot", "ddot": "ddot", "mathcal": "cal", "mathscr": "cal",
                "check": "check", "breve": "breve", "mathit": ""}
-TEXT_CMDS = ("mathrm", "text", "textrm", "textit", "textnormal", "mathsf", "operatorname", "mbox", "rm")
+TEXT_CMDS = ("mathrm", "text", "textrm", "textit", "textnormal", "mathsf", "operatorname", "mbox", "rm", "textbf",
+             "textsf", "mathtt", "texttt")
 LABEL_SUP = {"*": "*", "\\star": "*", "\\ast": "*", "\\dagger": "dagger", "\\prime": "'", "'": "'",
              "\\circ": "circ"}
 FUNCTION_WORDS = {"sin", "cos", "tan", "cot", "sec", "csc", "sinh", "cosh", "tanh", "coth", "exp", "ln",
@@ -79,6 +84,10 @@ def basic_clean(s):
         if end == len(s):
             s = inner
     s = re.sub(r"\\[\[\]()]", " ", s)
+    s = re.sub(r"(?<=\d),\s*\\!\s*(?=\d{3})", ",", s)  # 11,\!111,\!100
+    # a number inside the text of its unit: \text{8 minutes} -> 8 \text{minutes}
+    s = re.sub(r"\\(?:text|textrm|textbf|mathrm|mbox)\s*\{\s*([+-]?\d+(?:\.\d+)?)\s*([A-Za-z%][A-Za-z %.]*?)\s*\}",
+               r"\1\\,\\text{\2}", s)
     s = re.sub(r"\\(?:displaystyle|textstyle|limits|nolimits)(?![A-Za-z])", " ", s)
     s = re.sub(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg)(?![A-Za-z])\s*(\\?[(){}\[\]|.]|\\[lr]?[vV]ert|\\[lr]angle)?",
                lambda m: "" if (m.group(1) or "") == "." else (m.group(1) or ""), s)
@@ -90,11 +99,18 @@ def basic_clean(s):
     s = re.sub(r"\\(?:geq|geqslant|ge)(?![A-Za-z])", r"\\ge ", s)
     s = re.sub(r"\\(?:dfrac|tfrac|cfrac)(?![A-Za-z])", r"\\frac", s)
     s = re.sub(r"\s+", " ", s).strip().replace("\x00", " \\\\ ")
+    # "3 \text{ and } 5", "x = 1 or x = -1": a list; "\approx 0.35": the value
+    s = re.sub(r"\s*\\(?:text|textrm|mathrm)\s*\{\s*(?:and|or)\s*\}\s*|\s+(?:and|or)\s+", ", ", s)
+    s = re.sub(r"^(?:\\approx|\\simeq|\\sim|=)(?![A-Za-z])\s*", "", s)
     return s.rstrip(".;, ").strip()
 
 
 def _numbers(s):
-    """Thousands separators and e-notation written as LaTeX the parser reads."""
+    """Thousands separators, clock times and e-notation written as LaTeX the parser reads."""
+    # a clock time h:mm (minutes with a leading 0, or h:mm:ss) is hours; "11:21" stays a ratio
+    s = re.sub(r"(?<![\d.:])(\d{1,2}):(0\d)(?::(\d\d))?(?![\d:])",
+               lambda m: f"({m.group(1)}" + (f" + \\frac{{{int(m.group(2))}}}{{60}}" if int(m.group(2)) else "")
+                         + (f" + \\frac{{{int(m.group(3))}}}{{3600}}" if m.group(3) and int(m.group(3)) else "") + ")", s)
     s = re.sub(r"(?<=\d)\{,\}(?=\d{3}(?!\d))", "", s)
     s = re.sub(r"(\d)\{,\}(\d)", r"\1.\2", s)  # decimal comma: 3{,}14
     s = re.sub(r"(?<![\d.])(\d{1,3})((?:(?: |\\,|,)\d{3})+)(?=\.\d|(?![\d.]|,\d))",
@@ -157,7 +173,7 @@ class _Protector:
         return f"\\variable{{{key}}}"
 
     def run(self, s):
-        out, i, n = [], 0, len(s)
+        out, i, n, pending = [], 0, len(s), ""
         while i < n:
             ch = s[i]
             if ch == "\\":
@@ -167,7 +183,7 @@ class _Protector:
                     i += 2
                     continue
                 cmd, j = m.group(1), i + len(m.group(0))
-                if cmd in ("begin", "end"):  # environment names are not symbols
+                if cmd in ("begin", "end", "variable"):  # environment names, placeholders
                     arg, j = _read_group(s, j)
                     out.append(f"\\{cmd}{{{arg}}}")
                     i = j
@@ -192,12 +208,15 @@ class _Protector:
                         continue
                     elif re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", word):
                         base, kind = word, "word"
+                    elif re.fullmatch(r"\(([A-Za-z])\)", word):  # \text{(a)}: an option's letter
+                        base, kind = word[1], "word"
                     else:
                         raise ParseError(f"cannot read the text {arg.strip()[:40]!r} in the answer")
                 elif cmd in DECORATIONS:
                     arg, j = _read_group(s, j)
                     inner = canonical_text(_strip_outer(arg))
                     deco = DECORATIONS[cmd]
+                    inner, _, pending = inner.partition("_")  # \mathbf{J_0} is \mathbf{J}_0
                     base, kind = (f"{deco}{{{inner}}}" if deco else inner), "word"
                 elif cmd == "imath" or cmd == "jmath":
                     base, kind = "I", "const"
@@ -218,14 +237,15 @@ class _Protector:
                 out.append(ch)
                 i += 1
                 continue
-            name, j, compound = self._suffixes(s, j, base)
+            name, j, compound = self._suffixes(s, j, base, pending or None)
+            pending = ""
             out.append(self._emit(s, j, name, base, kind, compound))
             i = j
         return "".join(out)
 
-    def _suffixes(self, s, j, base):
+    def _suffixes(self, s, j, base, sub=None):
         """Primes, one subscript and one label superscript (``*``, ``\\star``, ``\\dagger``, ``\\prime``)."""
-        sub, primes, label = None, 0, None
+        primes, label = 0, None
         while j < len(s):
             k = j
             while k < len(s) and s[k] == " ":
@@ -265,9 +285,11 @@ class _Protector:
             # a symbol always (the parser makes \gamma and \Gamma the Euler-Mascheroni constant)
             return self.placeholder(base) + _times_if_paren(s, j)
         if base == "e":  # Euler's e only as e^{...} with a non-integer exponent
-            m = re.match(r"\s*\^\s*(\{[^{}]*\}|[^{\s])", s[j:])
-            if m and not re.fullmatch(r"\{?\s*\d+\s*\}?", m.group(1)):
-                return " e"
+            m = re.match(r"\s*\^", s[j:])
+            if m:
+                exponent, _ = _read_group(s, j + m.end())
+                if not re.fullmatch(r"\s*\d+\s*", exponent):
+                    return " e"
             return self.placeholder("e")
         if base == "i":
             return self.placeholder("I", const=True)
@@ -314,7 +336,25 @@ def _split_top(s, seps):
     return parts
 
 
+_INEQUALITY = r"\\le(?![A-Za-z])|\\ge(?![A-Za-z])|\\leq(?![A-Za-z])|\\geq(?![A-Za-z])|\\lt(?![A-Za-z])|\\gt(?![A-Za-z])|<|>"
 _RELATION_SPLIT = r"(?<![<>!\\])=(?!=)|\\in(?![A-Za-z])|\\approx(?![A-Za-z])|\\simeq(?![A-Za-z])|\\cong(?![A-Za-z])|\\equiv(?![A-Za-z])"
+
+
+_VAR = r"(?:\\[A-Za-z]+|[A-Za-z])(?:\s*_\s*(?:\{[^{}]*\}|\\?[A-Za-z0-9]))?"
+_HOLD = r"\s*_\s*(\{[^{}]*\}|\\?[A-Za-z0-9])"
+# A derivative at a constant quantity: (\partial Q/\partial p)_T, \left(\frac{\partial Q}{\partial p}\right)_T,
+# \left.\frac{\partial Q}{\partial p}\right|_T -- one quantity of its own, named (dQ/dp)_T.
+_HELD = re.compile(r"\(\s*\\partial\s*(" + _VAR + r")\s*/\s*\\partial\s*(" + _VAR + r")\s*\)" + _HOLD
+                   + r"|\(\s*\\frac\s*\{\s*\\partial\s*(" + _VAR + r")\s*\}\s*\{\s*\\partial\s*(" + _VAR + r")\s*\}\s*\)" + _HOLD
+                   + r"|\\frac\s*\{\s*\\partial\s*(" + _VAR + r")\s*\}\s*\{\s*\\partial\s*(" + _VAR + r")\s*\}\s*\|" + _HOLD)
+
+
+def _held_derivatives(s, prot):
+    def name(m):
+        g = [x for x in m.groups() if x is not None]
+        q, v, held = (canonical_text(x) for x in g)
+        return prot.placeholder(f"(d{q}/d{v})_{held}") + " "
+    return _HELD.sub(name, s)
 
 
 def _parse_latex(s):
@@ -328,7 +368,7 @@ def _parse_latex(s):
     s = re.sub(r"\\log(?![A-Za-z_])", r"\\ln", s)  # no base: the natural log
     derivative = bool(re.search(r"\\frac\s*\{\s*(?:\\mathrm\{d\}|d|\\partial)|\\int|\\partial|\\mathrm\{d\}", s))
     prot = _Protector(derivative)
-    body = prot.run(s)
+    body = prot.run(_held_derivatives(s, prot))
     config = LatexNormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False,
                                       boxed="none", equations=False)
     try:
@@ -376,8 +416,12 @@ def _plain_sympy(sp, value, source):
     def conv(x):
         if isinstance(x, L2SSet):
             items = [conv(a) for a in getattr(x, "_unsorted_args", x.args)]
+            pairs = [sp.Tuple(a.start, a.end) if isinstance(a, sp.Interval) and a.left_open and a.right_open
+                     and not {a.start, a.end} & {sp.oo, -sp.oo} else a for a in items]
             if re.search(r"\\\{|\\pm|\\mp", source):
-                return sp.FiniteSet(*items)
+                return sp.FiniteSet(*pairs)
+            if len(pairs) > 1 and all(isinstance(a, sp.Tuple) and len(a) == len(pairs[0]) > 1 for a in pairs):
+                return sp.FiniteSet(*pairs)  # "(1, 2), (3, 4)": the solutions, in any order
             return sp.Tuple(*items)
         if isinstance(x, L2SAnd):
             return sp.And(*[conv(a) for a in getattr(x, "_unsorted_args", x.args)], evaluate=False)
@@ -443,7 +487,7 @@ def _parts(text, hints):
     words = canonical_text(re.sub(r"\\(?:text|mathrm|textrm)\s*\{([^{}]*)\}", r"\1", s)).replace("\\", "")
     if re.sub(r"\s+", " ", words).strip().lower() in TEXT_ANSWERS:
         return [_text_part(s, words)]
-    pieces = [p for p, _ in _split_top(s, r",|;")]
+    pieces = [p for p, _ in _split_top(s, r",|;|\s+and\s+|\\text\s*\{\s*and\s*\}")]
     if len(pieces) > 1 and all(len(_split_top(p, _RELATION_SPLIT)) > 1 for p in pieces):
         return [_piece(p.strip(), hints, None) for p in pieces]  # x = 1, y = 2: one part per label
     return [_piece(s, hints, label_for)]
@@ -484,6 +528,9 @@ def _piece(s, hints, label_for):
         name, tree = _label_of(sp, first, last_value=rest_values[-1])
         if name is not None:
             label, lhs, segs = name, tree, segs[1:]
+        elif len(_split_top(first, _INEQUALITY)) == 2 and all(op in ("=",) + _APPROX_OPS for _, op in segs[:-1]):
+            # "n > \sqrt2 = 1.414": the bound's value, not an equation between an inequality and a number
+            segs = [(first, "\\approx")] + [(seg, "\\approx" if op else None) for seg, op in segs[1:]]
         elif not any(op in _APPROX_OPS for _, op in segs[:-1]):
             return _relation_part(sp, s, segs, hints, label, lhs)
     # values: "=" chains keep the last form; forms after \approx are approximations
@@ -538,13 +585,27 @@ def _label_of(sp, text, last_value=None):
         return None, None
     if isinstance(lhs, sp.Symbol):
         return str(lhs), T.to_tree(lhs, sp)
-    if last_value is not None and isinstance(lhs, (sp.Mul, sp.Pow)) and _is_monomial(sp, lhs):
-        try:
-            value = _parse_latex(split_unit(basic_clean(last_value))[0])
-        except ParseError:
-            return None, None
-        if isinstance(value, sp.Basic) and not value.free_symbols and not isinstance(value, sp.Tuple):
-            return _show(sp, lhs), T.to_tree(lhs, sp)
+    if isinstance(lhs, sp.Interval) and re.fullmatch(r"\s*\(.*\)\s*", text) and lhs.left_open is not False:
+        lhs = sp.Tuple(lhs.start, lhs.end)  # (p, q) = (3, 2): a pair of names
+    if last_value is None or not isinstance(lhs, (sp.Expr, sp.Tuple)) or not lhs.free_symbols:
+        return None, None
+    if isinstance(lhs, sp.Expr) and lhs.as_coeff_Mul()[0] not in (1, -1):
+        return None, None  # "2 z'' = ..." is an equation
+    try:
+        value = _value(sp, basic_clean(last_value), ())[3]
+    except ParseError:
+        return None, None
+    if isinstance(lhs, sp.Tuple) != isinstance(value, sp.Tuple) or (
+            isinstance(lhs, sp.Tuple) and len(lhs) != len(value)):
+        return None, None
+    if not isinstance(value, (sp.Basic, sp.MatrixBase)) or getattr(value, "is_zero", False):
+        return None, None  # "m x'' + k x = 0" is an equation, not a value of "m x'' + k x"
+    if isinstance(value, sp.Basic) and value.is_Relational:
+        return None, None
+    # a left side in other quantities than the value's names what the value is: "E_gamma - B = 5",
+    # "(E' - E)/E = -16/25", "|AB| = 1", "e^{A} = (matrix)", "(p, q) = (3, 2)"
+    if not (value.free_symbols & lhs.free_symbols):
+        return _show(sp, lhs), T.to_tree(lhs, sp)
     return None, None
 
 

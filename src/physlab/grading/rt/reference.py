@@ -56,6 +56,7 @@ def _namespace(sp, preamble):
     ns.update({"sp": sp, "sympy": sp, "__name__": "__physlab_reference__"})
     try:
         import math
+
         import numpy
         ns.update({"np": numpy, "numpy": numpy, "math": math})
     except ImportError:  # pragma: no cover
@@ -127,14 +128,17 @@ def python_reference(sp, reference, template, function, params):
 
 
 def number_reference(sp, text):
+    """A number reference: an integer, a decimal or a fraction read strictly; anything else
+    (``2*pi``) is evaluated as a Python expression, as a Python reference is (never by sympify)."""
     s = text.strip()
-    try:
+    if re.fullmatch(r"[+-]?\d+", s):
         return sp.Integer(int(s))
-    except ValueError:
-        pass
     if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", s):
         return sp.Float(s, max(sig_digits(s), 15))
-    return sp.sympify(s, rational=False)  # '1/3', '2*pi': trusted problem file
+    m = re.fullmatch(r"([+-]?\d+)\s*/\s*(\d+)", s)
+    if m and int(m.group(2)):
+        return sp.Rational(int(m.group(1)), int(m.group(2)))
+    return python_reference(sp, s, None, "answer", [])
 
 
 def detect_format(text):
@@ -176,6 +180,7 @@ def build_reference(job):
     part per boxed answer (the host extracted them into ``reference_answers``); HiPhO items one per
     answer, with its type, unit, points; a Python or number reference one part."""
     import sympy as sp
+
     from .latex import parse_answer
 
     hipho = job.get("hipho")
@@ -203,6 +208,19 @@ def build_reference(job):
     shown = sp.sstr(value, full_prec=False) if isinstance(value, sp.Basic) else str(value)
     return {"parts": [_part(tree, label=names[0] if len(names) == 1 else None,
                             labels=names if len(names) > 1 else None, literals=literals, text=shown[:300])]}
+
+
+def reference_value(item):
+    """One reference's value as a tree (``problems check``): ``item`` holds ``reference``,
+    ``format`` (python | number), ``template``, ``function`` and ``params``."""
+    import sympy as sp
+
+    if item.get("format") == "number":
+        value = number_reference(sp, item["reference"])
+    else:
+        value = python_reference(sp, item["reference"].strip(), item.get("template"),
+                                 item.get("function", "answer"), item.get("params") or [])
+    return T.to_tree(value, sp)
 
 
 def _hipho_part(sp, parse_answer, hipho, i):

@@ -4,8 +4,10 @@ Stage 1 (``mode: candidate``) runs UNTRUSTED code and nothing else: exec the can
 answer function with the template's parameters as SymPy symbols, serialize the result to a safe
 tree and write ``result.json``. It never sees the reference.
 
-Stage 2 (``mode: grade | classes | points``) runs trusted code only: evaluate the reference,
-rebuild answers from their trees and compare. It prints one line ``RESULT_MARK <json>``.
+Stage 2 (``mode: grade | classes | points | latex``) runs trusted code only: evaluate the reference,
+rebuild answers from their trees and compare. It prints one line ``RESULT_MARK <json>``, and before
+comparing, ``REFERENCE_MARK`` once the reference is evaluated: a stage 2 that dies after that mark
+died on the candidate's answer (an invalid verdict), before it on the problem file.
 """
 
 import io
@@ -14,6 +16,7 @@ import os
 import sys
 
 RESULT_MARK = "@@physlab-grading-result@@"
+REFERENCE_MARK = "@@physlab-reference-evaluated@@"
 RESULT_FILE = "result.json"
 
 
@@ -44,6 +47,7 @@ class _Sink(io.TextIOBase):
 def run_candidate(job):
     """Stage 1: the candidate's answer as a tree, or the reason it has none."""
     import inspect
+
     from . import tree as T
 
     code = job.get("code")
@@ -155,6 +159,7 @@ def warm_up(job=None):
     needs them) once in the stage-2 parent, so the forked step children inherit them instead of
     each paying for it (a no-op when the worker already did)."""
     import sympy as sp
+
     from .units import may_have_unit, registry
 
     x = sp.Symbol("x")
@@ -171,18 +176,23 @@ def warm_up(job=None):
         registry()
 
 
-def run_trusted(job):
-    """Stage 2: compare / classify / fingerprint. Returns a JSON-able dict."""
+def run_trusted(job, on_reference=None):
+    """Stage 2: compare / classify / fingerprint. Returns a JSON-able dict. ``on_reference()`` is
+    called once the reference is evaluated (``grade``)."""
     warm_up(job)
     from . import compare as C
     from .guard import StepFailed, StepTimeout, run_guarded
 
     opts = C.Options(symbols=job.get("symbols"), rtol=job.get("rtol"),
                      step_timeout=job.get("step_timeout", 5.0), seed=job.get("seed", 0),
-                     n_points=job.get("n_points", C.N_POINTS))
+                     n_points=job.get("n_points", C.N_POINTS), precision=job.get("precision", "stated"))
     mode = job["mode"]
+    if mode == "references":
+        return {"values": [_reference_value(item, job.get("reference_timeout", 30.0)) for item in job["items"]]}
     if mode == "grade":
-        return grade(job, opts)
+        return grade(job, opts, on_reference)
+    if mode == "latex":  # the answer as math, reference-free (a problem without a reference answer)
+        return {"latex": answer_latex(job["trees"][0], opts.step_timeout)}
     if mode == "classes":
         classes = []
         for i, t in enumerate(job["trees"]):
@@ -211,10 +221,23 @@ def run_trusted(job):
     return {"error": f"unknown mode {mode!r}"}
 
 
-def grade(job, opts):
-    """Stage 2 of ``grade``: the reference as parts, the candidate's answer for each, compared."""
-    from . import compare as C
-    from . import written as W
+def _reference_value(item, timeout):
+    """``problems check``: one reference's value as a tree, or why it has none (each in a killable
+    child: the problem file's code runs there)."""
+    from .guard import StepFailed, StepTimeout, run_guarded
+    from .reference import reference_value
+
+    try:
+        return {"tree": run_guarded(reference_value, timeout, item)}
+    except StepTimeout:
+        return {"error": f"did not finish in {timeout:g} s"}
+    except StepFailed as exc:
+        return {"error": str(exc)}
+
+
+def grade(job, opts, on_reference=None):
+    """Stage 2 of ``grade``: the reference as parts, the candidate's answer for each, compared.
+    A comparison that fails on the candidate's data is an invalid verdict, never an error."""
     from .guard import StepFailed, StepTimeout, run_guarded
     from .reference import build_reference
 
@@ -222,7 +245,47 @@ def grade(job, opts):
         ref = run_guarded(build_reference, job.get("reference_timeout", 30.0), job)
     except (StepTimeout, StepFailed) as exc:
         return {"error": f"the reference answer could not be evaluated: {exc}"}
-    parts = ref["parts"]
+    if on_reference is not None:
+        on_reference()
+    try:
+        out = _compare_parts(job, opts, ref["parts"])
+    except Exception as exc:  # noqa: BLE001 - the answer's doing: the reference evaluated fine
+        out = {"verdict": "invalid", "method": "compare", "compared": {},
+               "reason": f"the answer could not be compared with the reference ({type(exc).__name__})"}
+    if not job.get("written"):  # a written answer is LaTeX already (the run's ANSWER.md)
+        latex = answer_latex(job["trees"][0], opts.step_timeout)
+        if latex:
+            out["candidate_latex"] = latex
+    return out
+
+
+MAX_LATEX = 20_000
+
+
+def step_latex(tree):
+    """The answer's value as LaTeX: rebuilt from its tree (data, never code), then ``sympy.latex``."""
+    import sympy as sp
+
+    from . import tree as T
+
+    return sp.latex(T.from_tree(tree, sp))
+
+
+def answer_latex(tree, timeout):
+    """``step_latex`` in a killable child (a rebuilt value can be large); "" when it fails, runs
+    over ``timeout`` or is longer than MAX_LATEX (the page then shows the code alone)."""
+    from .guard import StepFailed, StepTimeout, run_guarded
+
+    try:
+        text = run_guarded(step_latex, timeout, tree)
+    except (StepTimeout, StepFailed):
+        return ""
+    return text if isinstance(text, str) and len(text) <= MAX_LATEX else ""
+
+
+def _compare_parts(job, opts, parts):
+    from . import compare as C, written as W
+
     if job.get("written"):
         picked = W.pick(parts, job["written"])
     else:  # an answer from code: one value, no label
@@ -242,10 +305,10 @@ def grade(job, opts):
     def opts_for(part):
         o = C.Options(symbols=opts.symbols, rtol=part.get("rtol") if part.get("rtol") is not None else opts.rtol,
                       step_timeout=opts.step_timeout, literals=part.get("literals"), seed=opts.seed,
-                      n_points=opts.n_points, precision_also=bool(part.get("hipho")))
+                      n_points=opts.n_points, precision_also=bool(part.get("hipho")), precision=opts.precision)
         return o
 
-    return W.grade_parts(picked, parts, opts_for, hipho=bool(job.get("hipho")))
+    return W.grade_parts(picked, parts, opts_for, hipho=bool(job.get("hipho")), choices=bool(job.get("choices")))
 
 
 def _leaves(t):
@@ -272,6 +335,10 @@ def main():
         _write(result, out_path)
         sys.stdout.flush()
         os._exit(0)  # skip interpreter teardown (candidate atexit hooks, __del__)
-    result = run_trusted(job)
+    def reference_evaluated():
+        sys.stdout.write(REFERENCE_MARK + "\n")
+        sys.stdout.flush()
+
+    result = run_trusted(job, reference_evaluated)
     sys.stdout.write(RESULT_MARK + json.dumps(result) + "\n")
     sys.stdout.flush()

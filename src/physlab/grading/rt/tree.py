@@ -9,8 +9,17 @@ Nodes (``t`` = tag):
   int {v: "123"} | rat {p, q} | float {v: "1.25", prec} | complex {re, im} | bool {v} | str {v}
   | none | ellipsis | const {v: "pi"} | sym {name, assumptions} | fn {f: "Add", a: [...]}
   | ufn {name, a} | tuple/list/set {a} | dict {items: [[k, v], ...]} | matrix {rows, cols, a}
+
+``validate`` is the one definition of a well-formed tree, and every path goes through it: the host
+checks a stage-1 result with it, ``from_tree`` refuses what it refuses, ``to_tree`` never makes what
+it refuses. Every field has its type (numbers are digit strings, names are strings, assumptions
+known keys with booleans); inside an expression (the arguments of ``fn``/``ufn``, the entries of a
+matrix) only numbers, constants, symbols, booleans, functions and sets may appear -- never a string,
+None, ``...`` or a Python container, because SymPy's constructors sympify their arguments
+non-strictly, and a string sympified is Python evaluated.
 """
 
+import re
 import sys
 
 MAX_NODES = 200_000
@@ -60,7 +69,8 @@ class TreeError(Exception):
 
 
 def to_tree(value, sympy_module=None):
-    """Serialize ``value`` (candidate output) to a JSON-able tree. Raises TreeError."""
+    """Serialize ``value`` (candidate output) to a JSON-able tree. Raises TreeError, also for what
+    ``validate`` would refuse (a SymPy object made to hold a Python string, say)."""
     sp = sympy_module or _sympy()
     count = [0]
     whitelist = {name: resolve(sp, name) for name in FUNCTIONS}
@@ -144,7 +154,11 @@ def to_tree(value, sympy_module=None):
                             "does not accept")
         return {"t": "fn", "f": name, "a": [walk(e, depth + 1) for e in x.args]}
 
-    return walk(value, 0)
+    tree = walk(value, 0)
+    problem = validate(tree)
+    if problem:
+        raise TreeError(problem)
+    return tree
 
 
 def _int_str(n):
@@ -206,37 +220,116 @@ def contains_ellipsis(tree):
     return False
 
 
-def validate(tree):
-    """Check an untrusted tree's shape without SymPy (iterative: no recursion on hostile input).
-    Returns None when fine, else a one-line reason."""
-    seen = 0
-    stack = [(tree, 0)]
+_INT = re.compile(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS)
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,12})?|[+-]?inf|nan")
+# functions whose arguments the trusted stage reads by position: their number is part of the shape
+ARITY = {"Pow": (2, 2), "ExprCondPair": (2, 2), "Not": (1, 1), "Interval": (2, 4), "Equality": (2, 2),
+         "Unequality": (2, 2), "StrictLessThan": (2, 2), "LessThan": (2, 2), "StrictGreaterThan": (2, 2),
+         "GreaterThan": (2, 2)}
+_EXPR_LEAVES = frozenset(("int", "rat", "float", "complex", "bool", "const", "sym"))
+_VALUE_LEAVES = _EXPR_LEAVES | {"str", "none", "ellipsis"}
+_INSIDE = {"str": "a string", "none": "None", "ellipsis": "...", "tuple": "a tuple", "list": "a list",
+           "dict": "a dict", "matrix": "a matrix"}
+
+
+def _node_problem(n, in_expr):
+    """Why node ``n`` (its own fields, not its children) is not well formed; None when it is."""
+    if not isinstance(n, dict) or type(n.get("t")) is not str:
+        return "malformed answer tree"
+    t = n["t"]
+    if in_expr and t in _INSIDE:
+        return (f"the answer has {_INSIDE[t]} inside an expression (a function's argument or a matrix "
+                "entry holds numbers, symbols and functions only)")
+    if t == "int":
+        return None if _is_int(n.get("v")) else "malformed integer in the answer"
+    if t == "rat":
+        ok = _is_int(n.get("p")) and _is_int(n.get("q")) and n["q"].lstrip("-0") != ""
+        return None if ok else "malformed rational in the answer"
+    if t == "float":
+        prec = n.get("prec", 53)
+        ok = _is_float(n.get("v")) and type(prec) is int and 2 <= prec <= 4000
+        return None if ok else "malformed float in the answer"
+    if t == "complex":
+        return None if _is_float(n.get("re")) and _is_float(n.get("im")) else "malformed complex number in the answer"
+    if t == "bool":
+        return None if type(n.get("v")) is bool else "malformed boolean in the answer"
+    if t == "str":
+        v = n.get("v")
+        if type(v) is not str:
+            return "malformed string in the answer"
+        return None if len(v) <= MAX_STR else f"the answer contains a string longer than {MAX_STR} characters"
+    if t in ("none", "ellipsis"):
+        return None
+    if t == "const":
+        v = n.get("v")
+        return None if type(v) is str and v in _CONST_BUILD else "unknown constant in the answer"
+    if t == "sym":
+        name, ass = n.get("name"), n.get("assumptions", {})
+        if type(name) is not str or not 0 < len(name) <= 200:
+            return "malformed symbol name in the answer"
+        if type(ass) is not dict or not all(k in _ASSUMPTION_KEYS and type(v) is bool for k, v in ass.items()):
+            return "malformed symbol assumptions in the answer"
+        return None
+    if t in ("fn", "ufn", "tuple", "list", "set", "matrix"):
+        a = n.get("a")
+        if type(a) is not list:
+            return "malformed answer tree"
+        if t == "fn":
+            f = n.get("f")
+            if type(f) is not str or f not in FUNCTIONS:
+                return f"answer uses {str(f)[:40]!r}, which the grader does not accept"
+            lo, hi = ARITY.get(f, (0, None))
+            if len(a) < lo or (hi is not None and len(a) > hi):
+                return f"malformed {f} in the answer ({len(a)} arguments)"
+        if t == "ufn" and (type(n.get("name")) is not str or not 0 < len(n["name"]) <= 200):
+            return "malformed function name in the answer"
+        if t == "matrix":
+            rows, cols = n.get("rows"), n.get("cols")
+            if type(rows) is not int or type(cols) is not int or rows < 0 or cols < 0 or rows * cols != len(a):
+                return "malformed matrix in the answer"
+        return None
+    if t == "dict":
+        items = n.get("items")
+        if type(items) is not list or not all(type(kv) is list and len(kv) == 2 for kv in items):
+            return "malformed answer tree"
+        return None
+    return f"malformed answer tree (unknown node {t[:20]!r})"
+
+
+def _is_int(s):
+    return type(s) is str and _INT.fullmatch(s) is not None
+
+
+def _is_float(s):
+    return type(s) is str and len(s) <= 200 and _FLOAT.fullmatch(s.strip().lower()) is not None
+
+
+def validate(tree, budget=None):
+    """Check an untrusted tree without SymPy (iterative: no recursion on hostile input): every
+    node's fields by type, the whitelist, the limits, and no string/None/container inside an
+    expression. Returns None when fine, else a one-line reason. ``budget``: a one-item list of
+    nodes still allowed (shared by several trees of one answer)."""
+    budget = budget if budget is not None else [MAX_NODES]
+    stack = [(tree, 0, False)]
     while stack:
-        n, depth = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
+        n, depth, in_expr = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0:
             return f"answer is too large (more than {MAX_NODES} nodes)"
         if depth > MAX_DEPTH + 2:
             return "answer is nested too deeply"
-        if not isinstance(n, dict) or not isinstance(n.get("t"), str):
-            return "malformed answer tree"
+        problem = _node_problem(n, in_expr)
+        if problem:
+            return problem
         t = n["t"]
-        if t in ("tuple", "list", "set", "fn", "ufn", "matrix"):
-            a = n.get("a")
-            if not isinstance(a, list):
-                return "malformed answer tree"
-            if t == "fn" and n.get("f") not in FUNCTIONS:
-                return f"answer uses {str(n.get('f'))[:40]!r}, which the grader does not accept"
-            stack.extend((e, depth + 1) for e in a)
+        if t in ("fn", "ufn", "matrix"):
+            stack.extend((e, depth + 1, True) for e in n["a"])
+        elif t in ("tuple", "list", "set"):
+            stack.extend((e, depth + 1, in_expr) for e in n["a"])  # a set inside an expression is a FiniteSet
         elif t == "dict":
-            items = n.get("items")
-            if not isinstance(items, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in items):
-                return "malformed answer tree"
-            for k, v in items:
-                stack.append((k, depth + 1))
-                stack.append((v, depth + 1))
-        elif t not in ("int", "rat", "float", "complex", "bool", "str", "none", "ellipsis", "const", "sym"):
-            return f"malformed answer tree (unknown node {t[:20]!r})"
+            for k, v in n["items"]:
+                stack.append((k, depth + 1, False))
+                stack.append((v, depth + 1, False))
     return None
 
 
@@ -246,73 +339,58 @@ def validate(tree):
 def from_tree(tree, sympy_module=None, *, symbol=None, sympy_containers=False):
     """Rebuild a value from a tree. ``symbol(name, assumptions)`` makes symbols (default: plain
     ``Symbol(name, **assumptions)``). Containers come back as Python tuple/list/dict/set and
-    matrices as ``ImmutableMatrix``. Raises TreeError on anything outside the whitelist."""
+    matrices as ``ImmutableMatrix``; a set inside an expression is a ``FiniteSet``. Raises
+    TreeError on anything ``validate`` refuses; every constructor gets SymPy objects only."""
+    problem = validate(tree)
+    if problem:
+        raise TreeError(problem)
     sp = sympy_module or _sympy()
     make_symbol = symbol or (lambda name, assumptions: sp.Symbol(name, **assumptions))
 
-    def num(s):
-        if not isinstance(s, str) or len(s) > MAX_INT_DIGITS + 2:
-            raise TreeError("malformed number in answer tree")
-        return s
+    def expr_args(n, depth):
+        args = [build(e, depth + 1, True) for e in n["a"]]
+        if not all(isinstance(x, sp.Basic) for x in args):  # validate keeps them out; never sympify
+            raise TreeError("the answer has a non-SymPy value inside an expression")
+        return args
 
-    def build(n, depth):
-        if depth > MAX_DEPTH + 2:
-            raise TreeError("answer is nested too deeply")
-        t = n.get("t") if isinstance(n, dict) else None
+    def build(n, depth, in_expr=False):
+        t = n["t"]
         if t == "int":
-            return sp.Integer(int(num(n["v"])))
+            return sp.Integer(int(n["v"]))
         if t == "rat":
-            return sp.Rational(int(num(n["p"])), int(num(n["q"])))
+            return sp.Rational(int(n["p"]), int(n["q"]))
         if t == "float":
-            prec = n.get("prec", 53)
-            prec = prec if isinstance(prec, int) and 2 <= prec <= 4000 else 53
-            return sp.Float(_float_literal(n["v"]), precision=prec)
+            return sp.Float(_float_literal(n["v"]), precision=n.get("prec", 53))
         if t == "complex":
             return sp.Float(_float_literal(n["re"])) + sp.I * sp.Float(_float_literal(n["im"]))
         if t == "bool":
             return sp.true if n["v"] else sp.false
         if t == "str":
-            return str(n["v"])[:MAX_STR]
+            return n["v"]
         if t == "none":
             return None
         if t == "ellipsis":
             return Ellipsis
         if t == "const":
-            name = _CONST_BUILD.get(n.get("v"))
-            if name is None:
-                raise TreeError("unknown constant in answer tree")
-            return getattr(sp.S, name)
+            return getattr(sp.S, _CONST_BUILD[n["v"]])
         if t == "sym":
-            name = n.get("name")
-            assumptions = n.get("assumptions") or {}
-            if not isinstance(name, str) or not isinstance(assumptions, dict):
-                raise TreeError("malformed symbol in answer tree")
-            clean = {k: bool(v) for k, v in assumptions.items() if k in _ASSUMPTION_KEYS and isinstance(v, bool)}
-            return make_symbol(name[:200], clean)
+            return make_symbol(n["name"], dict(n.get("assumptions") or {}))
         if t == "fn":
-            f = n.get("f")
-            if f not in FUNCTIONS:
-                raise TreeError(f"answer uses {str(f)[:40]!r}, which the grader does not accept")
-            args = [build(e, depth + 1) for e in n["a"]]
-            cls = resolve(sp, f)
+            cls = resolve(sp, n["f"])
             if cls is None:
-                raise TreeError(f"answer uses {f!r}, which this SymPy does not have")
-            return cls(*args)
+                raise TreeError(f"answer uses {n['f']!r}, which this SymPy does not have")
+            return cls(*expr_args(n, depth))
         if t == "ufn":
-            return sp.Function(str(n["name"])[:200])(*[build(e, depth + 1) for e in n["a"]])
+            return sp.Function(n["name"])(*expr_args(n, depth))
         if t in ("tuple", "list", "set"):
-            items = [build(e, depth + 1) for e in n["a"]]
+            items = [build(e, depth + 1, in_expr) for e in n["a"]]
             if t == "set":
-                return sp.FiniteSet(*items) if sympy_containers else frozenset_or_list(items)
+                return sp.FiniteSet(*items) if sympy_containers or in_expr else frozenset_or_list(items)
             return tuple(items) if t == "tuple" else items
         if t == "dict":
             return {_hashable(build(k, depth + 1)): build(v, depth + 1) for k, v in n["items"]}
         if t == "matrix":
-            rows, cols = n.get("rows"), n.get("cols")
-            a = [build(e, depth + 1) for e in n["a"]]
-            if not (isinstance(rows, int) and isinstance(cols, int) and rows * cols == len(a)):
-                raise TreeError("malformed matrix in answer tree")
-            return sp.ImmutableMatrix(rows, cols, a)
+            return sp.ImmutableMatrix(n["rows"], n["cols"], expr_args(n, depth))
         raise TreeError("malformed answer tree")
 
     old = sys.getrecursionlimit()
@@ -323,8 +401,8 @@ def from_tree(tree, sympy_module=None, *, symbol=None, sympy_containers=False):
         raise
     except RecursionError:
         raise TreeError("answer is nested too deeply") from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise TreeError(f"malformed answer tree ({type(exc).__name__})") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise TreeError(f"the answer could not be rebuilt ({type(exc).__name__})") from None
     finally:
         sys.setrecursionlimit(old)
 
@@ -342,13 +420,10 @@ def _hashable(x):
 
 
 def _float_literal(s):
-    if not isinstance(s, str) or len(s) > 200:
+    if not _is_float(s):
         raise TreeError("malformed float in answer tree")
     low = s.strip().lower()
-    if low in ("nan", "inf", "-inf", "+inf"):
-        return {"nan": "nan", "inf": "inf", "+inf": "inf", "-inf": "-inf"}[low]
-    float(s)  # validates the literal (raises ValueError)
-    return s
+    return {"+inf": "inf"}.get(low, low) if low in ("nan", "inf", "-inf", "+inf") else s.strip()
 
 
 def _sympy():

@@ -13,10 +13,10 @@ precision). Offset units (degC) are converted only on plain numbers.
 
 import re
 
-_TEXT = r"\\(?:mathrm|text|textrm|mathit|rm|operatorname|mbox|textnormal)\s*\{(?:[^{}]|\{[^{}]*\})*\}"
+_TEXT = r"\\(?:mathrm|text|textrm|textbf|mathit|rm|operatorname|mbox|textnormal)\s*\{(?:[^{}]|\{[^{}]*\})*\}"
 _EXP = r"(?:\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|[+-]?\d))?"
 _DEGREE = r"(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\(?:mathrm|text|rm)\s*\{\s*[CF]\s*\}|[CF](?![A-Za-z]))?"
-_MARKED_ATOM = re.compile(r"(?:" + _DEGREE + "|" + _TEXT + r"|\\(?:Omega|mu|AA|ohm)(?![A-Za-z])\s*[A-Za-z]*)" + _EXP + r"$")
+_MARKED_ATOM = re.compile(r"(?:" + _DEGREE + "|" + _TEXT + r"|\\?%|\\(?:Omega|mu|AA|ohm)(?![A-Za-z])\s*[A-Za-z]*)" + _EXP + r"$")
 _PLAIN_ATOM = re.compile(r"(?<![\\A-Za-z])[A-Za-zµμΩÅ]+" + _EXP + r"$")
 _SEP = re.compile(r"(?:\s*(?:\\cdot|\\times|/|\*)\s*|\s*)$")
 _NUMBER = re.compile(r"^[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)(?:\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|[+-]?\d))?$"
@@ -28,12 +28,13 @@ _EXTRA = ("solar_mass = 1.98847e30 * kilogram = M_sun", "solar_radius = 6.957e8 
 _LATEX_UNITS = [(r"M_\{?\\odot\}?", "M_sun"), (r"R_\{?\\odot\}?", "R_sun"), (r"L_\{?\\odot\}?", "L_sun"),
                 (r"\\Omega|\\ohm", "Ω"), (r"\\mu\s*", "µ"), (r"μ", "µ"), (r"\\AA", "Å"),
                 (_DEG_C, " degC"), (_DEG_C.replace("C", "F"), " degF"),
-                (r"\^\s*\{?\s*\\circ\s*\}?|°", " degree"), (r"\\%|%", " percent")]
+                (r"\^\s*\{?\s*\\circ\s*\}?|°", " degree"), (r"\\%|%", " percent"),
+                (r"(?<![A-Za-z])pct(?![A-Za-z])", " percent")]  # pint reads "pct" as pico-carats
 
 _REGISTRY = []  # one pint registry per process (created on first use: ~0.2 s)
 
 
-_UNITISH = re.compile(r"\\(?:mathrm|text|rm|mu|Omega|AA|circ)(?![A-Za-z])|°|\d\s*[A-Za-zµμΩÅ]")
+_UNITISH = re.compile(r"\\(?:mathrm|text|textbf|rm|mu|Omega|AA|circ)(?![A-Za-z])|°|%|\d\s*[A-Za-zµμΩÅ]")
 
 
 def may_have_unit(text):
@@ -61,7 +62,7 @@ def to_pint(unit):
     s = re.sub(r"\\mu\s*\\(mathrm|text|rm)\s*\{", r"\\\1{\\mu ", s)  # \mu\mathrm{m}: one unit
     for pat, rep in _LATEX_UNITS:
         s = re.sub(pat, rep, s)
-    s = re.sub(r"\\(?:mathrm|text|textrm|mathit|rm|operatorname|mbox|textnormal)\s*\{", "{", s)
+    s = re.sub(r"\\(?:mathrm|text|textrm|textbf|mathit|rm|operatorname|mbox|textnormal)\s*\{", "{", s)
     s = s.replace("\\cdot", "*").replace("\\times", "*")
     s = re.sub(r"\\[,;:! ]|~", " ", s)
     if "\\" in s:

@@ -9,14 +9,16 @@ written answers (``latex.parse_answer`` per box, in stage 1). This module
   boxes (or the last boxes when the final group is short); several boxes make a tuple/set when the
   reference is one;
 * compares one pair: labels (a relation compares right-hand sides only when its left side names
-  the asked quantity), units (pint: converted, or refused when not convertible), HiPhO acceptance
-  ranges, ``(a, b)`` read as an interval beside one, approximate reference forms, then
-  ``compare.compare``;
+  the asked quantity; two left sides that differ compare as equations), units (pint: converted, or
+  refused when not convertible), HiPhO acceptance ranges, ``(a, b)`` read as an interval beside
+  one, inequalities on one quantity as the interval they describe, approximate reference forms, a
+  candidate's stated value after an exact form in free constants, then ``compare.compare``; and
+  the other reading a notation allows (a percentage as that number, a lone ``e`` as Euler's number
+  beside one); letters for multiple choice;
 * says what it compared: the normalised reference and candidate and the method, per part.
 """
 
-from . import compare as C
-from . import tree as T
+from . import compare as C, tree as T
 from .guard import StepFailed, StepTimeout, run_guarded
 from .units import factor as unit_factor, is_offset, pretty as pretty_unit
 
@@ -165,10 +167,18 @@ def _compare(cand, ref, opts, other_labels, kind):
     note = ""
     clab, rlab = _norm_label(cand.get("label")), _norm_label(ref.get("label"))
     if clab and rlab and clab != rlab:
-        if clab in {_norm_label(x) for x in other_labels} or clab in _free_names(rv):
+        # "E_k - B = 5" does not say E_k = 5: a left side holding the asked quantity is another one
+        if (clab in {_norm_label(x) for x in other_labels} or clab in _free_names(rv)
+                or rlab in _free_names(cand.get("lhs"))):
             return PartResult(False, f"the answer gives {cand['label']}, the question asks for {ref['label']}", "label")
+        if cand.get("lhs") and ref.get("lhs") and (cand["lhs"].get("t"), ref["lhs"].get("t")) != ("sym", "sym"):
+            return _relations(cand, ref, opts)  # "R^2 = x^2 + y^2" for "x^2 + y^2 = R^2": the same equation
         note = f" (labelled {cand['label']})"
-    if _is_relation(rv) or (ref.get("lhs") and _is_relation(cv)):
+    if _is_relation(rv) and rv.get("f") not in ("Equality", "Unequality") and C._kind(cv) == "interval":
+        as_set = _as_set(rv, opts)  # "-2 \le x \le 7" answered "x \in [-2, 7]"
+        if as_set is not None:
+            return _finish(C.compare(cv, as_set, opts), note)
+    if _is_relation(rv) or (ref.get("lhs") and _is_relation(cv) and C._kind(rv) != "interval"):
         return _relations(cand, ref, opts)
     if _is_relation(cv):
         if ref.get("paren_pair") and C._kind(rv) == "seq" and len(rv["a"]) == 2:
@@ -181,6 +191,11 @@ def _compare(cand, ref, opts, other_labels, kind):
     if cand.get("lhs") and not ref.get("lhs") and _free_names(cand["lhs"]) & _free_names(rv):
         return PartResult(False, "expected an expression; the answer is an equation in "
                                  f"{cand['label']}", "relation")
+    if cand.get("alts") and _has_symbols(cv) and not _has_symbols(rv):
+        # "E = q^2/(4 pi eps_0 r) \approx 5.0e-8 J" against a number: the value it states
+        cv, note = cand["alts"][-1], note + " (the answer's stated value)"
+        cand = dict(cand, value=cv)
+    opts = _with_candidate_digits(opts, cand)
     cv, unit_note, unit_problem = _units(cand, ref, opts)
     if unit_problem:
         return PartResult(False, unit_problem, "units")
@@ -190,6 +205,12 @@ def _compare(cand, ref, opts, other_labels, kind):
     if C._kind(rv) == "interval" and cand.get("paren_pair") and C._kind(cv) == "seq" and len(cv["a"]) == 2:
         cv = _open_interval(cv)
     res = C.compare(cv, rv, opts)
+    if not res.equal:
+        other = _other_reading(cand, ref, cv, rv)
+        if other is not None:
+            alt_res = C.compare(other[0], other[1], opts)
+            if alt_res.equal:
+                return _finish(C.Result(True, alt_res.reason + other[2], alt_res.method), unit_note + note)
     if not res.equal and ref.get("alts"):
         for alt in ref["alts"]:
             alt_res = C.compare(cv, alt, opts)
@@ -197,6 +218,62 @@ def _compare(cand, ref, opts, other_labels, kind):
                 return _finish(C.Result(True, alt_res.reason + " (the reference's approximate form)", alt_res.method),
                                unit_note + note)
     return _finish(res, unit_note + note)
+
+
+def _with_candidate_digits(opts, cand):
+    """The options with the digits the candidate wrote (rt/precision.py judges its number at them)."""
+    import copy
+    out = copy.copy(opts)
+    out.candidate_literals = cand.get("literals") or {}
+    return out
+
+
+_EULER = {"t": "const", "v": "E"}
+
+
+def _other_reading(cand, ref, cv, rv):
+    """(candidate, reference, note) read the other way a notation allows, or None: a percentage
+    against a plain number is also that number (``0.625 %`` for a reference 0.62 asked in percent);
+    ``e`` on one side against Euler's number on the other is Euler's number (``\text{e}^{-1}`` for
+    ``1/e``)."""
+    if _is_percent(cand.get("unit")) and not ref.get("unit"):
+        return cand["value"], rv, " (as a percentage)"
+    if _has_euler(rv) and _has_sym(cv, "e"):
+        return _replace_sym(cv, "e", _EULER), rv, " (e read as Euler's number)"
+    if _has_euler(cv) and _has_sym(rv, "e"):
+        return cv, _replace_sym(rv, "e", _EULER), " (e read as Euler's number)"
+    return None
+
+
+def _walk(tree):
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            yield n
+            stack.extend(n.get("a") or [])
+
+
+def _is_percent(unit):
+    return (unit or "").replace("\\", "").strip() in ("%", "percent", "pct")
+
+
+def _has_euler(tree):
+    return any(n == _EULER or (n.get("t") == "fn" and n.get("f") == "exp") for n in _walk(tree))
+
+
+def _has_sym(tree, name):
+    return any(n.get("t") == "sym" and n.get("name") == name for n in _walk(tree))
+
+
+def _replace_sym(tree, name, node):
+    if not isinstance(tree, dict):
+        return tree
+    if tree.get("t") == "sym" and tree.get("name") == name:
+        return dict(node)
+    if "a" in tree:
+        return dict(tree, a=[_replace_sym(x, name, node) for x in tree["a"]])
+    return tree
 
 
 def _open_interval(pair):
@@ -233,7 +310,7 @@ def _eq(lhs, rhs):
 def _units(cand, ref, opts):
     """(candidate value in the reference's unit, note, problem)."""
     cv, cu, ru = cand["value"], cand.get("unit"), ref.get("unit")
-    if cu and not cand.get("unit_marked") and not ru:
+    if cu and not cand.get("unit_marked") and not ru and not _is_percent(cu):
         # "2 m" with no unit asked: the letters are symbols
         return (cand.get("unsplit") or cv), "", ""
     if cu and ru:
@@ -259,7 +336,7 @@ def _scale(tree, f):
     import sympy as sp
     if str(f) == "1":
         return tree
-    ft = T.to_tree(sp.sympify(f), sp)
+    ft = T.to_tree(sp.sympify(f, strict=True), sp)  # a unit factor: a SymPy number, never text
     k = C._kind(tree)
     if k in ("seq", "set"):
         return dict(tree, a=[_scale(x, f) for x in tree["a"]])
@@ -322,17 +399,34 @@ def _as_set(tree, opts):
 
 
 def step_as_set(job):
-    """``0 < x < 1`` -> the interval it describes (one free symbol only), as a tree."""
+    """``0 < x < 1``, ``0 < f(x) < 1``, ``x > 2`` -> the interval it describes, as a tree: every
+    inequality bounds one and the same quantity by numbers."""
     import sympy as sp
     c = T.from_tree(job["c"], sp, sympy_containers=True)
-    if len(c.free_symbols) != 1:
+    rels = list(c.args) if isinstance(c, sp.And) else [c]
+    if not all(isinstance(r, sp.core.relational.Relational) and not isinstance(r, (sp.Eq, sp.Ne)) for r in rels):
         return None
-    return T.to_tree(c.as_set(), sp)
+    sides = [x for r in rels for x in (r.lhs, r.rhs)]
+    subjects = {x for x in sides if x.free_symbols}
+    if len(subjects) != 1:
+        return None
+    subject = subjects.pop()
+    x = sp.Dummy("x", real=True)
+    return T.to_tree(c.xreplace({subject: x}).as_set(), sp)
 
 
 def _letters(text):
+    """The option letters an answer names: ``C``, ``c``, ``(c)``, ``A, C``, ``b) 1 MeV``; else every
+    standalone capital letter."""
     import re
-    text = re.sub(r"\\(?:text|mathrm|textbf|mathbf)\s*\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"\\(?:text|mathrm|textbf|mathbf|textrm)\s*\{([^{}]*)\}", r"\1", text[:2000])
+    text = re.sub(r"\$|\\[,;:! ]", " ", text).strip().strip(".").strip()
+    one = r"\(?\s*[A-Za-z]\s*\)?"
+    if re.fullmatch(one + r"(?:\s*(?:,|;|&|and)\s*" + one + r")*", text, re.IGNORECASE):
+        return {x.upper() for x in re.findall(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])", re.sub(r"\band\b", " ", text))}
+    lead = re.match(r"\(?\s*([A-Za-z])\s*\)(?=\s|$)", text)
+    if lead:
+        return {lead.group(1).upper()}
     return set(re.findall(r"(?<![A-Za-z\\])[A-Z](?![A-Za-z])", text))
 
 
@@ -345,8 +439,11 @@ def _plain(text):
 # ------------------------------------------------------------------------------ verdict
 
 
-def grade_parts(cands, ref_parts, opts_for, *, hipho=False):
-    """Verdict dict for chosen candidate parts against reference parts."""
+def grade_parts(cands, ref_parts, opts_for, *, hipho=False, choices=False):
+    """Verdict dict for chosen candidate parts against reference parts (``choices``: a
+    multiple-choice problem, every part compared as letters)."""
+    if choices:
+        ref_parts = [dict(r, answer_type="Multiple Choice") for r in ref_parts]
     results = []
     all_labels = [r.get("label") for r in ref_parts if r.get("label")]
     for i, (picked, ref) in enumerate(zip(cands, ref_parts)):

@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable, Sequence
 
-from pydantic_ai import Agent, ModelRetry
-from pydantic_ai import RunContext as CallContext
+from pydantic_ai import Agent, ModelRetry, RunContext as CallContext
 from pydantic_ai.messages import CachePoint, UserContent
 from pydantic_ai.settings import CacheConfig, ModelSettings
 from pydantic_ai.tool_manager import ToolManager
@@ -16,15 +15,15 @@ from pydantic_ai.usage import UsageLimits
 from physlab.lab.context import RolePrompt, clip, guide
 from physlab.llm.context_fit import fitting
 from physlab.llm.output import structured_output
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox.types import SandboxLimits
 
 
 @dataclass
 class LabEnv:
-    """What a role call needs from the run: the RunContext pieces, settings and an event hook."""
+    """What a role call needs from the run: the RunEnvironment pieces, settings and an event hook."""
 
-    ctx: RunContext
+    ctx: RunEnvironment
     code_timeout_s: float = 120.0
     code_memory_mb: int = 4096
     tool_retries: int = 3

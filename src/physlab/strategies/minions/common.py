@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from physlab.problems.model import Problem
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.prompt_files import PromptFolder
 from physlab.strategies.sampling import answer_requirements, ask_structured
 
@@ -34,7 +34,7 @@ class Review(BaseModel):
         return self.verdict == "pass"
 
 
-async def review(ctx: RunContext, role: str, content: Any, settings: dict[str, Any] | None) -> Review | None:
+async def review(ctx: RunEnvironment, role: str, content: Any, settings: dict[str, Any] | None) -> Review | None:
     """A verifier's Review of ``content`` (its prompt, and the images it is to look at); None when
     it gave no valid review after its retries (the caller fails the check: never an accidental pass)."""
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.minions.common import render
 from physlab.strategies.sampling import ask
 
@@ -16,7 +16,7 @@ ROLE_INTROSPECTOR = "introspector"
 
 @dataclass
 class LogicStudio:
-    ctx: RunContext
+    ctx: RunEnvironment
     problem_text: str
     figures: str
     requirements: str

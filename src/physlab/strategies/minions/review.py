@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.minions.common import NO_REVIEW, Review, render, review
 
 ROLE_PHYSICS = "physics_verifier"
@@ -31,7 +31,7 @@ class ReviewOutcome(BaseModel):
 
 @dataclass
 class ReviewStudio:
-    ctx: RunContext
+    ctx: RunEnvironment
     problem_text: str
     figures: str
     images: list[Any]

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_ai import BinaryContent
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.minions.common import NO_REVIEW, render, review
 from physlab.strategies.sampling import OUTPUT_RETRIES, ask_structured
 
@@ -66,7 +66,7 @@ class FigureDescription(BaseModel):
     notes: str = Field(default="", description="Reading precision, anything ambiguous.")
 
 
-async def _description(ctx: RunContext, role: str, prompt: str, picture: BinaryContent,
+async def _description(ctx: RunEnvironment, role: str, prompt: str, picture: BinaryContent,
                        settings: dict[str, Any] | None) -> tuple[FigureDescription | None, str | None]:
     """(description, None), or (None, why) when the role gave no valid one after its retries."""
     try:
@@ -92,7 +92,7 @@ class FigureResult(BaseModel):
     rounds: list[dict[str, Any]] = Field(default_factory=list)
 
 
-async def describe_figure(ctx: RunContext, image: Path, *, cv: int, max_rounds: int, self_improve: bool,
+async def describe_figure(ctx: RunEnvironment, image: Path, *, cv: int, max_rounds: int, self_improve: bool,
                           settings: dict[str, Any] | None, context: str) -> FigureResult:
     """Run the Inspector/Introspector/Verifier loop on one figure."""
     picture = image_content(image)

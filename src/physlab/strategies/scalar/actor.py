@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.sampling import ask
 from physlab.strategies.scalar.common import render
 
@@ -15,7 +15,7 @@ ROLE = "actor"
 
 @dataclass
 class Actor:
-    ctx: RunContext
+    ctx: RunEnvironment
     persona: str
     requirements: str
     settings: dict[str, Any] | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.sampling import ask
 from physlab.strategies.scalar.common import render
 
@@ -26,7 +26,7 @@ def dialogue_text(turns: list[tuple[str, str | None]]) -> str:
 
 @dataclass
 class Critic:
-    ctx: RunContext
+    ctx: RunEnvironment
     strategy_text: str
     reference: str | None = None
     settings: dict[str, Any] | None = None

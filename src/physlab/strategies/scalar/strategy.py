@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 from physlab.errors import UserError
 from physlab.grading.extract import extract_code
-from physlab.runs.checkpoints import record_best
-from physlab.runs.context import RunContext
-from physlab.strategies.base import Attempt, Strategy
+from physlab.run.checkpoints import record_best
+from physlab.run.environment import RunEnvironment
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.minions.common import requirements
 from physlab.strategies.minions.visual import image_content
 from physlab.strategies.params import SCALAR, ModelParams, param
@@ -81,7 +81,7 @@ def stagnated(scores: list[float | None], delta: float, patience: int) -> bool:
     return all(abs(b - a) <= delta for a, b in zip(tail, tail[1:]))  # type: ignore[operator]
 
 
-async def grade_turn(ctx: RunContext, text: str, code: str | None) -> dict[str, Any] | None:
+async def grade_turn(ctx: RunEnvironment, text: str, code: str | None) -> dict[str, Any] | None:
     """The grader's verdict on a turn's final answer (None when the problem is not gradable)."""
     if ctx.grader is None:
         return None
@@ -98,7 +98,7 @@ class Scalar(Strategy[ScalarParams]):
     name = "scalar"
     Params = ScalarParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
         expertise, style, feedback = p.expertise, p.style, p.feedback
         max_iter, delta, patience = p.max_iterations, p.stagnation_delta, p.stagnation_patience
@@ -130,7 +130,7 @@ class Scalar(Strategy[ScalarParams]):
         code: str | None = None
         stop = "iteration_cap"
 
-        def done(status: str, reason: str, exc: BaseException | None = None) -> Attempt:
+        def done(status: AttemptStatus, reason: str, exc: BaseException | None = None) -> Attempt:
             transcript.stop_reason = reason
             _save(ctx, transcript)
             decided = [t.judge.agrees_with_grader for t in transcript.turns if t.judge.agrees_with_grader is not None]
@@ -185,6 +185,6 @@ class Scalar(Strategy[ScalarParams]):
             return done(*ended_by(exc, answered=bool(text)), exc)
 
 
-def _save(ctx: RunContext, transcript: ScalarTranscript) -> None:
+def _save(ctx: RunEnvironment, transcript: ScalarTranscript) -> None:
     with suppress(OSError):  # the transcript is for re-scoring: a full disk must not end the run
         transcript.save(ctx.workspace)

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from physlab.errors import UserError
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.sampling import error_text
 from physlab.strategies.tpbench.candidates import TPBenchParams, attempt_from_group, build_pool, pool_details
@@ -27,7 +27,7 @@ class TPBenchBestOfN(Strategy[TPBenchParams]):
     name = "tpbench-bon"
     Params = TPBenchParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         if ctx.grader is None:
             raise UserError(f"strategy {self.name}: problem {ctx.problem.id!r} has no reference answer; "
                             "best-of-N uses the grader as an oracle (an upper bound), so it needs one")

@@ -11,13 +11,21 @@ from typing import Any, Awaitable, Callable
 
 from physlab.grading.extract import extract_code
 from physlab.llm.usage import Usage
-from physlab.runs.context import RunContext
+from physlab.run.checkpoints import record_as_they_came
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, AttemptStatus
-from physlab.runs.checkpoints import record_as_they_came
 from physlab.strategies.params import TPBENCH, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
-    gather_bounded, model_settings, render,
+    answer_classes,
+    answer_requirements,
+    ask,
+    budget_reason,
+    error_text,
+    final_answer_classes,
+    finish,
+    gather_bounded,
+    model_settings,
+    render,
 )
 
 
@@ -52,7 +60,7 @@ class Pool:
         return self.candidates[self.groups[group][0]]
 
 
-async def generate_candidates(ctx: RunContext, strategy: str, params: TPBenchParams, *, role: str = "generator",
+async def generate_candidates(ctx: RunEnvironment, strategy: str, params: TPBenchParams, *, role: str = "generator",
                               finished: list[tuple[int, Usage]] | None = None
                               ) -> tuple[list[Candidate], BaseException | None]:
     """N independent solutions with the default generation prompt (run concurrently); each one that
@@ -85,7 +93,7 @@ async def generate_candidates(ctx: RunContext, strategy: str, params: TPBenchPar
     return candidates, budget_hit
 
 
-async def distinct_pool(ctx: RunContext, strategy: str, params: TPBenchParams, candidates: list[Candidate],
+async def distinct_pool(ctx: RunEnvironment, strategy: str, params: TPBenchParams, candidates: list[Candidate],
                         budget_hit: BaseException | None = None) -> Pool:
     """Stage 1: group the candidates whose filled templates the grader finds equivalent.
 
@@ -102,7 +110,7 @@ async def distinct_pool(ctx: RunContext, strategy: str, params: TPBenchParams, c
     return _pool(ctx, strategy, candidates, groups, budget_hit)
 
 
-def _pool(ctx: RunContext, strategy: str, candidates: list[Candidate], groups: list[list[int]],
+def _pool(ctx: RunEnvironment, strategy: str, candidates: list[Candidate], groups: list[list[int]],
           budget_hit: BaseException | None) -> Pool:
     for g, members in enumerate(groups):
         for pos in members:
@@ -121,7 +129,7 @@ def pool_details(pool: Pool, m: int) -> dict[str, Any]:
     }
 
 
-async def build_pool(ctx: RunContext, strategy: str, params: TPBenchParams) -> Pool:
+async def build_pool(ctx: RunEnvironment, strategy: str, params: TPBenchParams) -> Pool:
     """Stage 1, and its checkpoints: after each sample came back, the majority class so far."""
     finished: list[tuple[int, Usage]] = []
     candidates, budget_hit = await generate_candidates(ctx, strategy, params, finished=finished)
@@ -141,7 +149,7 @@ async def build_pool(ctx: RunContext, strategy: str, params: TPBenchParams) -> P
     return pool
 
 
-def attempt_from_group(ctx: RunContext, strategy: str, pool: Pool, group: int | None, *,
+def attempt_from_group(ctx: RunEnvironment, strategy: str, pool: Pool, group: int | None, *,
                        started: float, reason: str, details: dict[str, Any],
                        partial: bool = False) -> Attempt:
     if group is None:

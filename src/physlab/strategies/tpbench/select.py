@@ -11,12 +11,17 @@ from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from physlab.llm.usage import Usage
-from physlab.runs.context import RunContext
+from physlab.run.checkpoints import record_as_they_came
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt
-from physlab.runs.checkpoints import record_as_they_came
 from physlab.strategies.params import TPBENCH, param
 from physlab.strategies.sampling import (
-    answer_requirements, ask_structured, budget_reason, gather_bounded, model_settings, render,
+    answer_requirements,
+    ask_structured,
+    budget_reason,
+    gather_bounded,
+    model_settings,
+    render,
 )
 from physlab.strategies.tpbench.candidates import Pool, TPBenchParams, attempt_from_group, pool_details
 
@@ -49,7 +54,7 @@ def select_best(scores: dict[int, float], delta: float) -> list[int]:
     return sorted(g for g, s in scores.items() if s >= top - delta - 1e-12)
 
 
-async def pairwise_tie_break(ctx: RunContext, strategy: str, params: VerifierParams, pool: Pool,
+async def pairwise_tie_break(ctx: RunEnvironment, strategy: str, params: VerifierParams, pool: Pool,
                              groups: list[int], scores: dict[int, float]
                              ) -> tuple[int, dict[str, Any], BaseException | None]:
     """Stage 3: every unordered pair of the best groups is compared k_tie times by the model; the
@@ -103,7 +108,7 @@ async def pairwise_tie_break(ctx: RunContext, strategy: str, params: VerifierPar
     return best, {"matchups": matchups, "wins": wins}, budget_hit
 
 
-async def verify_and_select(ctx: RunContext, strategy: str, params: VerifierParams, pool: Pool,
+async def verify_and_select(ctx: RunEnvironment, strategy: str, params: VerifierParams, pool: Pool,
                             make_jobs: Callable[[int, int, random.Random], list[Job]],
                             score_of: Callable[[list], tuple[float | None, list]],
                             started: float) -> Attempt:

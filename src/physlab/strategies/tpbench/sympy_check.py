@@ -27,12 +27,16 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
 from physlab.llm.output import structured_output
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import TPBENCH, param
 from physlab.strategies.sampling import (
-    OUTPUT_RETRIES, answer_requirements, load_prompt, model_settings, render,
+    OUTPUT_RETRIES,
+    answer_requirements,
+    load_prompt,
+    model_settings,
+    render,
 )
 from physlab.strategies.tpbench.candidates import build_pool
 from physlab.strategies.tpbench.select import Job, VerifierParams, verify_and_select
@@ -74,7 +78,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= _CLIP else text[:_CLIP] + "\n...[truncated]"
 
 
-async def run_check(ctx: RunContext, task: str, settings: dict[str, Any] | None, *, timeout_s: float,
+async def run_check(ctx: RunEnvironment, task: str, settings: dict[str, Any] | None, *, timeout_s: float,
                     max_requests: int, check_pass: str = "overall_score") -> dict[str, Any]:
     """One verification run: the agent's report, completed with the real script outputs."""
     executed: list[dict[str, Any]] = []
@@ -148,7 +152,7 @@ class TPBenchSympy(Strategy[SympyParams]):
     name = "tpbench-sympy"
     Params = SympyParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
         started = time.monotonic()
         pool = await build_pool(ctx, self.name, p)

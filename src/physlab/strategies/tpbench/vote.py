@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.tpbench.candidates import TPBenchParams, attempt_from_group, build_pool, pool_details
 
@@ -22,7 +22,7 @@ class TPBenchVote(Strategy[TPBenchParams]):
     name = "tpbench-vote"
     Params = TPBenchParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         pool = await build_pool(ctx, self.name, self.params)
         group = 0 if pool.groups else None

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
-from physlab.runs.context import RunContext
+from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.sampling import answer_requirements, ask_structured, model_settings, render
 from physlab.strategies.tpbench.candidates import build_pool
@@ -43,7 +43,7 @@ class TPBenchWeak(Strategy[VerifierParams]):
     name = "tpbench-weak"
     Params = VerifierParams
 
-    async def run(self, ctx: RunContext) -> Attempt:
+    async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         pool = await build_pool(ctx, self.name, self.params)
         settings = model_settings(self.params)
