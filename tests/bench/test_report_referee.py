@@ -201,3 +201,55 @@ def test_input_output_and_cached_tokens_are_separate_axes_with_cost_in_dollars(t
     print_report(rep, console)
     head = console.export_text()
     assert "input/output/cached med" in head and "1,002/52/600" in head and "cost med $" in head
+
+
+# ---- the pictures and the dashboard say the same --------------------------------------------------
+
+def test_the_plots_name_the_interval_the_report_computes(tmp_path):
+    """The accuracy-vs-spend plot's axis said 'bootstrap over problems' after the report's intervals
+    became exact (Clopper-Pearson at the effective size)."""
+    from physlab.bench.plots import accuracy_vs_cost_figure
+
+    st, w = ResultsStore(tmp_path / "r.sqlite"), worker_id()
+    for i in range(10):
+        _cell(st, w, problem=f"p{i}", strategy="s", verdict="correct" if i < 2 else "incorrect")
+    fig = accuracy_vs_cost_figure(build_report(st))
+    labels = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
+    assert labels and all("exact 95%" in y and "bootstrap" not in y for y in labels), labels
+
+
+def test_the_dashboard_sweeps_page_shows_the_referees_statistics(tmp_path):
+    """The Sweeps page shows the report's own figures: the Holm-adjusted p beside the raw one and the
+    method of each paired interval, the intervals named as they are computed, the oracle apart from the
+    solvers, and the curves named as anytime accuracy (what a run held), not what a cap would leave."""
+    import html as htmllib
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from physlab.web import create_app
+
+    st, w = ResultsStore(tmp_path / "results.sqlite"), worker_id()
+    for i in range(12):
+        _cell(st, w, problem=f"p{i}", strategy="oneshot", verdict="correct" if i < 3 else "incorrect")
+        _cell(st, w, problem=f"p{i}", strategy="rsa", verdict="correct" if i < 9 else "incorrect")
+        _cell(st, w, problem=f"p{i}", strategy="multi-round", verdict="correct" if i < 4 else "incorrect")
+        _cell(st, w, problem=f"p{i}", strategy="tpbench-bon", verdict="correct" if i < 11 else "incorrect")
+    rep = build_report(st)
+    st.close()
+    (tmp_path / "runs").mkdir()
+    client = TestClient(create_app(tmp_path / "runs", db=tmp_path / "results.sqlite"), base_url="http://127.0.0.1")
+    page = client.get("/sweeps").text
+    table = re.search(r'<table [^>]*id="comparisons".*?</table>', page, re.S).group(0)
+    heads = [htmllib.unescape(h) for h in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", table)]
+    assert heads[7:] == ["p (exact)", "p (Holm)", "method"], heads
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    assert len(rows) == len(rep.comparisons) == 3
+    for row, c in zip(rows, rep.comparisons):
+        cells = [htmllib.unescape(re.sub(r"<[^>]+>", "", x)).strip() for x in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        assert cells[7:] == [f"{c.p_value:.3g}", f"{c.p_holm:.3g}", c.method]
+    assert "bootstrap" not in page.lower() and "uncorrected" not in page
+    assert "anytime accuracy" in page.lower() and "a cap of that many" not in page
+    solvers = re.search(r'id="summary-table".*?</table>', page, re.S).group(0)
+    assert "tpbench-bon" not in solvers
+    assert "Oracles and reference-conditioned runs" in page

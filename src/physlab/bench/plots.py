@@ -61,7 +61,7 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
             ax.set_xlabel("median tokens per problem attempt (log scale)")
             ax.set_title("no known price: tokens", fontsize=9)
         ax.set_ylim(-0.02, 1.02)
-    axes[0][0].set_ylabel("accuracy (95% CI, bootstrap over problems)")
+    axes[0][0].set_ylabel("accuracy (exact 95% CI)")  # Clopper-Pearson, at the effective size with clusters
     fig.suptitle("Accuracy vs spend")
     _legend_beside(fig, axes[0][0])
     return fig
