@@ -216,6 +216,8 @@ def test_the_plots_name_the_interval_the_report_computes(tmp_path):
     fig = accuracy_vs_cost_figure(build_report(st))
     labels = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
     assert labels and all("exact 95%" in y and "bootstrap" not in y for y in labels), labels
+    # no price known: the axis is the tokens, and says that it adds input and output unweighted
+    assert "input + output tokens" in fig.axes[0].get_xlabel()
 
 
 def test_the_dashboard_sweeps_page_shows_the_referees_statistics(tmp_path):

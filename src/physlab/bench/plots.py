@@ -58,7 +58,7 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
             ax.set_xlabel("median cost per problem attempt, USD (log scale)")
             ax.set_title("models with a price: dollars", fontsize=9)
         else:
-            ax.set_xlabel("median tokens per problem attempt (log scale)")
+            ax.set_xlabel("median input + output tokens per problem attempt (log scale)")  # unweighted: no price
             ax.set_title("no known price: tokens", fontsize=9)
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("accuracy (exact 95% CI)")  # Clopper-Pearson, at the effective size with clusters
