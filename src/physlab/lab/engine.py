@@ -54,6 +54,10 @@ from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
 
+# Share of a token or cost cap kept for the forced formatter (PhysLab's choice: its prompt holds the
+# results and best hypotheses, a small part of a run's reading).
+FORMATTER_SHARE = 0.1
+
 
 class LabSettings(BaseModel):
     max_iterations: int = Field(default=12, ge=1)
@@ -153,6 +157,8 @@ class LabEngine:
     # ------------------------------------------------------------------ public entry
     async def run(self, *, resume: bool = False, from_iteration: int | None = None) -> LabOutcome:
         p = self.ctx.problem
+        # The forced formatter's room is kept within the budget (no request goes past a cap).
+        self.ctx.usage.set_aside(calls=1, share=FORMATTER_SHARE)
         self.ws.init(problem_md=f"# {p.id}\n\n{p.statement}\n" + (
             f"\n## Answer template\n\n```python\n{p.answer_template}\n```\n" if p.answer_template else ""))
         loaded = self.ws.load() if resume else None
@@ -581,14 +587,14 @@ class LabEngine:
         (self.ws.root / "ANSWER.md").write_text(text.strip() + "\n", encoding="utf-8")
 
     async def _forced(self, reason: str, graced: bool = False) -> LabOutcome:
-        """End of budget (or stop): one formatter call, allowed past the budget, that sees every
+        """End of budget (or stop): one formatter call, from the room kept for it, that sees every
         result and the best hypotheses. If it fails, the best current answer is the answer."""
         self.state = T.set_status(self.state, self.state.status, reason)
         self.state = T.set_best_answer(self.state, A.best_answer(self.state))
         self.emit("forced_formatter", reason=reason)
         ok = False
         try:
-            with self.ctx.usage.grace(2):
+            with self.ctx.usage.finishing():
                 ok = await self._format(forced=True, reason=reason)
         except BaseException as exc:  # noqa: BLE001 - whatever happens, record and end cleanly
             if not isinstance(exc, Exception) and not budget_error(exc):
