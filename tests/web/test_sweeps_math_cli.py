@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from physlab.cli import main
 from physlab.web import create_app
-from physlab.web.mathml import rich, tex_value
+from physlab.web.markdown import rich, tex_value
 from tests.web.helpers import build_results_db
 
 

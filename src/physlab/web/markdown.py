@@ -191,3 +191,19 @@ def markdown_inline(text: str | None, limit: int | None = None) -> str:
     """A short text (a review, a critique, a sanity check) as inline HTML: no paragraphs."""
     env: dict = {}
     return _with_note(_MD.renderInline(_clip(text, limit), env), env, "span")
+
+
+def rich(text: str | None, limit: int | None = None) -> str:
+    """Escape ``text`` for HTML, rendering its LaTeX fragments as MathML."""
+    return math_text(text, limit)
+
+
+def tex_value(value: str | None) -> str:
+    """A bare expression (an ER's value): MathML when it converts, else ``<code>``."""
+    value = (value or "").strip()
+    if not value:
+        return ""
+    if "$" in value or "\\(" in value or "\\[" in value:
+        return rich(value)
+    ml = tex_to_mathml(value) if re.search(r"[\\^_{}]", value) else None
+    return ml if ml is not None else f"<code>{html.escape(value)}</code>"

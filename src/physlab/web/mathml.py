@@ -50,24 +50,6 @@ def tex_to_mathml(tex: str, display: bool = False) -> str | None:
     return ET.tostring(root, encoding="unicode", short_empty_elements=True)
 
 
-def rich(text: str | None, limit: int | None = None) -> str:
-    """Escape ``text`` for HTML, rendering its LaTeX fragments as MathML."""
-    from physlab.web.markdown import math_text  # (it renders its formulas with tex_to_mathml)
-
-    return math_text(text, limit)
-
-
-def tex_value(value: str | None) -> str:
-    """A bare expression (an ER's value): MathML when it converts, else ``<code>``."""
-    value = (value or "").strip()
-    if not value:
-        return ""
-    if "$" in value or "\\(" in value or "\\[" in value:
-        return rich(value)
-    ml = tex_to_mathml(value) if re.search(r"[\\^_{}]", value) else None
-    return ml if ml is not None else f"<code>{html.escape(value)}</code>"
-
-
 def tex_block(value: str | None) -> str:
     """A formula on a line of its own (the answer as the grader read it): display MathML when it
     converts, else the TeX in ``<code>``."""

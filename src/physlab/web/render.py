@@ -18,8 +18,8 @@ from markupsafe import Markup
 from physlab.lab.show import derivations
 from physlab.lab.state.models import ResearchState
 from physlab.web import svg
-from physlab.web.markdown import markdown_html, markdown_inline
-from physlab.web.mathml import tex_block, tex_value
+from physlab.web.markdown import markdown_html, markdown_inline, tex_value
+from physlab.web.mathml import tex_block
 
 MESSAGES = ("comment", "hint", "challenge", "redirect")  # pause, stop and resume are buttons of their own
 
