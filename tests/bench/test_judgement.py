@@ -1,0 +1,44 @@
+"""The lab's judgement per sweep group (issue 33): a table the bench report can show beside its
+accuracy, pooled from each lab cell's metrics.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from physlab.bench.judgement import judgement_rows, judgement_table
+from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+from physlab.llm.usage import Usage
+
+
+def _lab_cell(st, w, tmp_path, *, problem, model, judgement, params=""):
+    spec = CellSpec(problem_id=problem, strategy="lab", model=model, repeat=0, suite="t", gradable=True, params=params)
+    st.add_cells([spec])
+    assert st.claim(spec.key, w)
+    ws = tmp_path / spec.key.replace("/", "_").replace(":", "_")
+    ws.mkdir()
+    (ws / "metrics.json").write_text(json.dumps({"details": {"judgement": judgement}}))
+    st.finish(spec.key, w, CellResult(status="complete", verdict="correct", usage_by_role={
+        "reviewer": Usage(calls=1, output_tokens=10)}, workspace=str(ws)))
+
+
+def j(raised, on_er, upheld, ruled, needs, review, work, total):
+    return {"critiques_raised": raised, "on_established": on_er, "upheld": upheld, "ruled": ruled,
+            "needs_evidence": needs, "review_output_tokens": review, "work_output_tokens": work, "output_tokens": total}
+
+
+def test_judgement_is_pooled_per_sweep_group(tmp_path):
+    st, w = ResultsStore(tmp_path / "r.sqlite"), worker_id()
+    _lab_cell(st, w, tmp_path, problem="p1", model="m1", judgement=j(4, 1, 1, 1, 0, 300, 300, 1000))
+    _lab_cell(st, w, tmp_path, problem="p2", model="m1", judgement=j(6, 2, 0, 2, 1, 100, 500, 1000))
+    _lab_cell(st, w, tmp_path, problem="p1", model="m2", judgement=j(0, 0, 0, 0, 0, 0, 10, 10))
+    rows = {r.model: r for r in judgement_rows(st)}
+    one = rows["m1"]
+    assert (one.runs, one.critiques, one.on_established, one.upheld, one.needs_evidence) == (2, 10, 3, 1, 1)
+    assert one.critiques_median == 5 and one.share_on_established == pytest.approx(0.3)
+    assert one.share_upheld == pytest.approx(1 / 3) and one.review_output_share == pytest.approx(0.2)
+    assert one.work_output_share == pytest.approx(0.4)
+    assert rows["m2"].share_on_established is None and rows["m2"].share_upheld is None
+    title, header, body = judgement_table(st)
+    assert "judgement" in title.lower() and "upheld" in " ".join(header) and len(body) == 2
