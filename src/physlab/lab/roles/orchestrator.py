@@ -171,6 +171,8 @@ def _validate(ctx: RunContext[Desk], d: Decision) -> Decision:
     targets = [o.target for o in d.dispatches]
     twice = sorted({t for t in targets if targets.count(t) > 1})
     active = {e.id for e in s.active_ers()}
+    if not d.complete and d.answer_results:          # only a completion names the answer
+        d = d.model_copy(update={"answer_results": []})
     not_ers = [i for i in d.answer_results if i not in active]
     problems = []
     if not_ers:

@@ -378,7 +378,8 @@ def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, rul
     _need(decision in ("uphold", "dismiss", "needs_evidence"), f"bad ruling {decision!r}")
     _need(decision != "needs_evidence" or bool(scope.strip()), "a needs_evidence ruling must state its scope")
     c.status = {"uphold": "upheld", "dismiss": "dismissed", "needs_evidence": "needs_evidence"}[decision]  # type: ignore[assignment]
-    c.ruling, c.scope, c.resolved_iteration = ruling, scope.strip(), s.iteration
+    c.ruling, c.resolved_iteration = ruling, s.iteration
+    c.scope = scope.strip() if decision == "needs_evidence" else ""
     _event(s, "ruling", f"{cr_id} {c.status} by the adjudicator: {ruling}"
            + (f" Evidence needed: {c.scope}" if c.scope else "")[:600])
     if decision != "dismiss" and s.er(c.target).status == "active":
