@@ -85,3 +85,15 @@ async def test_the_demos_re_review_of_the_demoted_result_holds_its_critique_and_
     assert upheld.text[:60] in history and upheld.ruling[:60] in history
     j = attempt.details["judgement"]
     assert j["critiques_raised"] >= 3 and j["upheld"] == 1 and 0 < j["share_on_established"] < 1
+
+
+async def test_the_demo_with_preset_paper_runs_one_worker_at_a_time(tmp_path):
+    """Issue 33, finding 8: the seed's setting is one switch, and the demo still answers correctly."""
+    import collections
+
+    ws = tmp_path / "run"
+    attempt = await solve(ws, preset="paper")
+    assert attempt.status == "complete" and attempt.verdict.verdict == "correct"
+    s = state_of(ws)
+    per_iteration = collections.Counter(d.iteration for d in s.dispatches)
+    assert max(per_iteration.values()) == 1 and check(s) == []

@@ -293,3 +293,36 @@ def test_the_formatters_code_may_not_return_sentinels_or_use_undeclared_symbols(
     assert "`q`" in check_answer_code(tpl.replace("...", "1 - q*p"), tpl)                 # an undefined name
     assert "`x`" in check_answer_code(tpl.replace("...", "1 - sp.Symbol('x')*p"), tpl)    # a symbol not declared
     assert "sp.Function" in check_answer_code(tpl.replace("...", "sp.Function('f')(p)"), tpl)
+
+
+# ------------------------------------------------------------------ the forced answer within the budget
+def test_the_research_stops_where_the_rest_of_the_budget_is_the_final_answers():
+    from physlab.lab.reserve import held_back
+    from physlab.llm.usage import Budget, Usage
+
+    used = Usage(calls=4, input_tokens=4000, output_tokens=400, cost_usd=0.04, wall_s=8.0)
+    assert held_back(Budget(max_calls=7), used, 2) is None              # 4 used, 1 more, 2 kept: 7 <= 7
+    assert held_back(Budget(max_calls=6), used, 2) == "max_calls"
+    # a mean request is 1100 tokens; the reserve is 2 requests of twice that, plus one more request
+    assert held_back(Budget(max_tokens=4400 + 4400 + 1100), used, 2) is None
+    assert held_back(Budget(max_tokens=4400 + 4400 + 1000), used, 2) == "max_tokens"
+    assert held_back(Budget(max_cost_usd=0.05), used, 2) == "max_cost"
+    assert held_back(Budget(max_wall_s=100), used, 2, elapsed_s=50) is None
+    assert held_back(Budget(max_wall_s=100), used, 2, elapsed_s=95) == "max_wall"
+    assert held_back(Budget(max_tokens=10), Usage(), 2) is None           # nothing to size a request by yet
+
+
+async def test_the_forced_formatter_never_asks_for_grace(tmp_path, monkeypatch):
+    from physlab.llm.meter import RunMeter
+    from physlab.llm.usage import Budget
+
+    from tests.lab.helpers import calls as records, solve
+    from tests.lab.mini import register
+
+    def no_grace(self, calls: int = 1):
+        raise AssertionError("the lab asked to go past the budget")
+    monkeypatch.setattr(RunMeter, "grace", no_grace)
+    a = await solve(tmp_path / "r", register("lab-mini-no-grace"), problem=mini_problem(), budget=Budget(max_calls=13),
+                    parallel_workers=1)
+    assert a.stop_reason == "budget:max_calls" and len(records(tmp_path / "r")) <= 13
+    assert a.status == "partially_complete" and "42" in a.answer_text

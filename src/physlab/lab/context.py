@@ -272,6 +272,7 @@ class Controls:
     stall_limit: int = 2            # verdicts short of VERIFIED in a row before a hypothesis is STALLED
     budget_warning: int = 3         # iterations left at which the orchestrator is told to synthesise
     max_refused: int = 3            # completions refused in a row before the circuit breaker
+    max_stalled_shown: int = 4      # STALLED hypotheses shown in full (the newest); the others named
 
 
 def survey_text(s: ResearchState, w: Windows) -> str:
@@ -490,7 +491,11 @@ def run_signals(s: ResearchState, c: Controls, *, for_critic: bool = False) -> s
             lines.append("BUDGET: the run is nearly over. Synthesise now: turn the evidence you have into "
                          "hypotheses, complete on the established results when they determine the answer, and "
                          "leave what stays unresolved as a stated limitation rather than starting new lines.")
-    for wid, n in stalled(s, c.stall_limit).items():
+    stuck = list(stalled(s, c.stall_limit).items())
+    if len(stuck) > c.max_stalled_shown:      # the newest, so the section stays bounded in a long run
+        lines.append(f"STALLED earlier and still undecided: {len(stuck) - c.max_stalled_shown} more hypotheses "
+                     f"({', '.join(w for w, _ in stuck[:-c.max_stalled_shown][-12:])}{', ...' if len(stuck) > c.max_stalled_shown + 12 else ''}).")
+    for wid, n in stuck[-c.max_stalled_shown:]:
         lines.append(f"STALLED: {wid} has had {n} verdicts in a row short of VERIFIED. Do not send the same kind "
                      "of evidence again: an independent route (the other worker, another method), a corrected "
                      "claim, or abandon it (the planner has been told).")

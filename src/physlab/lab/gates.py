@@ -12,6 +12,9 @@ from physlab.lab.state.models import Critique, ResearchState, WorkingHypothesis
 from physlab.lab.state.transitions import pending_reviews
 
 
+SHOWN = 6    # undecided hypotheses named one per line among the blockers; the older ones by id
+
+
 def needs_audit(s: ResearchState) -> bool:
     """The established results changed (a promotion or a demotion) since the critic's last audit."""
     return s.er_changes != s.er_changes_audited
@@ -29,7 +32,13 @@ def completion_blockers(s: ResearchState, *, audit: bool = True) -> list[str]:
         out.append(f"{c.id} ({c.target or c.target_type}) is open: the {route_of(c)} has not resolved it")
     if opened := [r.id for r in s.rqs if r.status == "open"]:
         out.append(f"{', '.join(opened)} still open: close each as answered or dropped")
-    for w in unresolved_hypotheses(s):
+    unresolved = unresolved_hypotheses(s)
+    older, newest = unresolved[:-SHOWN], unresolved[-SHOWN:]
+    if older:          # bounded: a long run can leave many undecided claims behind
+        ids = [w.id for w in older]
+        out.append(f"{len(ids)} more hypotheses are neither established nor abandoned: "
+                   + ", ".join(ids[-20:]) + (", ..." if len(ids) > 20 else ""))
+    for w in newest:
         value = f" (value {w.value.strip()[:120]})" if w.value.strip() else ""
         out.append(f"{w.id}{value} is {w.status}, neither established nor abandoned: a competing claim left "
                    f"standing; settle it with new evidence or abandon it (abandon_hypothesis, with the reason)")

@@ -149,9 +149,10 @@ class LongScenario:
                 actions.append(("propose_hypothesis", args))
             if it > self.rounds:          # wrapping up: give up the claims the established results leave undecided
                 gates = P.block(prompt, "completion-gates")
+                stale = [wh for line in gates.splitlines() if "neither established nor abandoned" in line
+                         for wh in P.ids(line.split("neither")[0] + line.split("abandoned:")[-1], "WH")]
                 actions += [("abandon_hypothesis", {"hypothesis_id": wh, "reason": "superseded: the established "
-                             "line-A results determine the answer"})
-                            for wh in re.findall(r"^- (WH-\d+)\b.*neither established nor abandoned", gates, flags=re.M)]
+                             "line-A results determine the answer"}) for wh in dict.fromkeys(stale)]
             for rq in re.findall(r"^(RQ-\d+) \[open\]", P.block(prompt, "research-questions"), flags=re.M):
                 if rq in P.block(prompt, "new-evidence") or it > self.rounds:
                     actions.append(("close_question", {"question_id": rq,

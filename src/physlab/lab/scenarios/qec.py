@@ -112,53 +112,72 @@ class QECScenario:
         })
 
     # ---------------------------------------------------------------- the loop
+    IDEAL_Q = "Does the noiseless circuit prepare |00>_AB in the [[4,2,2]] code with the ancilla in |0>?"
+    FIDELITY_Q = ("What is the exact post-selected logical fidelity F(p) of the circuit under two-qubit depolarizing "
+                  "noise after every CNOT?")
+
+    def _order(self, rq: str, question: str) -> dict[str, str]:
+        if "fidelity" in question:
+            return {"worker": "computer", "target": rq, "instructions": "Enumerate every fault pattern exactly, "
+                    "post-select, and give F(p) as an exact rational function; cross-check independently."}
+        return {"worker": "researcher", "target": rq, "instructions": "Track the stabilizers of the noiseless "
+                "circuit and show which code state and ancilla state it prepares."}
+
     def orchestrator(self, messages, info, prompt):
         done = P.tool_returns(messages)
         whs = P.hypotheses(prompt)
         ers = P.established(prompt)
         rqs = P.block(prompt, "research-questions")
-        evidence = P.new_evidence(prompt)
+        evidence = [e for e in P.new_evidence(prompt) if " on RQ-" in e.split("\n")[0]]
         out = info.output_tools[0].name
+        room = int(re.search(r"dispatch up to (\d+)", P.block(prompt, "turn")).group(1))
         if "RQ-" not in rqs:                                                   # start: two questions
             if not done:
-                return calls(("create_research_question", {"question": "Does the noiseless circuit prepare |00>_AB "
-                              "in the [[4,2,2]] code with the ancilla in |0>?"}),
-                             ("create_research_question", {"question": "What is the exact post-selected logical "
-                              "fidelity F(p) of the circuit under two-qubit depolarizing noise after every CNOT?"}))
+                return calls(("create_research_question", {"question": self.IDEAL_Q}),
+                             ("create_research_question", {"question": self.FIDELITY_Q}))
             rq = re.findall(r"Created (RQ-\d+)", " ".join(done))
-            return tool_call(out, {"dispatches": [
-                {"worker": "researcher", "target": rq[0], "instructions": "Track the stabilizers of the noiseless "
-                 "circuit and show which code state and ancilla state it prepares."},
-                {"worker": "computer", "target": rq[1], "instructions": "Enumerate every fault pattern exactly, "
-                 "post-select, and give F(p) as an exact rational function; cross-check independently."}],
-                "summary": "Two independent questions dispatched in parallel."})
-        if not whs and evidence:                                               # evidence -> hypotheses
+            orders = [self._order(rq[0], self.IDEAL_Q), self._order(rq[1], self.FIDELITY_Q)][:room]
+            return tool_call(out, {"dispatches": orders, "summary": f"{len(orders)} question(s) dispatched."})
+        if evidence:                                                          # evidence -> hypotheses
             if done:
-                return tool_call(out, {"summary": "Hypotheses proposed; awaiting review."})
-            ideal = next(e for e in evidence if "by the researcher" in e)
-            fid = next(e for e in evidence if "by the computer" in e)
-            ev_ideal, ev_fid = P.ids(ideal, "EV")[0], P.ids(fid, "EV")[0]
-            m = re.search(r"F_logical = (.+)", P.block(fid, "findings"))
-            value = m.group(1).strip()
-            rqs_open = re.findall(r"^(RQ-\d+) \[open\]", rqs, flags=re.M)
-            return calls(*[("close_question", {"question_id": r}) for r in rqs_open],
-                         ("propose_hypothesis", {"claim": "The noiseless circuit M_4 CNOT_04 CNOT_34 CNOT_23 CNOT_10 "
-                          "CNOT_12 H_1 prepares the [[4,2,2]] code state |00>_AB (stabilizers XXXX, ZZZZ and logical "
-                          "Z_A = ZZII, Z_B = ZIZI all +1) with the ancilla in |0>.", "evidence_ids": [ev_ideal]}),
-                         ("propose_hypothesis", {"claim": "For that circuit with two-qubit depolarizing noise of "
-                          "strength p after every CNOT, post-selected on trivial syndrome and ancilla 0, the logical "
-                          "fidelity with |00>_AB is F_logical(p) = " + value, "value": value,
-                          "evidence_ids": [ev_fid], "depends_on": ["WH-1"]}))
+                return tool_call(out, self._undispatched(prompt, rqs, room) | {
+                    "summary": "Hypotheses proposed; awaiting review."})
+            actions = []
+            for item in evidence:
+                ev, rq = P.ids(item, "EV")[0], P.ids(item.split("\n")[0], "RQ")[0]
+                actions.append(("close_question", {"question_id": rq}))
+                m = re.search(r"F_logical = (.+)", P.block(item, "findings"))
+                if m is None:
+                    actions.append(("propose_hypothesis", {"claim": "The noiseless circuit M_4 CNOT_04 CNOT_34 CNOT_23 "
+                                    "CNOT_10 CNOT_12 H_1 prepares the [[4,2,2]] code state |00>_AB (stabilizers XXXX, "
+                                    "ZZZZ and logical Z_A = ZZII, Z_B = ZIZI all +1) with the ancilla in |0>.",
+                                    "evidence_ids": [ev]}))
+                else:
+                    value = m.group(1).strip()
+                    actions.append(("propose_hypothesis", {"claim": "For that circuit with two-qubit depolarizing "
+                                    "noise of strength p after every CNOT, post-selected on trivial syndrome and ancilla "
+                                    "0, the logical fidelity with |00>_AB is F_logical(p) = " + value, "value": value,
+                                    "evidence_ids": [ev], "depends_on": ["WH-1"]}))
+            return calls(*actions)
+        if (orders := self._undispatched(prompt, rqs, room)).get("dispatches"):  # one worker at a time (preset=paper)
+            return tool_call(out, orders | {"summary": "The next question dispatched."})
         demoted = [w for w, st in whs.items() if st == "demoted"]
         if demoted:                       # new evidence on it is attached and reviewed automatically
             wid = demoted[0]
             return tool_call(out, {"dispatches": [{"worker": "computer", "target": wid, "instructions":
                              "Verify the noiseless circuit by explicit state-vector simulation and an independent "
                              "stabilizer propagation."}], "summary": f"{wid} was demoted; gathering new evidence."})
-        if ers and P.block(prompt, "completion-gates").startswith("none"):
+        gates = [g for g in P.block(prompt, "completion-gates").splitlines() if "senior critic has not audited" not in g]
+        if ers and (not gates or gates[0].startswith("none")):     # the audit the lab runs itself before completing
             return tool_call(out, {"complete": True, "answer_results": [e[0] for e in ers if e[3]],
                                    "summary": "All results are established; the answer is determined."})
         return tool_call(out, {"summary": "Waiting for reviews."})
+
+    def _undispatched(self, prompt: str, rqs: str, room: int) -> dict:
+        """Open questions no worker was sent on yet (when the lab dispatches one task a turn)."""
+        sent = set(P.ids(P.block(prompt, "dispatch-history"), "RQ"))
+        waiting = [(rq, q) for rq, q in re.findall(r"^(RQ-\d+) \[open\]: (.*)$", rqs, flags=re.M) if rq not in sent]
+        return {"dispatches": [self._order(rq, q) for rq, q in waiting][:room]} if waiting else {}
 
     def researcher(self, messages, info, prompt):
         derivation = (
