@@ -3,13 +3,13 @@ accuracy, pooled from each lab cell's metrics.json."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from physlab.bench.judgement import judgement_rows, judgement_table
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+from physlab.lab.judgement import Judgement
 from physlab.llm.usage import Usage
+from physlab.run.record import RunRecord, write_record
 
 
 def _lab_cell(st, w, tmp_path, *, problem, model, judgement, params=""):
@@ -18,14 +18,17 @@ def _lab_cell(st, w, tmp_path, *, problem, model, judgement, params=""):
     assert st.claim(spec.key, w)
     ws = tmp_path / spec.key.replace("/", "_").replace(":", "_")
     ws.mkdir()
-    (ws / "metrics.json").write_text(json.dumps({"details": {"judgement": judgement}}))
+    write_record(ws, RunRecord(status="complete", strategy="lab", details={"judgement": judgement}))
     st.finish(spec.key, w, CellResult(status="complete", verdict="correct", usage_by_role={
         "reviewer": Usage(calls=1, output_tokens=10)}, workspace=str(ws)))
 
 
 def j(raised, on_er, upheld, ruled, needs, review, work, total):
-    return {"critiques_raised": raised, "on_established": on_er, "upheld": upheld, "ruled": ruled,
-            "needs_evidence": needs, "review_output_tokens": review, "work_output_tokens": work, "output_tokens": total}
+    return Judgement(critiques_raised=raised, on_established=on_er, share_on_established=None, ruled=ruled,
+                     upheld=upheld, dismissed=0, needs_evidence=needs, share_upheld=None, to_planner=0, accepted=0,
+                     declined=0, rejected=0, expired=0, from_physicist=0, stalls_escalated=0, demotions=0,
+                     review_output_tokens=review, work_output_tokens=work, output_tokens=total,
+                     review_output_share=None, work_output_share=None).model_dump()
 
 
 def test_judgement_is_pooled_per_sweep_group(tmp_path):
@@ -33,6 +36,7 @@ def test_judgement_is_pooled_per_sweep_group(tmp_path):
     _lab_cell(st, w, tmp_path, problem="p1", model="m1", judgement=j(4, 1, 1, 1, 0, 300, 300, 1000))
     _lab_cell(st, w, tmp_path, problem="p2", model="m1", judgement=j(6, 2, 0, 2, 1, 100, 500, 1000))
     _lab_cell(st, w, tmp_path, problem="p1", model="m2", judgement=j(0, 0, 0, 0, 0, 0, 10, 10))
+    _lab_cell(st, w, tmp_path, problem="p3", model="m2", judgement={"critiques_raised": "many"})   # unreadable: left out
     rows = {r.model: r for r in judgement_rows(st)}
     one = rows["m1"]
     assert (one.runs, one.critiques, one.on_established, one.upheld, one.needs_evidence) == (2, 10, 3, 1, 1)

@@ -1,20 +1,21 @@
 """The lab's judgement per sweep group: does review bite with this model? From each finished lab
-cell's metrics.json (``details.judgement``, written by every lab run: ``physlab.lab.judgement``),
-pooled over the group's runs as the seed pools its 70 problems (§5: 234 critiques, 15 % on
+cell's record (metrics.json's ``details.judgement``, written by every lab run: ``physlab.lab.judgement``;
+read through the run package's reader), pooled over the group's runs as the seed pools its 70 problems (§5: 234 critiques, 15 % on
 established results, 60 % of those upheld, 37 % of output tokens on review against 36 % on the
 work). A table the bench report can print beside its accuracy; groups are the report's own
 (strategy, what it ran as, model, config)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from physlab.bench.store import ResultsStore, cell_config
+from physlab.errors import UserError
+from physlab.lab.judgement import Judgement
+from physlab.run.record import read_record
 
 
 class JudgementRow(BaseModel):
@@ -35,20 +36,25 @@ class JudgementRow(BaseModel):
     work_output_share: float | None = None
 
 
-def _read(workspace: str | None) -> dict[str, Any] | None:
+def _read(workspace: str | None) -> Judgement | None:
+    """The run's judgement as it recorded it; None for a run without one (another strategy, a run
+    that never ended) or whose record cannot be read (the report goes on without it)."""
     if not workspace:
         return None
     try:
-        data = json.loads((Path(workspace) / "metrics.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = read_record(Path(workspace))
+    except UserError:
         return None
-    j = (data.get("details") or {}).get("judgement") if isinstance(data, dict) else None
-    return j if isinstance(j, dict) else None
+    raw = record.details.get("judgement") if record is not None else None
+    try:
+        return Judgement.model_validate(raw) if isinstance(raw, dict) else None
+    except ValidationError:
+        return None
 
 
 def judgement_rows(store: ResultsStore) -> list[JudgementRow]:
     """One row per group of finished cells whose runs recorded their judgement (the lab's)."""
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple, list[Judgement]] = {}
     for cell in store.cells("state = 'done'"):
         j = _read(cell.get("workspace"))
         if j is None:
@@ -57,19 +63,17 @@ def judgement_rows(store: ResultsStore) -> list[JudgementRow]:
         groups.setdefault(key, []).append(j)
     rows = []
     for (strategy, ran_as, model, config), js in sorted(groups.items()):
-        def total(name: str) -> int:
-            return sum(int(j.get(name) or 0) for j in js)
-
-        raised, on_er, ruled, upheld = total("critiques_raised"), total("on_established"), total("ruled"), total("upheld")
-        out = total("output_tokens")
+        raised, on_er = sum(j.critiques_raised for j in js), sum(j.on_established for j in js)
+        ruled, upheld = sum(j.ruled for j in js), sum(j.upheld for j in js)
+        out = sum(j.output_tokens for j in js)
         rows.append(JudgementRow(
             strategy=strategy, model=model, config=config, ran_as=ran_as or None, runs=len(js), critiques=raised,
-            critiques_median=statistics.median(int(j.get("critiques_raised") or 0) for j in js),
+            critiques_median=statistics.median(j.critiques_raised for j in js),
             on_established=on_er, share_on_established=on_er / raised if raised else None,
             ruled=ruled, upheld=upheld, share_upheld=upheld / ruled if ruled else None,
-            needs_evidence=total("needs_evidence"),
-            review_output_share=total("review_output_tokens") / out if out else None,
-            work_output_share=total("work_output_tokens") / out if out else None))
+            needs_evidence=sum(j.needs_evidence for j in js),
+            review_output_share=sum(j.review_output_tokens for j in js) / out if out else None,
+            work_output_share=sum(j.work_output_tokens for j in js) / out if out else None))
     return rows
 
 
