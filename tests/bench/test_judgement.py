@@ -36,7 +36,7 @@ def test_judgement_is_pooled_per_sweep_group(tmp_path):
     _lab_cell(st, w, tmp_path, problem="p1", model="m1", judgement=j(4, 1, 1, 1, 0, 300, 300, 1000))
     _lab_cell(st, w, tmp_path, problem="p2", model="m1", judgement=j(6, 2, 0, 2, 1, 100, 500, 1000))
     _lab_cell(st, w, tmp_path, problem="p1", model="m2", judgement=j(0, 0, 0, 0, 0, 0, 10, 10))
-    _lab_cell(st, w, tmp_path, problem="p3", model="m2", judgement={"critiques_raised": "many"})   # unreadable: left out
+    _lab_cell(st, w, tmp_path, problem="p3", model="m2", judgement={"critiques_raised": "many"})   # unreadable
     rows = {r.model: r for r in judgement_rows(st)}
     one = rows["m1"]
     assert (one.runs, one.critiques, one.on_established, one.upheld, one.needs_evidence) == (2, 10, 3, 1, 1)

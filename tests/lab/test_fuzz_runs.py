@@ -22,7 +22,7 @@ from physlab.lab.state.models import ResearchState, Survey
 from physlab.llm.recording import RetryPolicy
 from physlab.llm.standin import RandomToolResponder, StandinServer
 from physlab.llm.standin.chaos import ChaosResponder
-from physlab.llm.standin.fuzz_schema import ids_in, instance
+from physlab.llm.standin.fuzz_schema import ids_in, instance, request_seed
 from physlab.llm.usage import Budget
 from physlab.run.options import RunOptions
 from physlab.run.runner import Shared, run
@@ -55,13 +55,22 @@ def test_ids_come_from_the_conversation_not_the_instructions():
 
 
 FAST_RETRY = RetryPolicy(max_attempts=4, backoff_s=0.01, max_backoff_s=0.05, max_retry_after_s=0.1)
-PARAMS = {"max_iterations": 14, "critic_every": 1, "code_timeout_s": 5, "tool_retries": 2, "request_limit": 10,
-          "parallel_workers": 1, "max_consecutive_failures": 5}   # one worker at a time: a seed replays exactly
+PARAMS = {"max_iterations": 18, "critic_every": 1, "code_timeout_s": 5, "tool_retries": 2, "request_limit": 10,
+          "parallel_workers": 1, "max_consecutive_failures": 5}   # one worker at a time
+
+
+def fuzz(seed: int):
+    """A fuzz model whose reply to a request depends only on the seed and the request (the critic's
+    audit runs beside the workers: drawing from one random stream in arrival order would make a
+    seed's run depend on timing)."""
+    def reply(body):
+        return RandomToolResponder(seed=request_seed(seed, body), text_probability=0.05)(body)
+    return reply
 
 
 async def random_run(tmp_path, seed: int, chaos: bool) -> dict:
     ws = tmp_path / f"{'chaos' if chaos else 'fuzz'}-{seed}"
-    responder = RandomToolResponder(seed=seed, text_probability=0.05)
+    responder = fuzz(seed)
     if chaos:
         responder = ChaosResponder(responder, seed=seed, rate=0.15)
     with StandinServer(responder) as srv:

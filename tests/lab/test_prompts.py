@@ -106,7 +106,8 @@ INSTRUCTIONS: dict[str, dict[str, str]] = {
         "STALLED: another route or abandon": "A STALLED hypothesis must not get more of the same evidence",
         "iterations remaining: synthesise": "When the budget warning appears, synthesise",
         "accept the simple answer": "Accept the simple answer when the physics gives it",
-        "settle or abandon competing claims before completing": "a competing value sitting inconclusive blocks completion",
+        "settle or abandon competing claims before completing":
+            "a competing value sitting inconclusive blocks completion",
         "name the results that make up the answer": "name them, in order, in `answer_results`",
         "the evidence the adjudicator asked for": "exactly the evidence the adjudicator asked for",
         "one worker per target": "at most ONE worker per target",

@@ -55,5 +55,6 @@ def test_strategies_show_lab_marks_each_default_as_the_seeds_or_physlabs():
     keys = [line.split(" = ")[0].strip() for line in out.output.splitlines() if line.startswith("  ") and
             not line.startswith("    ") and " = " in line]
     by_key = dict(zip(keys, sources))
-    assert by_key["parallel_workers"].startswith("default from: PhysLab:") and "preset=paper" in by_key["parallel_workers"]
+    assert by_key["parallel_workers"].startswith("default from: PhysLab:")
+    assert "preset=paper" in by_key["parallel_workers"]
     assert by_key["max_refutations"].startswith("default from: seed:")

@@ -132,8 +132,9 @@ def test_the_orchestrator_is_told_how_many_iterations_remain():
                                       gates=[], max_workers=3, controls=C.Controls(max_iterations=40)).text, "turn")
     assert "Iteration 1 of 40" in turn and "39 remain" in turn
     late = T.begin_iteration(T.begin_iteration(s))
-    signals = P.block(C.for_orchestrator(mini_problem(), late, W, new_evidence=[], new_reviews=[], events=[], human=[],
-                                         gates=[], max_workers=3, controls=C.Controls(max_iterations=4)).text, "run-signals")
+    late_prompt = C.for_orchestrator(mini_problem(), late, W, new_evidence=[], new_reviews=[], events=[], human=[],
+                                     gates=[], max_workers=3, controls=C.Controls(max_iterations=4))
+    signals = P.block(late_prompt.text, "run-signals")
     assert "1 iteration remains" in signals and "synthesise" in signals.lower()
 
 

@@ -1,8 +1,8 @@
 """The lab's judgement per sweep group: does review bite with this model? From each finished lab
-cell's record (metrics.json's ``details.judgement``, written by every lab run: ``physlab.lab.judgement``;
-read through the run package's reader), pooled over the group's runs as the seed pools its 70 problems (§5: 234 critiques, 15 % on
-established results, 60 % of those upheld, 37 % of output tokens on review against 36 % on the
-work). A table the bench report can print beside its accuracy; groups are the report's own
+cell's record (metrics.json's ``details.judgement``, written by every lab run:
+``physlab.lab.judgement``; read through the run package's reader), pooled over the group's runs
+as the seed pools its 70 problems (§5: 234 critiques, 15 % on established results, 60 % of
+those upheld, 37 % of output tokens on review against 36 % on the work). A table the bench report can print beside its accuracy; groups are the report's own
 (strategy, what it ran as, model, config)."""
 
 from __future__ import annotations

@@ -321,7 +321,8 @@ def demoted_text(s: ResearchState, w: Windows) -> str:
 def demoting_critique(s: ResearchState, wh_id: str) -> Critique | None:
     """The critique whose ruling last demoted a result of ``wh_id`` (upheld or needs evidence)."""
     ers = {e.id for e in s.ers if e.wh == wh_id}
-    return next((c for c in reversed(s.critiques) if c.target in ers and c.status in ("upheld", "needs_evidence")), None)
+    return next((c for c in reversed(s.critiques)
+                 if c.target in ers and c.status in ("upheld", "needs_evidence")), None)
 
 
 def wh_line(h: WorkingHypothesis, w: Windows, s: ResearchState | None = None) -> str:
@@ -438,7 +439,8 @@ def review_history(s: ResearchState, wh_id: str, w: Windows) -> str:
     items: list[tuple[int, int, str]] = []
     for r in s.reviews:
         if r.wh == wh_id:
-            items.append((r.iteration, 0, f"{r.id} (iteration {r.iteration}): {r.verdict} — {clip(r.reasoning, 800)}"))
+            items.append((r.iteration, 0,
+                          f"{r.id} (iteration {r.iteration}): {r.verdict} — {clip(r.reasoning, 800)}"))
     for e in s.ers:
         if e.wh != wh_id:
             continue
@@ -473,7 +475,8 @@ def earlier_attempts(s: ResearchState, target: str, w: Windows) -> str:
             if r.wh == target and r.verdict != "VERIFIED":
                 lines.append(f"{r.id} (iteration {r.iteration}): {r.verdict} — {clip(r.reasoning, 800)}")
         if (c := demoting_critique(s, target)) is not None:
-            lines.append(f"{c.id} ({c.status}): {clip(c.text, 500)}" + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "")
+            lines.append(f"{c.id} ({c.status}): {clip(c.text, 500)}"
+                         + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "")
                          + (f"\n  evidence asked for: {clip(c.scope, 400)}" if c.scope else ""))
     if not lines:
         return ""
@@ -493,8 +496,9 @@ def run_signals(s: ResearchState, c: Controls, *, for_critic: bool = False) -> s
                          "leave what stays unresolved as a stated limitation rather than starting new lines.")
     stuck = list(stalled(s, c.stall_limit).items())
     if len(stuck) > c.max_stalled_shown:      # the newest, so the section stays bounded in a long run
-        lines.append(f"STALLED earlier and still undecided: {len(stuck) - c.max_stalled_shown} more hypotheses "
-                     f"({', '.join(w for w, _ in stuck[:-c.max_stalled_shown][-12:])}{', ...' if len(stuck) > c.max_stalled_shown + 12 else ''}).")
+        older = [w for w, _ in stuck[:-c.max_stalled_shown]]
+        lines.append(f"STALLED earlier and still undecided: {len(older)} more hypotheses "
+                     f"({', '.join(older[-12:])}{', ...' if len(older) > 12 else ''}).")
     for wid, n in stuck[-c.max_stalled_shown:]:
         lines.append(f"STALLED: {wid} has had {n} verdicts in a row short of VERIFIED. Do not send the same kind "
                      "of evidence again: an independent route (the other worker, another method), a corrected "
@@ -516,7 +520,8 @@ def for_surveyor(p: Problem) -> RolePrompt:
 
 
 def _critique_line(c: Critique) -> str:
-    return (f"{c.id} ({c.source}, {c.severity}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}): {c.text}"
+    about = f"{c.target_type}{' ' + c.target if c.target else ''}"
+    return (f"{c.id} ({c.source}, {c.severity}, {about}, {c.kind}): {c.text}"
             + (f"\n  how to test it: {c.test}" if c.test else ""))
 
 
@@ -545,7 +550,8 @@ def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Wind
     if demotions:
         ask += f" Consider the demotions in <demotions> ({', '.join(c.target or '' for c in demotions)})."
     if critiques:
-        ask += f" Give a verdict on every critique in <critiques-to-answer> by its id ({', '.join(c.id for c in critiques)})."
+        ask += (" Give a verdict on every critique in <critiques-to-answer> by its id "
+                f"({', '.join(c.id for c in critiques)}).")
     return render("planner", problem_sections(p) | {
         "background-survey": survey_text(s, w), "conventions": conventions_text(s),
         "strategy": (f"v{s.strategy_version}: " + s.strategy) if s.strategy else "", "sanity-checks": checks,

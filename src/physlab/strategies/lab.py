@@ -31,7 +31,8 @@ class LabParams(StrategyParams, LabSettings):
     preset: Literal["physlab", "paper"] = param(
         "physlab", "paper: the seed's setting for every parameter marked 'preset=paper' below (one worker at a "
                    "time, its caps); a value given explicitly still wins.",
-        "PhysLab: its own defaults, which run research in parallel (the seed's parallel agents are its future work, §7)")
+        "PhysLab: its own defaults, which run research in parallel (the seed's parallel agents are its future "
+        "work, §7)")
     resume_iteration: int | None = param(None, "Continue the run from the end of iteration N (--resume DIR@N).",
                                          "PhysLab: a run continues from its last commit", ge=0)
 
@@ -45,12 +46,13 @@ class LabParams(StrategyParams, LabSettings):
                         f"every 4 iterations ({_CODE}) — preset=paper",
         "parallel_workers": f"PhysLab: 3 concurrent calls; the seed is sequential within a problem ({PHYSICS_INTERN} "
                             "§6; parallel agents are its future work, §7) — preset=paper gives 1",
-        "max_dispatches": f"PhysLab: 4 tasks per orchestrator turn; the seed's orchestrator ends each turn with exactly "
-                          f"one dispatch ({_CODE}, orchestrator prompt) — preset=paper gives 1",
+        "max_dispatches": f"PhysLab: 4 tasks per orchestrator turn; the seed's orchestrator ends each turn with "
+                          f"exactly one dispatch ({_CODE}, orchestrator prompt) — preset=paper gives 1",
         "max_critiques": f"PhysLab: 4 per audit; the seed's critic files at most 2 per call ({_CODE}, critic "
                          "prompt) — preset=paper",
         "max_refutations": f"seed: a hypothesis refuted twice must be abandoned (max_refuted_retries: 2, {_CODE})",
-        "stall_limit": f"seed: verdicts short of VERIFIED in a row before 'STALLED' (stall_recompute_limit: 2, {_CODE})",
+        "stall_limit": f"seed: verdicts short of VERIFIED in a row before 'STALLED' (stall_recompute_limit: 2, "
+                       f"{_CODE})",
         "critique_expiry": f"seed: MEDIUM and LOW critiques expire after 3 iterations (auto_expire_iterations: 3, "
                            f"{_CODE})",
         "max_refused_completions": f"seed: the circuit breaker after 3 blocked terminations (max_termination_retries: "
@@ -121,6 +123,7 @@ class LabStrategy(Strategy[LabParams]):
             details={"iterations": s.iteration, "established_results": len(s.active_ers()),
                      "critiques": len(s.critiques), "demotions": sum(e.status == "demoted" for e in s.ers),
                      "lab_status": s.status, "timings": engine.timings,
-                     "judgement": judgement(s, {r: u.output_tokens for r, u in ctx.usage.by_role().items()}).model_dump()},
+                     "judgement": judgement(s, {r: u.output_tokens
+                                                for r, u in ctx.usage.by_role().items()}).model_dump()},
         )
 

@@ -128,7 +128,8 @@ def _symbol_names(tree: ast.AST) -> list[str]:
     """The names given to sp.symbols(...) / sp.Symbol(...) as string literals."""
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("symbols", "Symbol") \
+        called = getattr(node, "func", None)
+        if isinstance(node, ast.Call) and getattr(called, "attr", getattr(called, "id", "")) in ("symbols", "Symbol") \
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             out += re.split(r"[\s,]+", node.args[0].value.strip())
     return [x for x in out if x]

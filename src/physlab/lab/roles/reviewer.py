@@ -66,8 +66,8 @@ def report_text(r: ReviewReport) -> str:
     """The review as the state keeps it: the reasoning, then the checks with their outcomes."""
     lines = [r.reasoning.strip()]
     if r.checks:
-        lines.append("Checks: " + "; ".join(f"{c.check}: {c.outcome}" + (f" ({c.note.strip()})" if c.note.strip() else "")
-                                           for c in r.checks))
+        lines.append("Checks: " + "; ".join(f"{c.check}: {c.outcome}"
+                                           + (f" ({c.note.strip()})" if c.note.strip() else "") for c in r.checks))
     if r.failed_checks:
         lines.append(f"Failed checks: {'; '.join(r.failed_checks)}")
     return "\n".join(x for x in lines if x)

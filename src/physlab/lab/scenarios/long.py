@@ -13,7 +13,8 @@ inconclusive and refuted hypotheses, dead ends, notes; the critic audits every o
 sometimes asks the planner to revise the strategy (the stable part of every prompt changes) and
 sometimes challenges the newest result (the adjudicator dismisses it). After the last round the
 orchestrator closes what is open, abandons the hypotheses the established results leave undecided
-and declares completion; the formatter fills the template from the newest line-A result. Every decision is read from the prompt the role is shown."""
+and declares completion; the formatter fills the template from the newest line-A result. Every
+decision is read from the prompt the role is shown."""
 
 from __future__ import annotations
 

@@ -155,8 +155,9 @@ class QECScenario:
                 else:
                     value = m.group(1).strip()
                     actions.append(("propose_hypothesis", {"claim": "For that circuit with two-qubit depolarizing "
-                                    "noise of strength p after every CNOT, post-selected on trivial syndrome and ancilla "
-                                    "0, the logical fidelity with |00>_AB is F_logical(p) = " + value, "value": value,
+                                    "noise of strength p after every CNOT, post-selected on trivial syndrome and "
+                                    "ancilla 0, the logical fidelity with |00>_AB is F_logical(p) = " + value,
+                                    "value": value,
                                     "evidence_ids": [ev], "depends_on": ["WH-1"]}))
             return calls(*actions)
         if (orders := self._undispatched(prompt, rqs, room)).get("dispatches"):  # one worker at a time (preset=paper)
@@ -167,7 +168,8 @@ class QECScenario:
             return tool_call(out, {"dispatches": [{"worker": "computer", "target": wid, "instructions":
                              "Verify the noiseless circuit by explicit state-vector simulation and an independent "
                              "stabilizer propagation."}], "summary": f"{wid} was demoted; gathering new evidence."})
-        gates = [g for g in P.block(prompt, "completion-gates").splitlines() if "senior critic has not audited" not in g]
+        gates = [g for g in P.block(prompt, "completion-gates").splitlines()
+                 if "senior critic has not audited" not in g]
         if ers and (not gates or gates[0].startswith("none")):     # the audit the lab runs itself before completing
             return tool_call(out, {"complete": True, "answer_results": [e[0] for e in ers if e[3]],
                                    "summary": "All results are established; the answer is determined."})
@@ -236,7 +238,8 @@ class QECScenario:
                 return calls(("execute_python", {"code": _value_check_script(m.group(1))}))
             ok = _all_pass(runs[-1])
             printed = runs[-1].split("STDOUT:")[-1]
-            checks = [{"check": line.split(":")[0].split(" =")[0].strip(), "outcome": "PASS" if "PASS" in line else "FAIL"}
+            checks = [{"check": line.split(":")[0].split(" =")[0].strip(),
+                       "outcome": "PASS" if "PASS" in line else "FAIL"}
                       for line in printed.splitlines() if line.strip().endswith(("PASS", "FAIL"))]
             return tool_call(out, {"verdict": "VERIFIED" if ok else "REFUTED", "checks": checks,
                                    "reasoning": "Re-evaluated the claimed F: " + printed[:600]})

@@ -363,7 +363,8 @@ def file_critique(state: ResearchState, *, target_type: CritiqueTarget, text: st
     return s, cid
 
 
-def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, ruling: str, scope: str = "") -> ResearchState:
+def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, ruling: str,
+                     scope: str = "") -> ResearchState:
     """The adjudicator's ruling on a critique of an ER. ``uphold``: the critique is right, the ER is
     demoted. ``dismiss``: the ER stands. ``needs_evidence``: the record cannot settle it; the ER is
     demoted softly with ``scope``, the evidence that would settle it, which its hypothesis needs
@@ -377,7 +378,8 @@ def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, rul
     _need(c.target_type == "ER" and c.status == "open", f"{cr_id} is not an open critique of an ER")
     _need(decision in ("uphold", "dismiss", "needs_evidence"), f"bad ruling {decision!r}")
     _need(decision != "needs_evidence" or bool(scope.strip()), "a needs_evidence ruling must state its scope")
-    c.status = {"uphold": "upheld", "dismiss": "dismissed", "needs_evidence": "needs_evidence"}[decision]  # type: ignore[assignment]
+    c.status = {"uphold": "upheld", "dismiss": "dismissed",  # type: ignore[assignment]
+                "needs_evidence": "needs_evidence"}[decision]
     c.ruling, c.resolved_iteration = ruling, s.iteration
     c.scope = scope.strip() if decision == "needs_evidence" else ""
     _event(s, "ruling", f"{cr_id} {c.status} by the adjudicator: {ruling}"
@@ -557,7 +559,8 @@ def escalate_stalls(state: ResearchState, stalled: dict[str, int]) -> ResearchSt
             continue
         w = s.wh(wid)
         s, _ = file_critique(s, target_type="coordination", target=wid, kind="stall", source="lab", severity="HIGH",
-                             text=f"{wid} has had {n} verdicts in a row short of VERIFIED ({w.status} now): {w.claim}"[:800],
+                             text=f"{wid} has had {n} verdicts in a row short of VERIFIED ({w.status} now): "
+                                  f"{w.claim}"[:800],
                              test="Decide whether an independent route (another worker, another method) can settle "
                                   f"it, or abandon {wid} (entity_actions) if its premise is wrong.")
     return s

@@ -12,6 +12,7 @@ jsonschema would, but as a test strategy, not a seeded runtime generator), hence
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -24,6 +25,20 @@ _QUOTED = re.compile(r"'([A-Z]{2}-\d+)'")
 _REFUSAL = re.compile(r"Fix the errors and try again|Refused|[Vv]alidation error|unknown", re.I)
 _ENDS = re.compile(r"ends this conversation", re.I)
 _WORDS = ("the", "result", "check", "limit", "energy", "sign", "factor", "state", "value", "field", "order")
+
+
+def request_seed(seed: int, body: dict[str, Any], occurrence: int = 0) -> int:
+    """A seed for one request's random reply: from the run's seed and what the request says (and how
+    often the same request was seen), never from the order requests arrive in — so concurrent
+    requests (a critic beside the workers) get the same replies in every run."""
+    def plain(x: Any) -> Any:     # the server numbers tool calls in arrival order: not part of what is said
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items() if k not in ("id", "tool_call_id")}
+        return [plain(v) for v in x] if isinstance(x, list) else x
+
+    said = plain([body.get("messages", []), body.get("tools", [])])
+    digest = hashlib.sha256(json.dumps([seed, occurrence, said], sort_keys=True, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def ids_in(body: dict[str, Any]) -> dict[str, list[str]]:
