@@ -9,7 +9,6 @@ history).
 from __future__ import annotations
 
 import time
-
 from typing import Any, Literal
 
 from pydantic import model_validator
@@ -20,7 +19,7 @@ from physlab.lab.judgement import judgement
 from physlab.lab.workspace import split_resume_target
 from physlab.run.environment import RunEnvironment
 from physlab.run.progress import ProgressView
-from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, StrategyParams, param
 
 _CODE = f"{PHYSICS_INTERN}, its public code (config.default.yaml)"
@@ -29,7 +28,7 @@ _ENGINEERING = "PhysLab: an engineering bound; physics-intern has no such settin
 
 class LabParams(StrategyParams, LabSettings):
     preset: Literal["physlab", "paper"] = param(
-        "physlab", "paper: the seed's setting for every parameter marked 'preset=paper' below (one worker at a "
+        "physlab", "paper: the seed's setting for every parameter whose source says 'preset=paper' (one worker at a "
                    "time, its caps); a value given explicitly still wins.",
         "PhysLab: its own defaults, which run research in parallel (the seed's parallel agents are its future "
         "work, §7)")
@@ -110,8 +109,9 @@ class LabStrategy(Strategy[LabParams]):
         engine = LabEngine(ctx, settings)
         out = await engine.run(resume=bool(ctx.resume) or from_iteration is not None,
                                from_iteration=from_iteration)
-        status = {"complete": "complete", "partially_complete": "partially_complete",
-                  "paused": "paused"}.get(out.status, "no_answer")
+        statuses: dict[str, AttemptStatus] = {"complete": "complete", "partially_complete": "partially_complete",
+                                              "paused": "paused"}
+        status = statuses.get(out.status, "no_answer")
         if status == "partially_complete" and not (out.answer_code or out.answer_text):
             status = "no_answer"
         s = out.state
