@@ -35,7 +35,8 @@ def _check_entry(entry: dict, *, repeat: int, with_messages: bool) -> None:
         roles = [m["role"] for m in entry["messages"]]
         assert roles == ["system", "user", "assistant"], roles
         asked = entry["messages"][1]["content"]
-        assert entry["problem_id"].split("_main")[0].replace("_", " ") in asked and "Answer template" in asked
+        # CritPt's one-step protocol: the problem, then its template in a fenced block
+        assert entry["problem_id"].split("_main")[0].replace("_", " ") in asked and "```python\ndef answer" in asked
         assert "value = 0" in entry["messages"][-1]["content"]  # the reply the code came from
     else:
         assert entry["messages"] is None

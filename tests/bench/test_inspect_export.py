@@ -84,10 +84,12 @@ def test_two_step_messages_show_the_derivation_once(sweep, tmp_path):
     assert cli("bench", "export-inspect", "--db", str(sweep), "--out", str(out), "--strategy", "two-step") == 0
     [f] = out.glob("*.eval")
     s = inspect_log.read_eval_log(str(f)).samples[0]
+    # (CritPt's system prompt is sent with both requests, as its pipeline keeps it in the conversation)
     assert [(m.role, m.metadata["physlab_role"]) for m in s.messages] == [
-        ("user", "solver"), ("assistant", "solver"), ("user", "formatter"), ("assistant", "formatter")]
+        ("system", "solver"), ("user", "solver"), ("assistant", "solver"), ("system", "formatter"),
+        ("user", "formatter"), ("assistant", "formatter")]
     # while the formatter's model event holds its whole input, the solver's turn included
-    assert [m.role for m in s.events[1].input] == ["user", "assistant", "user"]
+    assert [m.role for m in s.events[1].input] == ["system", "user", "assistant", "system", "user"]
 
 
 def test_a_lab_run_exports_its_roles_and_tool_calls(tmp_path, capsys):

@@ -312,22 +312,6 @@ def test_the_formatters_code_may_not_return_sentinels_or_use_undeclared_symbols(
 
 
 # ------------------------------------------------------------------ the forced answer within the budget
-def test_the_research_stops_where_the_rest_of_the_budget_is_the_final_answers():
-    from physlab.lab.reserve import held_back
-    from physlab.llm.usage import Budget, Usage
-
-    used = Usage(calls=4, input_tokens=4000, output_tokens=400, cost_usd=0.04, wall_s=8.0)
-    assert held_back(Budget(max_calls=6), used, calls=1, share=0.1) is None     # 4 used, 1 more, 1 kept: 6 <= 6
-    assert held_back(Budget(max_calls=6), used, calls=2, share=0.1) == "max_calls"
-    # 4400 tokens in 4 requests: one more of the mean (1100) makes 5500, which must fit in 90 % of the cap
-    assert held_back(Budget(max_tokens=6112), used, calls=1, share=0.1) is None
-    assert held_back(Budget(max_tokens=6100), used, calls=1, share=0.1) == "max_tokens"
-    assert held_back(Budget(max_output_tokens=500), used, calls=1, share=0.1) == "max_output_tokens"
-    assert held_back(Budget(max_cost_usd=0.05), used, calls=1, share=0.1) == "max_cost"
-    assert held_back(Budget(max_cost_usd=0.06), used, calls=1, share=0.1) is None
-    assert held_back(Budget(max_tokens=10), Usage(), calls=1, share=0.1) is None   # nothing to size a request by
-
-
 async def test_the_forced_formatter_never_asks_for_grace(tmp_path, monkeypatch):
     from physlab.llm.meter import RunMeter
     from physlab.llm.usage import Budget

@@ -59,22 +59,24 @@ async def test_token_budget_and_per_role_totals(tmp_path):
     assert len(recs) >= 2 and meter.total().total_tokens <= 1500
 
 
-async def test_grace_allows_exactly_the_granted_calls(tmp_path):
-    meter = RunMeter(Budget(max_calls=1), None)
+async def test_a_last_step_spends_only_the_calls_kept_for_it(tmp_path):
+    """No request goes past a cap (issue #34): a scaffold keeps room for its last step within the
+    budget (set_aside) and spends it inside finishing(); the old grace() grants nothing more."""
+    meter = RunMeter(Budget(max_calls=3), None)
     sent: list[str] = []
     agent = Agent(_model(meter, sent))
+    meter.set_aside(calls=1)
     await agent.run("a")
-    with pytest.raises(BudgetExceeded):
-        meter.check()
-    with meter.grace(calls=1):
-        await agent.run("forced formatter")
-        with pytest.raises(BudgetExceeded):
+    await agent.run("b")
+    with pytest.raises(BudgetExceeded):       # the third call is kept for the last step
+        await agent.run("c")
+    with meter.finishing():
+        await agent.run("formatter")
+        with pytest.raises(BudgetExceeded):   # and nothing past the cap, not even there
             await agent.run("one too many")
-    with pytest.raises(BudgetExceeded):  # unused grace does not outlive the block
-        with meter.grace(calls=3):
-            pass
+    with meter.grace(calls=3), pytest.raises(BudgetExceeded):
         await agent.run("after")
-    assert len(sent) == 2 and meter.graced_calls == 1
+    assert len(sent) == 3 and meter.graced_calls == 0
 
 
 async def test_wall_budget():

@@ -1,5 +1,5 @@
-"""multi-round: reasoning rounds, every earlier round's reasoning carried forward within the model's context
-(Algorithm 1, line 7), an answer recorded after every round."""
+"""multi-round: reasoning rounds, each earlier round carried forward by its summary (Appendix A.2; its full
+reasoning with carry=reasoning, within the model's context), an answer recorded after every round."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ def _scenario(log: dict, pad: int = 0):
     return factory
 
 
-async def test_every_round_builds_on_the_reasoning_of_all_rounds_before(tmp_path):
+async def test_with_carry_reasoning_every_round_builds_on_the_reasoning_of_all_rounds_before(tmp_path):
     log: dict = {}
     ctx = make_ctx(tmp_path, _scenario(log))
-    attempt = await MultiRound.configured({"extra_rounds": 2}).run(ctx)
+    attempt = await MultiRound.configured({"extra_rounds": 2, "carry": "reasoning"}).run(ctx)
     assert attempt.status == "complete"
     answers = attempt.details["answers"]
     assert len(answers) == 3
@@ -56,11 +56,11 @@ async def test_every_round_builds_on_the_reasoning_of_all_rounds_before(tmp_path
 async def test_what_no_longer_fits_the_context_is_carried_by_its_conclusion(tmp_path):
     log: dict = {}
     ctx = make_ctx(tmp_path, _scenario(log, pad=100))  # ~2,000 characters of reasoning a round
-    attempt = await MultiRound.configured({"extra_rounds": 3, "context_tokens": 2000}).run(ctx)
+    attempt = await MultiRound.configured({"extra_rounds": 3, "context_tokens": 2000, "carry": "reasoning"}).run(ctx)
     assert attempt.status == "complete" and attempt.details["context_tokens"] == 2000
     last = log["reasoner"][-1]
     carried = attempt.details["rounds"][-1]["carried"]
-    assert carried[-1] == "full" and "conclusion" in carried  # the newest whole, older ones by conclusion
+    assert carried[-1] == "full" and "summary" in carried  # the newest whole, older ones by summary
     assert "reasoning of round 2" in last and "summary-0" in last and "reasoning of round 0" not in last
     assert len(last) < 2000 * 3 * 0.5 + 2000  # within half the window, plus the problem and instructions
 

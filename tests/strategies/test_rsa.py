@@ -32,7 +32,7 @@ def _scenario(log: dict):
             prompt = last_user_text(messages)
             if role == "generator":
                 return solution(FIRST[i % 4], reasoning=f"candidate-{i}")
-            shown = re.findall(r"--- Candidate solution \d+ ---\n(.*?)(?=\n--- Candidate|\Z)",
+            shown = re.findall(r"## Candidate \d+\n\n(.*?)(?=\n## Candidate|\n---|\Z)",
                                prompt, flags=re.DOTALL)
             log.setdefault("subsets", []).append(shown)
             return solution(LAST[i % 4], reasoning=f"aggregate-{i}")

@@ -163,7 +163,7 @@ async def test_persona_and_feedback_reach_the_prompts(tmp_path):
         make_ctx(tmp_path, s))
     actor_sys = next(c.system for c in s.calls if c.role == "actor")
     critic_sys = next(c.system for c in s.calls if c.role == "critic")
-    assert "graduate student" in actor_sys and "Doubt every assumption" in actor_sys
+    assert "graduate student" in actor_sys and "Question every assumption" in actor_sys
     assert "Socratic" in critic_sys
     with pytest.raises(UserError, match="strategy scalar: --param feedback: input should be 'adversarial'"):
         Scalar.configured({"feedback": "harsh"})

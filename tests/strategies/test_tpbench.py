@@ -87,7 +87,8 @@ def _weak_judge(log):
         log.setdefault(role, []).append(prompt)
         if role == "verifier":
             final = re.findall(r"Final Answer: F = (.*)", prompt)[-1]
-            return final_answer(info, {"is_solution_correct": "no" if final == "1 - 2*p" else "yes"})
+            verdict = "no" if final == "1 - 2*p" else "yes"
+            return final_answer(info, {"reasoning": "Checked each step.", "is_solution_correct": verdict})
         a1 = prompt.split("Attempt 1:")[1].split("Attempt 2:")[0]
         choice = 1 if "F = (1 - p)**2" in a1 else 2
         return final_answer(info, {"analysis": "Reasoning...", "correct_attempt": choice})
@@ -214,8 +215,8 @@ async def test_malformed_verdicts_are_retried_and_a_verifier_without_one_says_no
         if which == "wrong":
             return text('{"is_solution_correct": "yes"}')  # prose that looks right, never the tool
         if len(messages) == 1:
-            return final_answer(info, {"is_solution_correct": "maybe"})  # not a verdict: retried
-        return final_answer(info, {"is_solution_correct": "yes"})
+            return final_answer(info, {"reasoning": "hm", "is_solution_correct": "maybe"})  # not a verdict: retried
+        return final_answer(info, {"reasoning": "Each step holds.", "is_solution_correct": "yes"})
 
     ctx = make_ctx(tmp_path, _generator(["1 - 2*p", "(1 - p)**2"], judge=judge))
     attempt = await TPBenchWeak.configured({"n_samples": 2, "k_verif": 1, "concurrency": 1}).run(ctx)
@@ -290,7 +291,7 @@ async def test_open_question_groups_by_final_answer_line(tmp_path):
                 state["n"] += 1
                 return texts[(state["n"] - 1) % 3]
             yes = "no gap" not in last_user_text(messages)
-            return final_answer(info, {"is_solution_correct": "yes" if yes else "no"})
+            return final_answer(info, {"reasoning": "Read it through.", "is_solution_correct": "yes" if yes else "no"})
         return respond
 
     ctx = make_ctx(tmp_path, factory, problem=make_problem(template=False))
@@ -312,7 +313,7 @@ async def test_budget_cuts_verification_and_keeps_the_best_so_far(tmp_path):
             if role == "generator":
                 state["n"] += 1
                 return f"Work.\nFinal Answer: answer {state['n'] % 2}"
-            return final_answer(info, {"is_solution_correct": "yes"})
+            return final_answer(info, {"reasoning": "Fine.", "is_solution_correct": "yes"})
         return respond
 
     ctx = make_ctx(tmp_path, factory, problem=make_problem(template=False),
@@ -335,9 +336,10 @@ async def test_budget_cuts_verification_and_keeps_the_best_so_far(tmp_path):
     assert attempt.ran_as is None  # some checks finished: still the weak verifier
 
 
-async def test_a_step_whose_script_never_ran_cannot_pass(tmp_path):
-    """A grading agent that says "correct" for a step it never checked -- it reports a script and its
-    "output" without running it, or runs one that crashes -- verified nothing: the check fails."""
+async def test_with_check_pass_steps_ran_a_step_whose_script_never_ran_cannot_pass(tmp_path):
+    """(PhysLab's stricter switch.) A grading agent that says "correct" for a step it never checked -- it
+    reports a script and its "output" without running it, or runs one that crashes -- verified nothing:
+    the check fails."""
     ran_ok = _script("(1 - p)*(1 - p) == (1 - p)**2")
     crashes = "import sympy as sp\nraise SystemExit(3)\n"
     never_ran = _script("sp.diff((1 - p)**2, p) == -2*(1 - p)")
@@ -354,7 +356,7 @@ async def test_a_step_whose_script_never_ran_cannot_pass(tmp_path):
         return final_answer(info, {"sympy_verification": steps, "overall_score": 1, "general_feedback": "all good"})
 
     ctx = make_ctx(tmp_path, _generator(["(1 - p)**2"], judge=agent))
-    attempt = await TPBenchSympy.configured({"n_samples": 1, "k_verif": 1}).run(ctx)
+    attempt = await TPBenchSympy.configured({"n_samples": 1, "k_verif": 1, "check_pass": "steps_ran"}).run(ctx)
     (check,) = attempt.details["checks"]["0"]
     assert check["passed"] is False and check["wrong_steps"] == [2, 3]
     square, crash, derivative = check["report"]["sympy_verification"]

@@ -353,7 +353,9 @@ def report_cmd(
     csv: Optional[Path] = typer.Option(None, "--csv", help="Write the summary table as CSV."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for the PNG plots."),
     equal_tokens: Optional[float] = typer.Option(None, "--equal-tokens", min=1,
-                                                 help="Token cap per problem of the equal-budget view."),
+                                                 help="T of the 'anytime accuracy at T' column (what runs held "
+                                                      "with at most T tokens; equal budgets: bench run "
+                                                      "--budget-tokens)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Accuracy with intervals over problems, pass@k, paired comparisons, the problem x strategy matrix,

@@ -17,8 +17,10 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from physlab.bench.report import BudgetCurve, CurvePoint, Report, group_label  # noqa: E402
 
-_AXIS_LABEL = {"tokens": "token cap per problem attempt (log scale)",
-               "cost_usd": "cost cap per problem attempt, USD (log scale)"}
+_AXIS_LABEL = {"tokens": "tokens spent per problem attempt, input + output (log scale)",
+               "input_tokens": "input tokens spent per problem attempt (log scale)",
+               "output_tokens": "output tokens spent per problem attempt (log scale)",
+               "cost_usd": "cost spent per problem attempt, USD (log scale)"}
 
 
 def _figure(width: float = 8.0, height: float = 4.5) -> tuple[Figure, plt.Axes]:
@@ -56,18 +58,19 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
             ax.set_xlabel("median cost per problem attempt, USD (log scale)")
             ax.set_title("models with a price: dollars", fontsize=9)
         else:
-            ax.set_xlabel("median tokens per problem attempt (log scale)")
+            ax.set_xlabel("median input + output tokens per problem attempt (log scale)")  # unweighted: no price
             ax.set_title("no known price: tokens", fontsize=9)
         ax.set_ylim(-0.02, 1.02)
-    axes[0][0].set_ylabel("accuracy (95% CI, bootstrap over problems)")
+    axes[0][0].set_ylabel("accuracy (exact 95% CI)")  # Clopper-Pearson, at the effective size with clusters
     fig.suptitle("Accuracy vs spend")
     _legend_beside(fig, axes[0][0])
     return fig
 
 
 def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | None:
-    """One panel per model (and config), a step line per strategy with its band: all the groups in
-    one panel hide each other's bands."""
+    """Anytime accuracy (what a run held with at most that much spent, from its checkpoints): one
+    panel per model (and config), a step line per strategy with its band: all the groups in one
+    panel hide each other's bands."""
     groups = {group_label(g): g for g in report.solvers}
     curves = [c for c in report.curves if c.axis == axis and c.group in groups and any(p.cap > 0 for p in c.points)]
     if not curves:
@@ -86,19 +89,50 @@ def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | 
     for ax, (title, cs) in zip(axes[0], sorted(panels.items())):
         for curve in cs:
             _draw_curve(ax, curve, left, right, colour[groups[curve.group].strategy_label])
-        if axis == "tokens" and report.equal_budget_tokens:
-            ax.axvline(report.equal_budget_tokens, color="grey", linestyle="--", linewidth=1)
+        if axis == "tokens" and report.anytime_tokens:
+            ax.axvline(report.anytime_tokens, color="grey", linestyle="--", linewidth=1)
         ax.set_xscale("log")
         ax.set_xlabel(_AXIS_LABEL[axis])
         ax.set_title(title, fontsize=9)
         ax.set_ylim(-0.02, 1.02)
-    axes[0][0].set_ylabel("accuracy within the cap (95% band)")
+    axes[0][0].set_ylabel("anytime accuracy (exact 95% band)")
     handles = [plt.Line2D([], [], color=colour[s], label=s) for s in strategies]
-    if axis == "tokens" and report.equal_budget_tokens:
+    if axis == "tokens" and report.anytime_tokens:
         handles.append(plt.Line2D([], [], color="grey", linestyle="--",
-                                  label=f"equal-budget cap ({report.equal_budget_tokens:,.0f})"))
+                                  label=f"anytime column's T ({report.anytime_tokens:,.0f})"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=7, frameon=False)
-    fig.suptitle("Accuracy as a function of budget")
+    fig.suptitle("Anytime accuracy: the answer each run held by then (not a capped run)")
+    return fig
+
+
+def accuracy_at_budget_figure(report: Report) -> Figure | None:
+    """Accuracy of sweeps run at several --budget-tokens (runs really capped), one line per
+    strategy x model with its intervals; an uncapped sweep is drawn beyond the largest cap."""
+    sweeps = [s for s in report.budget_sweeps if any(p.accuracy is not None for p in s.points)]
+    if not sweeps:
+        return None
+    caps = [p.budget_tokens for s in sweeps for p in s.points if p.budget_tokens]
+    if not caps:
+        return None
+    beyond = max(caps) * 3  # where "no cap" is drawn
+    fig, ax = _figure()
+    for i, sweep in enumerate(sweeps):
+        pts = [(p, p.accuracy) for p in sweep.points if p.accuracy is not None]
+        xs = [p.budget_tokens or beyond for p, _ in pts]
+        ys = [acc for _, acc in pts]
+        lo = [acc - (p.low if p.low is not None else acc) for p, acc in pts]
+        hi = [(p.high if p.high is not None else acc) - acc for p, acc in pts]
+        label = " × ".join([sweep.strategy, sweep.model] + ([sweep.params] if sweep.params else []))
+        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, color=f"C{i % 10}", label=label)
+    if any(p.budget_tokens is None for s in sweeps for p in s.points):
+        ax.axvline(beyond, color="grey", linestyle=":", linewidth=1)
+        ax.annotate("no cap", (beyond, 1.0), fontsize=7, ha="center", va="bottom")
+    ax.set_xscale("log")
+    ax.set_xlabel("--budget-tokens per problem attempt (log scale)")
+    ax.set_ylabel("accuracy (exact 95% CI)")
+    ax.set_ylim(-0.02, 1.08)
+    ax.set_title("Accuracy at each budget (runs capped there)")
+    _legend_beside(fig, ax)
     return fig
 
 
@@ -137,7 +171,10 @@ def role_share_figure(report: Report) -> Figure | None:
 
 def figures(report: Report) -> dict[str, Figure]:
     made = {"accuracy_vs_cost": accuracy_vs_cost_figure(report),
+            "accuracy_at_budget": accuracy_at_budget_figure(report),
             "accuracy_vs_tokens_budget": accuracy_vs_budget_figure(report, "tokens"),
+            "accuracy_vs_input_tokens_budget": accuracy_vs_budget_figure(report, "input_tokens"),
+            "accuracy_vs_output_tokens_budget": accuracy_vs_budget_figure(report, "output_tokens"),
             "accuracy_vs_cost_budget": accuracy_vs_budget_figure(report, "cost_usd"),
             "role_share": role_share_figure(report)}
     return {name: fig for name, fig in made.items() if fig is not None}

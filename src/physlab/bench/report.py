@@ -1,18 +1,19 @@
 """Sweep reports, computed from the results database only.
 
-Per group (strategy x model x config; a run a cap turned into another strategy is its own group,
-under what it ran as): accuracy, the mean over problems of the share of each problem's repeats
-solved, with a 95% interval by bootstrap over problems (the repeats of a problem stay together);
-mean pass@k for every k the repeats allow; tokens / cost / wall per problem (median, p90); the
-share of tokens per role; and accuracy as a function of budget: each run's checkpoints (its best
-answer so far, with what it had spent then, graded once when the run ended) give the accuracy at
-any token or cost cap, with intervals, from one sweep. The equal-budget column reads that curve
-at one common cap. Beside them: paired comparisons of two groups on the problems both were graded
-on, the problem x strategy matrix, and the score CritPt's grading server gave the group's batches.
+Per group (strategy x model x config, the config being the budget the cells ran at and their
+parameters): accuracy over every problem the group ran, each problem weighing the same (the share
+of its cells that were correct; a run a cap cut short counts as what it answered, a crashed cell
+counts as unsolved and is shown), with an exact 95% interval whose unit is the challenge where
+sub-problems or repeats exist (:func:`physlab.bench.stats.accuracy_interval`); pass@k; input,
+output and cached tokens and the cost in dollars per problem attempt (median, p90); the share of
+tokens per role. Beside them: paired comparisons of two groups on the problems both ran, with
+Holm-adjusted p-values beside the raw ones; the problem x strategy matrix; accuracy at each budget
+from sweeps run at several ``--budget-tokens`` (the real equal-budget comparison); the *anytime
+accuracy* curves read from each run's checkpoints (what a run held with at most T spent, not what a
+run capped at T would have done); and the score CritPt's grading server gave the group's batches.
 
-Runs where a role saw the reference (SCALAR's paper setting) are reference-conditioned: they are
-reported on their own, with how often the Judge agreed with the grader, and never compared or
-ranked beside solvers.
+Oracles (``tpbench-bon`` reads the answer key) and runs where a role saw the reference (SCALAR's
+paper setting) are reported in a table of their own and never compared or ranked beside solvers.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ from physlab.bench import stats
 from physlab.bench.store import ResultsStore, cell_config
 
 CURVE_POINTS = 120  # at most this many caps per curve (every distinct spend up to that)
-CURVE_RESAMPLES = 2000  # bootstrap resamples per curve (one set for all its caps)
+# Strategies that read the answer key to choose. Cells recorded before the runner marked such runs
+# are known by name.
+ORACLES = frozenset({"tpbench-bon"})
+Axis = Literal["tokens", "input_tokens", "output_tokens", "cost_usd"]
+AXES: tuple[Axis, ...] = ("tokens", "input_tokens", "output_tokens", "cost_usd")
 
 
 class GroupSummary(BaseModel):
@@ -38,38 +43,58 @@ class GroupSummary(BaseModel):
     model: str
     config: str = Field(default="-", description="Budget tag, then strategy parameters when any: cells "
                                                  "run at another budget or with other --param are another group.")
-    ran_as: str | None = Field(default=None, description="What a cap turned the strategy into (its runs are "
-                                                         "never reported under the strategy's full name).")
+    ran_as: str | None = Field(default=None, description="Kept for readers of the first release: groups are no "
+                                                         "longer split by what a cap made of a run (ran_as_runs).")
     reference_conditioned: bool = Field(default=False, description="A role saw the reference: not a solver.")
+    oracle: bool = Field(default=False, description="The strategy reads the answer key (tpbench-bon): an upper "
+                                                    "bound, never ranked beside solvers.")
     cells: int = Field(description="Finished cells.")
     failed: int = 0
     pending: int = 0
     graded: int = 0
     correct: int = 0
-    problems: int = Field(default=0, description="Problems with a graded cell.")
-    accuracy: float | None = Field(default=None, description="Mean over problems of the share of its graded "
-                                                             "repeats that were correct.")
+    crashed: int = Field(default=0, description="Cells of gradable problems that crashed: counted as unsolved.")
+    cut_short: int = Field(default=0, description="Finished runs a cap stopped before their strategy finished "
+                                                  "(counted as what they answered).")
+    ran_as_runs: dict[str, int] = Field(default_factory=dict, description="What a cap made of those runs, by count.")
+    problems: int = Field(default=0, description="Problems with a graded or crashed cell.")
+    clusters: int = Field(default=0, description="Independent units of those problems (challenges).")
+    accuracy: float | None = Field(default=None, description="Mean over problems of the share of its cells "
+                                                             "(graded and crashed) that were correct.")
     ci_low: float | None = None
     ci_high: float | None = None
-    ci_method: str = Field(default="", description="'bootstrap over N problems', or with one problem "
-                                                   "'Wilson over N repeats'.")
+    ci_method: str = Field(default="", description="How the 95% interval was made.")
     answered: int = 0
     pass_at_k: dict[int, float] = Field(default_factory=dict)
-    tokens_median: float | None = None
+    tokens_median: float | None = Field(default=None, description="Input + output tokens (what --budget-tokens "
+                                                                  "caps), median per problem attempt.")
     tokens_p90: float | None = None
+    input_median: float | None = None
+    input_p90: float | None = None
+    output_median: float | None = None
+    output_p90: float | None = None
+    cached_median: float | None = Field(default=None, description="Input tokens read from a prompt cache.")
     cost_median: float | None = None
     cost_p90: float | None = None
     wall_median: float | None = None
     wall_p90: float | None = None
     total_tokens: int = 0
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
     total_cost: float = 0.0
     role_share: dict[str, float] = Field(default_factory=dict, description="Share of tokens per role.")
     cache_read_tokens: int = Field(default=0, description="Input tokens read from the providers' prompt caches.")
     cache_write_tokens: int = Field(default=0, description="Input tokens written to them.")
     role_cached: dict[str, float] = Field(default_factory=dict, description="Per role, the share of its input "
                                                                             "tokens read from the prompt cache.")
-    equal_budget_correct: int | None = Field(default=None, description="Cells solved within the common cap.")
-    equal_budget_accuracy: float | None = None
+    anytime_correct: int | None = Field(default=None, description="Cells holding a correct answer with at most "
+                                                                  "the report's anytime cap spent.")
+    anytime_accuracy: float | None = Field(default=None, description="Anytime accuracy at T: what the runs held "
+                                                                     "with at most T tokens spent.")
+    anytime_low: float | None = None
+    anytime_high: float | None = None
+    equal_budget_correct: int | None = Field(default=None, description="Old name of anytime_correct.")
+    equal_budget_accuracy: float | None = Field(default=None, description="Old name of anytime_accuracy.")
     equal_budget_low: float | None = None
     equal_budget_high: float | None = None
     judge_checks: int = Field(default=0, description="SCALAR turns both the Judge and the grader decided.")
@@ -84,7 +109,11 @@ class GroupSummary(BaseModel):
 
     @property
     def key(self) -> tuple:
-        return (self.strategy, self.ran_as or "", self.model, self.config, self.reference_conditioned)
+        return (self.strategy, self.model, self.config, self.reference_conditioned)
+
+    @property
+    def solver(self) -> bool:
+        return not (self.reference_conditioned or self.oracle)
 
 
 CRITPT_PROTOCOL_RUNS = 5  # CritPt reports the mean accuracy over 5 runs of the 70 challenges (README)
@@ -126,12 +155,34 @@ class CurvePoint(BaseModel):
 
 
 class BudgetCurve(BaseModel):
-    """One group's accuracy at every cap: a run counts as solved at cap T when the last answer it
-    held having spent at most T was correct (its final answer holds from its full spend on)."""
+    """One group's anytime accuracy at every cap: a run counts as solved at cap T when the last
+    answer it held having spent at most T was correct (its final answer holds from its full spend
+    on). Not what a run capped at T would have done: for that, see :class:`BudgetSweep`."""
 
     group: str = Field(description="group_label of the group.")
-    axis: Literal["tokens", "cost_usd"]
+    axis: Axis
     points: list[CurvePoint]
+
+
+class BudgetPoint(BaseModel):
+    budget_tokens: int | None = Field(description="The --budget-tokens the cells ran at (None: no token cap).")
+    group: str
+    accuracy: float | None
+    low: float | None = None
+    high: float | None = None
+    problems: int = 0
+    cut_short: int = 0
+    tokens_median: float | None = None
+
+
+class BudgetSweep(BaseModel):
+    """One strategy x model x parameters at several token budgets, each a sweep run at that budget:
+    the equal-budget comparison, with the runs really capped."""
+
+    strategy: str
+    model: str
+    params: str = Field(default="", description="The --param tag the cells shared (and any other budget limit).")
+    points: list[BudgetPoint]
 
 
 class PairedComparison(BaseModel):
@@ -140,37 +191,45 @@ class PairedComparison(BaseModel):
     a: str
     b: str
     problems: int
+    clusters: int = 0
     accuracy_a: float
     accuracy_b: float
     difference: float = Field(description="Mean over the shared problems of accuracy_a - accuracy_b.")
-    low: float | None = Field(default=None, description="Paired bootstrap 95% interval of the difference.")
+    low: float | None = Field(default=None, description="95% interval of the difference (see method).")
     high: float | None = None
     a_better: int = Field(description="Problems where a solved a larger share of its repeats than b.")
     b_better: int
-    p_value: float = Field(description="Exact two-sided sign test over those problems (exact McNemar with "
-                                       "one repeat per problem).")
+    p_value: float = Field(description="Exact two-sided sign test over the independent units (the exact McNemar "
+                                       "test with one cell per problem).")
+    p_holm: float = Field(default=1.0, description="p_value adjusted by Holm's method for every comparison of "
+                                                   "the report.")
+    method: str = ""
 
 
 class Report(BaseModel):
     db: str
     groups: list[GroupSummary]
-    equal_budget_tokens: float | None = Field(
-        default=None, description="The common per-problem token cap of the equal-budget view.")
-    curves: list[BudgetCurve] = Field(default_factory=list, description="Accuracy against a token cap, and "
-                                                                        "against a cost cap when runs cost money.")
+    anytime_tokens: float | None = Field(default=None, description="The token cap T of the anytime-accuracy column.")
+    equal_budget_tokens: float | None = Field(default=None, description="Old name of anytime_tokens.")
+    curves: list[BudgetCurve] = Field(default_factory=list, description="Anytime accuracy against a cap on "
+                                                                        "tokens, input, output, and cost when runs "
+                                                                        "cost money.")
+    budget_sweeps: list[BudgetSweep] = Field(default_factory=list, description="Accuracy at each --budget-tokens "
+                                                                                "a group was swept at.")
     comparisons: list[PairedComparison] = Field(default_factory=list)
     matrix: dict[str, dict[str, list[int]]] = Field(
-        default_factory=dict, description="problem id -> group label -> [correct, graded] of its repeats.")
+        default_factory=dict, description="problem id -> group label -> [correct, cells] of its repeats.")
     cells_total: int = 0
     critpt: list[CritptScore] = Field(default_factory=list, description="Scores from CritPt's grading server.")
 
     @property
     def solvers(self) -> list[GroupSummary]:
-        return [g for g in self.groups if not g.reference_conditioned]
+        return [g for g in self.groups if g.solver]
 
     @property
     def reference_conditioned(self) -> list[GroupSummary]:
-        return [g for g in self.groups if g.reference_conditioned]
+        """Oracles and reference-conditioned groups: reported apart, never ranked."""
+        return [g for g in self.groups if not g.solver]
 
     def token_curves(self) -> dict[str, list[tuple[float, float]]]:
         """group label -> [(token cap, accuracy)]."""
@@ -184,37 +243,43 @@ class Report(BaseModel):
 
 
 def group_label(g: GroupSummary, *, sep: str = "|") -> str:
-    """'strategy|model' ('strategy (ran as X)|model' for runs a cap changed), plus '|config' for a
-    group run at a budget or with parameters."""
+    """'strategy|model', plus '|config' for a group run at a budget or with parameters."""
     parts = [g.strategy_label, g.model] + ([g.config] if g.config != "-" else [])
     return sep.join(parts)
 
 
-def _with_config(rows: list[dict]) -> list[dict]:
-    return [{**r, "config": cell_config(r), "ran_as": r.get("ran_as") or "",
-             "reference_conditioned": bool(r.get("reference_conditioned"))} for r in rows]
+def _spend(row: dict, axis: str) -> float:
+    if axis == "tokens":
+        return float(row["input_tokens"] + row["output_tokens"])
+    return float(row[axis])
 
 
-def _tokens(row: dict) -> int:
-    return row["input_tokens"] + row["output_tokens"]
+def _cut_short(cell: dict) -> bool:
+    return bool(cell.get("ran_as")) or str(cell.get("stop_reason") or "").startswith("budget:")
 
 
 class _Graded:
-    """A group's graded cells as traces per problem: (spend, correct) of each checkpoint, then
-    of the final answer, on both axes."""
+    """A group's graded and crashed cells as traces per problem: (spend, correct) of each checkpoint,
+    then of the final answer, on every axis (a crashed cell holds nothing)."""
 
-    def __init__(self, cells: list[dict], checkpoints: dict[str, list[dict]]):
+    def __init__(self, graded: list[dict], crashed: list[dict], checkpoints: dict[str, list[dict]],
+                 cluster_of: dict[str, str]):
+        cells = graded + crashed
         self.by_problem = {pid: cs for (pid,), cs in sorted(stats.group_by(cells, "problem_id").items())}
-        self.traces: dict[str, dict[str, list[list[tuple[float, bool]]]]] = {"tokens": {}, "cost_usd": {}}
+        self.clusters = [cluster_of.get(pid, pid) for pid in self.by_problem]
+        self.traces: dict[str, dict[str, list[list[tuple[float, bool]]]]] = {axis: {} for axis in AXES}
         for pid, cs in self.by_problem.items():
-            for axis in self.traces:
-                self.traces[axis][pid] = [self._trace(c, checkpoints.get(c["key"], []), axis) for c in cs]
+            for axis in AXES:
+                self.traces[axis][pid] = [[] if c["state"] == "failed"
+                                          else self._trace(c, checkpoints.get(c["key"], []), axis) for c in cs]
 
     @staticmethod
     def _trace(cell: dict, cps: list[dict], axis: str) -> list[tuple[float, bool]]:
-        spend = _tokens if axis == "tokens" else (lambda r: r["cost_usd"])
-        return [(float(spend(cp)), cp["verdict"] == "correct") for cp in cps] + \
-               [(float(spend(cell)), cell["verdict"] == "correct")]
+        return [(_spend(cp, axis), cp["verdict"] == "correct") for cp in cps] + \
+               [(_spend(cell, axis), cell["verdict"] == "correct")]
+
+    def cells(self) -> list[int]:
+        return [len(cs) for cs in self.by_problem.values()]
 
     def per_problem(self, axis: str, caps: list[float]) -> np.ndarray:
         """Accuracy per cap (rows) and problem (columns)."""
@@ -223,6 +288,9 @@ class _Graded:
     def final(self) -> dict[str, float]:
         return {pid: sum(c["verdict"] == "correct" for c in cs) / len(cs) for pid, cs in self.by_problem.items()}
 
+    def interval(self, values: np.ndarray) -> stats.Interval:
+        return stats.accuracy_interval(values, self.cells(), self.clusters)
+
     def spends(self, axis: str) -> list[float]:
         return sorted({x for ts in self.traces[axis].values() for t in ts for x, _ in t})
 
@@ -230,55 +298,64 @@ class _Graded:
         return [x for ts in self.traces["tokens"].values() for t in ts for x, ok in t if ok]
 
 
+def _clusters(store: Any, problem_ids: set[str]) -> dict[str, str]:
+    """problem id -> its challenge: CritPt's sub-problems share their challenge (``dataset_name``);
+    every other problem is its own unit. A store without the problems table (the dashboard's
+    filtered view) gives every problem its own."""
+    public = getattr(store, "problem_public", None)
+    out = {}
+    for pid in problem_ids:
+        data = public(pid) if public is not None else None
+        extra = (data or {}).get("extra") or {}
+        out[pid] = str(extra.get("dataset_name") or extra.get("challenge") or pid)
+    return out
+
+
 def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> Report:
     # Grouped by strategy x model x config: pooling cells run at different budgets or parameters
-    # would mix two experiments in one accuracy, and count them as repeats in pass@k.
-    rows = _with_config(store.cells())
-    keys = ("strategy", "ran_as", "model", "config", "reference_conditioned")
+    # would mix two experiments in one accuracy, and count them as repeats in pass@k. A run a cap
+    # cut short stays in its group: the group's accuracy is the strategy's at that budget.
+    rows = [{**r, "config": cell_config(r), "reference_conditioned": bool(r.get("reference_conditioned"))}
+            for r in store.cells()]
+    keys = ("strategy", "model", "config", "reference_conditioned")
     by_group = stats.group_by(rows, *keys)
-    role_rows = stats.group_by(_with_config(store.roles()), *keys)
+    group_of = {r["key"]: tuple(r[k] for k in keys) for r in rows}
+    role_rows: dict[tuple, list[dict]] = {}
+    cached_by_cell: dict[str, int] = {}
+    for r in store.roles():
+        if r["cell_key"] in group_of:
+            role_rows.setdefault(group_of[r["cell_key"]], []).append(r)
+            cached_by_cell[r["cell_key"]] = cached_by_cell.get(r["cell_key"], 0) + r["cache_read_tokens"]
     checkpoints: dict[str, list[dict]] = {}
     for cp in store.checkpoints():
         checkpoints.setdefault(cp["cell_key"], []).append(cp)
+    cluster_of = _clusters(store, {r["problem_id"] for r in rows})
     groups: list[GroupSummary] = []
     graded_of: dict[tuple, _Graded] = {}
     for key, cells in sorted(by_group.items()):
-        strategy, ran_as, model, config, ref = key
+        strategy, model, config, ref = key
         done = [c for c in cells if c["state"] == "done"]
         graded = [c for c in done if c["verdict"] is not None]
+        crashed = [c for c in cells if c["state"] == "failed" and c["gradable"]]
+        ran_as: dict[str, int] = {}
+        for c in done:
+            if c.get("ran_as"):
+                ran_as[c["ran_as"]] = ran_as.get(c["ran_as"], 0) + 1
         g = GroupSummary(
-            strategy=strategy, model=model, config=config, ran_as=ran_as or None, reference_conditioned=ref,
-            cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
+            strategy=strategy, model=model, config=config, reference_conditioned=ref,
+            oracle=strategy in ORACLES, cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
             pending=sum(c["state"] in ("pending", "running") for c in cells),
-            graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded),
+            graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded), crashed=len(crashed),
+            cut_short=sum(_cut_short(c) for c in done), ran_as_runs=dict(sorted(ran_as.items())),
             answered=sum(bool(c["answer_code"] or c["answer_text"]) for c in done),
             judge_checks=sum(c.get("judge_checks") or 0 for c in done),
             judge_agreed=sum(c.get("judge_agreed") or 0 for c in done),
         )
-        if graded:
-            graded_of[key] = _Graded(graded, checkpoints)
-            _accuracy(g, graded_of[key])
-        tokens = [_tokens(c) for c in done]
-        costs = [c["cost_usd"] for c in done]
-        walls = [c["wall_s"] for c in done]
-        g.tokens_median, g.tokens_p90 = stats.quantile(tokens, 0.5), stats.quantile(tokens, 0.9)
-        g.cost_median, g.cost_p90 = stats.quantile(costs, 0.5), stats.quantile(costs, 0.9)
-        g.wall_median, g.wall_p90 = stats.quantile(walls, 0.5), stats.quantile(walls, 0.9)
-        g.total_tokens, g.total_cost = sum(tokens), sum(costs)
-        role_tokens: dict[str, int] = {}
-        role_input: dict[str, int] = {}
-        role_read: dict[str, int] = {}
-        for r in role_rows.get(key, []):
-            role_tokens[r["role"]] = role_tokens.get(r["role"], 0) + _tokens(r)
-            role_input[r["role"]] = role_input.get(r["role"], 0) + r["input_tokens"]
-            role_read[r["role"]] = role_read.get(r["role"], 0) + r["cache_read_tokens"]
-            g.cache_read_tokens += r["cache_read_tokens"]
-            g.cache_write_tokens += r["cache_write_tokens"]
-        total_role = sum(role_tokens.values())
-        if total_role:
-            g.role_share = {k: v / total_role for k, v in sorted(role_tokens.items())}
-        if g.cache_read_tokens:
-            g.role_cached = {k: role_read[k] / v for k, v in sorted(role_input.items()) if v}
+        if graded or crashed:
+            graded_of[key] = gr = _Graded(graded, crashed, checkpoints, cluster_of)
+            _accuracy(g, gr)
+        _spending(g, done, cached_by_cell)
+        _roles(g, role_rows.get(key, []))
         groups.append(g)
 
     report = Report(db=str(store.path), groups=groups, cells_total=len(rows))
@@ -286,24 +363,26 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
         report.critpt = critpt_scores(store)
         for score in report.critpt:
             for g in groups:
-                if (g.strategy, g.model, g.config, g.ran_as) == (score.strategy, score.model, score.config, None):
+                if (g.strategy, g.model, g.config) == (score.strategy, score.model, score.config):
                     g.critpt_runs, g.critpt_mean, g.critpt_sd = len(score.runs), score.mean, score.sd
     solvers = {g.key: graded_of[g.key] for g in report.solvers if g.key in graded_of}
     if graded_of:
-        report.equal_budget_tokens = equal_tokens if equal_tokens is not None else _default_cap(
+        cap = equal_tokens if equal_tokens is not None else _default_cap(
             [g for g in report.solvers if g.key in solvers], solvers) or _default_cap(
             [g for g in groups if g.key in graded_of], graded_of)
+        report.anytime_tokens = report.equal_budget_tokens = cap
         any_cost = any(c["cost_usd"] > 0 for c in rows if c["state"] == "done")
         for g in groups:
-            gr = graded_of.get(g.key)
-            if gr is None:
+            held = graded_of.get(g.key)
+            if held is None:
                 continue
-            report.curves += [_curve(g, gr, axis) for axis in (("tokens", "cost_usd") if any_cost else ("tokens",))]
-            _equal_budget(g, gr, report.equal_budget_tokens)
-    report.comparisons = _comparisons([g for g in report.solvers if g.key in solvers], solvers)
+            report.curves += [_curve(g, held, axis) for axis in AXES if axis != "cost_usd" or any_cost]
+            _anytime(g, held, cap)
+    report.budget_sweeps = _budget_sweeps([g for g in report.solvers if g.key in solvers])
+    report.comparisons = _comparisons([g for g in report.solvers if g.key in solvers], solvers, cluster_of)
     for g in groups:
-        gr = graded_of.get(g.key)
-        for pid, cs in (gr.by_problem.items() if gr else ()):
+        held = graded_of.get(g.key)
+        for pid, cs in (held.by_problem.items() if held else ()):
             report.matrix.setdefault(pid, {})[group_label(g)] = [sum(c["verdict"] == "correct" for c in cs), len(cs)]
     report.matrix = dict(sorted(report.matrix.items()))
     return report
@@ -311,15 +390,11 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
 
 def _accuracy(g: GroupSummary, gr: _Graded) -> None:
     per_problem = gr.final()
-    g.problems = len(per_problem)
-    g.accuracy = float(np.mean(list(per_problem.values())))
-    ci = stats.problem_bootstrap(np.array(list(per_problem.values())))
-    if ci is not None:
-        g.ci_low, g.ci_high = float(ci[0]), float(ci[1])
-        g.ci_method = f"bootstrap over {g.problems} problems"
-    else:  # one problem: its repeats are the only independent draws there are
-        g.ci_low, g.ci_high = stats.wilson_interval(g.correct, g.graded)
-        g.ci_method = f"Wilson over {g.graded} repeats of one problem"
+    values = np.array(list(per_problem.values()))
+    g.problems, g.clusters = len(per_problem), len(set(gr.clusters))
+    g.accuracy = float(values.mean())
+    ci = gr.interval(values)
+    g.ci_low, g.ci_high, g.ci_method = ci.low, ci.high, ci.method
     counts = [(len(cs), sum(c["verdict"] == "correct" for c in cs)) for cs in gr.by_problem.values()]
     for k in range(1, min(n for n, _ in counts) + 1):
         v = stats.mean_pass_at_k(counts, k)
@@ -327,11 +402,41 @@ def _accuracy(g: GroupSummary, gr: _Graded) -> None:
             g.pass_at_k[k] = v
 
 
+def _spending(g: GroupSummary, done: list[dict], cached_by_cell: dict[str, int]) -> None:
+    tokens = [c["input_tokens"] + c["output_tokens"] for c in done]
+    inputs, outputs = [c["input_tokens"] for c in done], [c["output_tokens"] for c in done]
+    costs, walls = [c["cost_usd"] for c in done], [c["wall_s"] for c in done]
+    g.tokens_median, g.tokens_p90 = stats.quantile(tokens, 0.5), stats.quantile(tokens, 0.9)
+    g.input_median, g.input_p90 = stats.quantile(inputs, 0.5), stats.quantile(inputs, 0.9)
+    g.output_median, g.output_p90 = stats.quantile(outputs, 0.5), stats.quantile(outputs, 0.9)
+    g.cached_median = stats.quantile([cached_by_cell.get(c["key"], 0) for c in done], 0.5)
+    g.cost_median, g.cost_p90 = stats.quantile(costs, 0.5), stats.quantile(costs, 0.9)
+    g.wall_median, g.wall_p90 = stats.quantile(walls, 0.5), stats.quantile(walls, 0.9)
+    g.total_tokens, g.total_cost = sum(tokens), sum(costs)
+    g.total_input_tokens, g.total_output_tokens = sum(inputs), sum(outputs)
+
+
+def _roles(g: GroupSummary, roles: list[dict]) -> None:
+    role_tokens: dict[str, int] = {}
+    role_input: dict[str, int] = {}
+    role_read: dict[str, int] = {}
+    for r in roles:
+        role_tokens[r["role"]] = role_tokens.get(r["role"], 0) + r["input_tokens"] + r["output_tokens"]
+        role_input[r["role"]] = role_input.get(r["role"], 0) + r["input_tokens"]
+        role_read[r["role"]] = role_read.get(r["role"], 0) + r["cache_read_tokens"]
+        g.cache_read_tokens += r["cache_read_tokens"]
+        g.cache_write_tokens += r["cache_write_tokens"]
+    total_role = sum(role_tokens.values())
+    if total_role:
+        g.role_share = {k: v / total_role for k, v in sorted(role_tokens.items())}
+    if g.cache_read_tokens:
+        g.role_cached = {k: role_read[k] / v for k, v in sorted(role_input.items()) if v}
+
+
 def _default_cap(groups: list[GroupSummary], graded: dict[tuple, _Graded]) -> float | None:
-    """The equal-budget view's default cap: the 90th percentile of tokens per problem of the
-    cheapest group that solved anything (so that scaffold runs nearly uncapped and every other one
-    is held to its spend), raised if need be to the cheapest correct answer any of these groups
-    reached, so the cap never sits below every correct cell."""
+    """The anytime column's default cap: the 90th percentile of tokens per problem of the cheapest
+    group that solved anything, raised if need be to the cheapest correct answer any of these
+    groups reached, so the cap never sits below every correct cell."""
     solving = [g for g in groups if g.correct and g.tokens_p90 is not None]
     if not solving:
         return max((g.tokens_p90 or 0.0 for g in groups), default=None)
@@ -347,30 +452,59 @@ def _thin(xs: list[float], n: int) -> list[float]:
     return [xs[i] for i in idx]
 
 
-def _curve(g: GroupSummary, gr: _Graded, axis: Literal["tokens", "cost_usd"]) -> BudgetCurve:
+def _curve(g: GroupSummary, gr: _Graded, axis: Axis) -> BudgetCurve:
     caps = _thin(gr.spends(axis), CURVE_POINTS)
-    acc = gr.per_problem(axis, caps)
-    ci = stats.problem_bootstrap(acc, n_resamples=CURVE_RESAMPLES)
-    means = acc.mean(axis=-1)
-    points = [CurvePoint(cap=cap, accuracy=float(means[i]),
-                         low=None if ci is None else float(ci[0][i]), high=None if ci is None else float(ci[1][i]))
-              for i, cap in enumerate(caps)]
+    acc = gr.per_problem(axis, caps) if caps else np.zeros((0, len(gr.by_problem)))
+    points = []
+    for i, cap in enumerate(caps):
+        ci = gr.interval(acc[i])
+        points.append(CurvePoint(cap=cap, accuracy=float(acc[i].mean()), low=ci.low, high=ci.high))
     return BudgetCurve(group=group_label(g), axis=axis, points=points)
 
 
-def _equal_budget(g: GroupSummary, gr: _Graded, cap: float | None) -> None:
+def _anytime(g: GroupSummary, gr: _Graded, cap: float | None) -> None:
     if cap is None:
         return
-    acc = gr.per_problem("tokens", [cap])
-    g.equal_budget_correct = sum(stats.solved_within(t, cap) for ts in gr.traces["tokens"].values() for t in ts)
-    g.equal_budget_accuracy = float(acc.mean())
-    ci = stats.problem_bootstrap(acc[0])
-    if ci is not None:
-        g.equal_budget_low, g.equal_budget_high = float(ci[0]), float(ci[1])
+    acc = gr.per_problem("tokens", [cap])[0]
+    g.anytime_correct = sum(stats.solved_within(t, cap) for ts in gr.traces["tokens"].values() for t in ts)
+    g.anytime_accuracy = float(acc.mean())
+    ci = gr.interval(acc)
+    g.anytime_low, g.anytime_high = ci.low, ci.high
+    g.equal_budget_correct, g.equal_budget_accuracy = g.anytime_correct, g.anytime_accuracy
+    g.equal_budget_low, g.equal_budget_high = g.anytime_low, g.anytime_high
 
 
-def _comparisons(groups: list[GroupSummary], graded: dict[tuple, _Graded]) -> list[PairedComparison]:
-    """Every two solver groups that differ in one thing, strategy or model (same config)."""
+def budget_parts(config: str) -> tuple[int | None, str]:
+    """(the max_tokens of a config's budget tag, the rest of the config) for grouping sweeps run at
+    several --budget-tokens."""
+    tag, _, params = config.partition("|")
+    items = [] if tag == "-" else tag.split(",")
+    tokens = next((int(float(i.split("=", 1)[1])) for i in items if i.startswith("max_tokens=")), None)
+    rest = ",".join(i for i in items if not i.startswith("max_tokens="))
+    return tokens, "|".join(x for x in (rest, params) if x)
+
+
+def _budget_sweeps(groups: list[GroupSummary]) -> list[BudgetSweep]:
+    by: dict[tuple[str, str, str], list[tuple[int | None, GroupSummary]]] = {}
+    for g in groups:
+        tokens, rest = budget_parts(g.config)
+        by.setdefault((g.strategy, g.model, rest), []).append((tokens, g))
+    out = []
+    for (strategy, model, rest), gs in sorted(by.items()):
+        if len({t for t, _ in gs}) < 2:
+            continue
+        gs.sort(key=lambda tg: math.inf if tg[0] is None else tg[0])
+        out.append(BudgetSweep(strategy=strategy, model=model, params=rest, points=[
+            BudgetPoint(budget_tokens=t, group=group_label(g), accuracy=g.accuracy, low=g.ci_low, high=g.ci_high,
+                        problems=g.problems, cut_short=g.cut_short, tokens_median=g.tokens_median)
+            for t, g in gs]))
+    return out
+
+
+def _comparisons(groups: list[GroupSummary], graded: dict[tuple, _Graded],
+                 cluster_of: dict[str, str]) -> list[PairedComparison]:
+    """Every two solver groups that differ in one thing, strategy or model (same config), with
+    Holm's adjustment over all of them."""
     out = []
     for i, a in enumerate(groups):
         for b in groups[i + 1:]:
@@ -378,13 +512,19 @@ def _comparisons(groups: list[GroupSummary], graded: dict[tuple, _Graded]) -> li
             same_strategy = (a.strategy_label, a.config) == (b.strategy_label, b.config)
             if not (same_model or same_strategy):
                 continue
-            res = stats.paired_comparison(graded[a.key].final(), graded[b.key].final())
+            ga, gb = graded[a.key], graded[b.key]
+            res = stats.paired_comparison(
+                ga.final(), gb.final(), cells_a={p: len(cs) for p, cs in ga.by_problem.items()},
+                cells_b={p: len(cs) for p, cs in gb.by_problem.items()}, clusters=cluster_of)
             if res is None:
                 continue
             out.append(PairedComparison(a=group_label(a), b=group_label(b), problems=res.problems,
-                                        accuracy_a=res.mean_a, accuracy_b=res.mean_b, difference=res.difference,
-                                        low=res.low, high=res.high, a_better=res.a_better, b_better=res.b_better,
-                                        p_value=res.p_value))
+                                        clusters=res.clusters, accuracy_a=res.mean_a, accuracy_b=res.mean_b,
+                                        difference=res.difference, low=res.low, high=res.high,
+                                        a_better=res.a_better, b_better=res.b_better, p_value=res.p_value,
+                                        method=res.method))
+    for c, adjusted in zip(out, stats.holm([c.p_value for c in out])):
+        c.p_holm = adjusted
     return out
 
 
@@ -409,7 +549,7 @@ def summary_rows(report: Report) -> list[dict[str, str]]:
             "tokens_median": fmt(g.tokens_median, ".0f"), "tokens_p90": fmt(g.tokens_p90, ".0f"),
             "cost_median_usd": fmt(g.cost_median, ".4g"), "cost_p90_usd": fmt(g.cost_p90, ".4g"),
             "wall_median_s": fmt(g.wall_median, ".3g"), "wall_p90_s": fmt(g.wall_p90, ".3g"),
-            "equal_budget_accuracy": fmt(g.equal_budget_accuracy, ".3f"),
+            "equal_budget_accuracy": fmt(g.anytime_accuracy, ".3f"),  # the first release's name: anytime accuracy
             "role_token_share": "; ".join(f"{r}={s:.0%}" for r, s in g.role_share.items()),
             "config": g.config,  # before the columns added later, so the ones before it keep their places
         })
@@ -418,12 +558,18 @@ def summary_rows(report: Report) -> list[dict[str, str]]:
                         "critpt_accuracy_sd": fmt(g.critpt_sd, ".4f")})
         row.update({
             "problems": str(g.problems), "ci_method": g.ci_method,
-            "equal_budget_ci95_low": fmt(g.equal_budget_low, ".3f"),
-            "equal_budget_ci95_high": fmt(g.equal_budget_high, ".3f"),
-            "ran_as": g.ran_as or "", "reference_conditioned": "yes" if g.reference_conditioned else "",
+            "equal_budget_ci95_low": fmt(g.anytime_low, ".3f"),
+            "equal_budget_ci95_high": fmt(g.anytime_high, ".3f"),
+            "ran_as": "; ".join(f"{k} ({n})" for k, n in g.ran_as_runs.items()),
+            "reference_conditioned": "yes" if g.reference_conditioned else "",
             "judge_grader_agreement": f"{g.judge_agreed}/{g.judge_checks}" if g.judge_checks else "",
             "cache_read_tokens": str(g.cache_read_tokens), "cache_write_tokens": str(g.cache_write_tokens),
             "role_cached_input": "; ".join(f"{r}={s:.0%}" for r, s in g.role_cached.items()),
+            "crashed": str(g.crashed), "cut_short": str(g.cut_short), "clusters": str(g.clusters),
+            "oracle": "yes" if g.oracle else "",
+            "input_tokens_median": fmt(g.input_median, ".0f"), "output_tokens_median": fmt(g.output_median, ".0f"),
+            "cached_tokens_median": fmt(g.cached_median, ".0f"),
+            f"anytime_accuracy_at_{fmt(report.anytime_tokens, '.0f') or 'T'}_tokens": fmt(g.anytime_accuracy, ".3f"),
         })
         out.append(row)
     return out
@@ -446,15 +592,16 @@ def matrix_tables(report: Report) -> list[tuple[str, list[str], list[list[Any]]]
     out = []
     by_mc: dict[tuple[bool, str, str], list[GroupSummary]] = {}
     for g in report.groups:
-        if g.graded:  # reference-conditioned groups in tables of their own, never beside solvers
-            by_mc.setdefault((g.reference_conditioned, g.model, g.config), []).append(g)
-    for (ref, model, config), gs in sorted(by_mc.items()):
+        if g.graded or g.crashed:  # oracles and reference-conditioned groups in tables of their own
+            by_mc.setdefault((not g.solver, g.model, g.config), []).append(g)
+    for (apart, model, config), gs in sorted(by_mc.items()):
         labels = [group_label(g) for g in gs]
         rows = []
         for pid, results in report.matrix.items():
             cells = [results.get(lb) for lb in labels]
             if any(cells):
                 rows.append([pid] + ["" if c is None else f"{c[0]}/{c[1]}" for c in cells])
-        title = model + (f" ({config})" if config != "-" else "") + (", reference-conditioned" if ref else "")
+        title = model + (f" ({config})" if config != "-" else "") + (", oracles and reference-conditioned"
+                                                                      if apart else "")
         out.append((title, [g.strategy_label for g in gs], rows))
     return out

@@ -4,6 +4,7 @@ Jinja2 template with autoescaping; the plots embedded as data URIs). The figures
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader
@@ -34,12 +35,15 @@ def accuracy_cell(g: GroupSummary) -> str:
     return f"{g.accuracy:.3f}{ci}"
 
 
-def equal_budget_cell(g: GroupSummary) -> str:
-    if g.equal_budget_accuracy is None:
+def anytime_cell(g: GroupSummary) -> str:
+    if g.anytime_accuracy is None:
         return ""
-    ci = (f" [{g.equal_budget_low:.3f}, {g.equal_budget_high:.3f}]"
-          if g.equal_budget_low is not None and g.equal_budget_high is not None else "")
-    return f"{g.equal_budget_accuracy:.3f}{ci}"
+    ci = (f" [{g.anytime_low:.3f}, {g.anytime_high:.3f}]"
+          if g.anytime_low is not None and g.anytime_high is not None else "")
+    return f"{g.anytime_accuracy:.3f}{ci}"
+
+
+equal_budget_cell = anytime_cell  # the first release's name
 
 
 def agreement_cell(g: GroupSummary) -> str:
@@ -49,9 +53,18 @@ def agreement_cell(g: GroupSummary) -> str:
 
 
 def _done_failed(g: GroupSummary) -> str:
-    """'done/failed', and the cells not run yet when there are any (a group whose sweep stopped
+    """'done/crashed', and the cells not run yet when there are any (a group whose sweep stopped
     early is not a group of zero results)."""
     return f"{g.cells}/{g.failed}" + (f" ({g.pending} pending)" if g.pending else "")
+
+
+def _solved(g: GroupSummary) -> str:
+    """'correct/cells', the crashed cells (in the denominator) said."""
+    return f"{g.correct}/{g.graded + g.crashed}" + (f" ({g.crashed} crashed)" if g.crashed else "")
+
+
+def _cut(g: GroupSummary) -> str:
+    return f"{g.cut_short}/{g.cells}" if g.cut_short else ""
 
 
 def difference_cell(c) -> str:
@@ -60,28 +73,39 @@ def difference_cell(c) -> str:
     return f"{c.difference:+.3f}{ci}"
 
 
+def _budget_label(tokens: int | None) -> str:
+    return "no cap" if tokens is None else f"{tokens:,} tokens"
+
 
 LEFT_COLUMNS = ("strategy", "model", "budget|params")
+
+
+def anytime_head(report: Report) -> str:
+    """The anytime column's head, its cap T said: 'anytime acc ≤800 tok [95% CI]'."""
+    return f"anytime acc ≤{fmt(report.anytime_tokens, ',.0f')} tok [95% CI]"
 
 
 def group_table(report: Report, groups: list[GroupSummary], *, judge: bool = False
                 ) -> tuple[list[str], list[list[str]]]:
     """The report's main table, as the terminal and the HTML page show it: (column heads, rows).
     The figures a reader compares, a dozen columns at most; a column only when it says something
-    (budget|params when groups differ by it, equal-budget accuracy when there is a common cap, cost
-    when a model has a price, CritPt when its server graded). Every figure is in the CSV."""
+    (budget|params when groups differ by it, cut short when a cap stopped a run, anytime accuracy
+    when there is a cap T, cost when a model has a price, CritPt when its server graded). Every
+    figure is in the CSV."""
     configs = any(g.config != "-" for g in report.groups)  # the column only when it tells groups apart
     costs = any((g.cost_median or 0) > 0 for g in report.groups)
-    equal = report.equal_budget_tokens is not None or any(g.equal_budget_accuracy is not None for g in groups)
+    cut = any(g.cut_short for g in groups)
+    anytime = report.anytime_tokens is not None or any(g.anytime_accuracy is not None for g in groups)
     critpt = bool(report.critpt)
     columns: list[tuple[str, bool, object]] = [
         ("strategy", True, lambda g: g.strategy_label), ("model", True, lambda g: g.model),
-        ("budget|params", configs, lambda g: g.config), ("done/failed", True, _done_failed),
-        ("correct/graded", True, lambda g: f"{g.correct}/{g.graded}"), ("accuracy [95% CI]", True, accuracy_cell),
+        ("budget|params", configs, lambda g: g.config), ("done/crashed", True, _done_failed),
+        ("correct/cells", True, _solved), ("accuracy [95% CI]", True, accuracy_cell), ("cut short", cut, _cut),
         ("pass@k", True, lambda g: " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items())),
-        ("tokens med/p90", True, lambda g: f"{fmt(g.tokens_median, ',.0f')}/{fmt(g.tokens_p90, ',.0f')}"),
+        ("input/output/cached med", True,
+         lambda g: "/".join(fmt(x, ",.0f") for x in (g.input_median, g.output_median, g.cached_median))),
         ("cost med $", costs, lambda g: fmt(g.cost_median, ".3g")), ("wall med s", True, lambda g: fmt(g.wall_median, ".3g")),
-        ("equal-budget accuracy [95% CI]", equal, equal_budget_cell), ("judge = grader", judge, agreement_cell),
+        (anytime_head(report), anytime, anytime_cell), ("judge = grader", judge, agreement_cell),
         ("CritPt", critpt, lambda g: critpt_cell(g.critpt_mean, g.critpt_sd, g.critpt_runs)),
     ]
     shown = [(head, cell) for head, on, cell in columns if on]
@@ -108,32 +132,47 @@ def print_report(report: Report, console=None) -> None:
 
     if report.solvers:
         console.print(groups_table(f"PhysLab sweep report ({report.db})", report.solvers, judge=False))
-        problems = sorted({g.problems for g in report.solvers if g.problems})
-        console.print("accuracy: mean over problems of the share of repeats solved; 95% intervals by bootstrap "
-                      "over problems (a problem's repeats stay together)"
-                      + ("; problems per group: " + ", ".join(map(str, problems)) if problems else ""))
+        methods = sorted({re.sub(r"\b\d+ ", "N ", g.ci_method) for g in report.solvers if g.ci_method})
+        console.print("accuracy: mean over problems of the share of each problem's cells solved (a run a cap cut "
+                      "short counts as what it answered, a crashed cell as unsolved); 95% intervals: "
+                      + "; ".join(methods or ["-"]) + " (the CSV's ci_method says which, per group)")
     if report.reference_conditioned:
-        console.print(groups_table("Reference-conditioned runs (a role saw the reference: not solvers, not ranked)",
-                                   report.reference_conditioned, judge=True))
+        console.print(groups_table("Oracles and reference-conditioned runs (they read the answer key or a role saw "
+                                   "the reference: not solvers, not ranked)", report.reference_conditioned,
+                                   judge=any(g.judge_checks for g in report.reference_conditioned)))
     for score in report.critpt:
         label = " × ".join([score.strategy, score.model] + ([score.config] if score.config != "-" else []))
         runs = ", ".join(f"r{r} {a:.1%}" for r, a in score.runs.items())
         console.print(f"CritPt grading server, {label}: {critpt_cell(score.mean, score.sd, len(score.runs))}"
                       f" — runs: {runs}")
-    if report.equal_budget_tokens is not None:
-        console.print(f"equal-budget view: every cell capped at {report.equal_budget_tokens:.0f} tokens per "
-                      "problem, read off the accuracy-vs-budget curves (a run holds its best answer so far)")
+    if report.budget_sweeps:
+        table = Table(title="Accuracy at each budget (each a sweep run with --budget-tokens: runs really capped)")
+        for col in ("strategy", "model", "params", "budget", "accuracy [95% CI]", "problems", "cut short",
+                    "tokens med"):
+            table.add_column(col, justify="left" if col in ("strategy", "model", "params") else "right")
+        for sweep in report.budget_sweeps:
+            for p in sweep.points:
+                ci = f" [{p.low:.3f}, {p.high:.3f}]" if p.low is not None and p.high is not None else ""
+                table.add_row(sweep.strategy, sweep.model, sweep.params or "-", _budget_label(p.budget_tokens),
+                              f"{fmt(p.accuracy, '.3f')}{ci}", str(p.problems), str(p.cut_short),
+                              fmt(p.tokens_median, ",.0f"))
+        console.print(table)
+    if report.anytime_tokens is not None:
+        console.print(f"anytime accuracy at {report.anytime_tokens:.0f} tokens: the answer each run held with at most "
+                      "that many tokens spent, read off its checkpoints. It is not what a run capped there would "
+                      "have done; for that, sweep with --budget-tokens.")
     if report.comparisons:
         table = Table(title="Paired comparisons (same problems)")
-        for col in ("a", "b", "problems", "acc a", "acc b", "a − b [95% CI]", "a better / b better", "p (exact)"):
-            table.add_column(col, justify="left" if col in ("a", "b") else "right")
+        for col in ("a", "b", "problems", "acc a", "acc b", "a − b [95% CI]", "a better / b better", "p (exact)",
+                    "p (Holm)", "method"):
+            table.add_column(col, justify="left" if col in ("a", "b", "method") else "right")
         for c in report.comparisons:
             table.add_row(c.a.replace("|", " × "), c.b.replace("|", " × "), str(c.problems), f"{c.accuracy_a:.3f}",
                           f"{c.accuracy_b:.3f}", difference_cell(c), f"{c.a_better} / {c.b_better}",
-                          f"{c.p_value:.3g}")
+                          f"{c.p_value:.3g}", f"{c.p_holm:.3g}", c.method)
         console.print(table)
     for title, heads, rows in matrix_tables(report):
-        console.print(f"Problems × strategies: {title} (correct/graded repeats)")  # a title would wrap
+        console.print(f"Problems × strategies: {title} (correct/cells)")  # a title would wrap
         table = Table()
         table.add_column("problem")
         for h in heads:
@@ -145,9 +184,12 @@ def print_report(report: Report, console=None) -> None:
         if curve.axis != "tokens" or not curve.points:
             continue
         shown = _milestones(curve.points)
-        console.print(f"accuracy vs token cap, {curve.group.replace('|', ' × ')}: "
+        console.print(f"anytime accuracy vs tokens spent, {curve.group.replace('|', ' × ')}: "
                       + ", ".join(f"≤{p.cap:,.0f} {p.accuracy:.2f}" for p in shown))
     for g in report.groups:
+        if g.ran_as_runs:
+            console.print(f"{group_label(g, sep=' × ')}: {g.cut_short} of {g.cells} runs cut short by the cap — "
+                          + ", ".join(f"{n} ran as {k}" for k, n in g.ran_as_runs.items()))
         if g.role_share:
             console.print(f"{group_label(g, sep=' × ')} token share: "
                           + ", ".join(f"{r} {s:.0%}" for r, s in g.role_share.items()))
@@ -179,12 +221,13 @@ def write_html(report: Report, path: str | Path, *, plots_dir: str | Path | None
     plots_dir = Path(plots_dir) if plots_dir else path.with_suffix("").parent / (path.stem + "_plots")
     pngs = plots.write_all(report, plots_dir)
     rows = summary_rows(report)
-    solver_labels = {group_label(g) for g in report.solvers}
     html = _ENV.get_template("report.html").render(
         report=report, columns=list(rows[0]) if rows else [], left=LEFT_COLUMNS,
-        main=group_table(report, report.solvers), reference=group_table(report, report.reference_conditioned, judge=True),
-        solver_rows=[r for r, g in zip(rows, report.groups) if group_label(g) in solver_labels],
-        reference_rows=[r for r, g in zip(rows, report.groups) if group_label(g) not in solver_labels],
+        main=group_table(report, report.solvers),
+        reference=group_table(report, report.reference_conditioned,
+                              judge=any(g.judge_checks for g in report.reference_conditioned)),
+        solver_rows=[r for r, g in zip(rows, report.groups) if g.solver],
+        reference_rows=[r for r, g in zip(rows, report.groups) if not g.solver],
         matrices=matrix_tables(report), difference=difference_cell,
         plots=[(name, plots.data_uri(png)) for name, png in pngs.items()])
     path.write_text(html, encoding="utf-8")

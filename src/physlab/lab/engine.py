@@ -19,8 +19,9 @@ only, and its bounce-backs are bounded (``max_format_bounces``). Loop controls (
 physics-intern's): a hypothesis that keeps failing review is escalated to the planner, old
 low-severity critiques expire, completion refused again and again trips a circuit breaker, the
 orchestrator is told how many iterations remain, and a worker sent back to a target is told how
-the earlier attempts failed. The research stops early enough to leave room in the budget for the
-forced formatter (``reserve.held_back``): the final answer is written within the budget.
+the earlier attempts failed. The run keeps room in the budget for the forced formatter (the
+meter's ``set_aside``: a call and ``FORMATTER_SHARE`` of a token or cost cap): the final answer is
+written within the budget.
 
 Every call gets a fresh context built from the state for that role only. Model output is not
 trusted: refused transitions and unknown ids go back to the model as corrections; on its last try
@@ -41,7 +42,6 @@ from pydantic import BaseModel, Field
 
 from physlab.lab import answer as A, context as C, gates, inbox, routing
 from physlab.lab.early_reviews import EarlyReviews
-from physlab.lab.reserve import held_back
 from physlab.lab.roles import (
     adjudicator,
     computer,
@@ -57,7 +57,7 @@ from physlab.lab.roles._base import NO_STANDARDS_LEVEL, LabEnv
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState, Script
 from physlab.lab.workspace import RunWorkspace
-from physlab.llm.errors import BudgetExceeded, ContextTooLong, ModelFailure, budget_error
+from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
 
@@ -100,12 +100,6 @@ class LabSettings(BaseModel):
         return C.Controls(max_iterations=self.max_iterations, stall_limit=self.stall_limit,
                           budget_warning=self.budget_warning, max_refused=self.max_refused_completions)
 
-    @property
-    def reserve_calls(self) -> int:
-        """Requests kept for the forced formatter: its one, plus one for each other research request
-        that may be in flight when the research stops (the lab cannot see the meter's)."""
-        return 1 + (self.parallel_workers - 1)
-
 
 # The seed's setting (``--param preset=paper``): physics-intern is sequential within a problem (seed
 # §6) and its code's defaults (config.default.yaml: max_iterations 40, critic_every_n 4, two
@@ -141,26 +135,13 @@ class LabEngine:
         self.windows = C.Windows(**self.cfg.windows)
         self.env = LabEnv(ctx, code_timeout_s=self.cfg.code_timeout_s, code_memory_mb=self.cfg.code_memory_mb,
                           tool_retries=self.cfg.tool_retries, request_limit=self.cfg.request_limit,
-                          notify=self.emit, before_request=self.keep_reserve)
+                          notify=self.emit)
         self.state = ResearchState(problem_id=ctx.problem.id)
-        self._reserve_open = False
         self.failures = 0
         self.summary: list[str] = []
         self.timings: list[dict[str, float]] = []     # engine overhead per iteration (benchmarks)
 
     # ------------------------------------------------------------------ helpers
-    def keep_reserve(self) -> None:
-        """Before each research request: stop (BudgetExceeded) when one more would leave the
-        forced formatter less than its reserve of the budget."""
-        if self._reserve_open:
-            return
-        limit = held_back(self.ctx.budget, self.ctx.usage.total(), calls=self.cfg.reserve_calls,
-                          share=FORMATTER_SHARE)
-        if limit is not None:
-            raise BudgetExceeded(limit, f"the rest of the budget is kept for the final answer "
-                                        f"({self.cfg.reserve_calls} request(s) and {FORMATTER_SHARE:.0%} of a token "
-                                        "or cost cap)")
-
     def emit(self, kind: str, /, **data: Any) -> None:
         try:
             self.ctx.events(kind, **data)
@@ -206,6 +187,8 @@ class LabEngine:
     # ------------------------------------------------------------------ public entry
     async def run(self, *, resume: bool = False, from_iteration: int | None = None) -> LabOutcome:
         p = self.ctx.problem
+        # The forced formatter's room is kept within the budget (no request goes past a cap).
+        self.ctx.usage.set_aside(calls=1, share=FORMATTER_SHARE)
         self.ws.init(problem_md=f"# {p.id}\n\n{p.statement}\n" + (
             f"\n## Answer template\n\n```python\n{p.answer_template}\n```\n" if p.answer_template else ""))
         loaded = self.ws.load() if resume else None
@@ -236,7 +219,6 @@ class LabEngine:
                             f"{len(self.state.sanity_checks)} sanity checks)")
             while True:
                 self.ctx.usage.check()
-                self.keep_reserve()
                 if self.state.iteration >= self.cfg.max_iterations:
                     return await self._forced("max_iterations")
                 if self.failures >= self.cfg.max_consecutive_failures:
@@ -695,22 +677,20 @@ class LabEngine:
         (self.ws.root / "ANSWER.md").write_text(text.strip() + "\n", encoding="utf-8")
 
     async def _forced(self, reason: str) -> LabOutcome:
-        """End of budget (or stop): one formatter call, within what the research left of the budget
-        (``keep_reserve``), that sees every result and the best hypotheses. If it fails, the best
-        current answer is the answer; an answer resting on nothing reviewed is no answer."""
+        """End of budget (or stop): one formatter call, from the room kept for it within the budget
+        (``set_aside`` in ``run``), that sees every result and the best hypotheses. If it fails, the
+        best current answer is the answer; an answer resting on nothing reviewed is no answer."""
         self.state = T.set_status(self.state, self.state.status, reason)
         self.state = T.set_best_answer(self.state, A.best_answer(self.state))
         self.emit("forced_formatter", reason=reason)
         ok = False
-        self._reserve_open = True
         try:
-            ok = await self._format(forced=True, reason=reason)
+            with self.ctx.usage.finishing():
+                ok = await self._format(forced=True, reason=reason)
         except BaseException as exc:  # noqa: BLE001 - whatever happens, record and end cleanly
             if not isinstance(exc, Exception) and not budget_error(exc):
                 raise
             self.note("role_failed", f"forced formatter: {_short(exc)}")
-        finally:
-            self._reserve_open = False
         best = self.state.best_answer
         if not ok and best is not None:
             text = A.fallback_markdown(self.state, best, reason)

@@ -1,8 +1,8 @@
 """The model seam: every scaffold talks to models through this package.
 
 - :class:`RunModels` (``for_role(role)`` -> a recording pydantic-ai model) and :class:`RunMeter`
-  (calls.jsonl, totals, budget, ``grace``) implement the ModelSource / UsageMeter protocols of
-  :mod:`physlab.run.environment`.
+  (calls.jsonl, totals, the budget and the room ``set_aside`` keeps for a last step) implement the
+  ModelSource / UsageMeter protocols of :mod:`physlab.run.environment`.
 - ``scripted:NAME`` scenarios: :func:`register_scenario`; ``replay:PATH``: :mod:`physlab.llm.replay`.
 - :func:`problem_prompt_parts`: user prompt parts (text + images) for a problem.
 - :mod:`physlab.llm.standin`: the OpenAI-compatible stand-in server for tests and benchmarks.

@@ -83,8 +83,10 @@ class ModelDefaults(BaseModel):
     continuations: int = Field(default=2, ge=0, description="A text reply still cut at the maximum is "
                                "continued (the model asked for the rest) this many times.")
     context_window: int | None = Field(default=None, ge=1)
-    min_reply_tokens: int = Field(default=256, ge=1, description="Under a token or cost cap, a request is "
-                                  "not sent when fewer output tokens than this are left for it.")
+    min_reply_tokens: int = Field(default=256, ge=1, description="Under a token or cost cap, a request "
+                                  "for which fewer output tokens than this are left waits for the requests in "
+                                  "flight to give back what they did not use; with none in flight it is sent "
+                                  "with what is left.")
     prompt_cache: bool | str | dict[str, Any] | None = None
     retry: RetryPolicy | None = None
     api_base: str | None = None

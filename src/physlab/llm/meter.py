@@ -11,9 +11,12 @@ Counting rules (documented because sweeps compare on them):
 
 Token and cost caps hold *before* a request is sent: :meth:`RunMeter.reserve` sets aside the
 request's estimated input and the ``max_tokens`` it will be sent with (no more than what the budget
-has left after the requests in flight set aside theirs); a request for which less than a useful
-reply is left waits for those in flight to give back what they did not use, and is refused
-(BudgetExceeded) when nothing is in flight.
+has left after the requests in flight set aside theirs). A request for which less than a useful
+reply is left waits for those in flight to give back what they did not use; with nothing in flight
+it is sent with what is left as its output cap, and refused (BudgetExceeded) only when nothing is
+left. No request ever goes past a cap: a scaffold that needs room for a last step (the lab's
+formatter) keeps it within the budget with :meth:`RunMeter.set_aside` and spends it inside
+:meth:`RunMeter.finishing`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import math
 import threading
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -94,8 +97,12 @@ class RunMeter:
         self._lock = threading.Lock()
         self._start = time.monotonic()
         self._pending = 0
-        self._grace = 0
-        self.graced_calls = 0
+        # Kept back from every request outside finishing() (set_aside): calls, and a share of the
+        # token and cost caps, for a scaffold's last step.
+        self._aside_calls = 0
+        self._aside_share = 0.0
+        self._finishing = False
+        self.graced_calls = 0  # always 0 now (metrics.json keeps the field): nothing goes past a cap
         self._by_role: dict[str, Usage] = {}
         self._total = Usage()
         self.failed_requests = 0
@@ -132,10 +139,13 @@ class RunMeter:
         return time.monotonic() - self._start
 
     def check(self) -> None:
-        """Raise BudgetExceeded if a limit is already reached (in-flight requests count as calls)."""
+        """Raise BudgetExceeded if a limit is already reached (in-flight requests count as calls;
+        outside :meth:`finishing`, what :meth:`set_aside` keeps back counts as spent)."""
         b, t = self.budget, self._total
-        if b.max_calls is not None and t.calls + self._pending >= b.max_calls:
-            raise BudgetExceeded("max_calls", f"{t.calls} of {b.max_calls} calls used")
+        aside = 0 if self._finishing else self._aside_calls
+        if b.max_calls is not None and t.calls + self._pending + aside >= b.max_calls:
+            raise BudgetExceeded("max_calls", f"{t.calls} of {b.max_calls} calls used"
+                                 + (f" ({aside} kept for the last step)" if aside else ""))
         if b.max_tokens is not None and t.total_tokens >= b.max_tokens:
             raise BudgetExceeded("max_tokens", f"{t.total_tokens} of {b.max_tokens} tokens used")
         if b.max_input_tokens is not None and t.input_tokens >= b.max_input_tokens:
@@ -147,61 +157,61 @@ class RunMeter:
         if b.max_wall_s is not None and self.elapsed_s >= b.max_wall_s:
             raise BudgetExceeded("max_wall", f"{self.elapsed_s:.1f}s of {b.max_wall_s:.1f}s elapsed")
 
+    def set_aside(self, *, calls: int = 0, share: float = 0.0) -> None:
+        """Keep ``calls`` requests and ``share`` of the token and cost caps back from every request
+        made outside :meth:`finishing`: room for a scaffold's last step (the lab's formatter) within
+        the budget. Never the whole call cap: one call is always left for the work itself."""
+        if self.budget.max_calls is not None:
+            calls = min(calls, self.budget.max_calls - 1)
+        self._aside_calls = max(0, calls)
+        self._aside_share = min(max(share, 0.0), 0.9)
+
     @contextmanager
-    def grace(self, calls: int = 1) -> Iterator[None]:
-        """Allow up to ``calls`` requests past the budget inside this block (the lab's forced
-        formatter); unused grace does not outlive the block."""
-        before = self._grace
-        self._grace += calls
+    def finishing(self) -> Iterator[None]:
+        """Requests inside this block may use what :meth:`set_aside` kept back (and nothing more:
+        every cap still holds)."""
+        before = self._finishing
+        self._finishing = True
         try:
             yield
         finally:
-            self._grace = min(self._grace, before)
+            self._finishing = before
+
+    def grace(self, calls: int = 1) -> AbstractContextManager[None]:
+        """The old name of :meth:`finishing`: it no longer grants anything past a cap (an equal
+        budget is equal for every scaffold); ``calls`` is ignored."""
+        return self.finishing()
 
     # ---- used by the recording model -----------------------------------------------------
-    def _admit_locked(self) -> bool:
-        """True when the request goes ahead on grace (past the budget)."""
-        try:
-            self.check()
-        except BudgetExceeded:
-            if self._grace <= 0:
-                raise
-            self._grace -= 1
-            self.graced_calls += 1
-            self._pending += 1
-            return True
-        self._pending += 1
-        return False
-
     async def reserve(self, *, input_tokens: int, want_output: int | None, min_reply: int,
                       usd_per_input: float = 0.0, usd_per_output: float = 0.0) -> Grant:
         """Admit one request and set aside what it may use: its estimated ``input_tokens`` and an
         output cap no larger than what the token and cost budgets have left after the requests in
-        flight set aside theirs (``want_output`` is the cap it would have had anyway). When less
-        than ``min_reply`` output tokens are left, wait for a request in flight to give back what
-        it did not use; with none in flight, raise BudgetExceeded. A request on grace (the lab's
-        forced formatter) goes ahead with ``want_output``."""
+        flight set aside theirs (``want_output`` is the cap it would have had anyway). When the
+        budget cuts the cap below ``min_reply``, wait for a request in flight to give back what it
+        did not use; with none in flight, send it with what is left (the last request of a run),
+        and raise BudgetExceeded only when nothing is left."""
         while True:
             with self._lock:
-                graced = self._admit_locked()
-                if graced:
-                    return self._hold(Grant(max_tokens=want_output))
+                self.check()
+                self._pending += 1
                 room, limit = self._room(input_tokens, usd_per_input, usd_per_output)
                 if room is None:
+                    want = want_output or 0
                     return self._hold(Grant(max_tokens=want_output, input_tokens=input_tokens,
-                                            tokens=input_tokens + (want_output or 0),
-                                            output_tokens=want_output or 0,
-                                            cost_usd=input_tokens * usd_per_input + (want_output or 0) * usd_per_output))
+                                            tokens=input_tokens + want, output_tokens=want,
+                                            cost_usd=input_tokens * usd_per_input + want * usd_per_output))
                 cap = room if want_output is None else min(room, want_output)
-                if cap >= min_reply or (want_output is not None and cap >= want_output > 0):
+                waiting_on = self._holders
+                uncut = want_output is not None and cap >= want_output > 0
+                if uncut or cap >= min_reply or (cap >= 1 and not waiting_on):
                     return self._hold(Grant(max_tokens=cap, input_tokens=input_tokens, tokens=input_tokens + cap,
                                             output_tokens=cap,
                                             cost_usd=input_tokens * usd_per_input + cap * usd_per_output))
                 self._pending = max(0, self._pending - 1)
-                waiting_on = self._holders
                 if not waiting_on:
-                    raise BudgetExceeded(limit, f"{max(0, room)} output tokens left for this request, less "
-                                                f"than a useful reply ({min_reply})")
+                    raise BudgetExceeded(limit, f"no output tokens left for this request (its input alone is "
+                                                f"reckoned at {input_tokens})")
                 if self._released is None:
                     self._released = asyncio.Event()
                 released = self._released
@@ -217,20 +227,22 @@ class RunMeter:
         """Output tokens the budgets leave for a request with ``input_tokens`` (None: unlimited),
         and the limit that binds."""
         b, t, h = self.budget, self._total, self._held
+        keep = 0.0 if self._finishing else self._aside_share  # kept back for the last step
         room: float = math.inf
         limit = "max_tokens"
         if b.max_tokens is not None:
-            left = b.max_tokens - t.total_tokens - h.tokens - input_tokens
+            left = b.max_tokens * (1 - keep) - t.total_tokens - h.tokens - input_tokens
             if left < room:
                 room, limit = left, "max_tokens"
         if b.max_output_tokens is not None:
-            left = b.max_output_tokens - t.output_tokens - h.output_tokens
+            left = b.max_output_tokens * (1 - keep) - t.output_tokens - h.output_tokens
             if left < room:
                 room, limit = left, "max_output_tokens"
-        if b.max_input_tokens is not None and t.input_tokens + h.input_tokens + input_tokens > b.max_input_tokens:
+        if b.max_input_tokens is not None and (t.input_tokens + h.input_tokens + input_tokens
+                                               > b.max_input_tokens * (1 - keep)):
             room, limit = 0, "max_input_tokens"
         if b.max_cost_usd is not None and usd_out > 0:
-            left = (b.max_cost_usd - t.cost_usd - h.cost_usd - input_tokens * usd_in) / usd_out
+            left = (b.max_cost_usd * (1 - keep) - t.cost_usd - h.cost_usd - input_tokens * usd_in) / usd_out
             if left < room:
                 room, limit = left, "max_cost"
         if room == math.inf:

@@ -40,8 +40,14 @@ class UsageMeter(Protocol):
     def check(self) -> None:
         """Raise BudgetExceeded if any limit is already reached (call between steps)."""
 
+    def set_aside(self, *, calls: int = 0, share: float = 0.0) -> None:
+        """Keep calls and a share of the token/cost caps for a last step (the lab's formatter)."""
+
+    def finishing(self) -> AbstractContextManager[None]:
+        """Requests inside may use what set_aside kept; no request ever goes past a cap."""
+
     def grace(self, calls: int = 1) -> AbstractContextManager[None]:
-        """Allow a bounded number of calls past the budget (the lab's forced formatter)."""
+        """The old name of finishing(): grants nothing past a cap."""
 
 
 class BoundGrader(Protocol):

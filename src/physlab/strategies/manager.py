@@ -1,26 +1,29 @@
-"""`manager`: AutoPhysicist (physics-intern write-up, §4) -- one Research Manager, nothing else
-hard-coded.
+"""`manager`: AutoPhysicist (physics-intern write-up, §4, and its public code) -- one Research
+Manager, nothing else hard-coded.
 
-The manager works in iterations. Each iteration is a fresh pydantic-ai run whose prompt holds the
-problem, the permanent memory (in full) and the last ``scratchpad_window`` (5) scratchpad entries;
-no conversation carries over. Its tools:
+The manager works in iterations (at most 50). Each iteration is a fresh pydantic-ai run whose prompt
+holds the problem, the permanent memory (in full, entries tagged with their iteration) and the last
+``scratchpad_window`` (5) scratchpad entries; no conversation carries over. Its tools:
 
-- ``dispatch_subagent(system_prompt, user_message, execute_code=False)`` -- an ephemeral agent
-  (role ``subagent``) with exactly the prompts the manager wrote; with ``execute_code`` it gets a
-  ``run_python`` tool backed by ``ctx.sandbox``;
+- ``dispatch_subagent(system_prompt, user_message, execute_code=False)`` -- an ephemeral helper
+  (role ``subagent``) with exactly the prompts the manager wrote and no tools; with ``execute_code``
+  the one Python script of its reply runs in ``ctx.sandbox``, and a failing script goes back to the
+  helper with its error, up to ``code_attempts`` (3) tries in all;
 - ``write_to_permanent_memory(content)``, ``write_to_scratchpad(content)``;
-- ``submit_final_answer(answer_text, answer_code)`` (an output tool: it ends the run).
+- ``submit_final_answer(answer_text, answer_code)`` (an output tool: it ends the run). A plain-text
+  reply ends the iteration (the public code's ``end_turn``).
 
-Per-iteration token budget (``iteration_tokens``, counting the subagents' tokens too): once
-``wind_down_fraction`` of it is spent the dispatch tool is withdrawn from the tool list and the
-manager is told to wrap up; at the full budget the iteration is cut. The last iteration runs in
-wind-down from its start. If the run ends without a submission (iterations or the run's Budget
-exhausted), one forced wind-down request (only ``submit_final_answer`` offered; granted past the
-budget through ``ctx.usage.grace``) turns the memory into the best supported answer.
+Per iteration (the public code's numbers): once ``iteration_tokens`` (64K, the manager's and its
+helpers' tokens together) are spent or ``tool_call_cap`` (15) tool calls made, the dispatch tool is
+withdrawn and the manager told to wrap up; at ``hard_stop_factor`` (1.5) times the token budget, or
+after ``max_rounds`` (30) manager requests, the iteration is cut off. A run that ends without a
+submission has no answer, as in the public code; ``wrap_up=true`` (PhysLab's switch) instead keeps
+room within the run's budget for one last request that may only submit.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -28,6 +31,7 @@ from typing import Any, cast
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext as AgentContext, Tool
 from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
@@ -50,21 +54,37 @@ from physlab.strategies.sampling import (
     with_images,
 )
 
-_MAX_TOOL_OUTPUT = 20_000
-_OURS = "PhysLab: the write-up gives no number"
+_MAX_TOOL_OUTPUT = 10_000  # the public code's truncation of a script's output (head and tail kept)
+_CODE = "physics-intern public code, src/open_dirac/autophysicist/"
+_WRAP_UP_SHARE = 0.1  # of a token or cost cap, kept for the wrap-up request when wrap_up is on
 
 
 class ManagerParams(ModelParams):
-    max_iterations: int = param(10, "Iterations (each a fresh run of the manager).", _OURS, ge=1)
-    iteration_tokens: int = param(200_000, "Token budget of one iteration, its subagents included.",
-                                  _OURS, ge=1000)
-    wind_down_fraction: float = param(0.8, "Share of the iteration budget after which the dispatch tool "
-                                      "is withdrawn and the manager told to wrap up.", _OURS, ge=0.0, le=1.0)
+    max_iterations: int = param(50, "Iterations (each a fresh run of the manager).",
+                                f"{_CODE}runner.py: --max-iterations default 50", ge=1)
+    iteration_tokens: int = param(
+        64_000, "Tokens of one iteration (the manager's and its helpers') after which the dispatch tool "
+        "is withdrawn and the manager told to wrap up.", f"{_CODE}runner.py: --token-budget default 64000 "
+        "(tools.py: the soft wind-down trigger)", ge=1000)
+    hard_stop_factor: float = param(
+        1.5, "The iteration is cut off at this multiple of iteration_tokens (unsaved work is lost).",
+        f"{_CODE}tools.py: HARD_BUDGET_MULTIPLIER = 1.5", ge=1.0)
+    tool_call_cap: int = param(15, "Tool calls in one iteration after which the dispatch tool is withdrawn.",
+                               f"{_CODE}runner.py: --tool-call-cap default 15", ge=1)
+    max_rounds: int = param(30, "Manager requests one iteration may make.",
+                            f"{_CODE}runner.py: --max-rounds default 30", ge=1)
     scratchpad_window: int = param(5, "Scratchpad entries shown to the manager (the most recent).",
-                                   f"{PHYSICS_INTERN} §4, AutoPhysicist: 'only the last 5 entries shown'", ge=1)
-    code_timeout_s: float = param(60.0, "Seconds one subagent script may run in the sandbox.", _OURS, ge=1.0)
-    max_requests_per_iteration: int = param(60, "Model requests one iteration may make (tool loops included).",
-                                            _OURS, ge=1)
+                                   f"{PHYSICS_INTERN} §4, AutoPhysicist: 'only the last 5 entries shown'; "
+                                   f"{_CODE}runner.py --scratchpad-window 5", ge=1)
+    code_timeout_s: float = param(60.0, "Seconds one helper script may run in the sandbox.",
+                                  f"{_CODE}runner.py: --sandbox-timeout default 60", ge=1.0)
+    code_attempts: int = param(3, "Tries a helper gets to write a script that runs (the first included).",
+                               f"{_CODE}subagent.py: max_retries=3", ge=1)
+    wrap_up: bool = param(
+        False, "When the manager never submits, one last request (only submit_final_answer offered, from "
+        "room kept within the run's budget) turns its memory into an answer.",
+        f"PhysLab's switch; off by default as in {_CODE}runner.py, which writes no answer when the manager "
+        "never submits")
 
 
 class FinalAnswer(BaseModel):
@@ -77,20 +97,23 @@ class FinalAnswer(BaseModel):
 
 @dataclass
 class ManagerState:
-    memory: list[str] = field(default_factory=list)
-    scratchpad: list[str] = field(default_factory=list)
+    memory: list[tuple[int, str]] = field(default_factory=list)  # (iteration, entry)
+    scratchpad: list[tuple[int, str]] = field(default_factory=list)
     iterations: list[dict[str, Any]] = field(default_factory=list)
     final: FinalAnswer | None = None
 
-    def scratch_window(self, window: int) -> list[tuple[int, str]]:
+    def scratch_window(self, window: int) -> list[tuple[int, int, str]]:
+        """The last ``window`` entries as (entry number, iteration, text)."""
         start = max(0, len(self.scratchpad) - window)
-        return [(i + 1, self.scratchpad[i]) for i in range(start, len(self.scratchpad))]
+        return [(i + 1, *self.scratchpad[i]) for i in range(start, len(self.scratchpad))]
 
 
 def iteration_prompt(ctx: RunEnvironment, state: ManagerState, iteration: int, max_iterations: int,
                      window: int, note: str) -> str:
-    memory = "\n\n".join(f"[{i + 1}] {m}" for i, m in enumerate(state.memory)) or "(empty)"
-    scratch = "\n\n".join(f"[{n}] {s}" for n, s in state.scratch_window(window)) or "(empty)"
+    memory = "\n\n".join(f"[{i + 1}, iteration {it}] {m}" for i, (it, m) in enumerate(state.memory)) or \
+        "(empty: no results recorded yet)"
+    scratch = "\n\n".join(f"[{n}, iteration {it}] {s}" for n, it, s in state.scratch_window(window)) or \
+        "(empty: no working notes yet)"
     return render("manager_iteration", iteration=str(iteration),
                   max_iterations=str(max_iterations), problem=ctx.problem.statement.strip(),
                   requirements=answer_requirements(ctx.problem), memory=memory,
@@ -99,7 +122,23 @@ def iteration_prompt(ctx: RunEnvironment, state: ManagerState, iteration: int, m
 
 
 def _clip(text: str, limit: int = _MAX_TOOL_OUTPUT) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n... [{len(text) - limit} chars cut]"
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + f"\n\n[... {len(text) - limit} characters cut ...]\n\n" + text[-half:]
+
+
+_FENCED = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+def first_script(reply: str) -> str | None:
+    """The first fenced Python block of a helper's reply (the public code runs that one)."""
+    m = _FENCED.search(reply)
+    return m.group(1).strip() or None if m else None
+
+
+class _IterationOver(Exception):
+    """The iteration's requests are used up (max_rounds): it ends like a cut-off iteration."""
 
 
 class Manager(Strategy[ManagerParams]):
@@ -110,101 +149,142 @@ class Manager(Strategy[ManagerParams]):
 
     async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
-        max_iterations, iteration_tokens, window = p.max_iterations, p.iteration_tokens, p.scratchpad_window
-        code_timeout, max_requests = p.code_timeout_s, p.max_requests_per_iteration
+        max_iterations, window = p.max_iterations, p.scratchpad_window
         settings = cast("ModelSettings | None", model_settings(p))  # the TypedDict pydantic-ai reads
         started = time.monotonic()
         state = ManagerState()
         system = render("manager_system", window=str(window))
-        wind_down_at = int(iteration_tokens * p.wind_down_fraction)
-
-        async def run_python(code: str) -> str:
-            """Run a Python script in the sandbox and return its exit code, stdout and stderr."""
-            res = await ctx.sandbox.run(code, limits=SandboxLimits(timeout_s=code_timeout))
-            status = "timed out" if res.timed_out else f"exit code {res.exit_code}"
-            return _clip(f"[{status}]\nSTDOUT:\n{res.stdout}\nSTDERR:\n{res.stderr}")
-
+        if p.wrap_up:
+            ctx.usage.set_aside(calls=1, share=_WRAP_UP_SHARE)
         current: dict[str, Any] = {}
+
+        async def run_script(code: str) -> tuple[bool, str]:
+            res = await ctx.sandbox.run(code, limits=SandboxLimits(timeout_s=p.code_timeout_s))
+            if res.timed_out:
+                return False, f"TIMEOUT: the script ran past {p.code_timeout_s:g} s."
+            if res.exit_code == 0:
+                out = res.stdout + (f"\n\nSTDERR (warnings):\n{res.stderr}" if res.stderr.strip() else "")
+                return True, out
+            return False, (f"STDOUT:\n{res.stdout}\n\nSTDERR:\n{res.stderr}" if res.stdout.strip()
+                           else res.stderr or f"exit code {res.exit_code}")
 
         async def dispatch_subagent(rctx: AgentContext[None], system_prompt: str,
                                     user_message: str, execute_code: bool = False) -> str:
-            """Start a fresh helper agent with the system prompt and message you write and return
-            its reply. With execute_code=True it can run Python (SymPy, NumPy, SciPy) in a
-            sandbox."""
-            tools = [Tool(run_python, name="run_python")] if execute_code else []
-            sub: Agent[None, str] = Agent(ctx.models.for_role("subagent"),
-                                          instructions=system_prompt, tools=tools)
-            record = {"system_prompt": system_prompt, "user_message": user_message,
-                      "execute_code": execute_code}
+            """Start a fresh helper that knows only the system prompt and the message you write, and
+            return its reply. With execute_code=True the one Python script of its reply is run in a
+            sandbox (NumPy, SciPy, SymPy) and a failing script goes back to it to be corrected."""
+            current["tool_calls"] = current.get("tool_calls", 0) + 1
+            record: dict[str, Any] = {"system_prompt": system_prompt, "user_message": user_message,
+                                      "execute_code": execute_code}
             current.setdefault("dispatches", []).append(record)
+            instructions = system_prompt + (render("manager_code_rules", timeout=f"{p.code_timeout_s:g}")
+                                            if execute_code else "")
+            sub: Agent[None, str] = Agent(ctx.models.for_role("subagent"), instructions=instructions)
+            history: list[ModelMessage] | None = None
+            prompt = user_message
             try:
-                # usage=rctx.usage: the helper's tokens count against this iteration's budget.
-                result = await sub.run(user_message, usage=rctx.usage, model_settings=settings,
-                                       usage_limits=UsageLimits(request_limit=None))
+                for attempt in range(1, (p.code_attempts if execute_code else 1) + 1):
+                    # usage=rctx.usage: the helper's tokens count against the iteration's budget.
+                    result = await sub.run(prompt, message_history=history, usage=rctx.usage,
+                                           model_settings=settings, usage_limits=UsageLimits(request_limit=None))
+                    reply = result.output
+                    if not execute_code:
+                        record["reply"] = reply
+                        return _clip(reply)
+                    code = first_script(reply) or record.get("code")
+                    if code is None:
+                        record.update(reply=reply, status="no_code")
+                        return (f"<subagent_reasoning>\n{_clip(reply)}\n</subagent_reasoning>\n\n"
+                                "<execution status=\"no_code\">No Python script in the reply.</execution>")
+                    ok, output = await run_script(code)
+                    record.update(reply=reply, code=code, attempts=attempt)
+                    if ok:
+                        record["status"] = "success"
+                        return _helper_report(reply, code, "success", output)
+                    if attempt == p.code_attempts:
+                        record["status"] = "failed_after_retries"
+                        return _helper_report(reply, code, "failed_after_retries",
+                                              f"{_clip(output, 5000)}\n\nThe script failed {attempt} times.")
+                    history = result.all_messages()
+                    prompt = render("manager_code_retry", attempt=str(attempt), attempts=str(p.code_attempts),
+                                    error=_clip(output, 5000))
             except ModelFailure as exc:
                 record["error"] = error_text(exc)
-                return f"[the subagent failed: {exc}]"
-            record["reply"] = result.output
-            return _clip(result.output)
+                return f"[the helper failed: {exc}]"
+            return ""  # not reached: the loop returns on its last attempt
 
         def write_to_permanent_memory(content: str) -> str:
-            """Append text to the permanent memory (always shown in full)."""
-            state.memory.append(content)
-            return f"stored as memory entry {len(state.memory)}"
+            """Append an entry to the permanent memory (shown in full in every later iteration).
+            Only for checked results, each self-contained: what, how it was checked, assumptions."""
+            current["tool_calls"] = current.get("tool_calls", 0) + 1
+            if not content.strip():
+                return "ERROR: content cannot be empty."
+            state.memory.append((current["iteration"], content))
+            return f"stored as memory entry {len(state.memory)} (iteration {current['iteration']})"
 
         def write_to_scratchpad(content: str) -> str:
-            """Append a note to the scratchpad (only the most recent notes are shown)."""
-            state.scratchpad.append(content)
-            return f"stored as scratchpad entry {len(state.scratchpad)}"
+            """Append a working note to the scratchpad (only the most recent notes stay in view)."""
+            current["tool_calls"] = current.get("tool_calls", 0) + 1
+            if not content.strip():
+                return "ERROR: content cannot be empty."
+            state.scratchpad.append((current["iteration"], content))
+            return f"stored as scratchpad entry {len(state.scratchpad)} (iteration {current['iteration']})"
 
-        def winding_down(rctx: AgentContext[None]) -> bool:
-            return bool(current.get("final_iteration")) or rctx.usage.total_tokens >= wind_down_at
+        def spent(rctx: AgentContext[None]) -> int:
+            return rctx.usage.total_tokens
 
-        async def prepare_dispatch(rctx: AgentContext[None], tool_def: ToolDefinition
-                                   ) -> ToolDefinition | None:
-            if winding_down(rctx):
+        def wind_down_reason(rctx: AgentContext[None]) -> str | None:
+            if spent(rctx) >= p.iteration_tokens:
+                return f"{spent(rctx):,} of {p.iteration_tokens:,} tokens used"
+            if current.get("tool_calls", 0) >= p.tool_call_cap:
+                return f"{current['tool_calls']} of {p.tool_call_cap} tool calls made"
+            return None
+
+        async def prepare_dispatch(rctx: AgentContext[None], tool_def: ToolDefinition) -> ToolDefinition | None:
+            if wind_down_reason(rctx) is not None:
                 current["wound_down"] = True
                 return None  # wind-down: the dispatch tool is withdrawn
             return tool_def
 
-        def wind_down_note(rctx: AgentContext[None]) -> str:
-            if winding_down(rctx):
-                return load_prompt("manager_wind_down").strip()
-            return ""
+        def each_request(rctx: AgentContext[None]) -> str:
+            """The instructions' last part, made before each manager request: the wind-down notice,
+            and the end of an iteration whose requests are used up."""
+            current["requests"] = current.get("requests", 0) + 1
+            if current["requests"] > p.max_rounds:
+                raise _IterationOver(f"{p.max_rounds} manager requests made")
+            why = wind_down_reason(rctx)
+            return render("manager_wind_down", why=why).strip() if why else ""
 
         manager = ctx.models.for_role("manager")
         tools: list[Tool[None]] = [Tool(dispatch_subagent, name="dispatch_subagent", prepare=prepare_dispatch),
                                    Tool(write_to_permanent_memory), Tool(write_to_scratchpad)]
+        hard_limit = int(p.iteration_tokens * p.hard_stop_factor)
         stop_reason = "max_iterations"
-        budget_hit: BaseException | None = None
         note = ""
         for iteration in range(1, max_iterations + 1):
-            current = {"iteration": iteration, "final_iteration": iteration == max_iterations}
+            current = {"iteration": iteration}
             agent: Agent[None, str | FinalAnswer] = Agent(
-                manager, instructions=[system, wind_down_note], tools=tools,
+                manager, instructions=[system, each_request], tools=tools,
                 output_type=structured_output(manager, FinalAnswer, name="submit_final_answer", allow_text=True,
                                               description="Submit the final answer and end the research."))
             prompt = iteration_prompt(ctx, state, iteration, max_iterations, window, note)
-            current["scratchpad_shown"] = [n for n, _ in state.scratch_window(window)]
+            current["scratchpad_shown"] = [n for n, _, _ in state.scratch_window(window)]
             ctx.events("iteration", strategy=self.name, iteration=iteration)
             try:
                 result = await agent.run(
                     with_images(ctx, prompt), model_settings=settings,
-                    usage_limits=UsageLimits(total_tokens_limit=iteration_tokens,
-                                             request_limit=max_requests))
-            except UsageLimitExceeded as exc:
+                    usage_limits=UsageLimits(total_tokens_limit=hard_limit, request_limit=None))
+            except (UsageLimitExceeded, _IterationOver) as exc:
                 current["ended"] = f"iteration_limit: {exc}"
-                note = ("(The previous iteration was cut off when its token budget ran out; "
-                        "anything not written to memory or the scratchpad was lost.)")
+                note = ("(The previous iteration was cut off when its budget ran out; anything not "
+                        "written to memory or the scratchpad was lost.)")
                 state.iterations.append(_iteration_record(current))
                 continue
             except Exception as exc:  # noqa: BLE001
                 if budget_error(exc) is None:
                     current["ended"] = f"error: {error_text(exc)}"
                     state.iterations.append(_iteration_record(current))
-                    return self._attempt(ctx, state, started, "error", "model_error",
-                                         error=error_text(exc))
-                budget_hit = exc
+                    return self._attempt(ctx, state, started, "error", "model_error", error=error_text(exc))
                 current["ended"] = "budget"
                 state.iterations.append(_iteration_record(current))
                 stop_reason = budget_reason(exc)
@@ -219,12 +299,14 @@ class Manager(Strategy[ManagerParams]):
             current["status"] = result.output[:2000]
             state.iterations.append(_iteration_record(current))
             note = ""
-        return await self._wrap_up(ctx, state, started, "partially_complete", stop_reason,
-                                   settings, graced=budget_hit is not None)
+        if not p.wrap_up:  # the public code: no submission, no answer
+            return self._attempt(ctx, state, started, "no_answer", stop_reason)
+        return await self._wrap_up(ctx, state, started, stop_reason, settings)
 
-    async def _wrap_up(self, ctx: RunEnvironment, state: ManagerState, started: float, status: AttemptStatus,
-                       reason: str, settings: ModelSettings | None, *, graced: bool) -> Attempt:
-        """The forced wind-down: only submit_final_answer is offered, once."""
+    async def _wrap_up(self, ctx: RunEnvironment, state: ManagerState, started: float, reason: str,
+                       settings: ModelSettings | None) -> Attempt:
+        """The forced wind-down (wrap_up=true): only submit_final_answer is offered, once, from the
+        room kept for it within the run's budget."""
         manager = ctx.models.for_role("manager")
         agent: Agent[None, FinalAnswer] = Agent(
             manager, instructions=load_prompt("manager_system_final"),
@@ -233,18 +315,12 @@ class Manager(Strategy[ManagerParams]):
         prompt = iteration_prompt(ctx, state, len(state.iterations) + 1, len(state.iterations) + 1,
                                   10**6, load_prompt("manager_wind_down_final").strip())
         try:
-            if graced:
-                with ctx.usage.grace(1):
-                    result = await agent.run(prompt, model_settings=settings,
-                                             usage_limits=UsageLimits(request_limit=2))
-            else:
-                result = await agent.run(prompt, model_settings=settings,
-                                         usage_limits=UsageLimits(request_limit=2))
+            with ctx.usage.finishing():
+                result = await agent.run(prompt, model_settings=settings, usage_limits=UsageLimits(request_limit=2))
         except Exception as exc:  # noqa: BLE001 - no answer could be forced
-            return self._attempt(ctx, state, started, "no_answer", reason,
-                                 error=error_text(exc))
+            return self._attempt(ctx, state, started, "no_answer", reason, error=error_text(exc))
         state.final = result.output
-        return self._attempt(ctx, state, started, status, reason)
+        return self._attempt(ctx, state, started, "partially_complete", reason)
 
     def _attempt(self, ctx: RunEnvironment, state: ManagerState, started: float, status: AttemptStatus, reason: str,
                  error: str | None = None) -> Attempt:
@@ -254,12 +330,19 @@ class Manager(Strategy[ManagerParams]):
             raw = state.final.answer_code.strip()
             if ctx.problem.has_template and raw:
                 code = extract_code(raw) if "```" in raw else raw
-        details = {"iterations": state.iterations, "memory": state.memory,
-                   "scratchpad": state.scratchpad, "forced_wrap_up": reason != "submitted"}
+        details = {"iterations": state.iterations, "memory": [m for _, m in state.memory],
+                   "scratchpad": [s for _, s in state.scratchpad], "forced_wrap_up": reason != "submitted"}
         if error:
             details["error"] = error
-        return finish(ctx, self.name, status, reason, started=started, answer_text=text,
+        return finish(ctx, self.name, status, reason, started=started, answer_text=text,  # type: ignore[arg-type]
                       answer_code=code, details=details)
+
+
+def _helper_report(reasoning: str, code: str, status: str, output: str) -> str:
+    """What the manager reads of a coding helper: its reasoning, the last script, what it printed."""
+    prose = _FENCED.sub("", reasoning, count=1).strip()
+    return (f"<subagent_reasoning>\n{_clip(prose)}\n</subagent_reasoning>\n\n<code>\n{code}\n</code>\n\n"
+            f"<execution_output status=\"{status}\">\n{_clip(output)}\n</execution_output>")
 
 
 def _iteration_record(current: dict[str, Any]) -> dict[str, Any]:
@@ -269,4 +352,3 @@ def _iteration_record(current: dict[str, Any]) -> dict[str, Any]:
         for d in current.get("dispatches", [])
     ]
     return rec
-

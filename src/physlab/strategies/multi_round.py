@@ -1,20 +1,22 @@
-"""`multi-round`: TPBench sequential multi-round reasoning (§3.2, Algorithm 1).
+"""`multi-round`: TPBench sequential multi-round reasoning (§3.2, Algorithm 1, prompts of Appendix A.2).
 
-Round 0 reasons from the problem alone (role ``reasoner``). Each later round reasons from the
-problem plus the reasoning of every round before it: Algorithm 1 accumulates it (line 7,
-PreviousThinking += Reasoning). What is carried must fit the model's context: the newest rounds go
-in whole and, once they would not fit, older rounds are carried by their conclusion (the paper's
-summary, which it uses to bound the context), the oldest left out last of all. After every round a
-separate request (role ``summarizer``) concludes the reasoning so far into one final result and the
-filled template (line 8); that conclusion is the round's answer. ``extra_rounds`` (default 4, the
-paper's largest "4+Round") rounds follow the first; the final answer is the last round that gave
-one. Every round's answer, and what each round was shown, is in ``details.rounds``.
+Round 0 reasons from the problem alone (role ``reasoner``). After every round a separate request
+(role ``summarizer``), continuing that round's conversation, concludes its reasoning into one final
+result and the filled template (line 8); that conclusion is the round's answer. Each later round
+reasons from the general instructions, the problem and the summaries of the rounds before it: the
+paper carries "Summary from Previous Iterations Reasoning" to limit the context (§3.2, A.2's
+subsequent-iteration prompt). ``carry=reasoning`` (PhysLab's switch) carries each earlier round's
+full reasoning instead (Algorithm 1's line 7 read literally), the newest in full while they fit
+the model's context and older ones by their summary. Either way what no longer fits is left out,
+oldest first. ``extra_rounds`` (default 4, the paper's largest "4+Round") rounds follow the first;
+the final answer is the last round that gave one. Every round's answer, and what each round was
+shown, is in ``details.rounds``.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from physlab.grading.extract import extract_code
 from physlab.run.checkpoints import record_best
@@ -40,6 +42,10 @@ CHARS_PER_TOKEN = 3  # a cautious estimate (LaTeX-heavy text runs below English'
 class MultiRoundParams(ModelParams):
     extra_rounds: int = param(4, "Reasoning rounds after the first, each from the reasoning of the ones before.",
                               f"{TPBENCH} §4.3, Tables 1-3: the largest setting, '4+Round Reasoning'", ge=0)
+    carry: Literal["summary", "reasoning"] = param(
+        "summary", "What a round is shown of the rounds before it: their summaries, or their full reasoning.",
+        f"{TPBENCH} §3.2 and Appendix A.2: 'Summary from Previous Iterations Reasoning' ('reasoning' is "
+        "PhysLab's switch)")
     context_tokens: int | None = param(
         None, "The model's context window in tokens (unset: what pydantic-ai knows of the model, from its "
               f"profile or genai-prices, else {CONTEXT_FALLBACK:,}); earlier rounds are carried within half of it.",
@@ -74,7 +80,8 @@ class MultiRound(Strategy[MultiRoundParams]):
             if not thinking:
                 prompt = render("multi_round_initial", problem=statement)
             else:
-                previous, record["carried"] = carried(thinking, int(window * CARRY_SHARE) * CHARS_PER_TOKEN)
+                previous, record["carried"] = carried(thinking, int(window * CARRY_SHARE) * CHARS_PER_TOKEN,
+                                                      summaries_only=self.params.carry == "summary")
                 prompt = render("multi_round_next", instructions=instructions, problem=statement, previous=previous)
             try:
                 reasoning, history = await ask(ctx, "reasoner", prompt, settings=settings)
@@ -109,20 +116,22 @@ class MultiRound(Strategy[MultiRoundParams]):
                       answer_code=best[1], details=details)
 
 
-def carried(thinking: list[tuple[str, str]], limit_chars: int) -> tuple[str, list[str]]:
-    """The earlier rounds as the next round is shown them, within ``limit_chars``: the newest in full
-    while they fit, then older ones by their conclusion, and the oldest left out if even that does
-    not fit. Returns the text and, per round, what went in ("full", "conclusion" or "left out")."""
+def carried(thinking: list[tuple[str, str]], limit_chars: int, *, summaries_only: bool = False
+            ) -> tuple[str, list[str]]:
+    """The earlier rounds as the next round is shown them, within ``limit_chars``. With
+    ``summaries_only`` each round by its summary (the paper); otherwise the newest in full while they
+    fit, then older ones by their summary. The oldest is left out if even that does not fit. Returns
+    the text and, per round, what went in ("full", "summary" or "left out")."""
     kept: list[str] = []
     how: list[str] = []
-    used, whole = 0, True
+    used, whole = 0, not summaries_only
     for k in range(len(thinking) - 1, -1, -1):
         reasoning, conclusion = thinking[k]
         full = f"## Round {k + 1}\n{reasoning.strip()}"
-        short = f"## Round {k + 1} (its conclusion; the full reasoning does not fit the context)\n{conclusion.strip()}"
+        short = f"## Round {k + 1} (its summary)\n{conclusion.strip()}"
         whole = whole and used + len(full) <= limit_chars  # once a round is cut short, older ones are too
         part = full if whole else short if used + len(short) <= limit_chars else None
-        how.append("left out" if part is None else "full" if whole else "conclusion")
+        how.append("left out" if part is None else "full" if whole else "summary")
         if part is not None:
             kept.append(part)
             used += len(part) + 2

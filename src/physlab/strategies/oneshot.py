@@ -1,6 +1,8 @@
-"""`oneshot`: one request (role ``solver``): the public problem and its template in, a reply out.
-The filled template (last fenced Python block defining the template's function) goes to answer.py,
-the whole reply to ANSWER.md.
+"""`oneshot`: one request (role ``solver``) under CritPt's one-step protocol
+(:mod:`physlab.strategies.critpt_protocol`): the system prompt's five rules, the problem followed by
+its template; the reply derives, ends with "Final Answer:" and fills the template. The filled
+template (last fenced Python block defining the template's function) goes to answer.py, the whole
+reply to ANSWER.md. An open question (no template) gets the two-step system prompt and the problem.
 
 Also registers the built-in scripted scenarios used by tests and demos:
 ``scripted:oneshot-qec-correct``, ``scripted:oneshot-wrong``.
@@ -9,45 +11,39 @@ Also registers the built-in scripted scenarios used by tests and demos:
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from physlab.grading.extract import extract_code
 from physlab.llm.errors import BudgetExceeded, ModelFailure
-from physlab.llm.prompt import problem_prompt_parts
+from physlab.llm.prompt import image_parts
 from physlab.llm.scripted import register_scenario
 from physlab.llm.text import ask_text
 from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
-from physlab.strategies.params import ModelParams
+from physlab.strategies.critpt_protocol import CritptParams, Style, user_message
 from physlab.strategies.sampling import model_settings
 
-SYSTEM = (
-    "You are a careful theoretical physicist. Solve the problem you are given. Reason step by step, "
-    "check limiting cases and units, and be explicit about every assumption."
-)
-WITH_TEMPLATE = (
-    "When you are done, give your final answer by filling in the answer template: reply with the "
-    "complete template as one fenced ```python block, every `...` placeholder replaced, nothing "
-    "else changed in the function's signature."
-)
-OPEN_QUESTION = "End your reply with a line that starts with 'Final Answer:'."
 
-
-class OneShot(Strategy[ModelParams]):
-    """One request: the problem and its template in, the filled template out."""
+class OneShot(Strategy[CritptParams]):
+    """One request: the problem and its template in, the derivation and the filled template out."""
 
     name = "oneshot"
-    Params = ModelParams
+    Params = CritptParams
 
     async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         problem = ctx.problem
-        after = WITH_TEMPLATE if problem.has_template else OPEN_QUESTION
+        protocol = self.params.protocol()  # a prompt file is read now, when the run starts
+        style: Style = "one-step" if problem.has_template else "two-step"
+        system = protocol.system(style, problem.answer_template or "")
+        prompt: list[Any] = [user_message(problem, with_template=problem.has_template),
+                             *image_parts(problem.images)]
         ctx.events("step", strategy=self.name, step="solve")
         status: AttemptStatus
         status, reason, reply, details = "complete", "answered", None, {}
         try:
-            reply, _ = await ask_text(ctx.models.for_role("solver"), problem_prompt_parts(problem, after=after),
-                                      system=SYSTEM, settings=model_settings(self.params))
+            reply, _ = await ask_text(ctx.models.for_role("solver"), prompt, system=system,
+                                      settings=model_settings(self.params))
         except BudgetExceeded as exc:
             status, reason = "no_answer", f"budget:{exc.limit}"
             details["error"] = str(exc)

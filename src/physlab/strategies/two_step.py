@@ -1,8 +1,10 @@
-"""`two-step`: CritPt's default procedure.
+"""`two-step`: CritPt's default procedure (:mod:`physlab.strategies.critpt_protocol`).
 
-Call 1 (role ``solver``) sees the problem only and derives a free-form solution ending in
-"Final Answer:". Call 2 (role ``formatter``) continues the same conversation (the first reply is
-in its context) and fills the answer template. An open question (no template) needs only call 1.
+Call 1 (role ``solver``) has CritPt's two-step system prompt and the problem only, and derives a
+solution ending in "Final Answer:". Call 2 (role ``formatter``) continues the same conversation
+(the system prompt and the first reply in its context) with CritPt's template step: transcribe the
+final answer into the template, no new reasoning, no import beyond the template's. An open question
+(no template) needs only call 1.
 """
 
 from __future__ import annotations
@@ -13,31 +15,26 @@ from typing import Any
 from physlab.grading.extract import extract_code
 from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
-from physlab.strategies.params import ModelParams
-from physlab.strategies.sampling import (
-    answer_requirements,
-    ask,
-    ended_by,
-    error_text,
-    finish,
-    model_settings,
-    render,
-)
+from physlab.strategies.critpt_protocol import TwoStepParams, user_message
+from physlab.strategies.sampling import ask, ended_by, error_text, finish, model_settings
 
 
-class TwoStep(Strategy[ModelParams]):
+class TwoStep(Strategy[TwoStepParams]):
     """CritPt's procedure: derive freely, then fill the template in the same conversation."""
 
     name = "two-step"
-    Params = ModelParams
+    Params = TwoStepParams
 
     async def run(self, ctx: RunEnvironment) -> Attempt:
         settings = model_settings(self.params)
         started = time.monotonic()
         problem = ctx.problem
-        derive_prompt = render("two_step_derive", problem=problem.statement.strip())
+        protocol = self.params.protocol()  # a prompt file is read now, when the run starts
+        template = problem.answer_template or ""
+        system = protocol.system("two-step", template)
         try:
-            derivation, history = await ask(ctx, "solver", derive_prompt, settings=settings)
+            derivation, history = await ask(ctx, "solver", user_message(problem, with_template=False),
+                                            system=system, settings=settings)
         except Exception as exc:  # noqa: BLE001
             status, reason = ended_by(exc, answered=False)
             return finish(ctx, self.name, status, reason, started=started, details={"error": error_text(exc)})
@@ -46,9 +43,9 @@ class TwoStep(Strategy[ModelParams]):
         if not problem.has_template:
             return finish(ctx, self.name, "complete", "answered", started=started,
                           answer_text=derivation, details=details)
-        populate_prompt = render("two_step_populate", requirements=answer_requirements(problem))
         try:
-            filled, _ = await ask(ctx, "formatter", populate_prompt, settings=settings,
+            # The system prompt stays with the conversation, as in CritPt's pipeline.
+            filled, _ = await ask(ctx, "formatter", protocol.parse(template), system=system, settings=settings,
                                   history=history)
         except Exception as exc:  # noqa: BLE001
             details["error"] = error_text(exc)

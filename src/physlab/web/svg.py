@@ -92,7 +92,7 @@ def research_graph(s: ResearchState) -> dict[str, Any]:
 
 
 def accuracy_bars(groups: list) -> dict[str, Any] | None:
-    """Accuracy per strategy x model with its 95% interval (bootstrap over problems; None: nothing graded)."""
+    """Accuracy per strategy x model with its 95% interval (the report's exact interval; None: nothing graded)."""
     graded = [g for g in groups if g.accuracy is not None]
     if not graded:
         return None
@@ -107,8 +107,8 @@ def accuracy_bars(groups: list) -> dict[str, Any] | None:
 
 
 def budget_curves(curves: dict[str, list[tuple[float, float]]]) -> dict[str, Any] | None:
-    """Accuracy against a token cap per problem (step curves), the cap on a log scale: the scaffolds'
-    spends differ by orders of magnitude."""
+    """Anytime accuracy against tokens spent per problem (step curves: what the runs held by then, not
+    what a cap would leave), on a log scale: the scaffolds' spends differ by orders of magnitude."""
     curves = {name: [(c, a) for c, a in pts if c > 0] for name, pts in curves.items()}
     curves = {name: pts for name, pts in curves.items() if pts}
     if not curves:

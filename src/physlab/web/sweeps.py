@@ -106,8 +106,8 @@ def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
         return page("sweeps.html", "Sweeps", db=None)
     data = report_data(db, filters)
     rep = data["report"]
-    rows = data["rows"]  # one per group; reference-conditioned groups are shown apart, never ranked with solvers
-    solver = [not g.reference_conditioned for g in rep.groups]
+    rows = data["rows"]  # one per group; oracles and reference-conditioned groups are shown apart, never ranked
+    solver = [g.solver for g in rep.groups]  # oracles (tpbench-bon) and reference-conditioned runs apart
     solver_labels = {group_label(g) for g in rep.solvers}
     store = ResultsStore(db, create=False)
     try:

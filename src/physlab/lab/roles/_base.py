@@ -30,9 +30,6 @@ class LabEnv:
     request_limit: int = 24                   # model requests per role call (bounded tool loops)
     model_settings: dict[str, Any] | None = None
     notify: Callable[..., None] = field(default=lambda *a, **k: None)
-    # Called before each model request of every role (the engine keeps the final answer's reserve
-    # of the budget there: it raises BudgetExceeded when the research must stop).
-    before_request: Callable[[], None] = field(default=lambda: None)
 
     def model(self, role: str):
         return self.ctx.models.for_role(role)
@@ -153,10 +150,8 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
                                       model_settings=settings,
                                       usage_limits=UsageLimits(request_limit=env.request_limit)) as run:
                     async for node in run:
-                        if Agent.is_model_request_node(node):
-                            env.before_request()
-                            if on_request is not None:
-                                on_request()
+                        if on_request is not None and Agent.is_model_request_node(node):
+                            on_request()
         except Exception as exc:
             tried[(prompt, instr)] = exc
             raise

@@ -119,7 +119,8 @@ class Scalar(Strategy[ScalarParams]):
         judge_model = ctx.models.for_role(judge_mod.ROLE)
         transcript = ScalarTranscript(
             problem_id=problem.id, problem_statement=problem.statement, has_template=problem.has_template,
-            gradable=ctx.grader is not None, model=ctx.models.name, judge_model=ctx.models.name,
+            gradable=ctx.grader is not None, model=ctx.models.name,
+            judge_model=getattr(judge_model, "spec", None) or ctx.models.name,  # --role-model judge=... names it
             config={"expertise": expertise, "style": style, "persona": f"{expertise}/{style}",
                     "feedback": feedback, "setting": p.setting if reference else "no reference",
                     "critic_reference": bool(critic_reference), "judge_reference": bool(reference),

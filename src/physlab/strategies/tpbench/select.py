@@ -33,8 +33,10 @@ class VerifierParams(TPBenchParams):
                          f"{TPBENCH} §3.5, stage 2: 'queried k_verif times (here 10)'", ge=1)
     delta: float = param(0.05, "Classes scoring within delta of the best go on to the tie-break.",
                          f"{TPBENCH} §3.5, stage 2: delta = 0.05", ge=0.0, le=1.0)
-    k_tie: int = param(5, "Votes on each pair of best classes in the tie-break (k_tie).",
-                       "PhysLab: §3.5 leaves k_tie open; odd, so a pair's vote cannot tie", ge=1)
+    k_tie: int = param(1, "Comparisons of each pair of best classes in the tie-break (k_tie); with more than "
+                          "one the two attempts swap places on alternate comparisons.",
+                       f"{TPBENCH} Algorithm 2, lines 15-16: one comparison C_ij per pair (§3.5's text names "
+                       "k_tie without a number)", ge=1)
 
 
 class TieBreakChoice(BaseModel):

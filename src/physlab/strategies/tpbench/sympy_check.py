@@ -5,14 +5,14 @@ Stages 1 and 3 are those of ``tpbench-weak``. In stage 2 each distinct candidate
 independent checks by a grading agent (role ``verifier``) that splits the derivation into numbered
 steps and, for every calculation step, writes a SymPy script and runs it with its
 ``run_sympy_script`` tool -- in ``ctx.sandbox``, never in this process. The agent submits the report
-of Appendix A.4 through its output tool (:class:`SympyReport`). A check passes when the report
-validates, ``overall_score`` is 1 and no step is marked incorrect; the candidate's score is the
-fraction of passing checks. Default delta = 0.05.
+of Appendix A.4 through its output tool (:class:`SympyReport`). As in the paper a check passes when
+the agent's ``overall_score`` is 1; the candidate's score is the fraction of passing checks.
+Default delta = 0.05.
 
-Each reported step is matched with the scripts the tool really ran, and its stored output is what
-the sandbox printed. A step whose script never ran through the tool (or ran and failed: an error
-exit or a timeout) verified nothing, so it cannot pass whatever the agent says: it is recorded as
-incorrect, its claimed output dropped, and the check fails.
+Each reported step is matched with the scripts the tool really ran (whitespace aside) and the
+sandbox's output is recorded beside the agent's claim. ``check_pass=steps_ran`` (PhysLab's switch)
+also requires every reported step to have run through the tool without failing, and at least one
+step: a step whose script never ran (or crashed) verified nothing, so it fails the check.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from physlab.llm.output import structured_output
 from physlab.run.environment import RunEnvironment
 from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, Strategy
-from physlab.strategies.params import param
+from physlab.strategies.params import TPBENCH, param
 from physlab.strategies.sampling import (
     OUTPUT_RETRIES,
     answer_requirements,
@@ -45,6 +45,11 @@ _CLIP = 20_000
 
 
 class SympyParams(VerifierParams):
+    check_pass: Literal["overall_score", "steps_ran"] = param(
+        "overall_score", "When one verification passes: 'overall_score' is 1 (the paper); 'steps_ran' also needs "
+        "every reported step's script to have run through the tool without failing, and at least one step.",
+        f"{TPBENCH} §3.5 and Appendix A.4: the agent's overall score is the check's binary score V_ij; "
+        "'steps_ran' is PhysLab's stricter switch")
     script_timeout_s: float = param(60.0, "Seconds one verification script may run in the sandbox.",
                                     "PhysLab: the paper gives no limit", ge=1.0)
     max_requests_per_check: int = param(40, "Model requests one verification may make (its tool loop).",
@@ -74,7 +79,7 @@ def _clip(text: str) -> str:
 
 
 async def run_check(ctx: RunEnvironment, task: str, settings: dict[str, Any] | None, *, timeout_s: float,
-                    max_requests: int) -> dict[str, Any]:
+                    max_requests: int, check_pass: str = "overall_score") -> dict[str, Any]:
     """One verification run: the agent's report, completed with the real script outputs."""
     executed: list[dict[str, Any]] = []
 
@@ -103,26 +108,39 @@ async def run_check(ctx: RunEnvironment, task: str, settings: dict[str, Any] | N
         return record
     report = result.output
     record["scripts_run"] = len(executed)
-    steps = [checked_step(step.model_dump(), executed) for step in report.sympy_verification]
+    strict = check_pass == "steps_ran"
+    steps = [checked_step(step.model_dump(), executed, strict=strict) for step in report.sympy_verification]
     wrong = [s["step_number"] for s in steps if not s["is_correct"]]
     record.update(report={**report.model_dump(), "sympy_verification": steps},
-                  overall_score=report.overall_score, wrong_steps=wrong,
-                  passed=report.overall_score == 1 and not wrong)
+                  overall_score=report.overall_score, wrong_steps=wrong)
+    if not strict:
+        record["passed"] = report.overall_score == 1
+    elif not steps:
+        record.update(passed=False, problem="no step was reported, so none was verified")
+    else:
+        record["passed"] = report.overall_score == 1 and not wrong
     return record
 
 
-def checked_step(step: dict[str, Any], executed: list[dict[str, Any]]) -> dict[str, Any]:
-    """A reported step against the scripts the tool ran: its output is the sandbox's, and a step
-    whose script never ran, or ran and failed, cannot pass."""
-    script = step["sympy_script_content"].strip()
-    ran = next((e for e in reversed(executed) if script and e["script"].strip() == script), None)
+def _same_script(a: str, b: str) -> bool:
+    """One script, re-typed: the agent's JSON may space or escape it otherwise than what it ran."""
+    return "".join(a.split()) == "".join(b.split())
+
+
+def checked_step(step: dict[str, Any], executed: list[dict[str, Any]], *, strict: bool = True) -> dict[str, Any]:
+    """A reported step against the scripts the tool ran: its recorded output is the sandbox's, and
+    (``strict``) a step whose script never ran, or ran and failed, cannot pass."""
+    script = step["sympy_script_content"]
+    ran = next((e for e in reversed(executed) if script.strip() and _same_script(e["script"], script)), None)
     step["script_ran"] = ran is not None
     if ran is None:
-        step.update(script_stdout="", script_stderr="", is_correct=False,
-                    error_explanation="not verified: this script never ran through run_sympy_script")
+        step.update(script_stdout="", script_stderr="")
+        if strict:
+            step.update(is_correct=False,
+                        error_explanation="not verified: this script never ran through run_sympy_script")
         return step
     step.update(script_stdout=ran["stdout"], script_stderr=ran["stderr"])
-    if ran["exit_code"] != 0 or ran["timed_out"]:
+    if strict and (ran["exit_code"] != 0 or ran["timed_out"]):
         step.update(is_correct=False, error_explanation="not verified: the script failed "
                     + ("(timed out)" if ran["timed_out"] else f"(exit code {ran['exit_code']})"))
     return step
@@ -149,7 +167,7 @@ class TPBenchSympy(Strategy[SympyParams]):
             def job() -> Job:
                 async def run() -> dict[str, Any]:
                     return await run_check(ctx, task, settings, timeout_s=p.script_timeout_s,
-                                           max_requests=p.max_requests_per_check)
+                                           max_requests=p.max_requests_per_check, check_pass=p.check_pass)
                 return run
             return [job() for _ in range(k)]
 

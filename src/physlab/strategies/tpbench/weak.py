@@ -3,11 +3,12 @@
 Stage 1: N candidates, grouped by their outputs at M test points (see tpbench/candidates.py).
 Stage 2: each distinct candidate is judged k_verif (10) times by the model (role ``verifier``);
 each judgement uses one of the three verification prompts, drawn with the seeded RNG, and answers
-yes/no through its output tool (a pydantic model; no valid verdict after the retries counts as
-no); the score is the fraction of yes among the judgements that finished. The classes scoring
-within ``delta`` of the best are kept (default 0.05; with k_verif=10 that is "the top score").
-Stage 3: if more than one is kept, a pairwise tie-break (k_tie votes per pair, role ``tiebreaker``)
-picks the final answer.
+through its output tool with its reasoning and then yes/no (a pydantic model; no valid verdict
+after the retries counts as no); the score is the fraction of yes among the judgements that
+finished. The classes scoring within ``delta`` of the best are kept (default 0.05; with k_verif=10
+that is "the top score").
+Stage 3: if more than one is kept, a pairwise tie-break (one comparison per pair by default, as
+Algorithm 2 shows; role ``tiebreaker``) picks the final answer.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import random
 import time
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from physlab.run.environment import RunEnvironment
@@ -29,8 +30,10 @@ VARIANTS = ("weak_verify_1", "weak_verify_2", "weak_verify_3")
 
 
 class WeakVerdict(BaseModel):
-    """The simple verifier's judgement of one solution (Appendix A.3)."""
+    """The simple verifier's judgement of one solution (Appendix A.3): its reasoning first, then the
+    yes/no (the paper's prompts reason, then give the JSON verdict)."""
 
+    reasoning: str = Field(description="Your analysis of the solution, step by step, before the verdict.")
     is_solution_correct: Literal["yes", "no"]
 
 
