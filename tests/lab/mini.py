@@ -50,7 +50,8 @@ class Mini:
         crits = P.ids(P.block(prompt, "critiques-to-answer"), "CR")
         return final_answer(info, {"strategy": "Compute the product in the sandbox, review it, answer.",
                                    "add_sanity_checks": [] if crits else ["the answer is a positive integer"],
-                                   "critique_responses": [{"critique_id": c, "accept": True, "response": "ok"} for c in crits]})
+                                   "critique_responses": [{"critique_id": c, "verdict": "accept", "response": "ok"}
+                                                          for c in crits]})
 
     def orchestrator(self, messages, info, prompt):
         it = iteration_of(prompt)

@@ -61,3 +61,38 @@ async def test_qec_demo_end_to_end(tmp_path):
     for f in ("PROBLEM.md", "state.json", "RESEARCH_STATE.md", "calls.jsonl"):
         assert "253952" not in (ws / f).read_text() or "253952" not in ref
     assert any(k == "verdict" for k, _ in events) and any(k == "iteration" for k, _ in events)
+
+
+async def test_the_demos_re_review_of_the_demoted_result_holds_its_critique_and_ruling(tmp_path):
+    """Issue 33, finding 2: WH-1 comes back to the reviewer after its ER was demoted; its reviewer
+    is shown the upheld critique and the adjudicator's ruling, not review ids only."""
+    from physlab.lab.scenarios import _parse as P
+
+    ws = tmp_path / "run"
+    attempt = await solve(ws)
+    assert attempt.status == "complete" and attempt.verdict.verdict == "correct"
+    s = state_of(ws)
+    upheld = next(c for c in s.critiques if c.status == "upheld")
+    wh = s.er(upheld.target).wh
+    reviews = [r["request"]["messages"][0]["parts"][0]["content"] for r in calls(ws) if r["role"] == "reviewer"
+               and len(r["request"]["messages"]) == 1]
+    texts = ["".join(c if isinstance(c, str) else "" for c in ([x] if isinstance(x, str) else x)) for x in reviews]
+    again = [t for t in texts if P.block(t, "claim").startswith(f"{wh}:") and P.block(t, "review-history") != "(none)"]
+    assert again, "WH-1 was never re-reviewed with its history"
+    history = P.block(again[-1], "review-history")
+    assert "demoted" in history and upheld.id in history
+    assert upheld.text[:60] in history and upheld.ruling[:60] in history
+    j = attempt.details["judgement"]
+    assert j["critiques_raised"] >= 3 and j["upheld"] == 1 and 0 < j["share_on_established"] < 1
+
+
+async def test_the_demo_with_preset_paper_runs_one_worker_at_a_time(tmp_path):
+    """Issue 33, finding 8: the seed's setting is one switch, and the demo still answers correctly."""
+    import collections
+
+    ws = tmp_path / "run"
+    attempt = await solve(ws, preset="paper")
+    assert attempt.status == "complete" and attempt.verdict.verdict == "correct"
+    s = state_of(ws)
+    per_iteration = collections.Counter(d.iteration for d in s.dispatches)
+    assert max(per_iteration.values()) == 1 and check(s) == []

@@ -37,7 +37,7 @@ async def test_call_budget_ends_with_forced_formatter(tmp_path):
     assert a.stop_reason == "budget:max_calls"
     assert a.status in ("partially_complete", "no_answer")
     recs = calls(tmp_path / "r")
-    assert len(recs) <= 6                               # the forced formatter within the budget
+    assert len(recs) <= 6                               # the forced formatter within the budget, no grace
     assert recs[-1]["role"] == "formatter"
     s = state_of(tmp_path / "r")
     assert check(s) == [] and "interrupted (max_calls)" in " ".join(git_subjects(tmp_path / "r"))

@@ -90,7 +90,7 @@ def unruly_orchestrator():
     ])
 
     def fn(messages, info):
-        if P.turn(messages) < 4 and "Iteration 1." in P.prompt(messages):
+        if P.turn(messages) < 4 and P.iteration(P.prompt(messages)) == 1:
             try:
                 return next(bad)
             except StopIteration:

@@ -75,7 +75,8 @@ def test_the_stable_prefix_is_byte_identical_while_only_volatile_things_change()
     grown = role_prompts(s3, rq, wh, wh2, cr, cr2, iteration_events=[])
     assert grown["orchestrator"].stable != after["orchestrator"].stable
     assert grown["orchestrator"].stable.startswith(after["orchestrator"].stable.removesuffix("\n</established-results>"))
-    assert grown["reviewer"].stable == after["reviewer"].stable          # the reviewer is not shown the ERs
+    assert grown["reviewer"].stable != after["reviewer"].stable          # the reviewer is shown the ERs too
+    assert grown["surveyor"].stable == after["surveyor"].stable
 
 
 def test_every_role_opens_with_the_same_problem_and_the_standards_come_before_the_role():

@@ -28,3 +28,33 @@ def test_params_are_validated():
         LabStrategy.configured({"parallel_workers": 0})
     with pytest.raises(UserError, match="--param resume_iteration"):
         LabStrategy.configured({"resume_iteration": -1})
+
+
+def test_preset_paper_runs_one_worker_at_a_time_with_the_seeds_caps():
+    paper = LabStrategy.configured({"preset": "paper"}).params.settings()
+    assert (paper.parallel_workers, paper.max_dispatches, paper.max_iterations) == (1, 1, 40)
+    assert (paper.critic_every, paper.max_critiques) == (4, 2)
+    ours = LabStrategy.configured({}).params.settings()
+    assert ours.parallel_workers > 1 and ours.max_iterations == 12
+    mixed = LabStrategy.configured({"preset": "paper", "max_iterations": 8}).params.settings()
+    assert (mixed.max_iterations, mixed.parallel_workers) == (8, 1)            # a value given wins
+    with pytest.raises(UserError, match="--param preset"):
+        LabStrategy.configured({"preset": "fast"})
+
+
+def test_strategies_show_lab_marks_each_default_as_the_seeds_or_physlabs():
+    from typer.testing import CliRunner
+
+    from physlab.cli import app
+
+    out = CliRunner().invoke(app, ["strategies", "show", "lab"])
+    assert out.exit_code == 0, out.output
+    sources = [line.strip() for line in out.output.splitlines() if line.strip().startswith("default from:")]
+    assert sources and all(s.removeprefix("default from: ").startswith(("seed:", "PhysLab:")) for s in sources), sources
+    keys = [line.split(" = ")[0].strip() for line in out.output.splitlines() if line.startswith("  ") and
+            not line.startswith("    ") and " = " in line]
+    assert len(keys) == len(sources)                                       # every parameter says where it comes from
+    by_key = dict(zip(keys, sources))
+    assert by_key["parallel_workers"].startswith("default from: PhysLab:")
+    assert "preset=paper" in by_key["parallel_workers"]
+    assert by_key["max_refutations"].startswith("default from: seed:")

@@ -55,9 +55,9 @@ async def test_surveyor_and_planner(tmp_path):
     def plan(m, i):
         seen.append(P.prompt(m))
         return final_answer(i, {"strategy": "faster", "add_sanity_checks": ["positive"],
-                                "critique_responses": [{"critique_id": cr, "accept": False, "response": "no"}]})
+                                "critique_responses": [{"critique_id": cr, "verdict": "dismiss", "response": "no"}]})
     out, desk = await planner.run(env_with(tmp_path, "planner", plan), s, [s.critique(cr)], W)
-    assert out.critique_responses[0].accept is False and "too slow" in seen[0] and desk.dropped == []
+    assert out.critique_responses[0].verdict == "dismiss" and "too slow" in seen[0] and desk.dropped == []
 
 
 async def test_orchestrator_tools_apply_transitions_and_correct_unknown_ids(tmp_path):

@@ -1,6 +1,6 @@
 """The lab against servers with real limits, over real HTTP (issue #23's "done means"): a server
 without tool calling (``--output-mode prompted``, and ``auto`` falling back), one that cuts replies
-at 400 tokens and refuses caps above 1,200, and a 3,000-token context window. The scripted scenario
+at 400 tokens and refuses caps above 1,200, and a 4,000-token context window. The scripted scenario
 plays the model; the stand-in plays the server's habits."""
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ async def test_lab_against_a_server_that_cuts_replies_and_refuses_large_caps(tmp
     assert attempt.status == "complete" and attempt.verdict.verdict == "correct"
 
 
-async def test_lab_against_a_3000_token_context_window(tmp_path):
+async def test_lab_against_a_4000_token_context_window(tmp_path):
     ws = tmp_path / "run"
     with StandinServer(ScenarioResponder(register("test-mini-window").split(":", 1)[1], lab_role_of()),
-                       habits=Habits(context_window=3000)) as srv:
+                       habits=Habits(context_window=4000)) as srv:
         attempt = await solve_async(mini_problem("42"), "lab", "openai:standin", workspace=ws, api_base=srv.base_url,
                                    params={"max_iterations": 4})
     assert attempt.status != "error", attempt.details
@@ -66,7 +66,7 @@ async def test_lab_against_a_3000_token_context_window(tmp_path):
     first = next(i for i, r in enumerate(recs) if r["error"] and "context length" in r["error"])
     answered_after = [r for r in recs[first + 1:] if not r["error"]]
     assert len(answered_after) >= 5 and {"orchestrator", "computer"} <= {r["role"] for r in answered_after}
-    assert all(r["input_tokens"] + r["output_tokens"] <= 3000 for r in recs)
+    assert all(r["input_tokens"] + r["output_tokens"] <= 4000 for r in recs)
     s = state_of(ws)
     assert s.evidence  # work was done after the first refusal
     assert any(e.kind == "role_failed" and "context window" in e.text for e in s.events) or \

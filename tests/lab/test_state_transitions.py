@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from physlab.lab import gates
 from physlab.lab.state import transitions as T
 from physlab.lab.state.invariants import check
 from physlab.lab.state.models import ResearchState
@@ -70,7 +71,7 @@ def test_demotion_demotes_dependents_then_both_are_reestablished_under_new_ids()
     s, rq, ev, base, top = _base_and_top()
     er_base, er_top = s.wh(base).er, s.wh(top).er
     s, cr = T.file_critique(s, target_type="ER", target=er_base, text="wrong sign")
-    s = T.rule_on_critique(s, cr, uphold=True, ruling="the sign is wrong")
+    s = T.rule_on_critique(s, cr, "uphold", ruling="the sign is wrong")
     assert s.er(er_base).status == "demoted" and s.wh(base).status == "demoted"
     # what builds on the demoted result is demoted with it, saying why; its review stands
     assert s.er(er_top).status == "demoted" and base in s.er(er_top).demotion_reason
@@ -138,7 +139,7 @@ def test_dismissed_critique_keeps_er():
     s, _ = T.record_review(s, wh, "VERIFIED")
     er = s.wh(wh).er
     s, cr = T.file_critique(s, target_type="ER", target=er, text="exceeds 1")
-    s = T.rule_on_critique(s, cr, uphold=False, ruling="it does not")
+    s = T.rule_on_critique(s, cr, "dismiss", ruling="it does not")
     assert s.er(er).status == "active" and s.critique(cr).status == "dismissed"
 
 
@@ -148,8 +149,10 @@ def test_dismissed_critique_keeps_er():
     lambda s: T.propose_wh(s, claim="x", evidence=["EV-1"], depends_on=["WH-7"]),
     lambda s: T.record_review(s, "WH-5", "VERIFIED"),
     lambda s: T.file_critique(s, target_type="ER", target="ER-3", text="t"),
-    lambda s: T.rule_on_critique(s, "CR-1", True, "r"),
-    lambda s: T.respond_to_critique(s, "CR-2", True, "r"),
+    lambda s: T.rule_on_critique(s, "CR-1", "uphold", "r"),
+    lambda s: T.respond_to_critique(s, "CR-2", "accept", "r"),
+    lambda s: T.abandon_wh(s, "WH-3", "r", by="planner"),
+    lambda s: T.mark_obsolete(s, "ER-2", "r"),
     lambda s: T.demote_er(s, "ER-1", "r"),
     lambda s: T.add_evidence(s, target="RQ-9", role="computer", findings="f"),
     lambda s: T.add_dead_end(s, "d", related=["WH-4"]),
@@ -190,7 +193,8 @@ def test_human_messages_route():
 # ------------------------------------------------------------ property-based: random sequences
 OPS = st.lists(st.tuples(st.sampled_from(
     ["rq", "ev", "wh", "wh_dep", "review", "critique_er", "rule", "respond", "critique_plan",
-     "revise", "dead_end", "note", "human", "demote"]), st.integers(0, 20), st.integers(0, 2)),
+     "revise", "dead_end", "note", "human", "demote", "abandon", "obsolete", "iterate", "breaker",
+     "stalls"]), st.integers(0, 20), st.integers(0, 2)),
     max_size=60)
 
 
@@ -221,11 +225,22 @@ def test_random_transition_sequences_keep_invariants(ops):
             elif op == "critique_er":
                 s, _ = T.file_critique(s, target_type="ER", target=_pick(s.ers, i), text="t")
             elif op == "rule":
-                s = T.rule_on_critique(s, _pick(s.critiques, i), j == 0, "r")
+                s = T.rule_on_critique(s, _pick(s.critiques, i), ["uphold", "dismiss", "needs_evidence"][j], "r",
+                                       scope="a second route")
             elif op == "respond":
-                s = T.respond_to_critique(s, _pick(s.critiques, i), j == 0, "r")
+                s = T.respond_to_critique(s, _pick(s.critiques, i), ["accept", "decline", "dismiss"][j], "r")
             elif op == "critique_plan":
-                s, _ = T.file_critique(s, target_type="strategy", text="t")
+                s, _ = T.file_critique(s, target_type="strategy", text="t", severity=["HIGH", "MEDIUM", "LOW"][j])
+            elif op == "abandon":
+                s, _ = T.abandon_wh(s, _pick(s.whs, i), "r", by="planner")
+            elif op == "obsolete":
+                s = T.mark_obsolete(s, _pick(s.ers, i), "superseded")
+            elif op == "iterate":
+                s = T.expire_critiques(T.begin_iteration(s), after=j + 1)
+            elif op == "breaker":
+                s = T.break_circuit(s, [w.id for w in gates.unresolved_hypotheses(s)])
+            elif op == "stalls":
+                s = T.escalate_stalls(s, gates.stalled(s, limit=j + 1))
             elif op == "revise":
                 s = T.revise_wh(s, _pick(s.whs, i), add_evidence=[_pick(s.evidence, j)])
             elif op == "dead_end":

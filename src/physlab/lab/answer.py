@@ -21,10 +21,25 @@ def _num(id_: str) -> int:
     return int(id_.rsplit("-", 1)[1])
 
 
+def standing_of_hypothesis(s: ResearchState, w: WorkingHypothesis) -> str | None:
+    """How a reviewed hypothesis that is not established stands (None: it is not a candidate). One
+    awaiting a re-review with new evidence stands as its last verdict left it."""
+    if w.status in _RANK:
+        return w.status if w.reviews else None
+    if w.status != "proposed" or not w.reviews:
+        return None
+    if any(e.wh == w.id and e.status == "demoted" for e in s.ers):
+        return "demoted"
+    last = next((r.verdict for r in s.reviews if r.id == w.reviews[-1]), None)
+    return {"VERIFIED": "verified", "INCONCLUSIVE": "inconclusive"}.get(last or "")
+
+
 def best_hypotheses(s: ResearchState, n: int = 5) -> list[WorkingHypothesis]:
     """The strongest reviewed hypotheses that are not established, best first."""
-    cands = [w for w in s.whs if w.status in _RANK and w.reviews]
-    return sorted(cands, key=lambda w: (_RANK[w.status], bool(w.value), _num(w.id)), reverse=True)[:n]
+    cands = [(w, st) for w in s.whs if (st := standing_of_hypothesis(s, w)) is not None]
+    ranked = sorted(cands, key=lambda x: (_RANK[x[1]], x[0].status != "proposed", bool(x[0].value), _num(x[0].id)),
+                    reverse=True)
+    return [w for w, _ in ranked[:n]]
 
 
 def best_answer(s: ResearchState) -> BestAnswer | None:
@@ -38,7 +53,8 @@ def best_answer(s: ResearchState) -> BestAnswer | None:
         return BestAnswer(iteration=s.iteration, source=e.id, wh=e.wh, standing="established", claim=e.claim,
                           value=e.value, rests_on=list(e.depends_on))
     for w in best_hypotheses(s, 1):
-        return BestAnswer(iteration=s.iteration, source=w.id, wh=w.id, standing=w.status,  # type: ignore[arg-type]
+        return BestAnswer(iteration=s.iteration, source=w.id, wh=w.id,
+                          standing=standing_of_hypothesis(s, w),  # type: ignore[arg-type]
                           claim=w.claim, value=w.value, rests_on=list(w.depends_on))
     return None
 

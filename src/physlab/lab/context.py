@@ -23,9 +23,11 @@ never cut.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from physlab.lab.answer import best_hypotheses, standing_text
+from physlab.lab.gates import stalled
 from physlab.lab.state.models import Critique, EstablishedResult, Evidence, ResearchState, WorkingHypothesis
 from physlab.problems.model import Problem
 
@@ -48,6 +50,7 @@ class Windows:
     humans: int = 8
     field_chars: int = 1500
     output_chars: int = 6000
+    failure_chars: int = 3000  # what a worker is told of earlier failures on its target (upstream's excerpt)
 
     def shrunk(self, level: int) -> "Windows":
         """The windows for a prompt that did not fit the model's context window, ``level`` times
@@ -79,9 +82,11 @@ SECTION_GUIDE: dict[str, str] = {
     "answer-template": "The form the final answer must take (a Python function to fill), or a note that the "
                        "answer is a Markdown write-up. It fixes the inputs, outputs and their meaning.",
     "problem-guidelines": "House rules for every answer: exact closed forms where possible, the problem's own "
-                          "notation, no silent approximations.",
-    "background-survey": "The surveyor's map of the problem: background, key insights, known methods and "
-                         "known pitfalls. Orientation, not established fact.",
+                          "notation, no silent approximations; and whether the problem is a posed one with a "
+                          "definite answer (a benchmark) or an open question.",
+    "background-survey": "The surveyor's map of the problem: background, key insights, known methods, known "
+                         "pitfalls and the expected structure of the answer (its form, never its value). "
+                         "Orientation, not established fact.",
     "conventions": "Units, signs, normalisations and notation everyone in the lab uses (set by the planner). "
                    "State and use them; flag any result that uses others.",
     "strategy": "The planner's current plan (its version number changes when it is revised).",
@@ -89,13 +94,14 @@ SECTION_GUIDE: dict[str, str] = {
                      "dimensions). Apply those that concern your work.",
     "established-results": "ER-n: claims that passed adversarial review and whose dependencies are established. "
                            "Each line: id, the hypothesis it came from (WH-n), what it builds on, the claim and "
-                           "its value. Build on these; do not redo them.",
+                           "its value; 'obsolete' when the planner flagged it superseded (still established). "
+                           "The claims only, not how they were reached. Build on these; do not redo them.",
     "demoted-results": "ER-n that no longer stand: demoted by an upheld critique, or because something they "
                        "built on was demoted. Each says why. Not established.",
     "hypotheses": "WH-n with their status: proposed (awaiting review), verified (passed review, waits for "
                   "what it builds on), inconclusive / refuted / demoted (reviewed again only with NEW "
-                  "evidence), abandoned (refuted too often: a dead end). Each lists its evidence and "
-                  "dependencies.",
+                  "evidence; a demoted one says which critique demoted it, and when the adjudicator asked "
+                  "for evidence, which), abandoned (a dead end). Each lists its evidence and dependencies.",
     "research-questions": "RQ-n: atomic questions, each answerable by one worker call; open or closed.",
     "dead-ends": "DE-n: approaches that failed and why. Do not repeat them without a new idea.",
     "research-notes": "NT-n: the orchestrator's own notes (plans, caveats, partial insights).",
@@ -109,27 +115,52 @@ SECTION_GUIDE: dict[str, str] = {
                      "refused actions (with the reason), failed calls, completion refused (with the gates).",
     "completion-gates": "What still stands between the lab and completion (checked in code); 'none' when "
                         "completion would be accepted now.",
+    "run-signals": "How the run is going, from the record: the iteration and how many remain (a warning near "
+                   "the end), hypotheses STALLED (verdicts short of VERIFIED again and again), completions "
+                   "refused in a row (the circuit breaker abandons what is left unresolved after a few), "
+                   "hypotheses refuted more than once.",
     "target": "The research question or hypothesis your task is about (id and text).",
     "instructions": "The orchestrator's task for you: what to produce.",
     "method-hints": "Suggested methods, and hints from the physicist. Suggestions, not orders.",
     "relevant-results": "The established results the orchestrator says your task builds on.",
-    "known-pitfalls": "Mistakes the surveyor expects on this problem. Check your work against each.",
+    "known-pitfalls": "Mistakes the surveyor expects on this problem, and structural properties a correct "
+                      "answer must have. Check the work against each; a claim that falls into one is suspect "
+                      "however consistent it is inside.",
+    "earlier-attempts": "How earlier work on this same target fell short: failed dispatches, verdicts short of "
+                        "VERIFIED with the reviewers' reasons, the critique and ruling that demoted it, the "
+                        "evidence the adjudicator asked for. Diagnose the root cause before you start again.",
+    "question": "The research question(s) the claim's evidence was produced for, so you can judge whether the "
+                "claim answers what was asked (scope, definitions). The claim must still stand on its own.",
     "claim": "The hypothesis under review: its id, the claim, and the value it asserts. It must stand on its "
-             "own: you are not shown the question it answers.",
+             "own, with its definitions and scope stated.",
     "builds-on": "The hypotheses this claim depends on, each with its TRUE current status (established as "
                  "ER-n, or not, and why). A claim built on something not established cannot be established "
                  "itself until that is.",
     "supporting-evidence": "The evidence the claim rests on, one <evidence> item each: findings, the worker's method or full derivation, and for "
                 "computations the code that really ran and the output it really printed.",
-    "established-result": "The result under challenge: id, claim, value, what it builds on.",
+    "established-result": "The result under challenge: id, claim, value, what it builds on, and the review that "
+                          "verified it.",
+    "review-history": "Everything earlier judges said about this claim, oldest first: each verdict with its "
+                      "reasons, each demotion with the critique that caused it (the objection) and the ruling, "
+                      "evidence the adjudicator asked for, and the planner's answer to a stall. New evidence "
+                      "must answer these objections; say whether it does.",
     "critique": "The critique filed against it, by whom (the senior critic or the physicist).",
-    "critiques-to-answer": "CR-n routed to you (strategy, coordination, sanity-check critiques, and redirects "
-                           "from the physicist). Each needs an explicit accept or reject with a reason.",
-    "previous-critiques": "Critiques already filed in this run, with their status and the ruling or answer. "
-                          "Do not file one again unless you have new grounds, and say what they are.",
+    "critiques-to-answer": "CR-n routed to you (strategy, coordination, sanity-check critiques, stalled "
+                           "hypotheses escalated by the lab, redirects from the physicist), with their severity "
+                           "and how to test them. Each needs a verdict (accept, decline or dismiss) and a reason.",
+    "demotions": "Established results the adjudicator demoted since you last planned (upheld critiques, and "
+                 "'needs evidence' rulings with the evidence asked for), and what went down with them. For your "
+                 "information: decide whether the strategy, the hypotheses (abandon) or other results "
+                 "(obsolete) must change.",
+    "previous-critiques": "Critiques already filed in this run, with their severity, status and the ruling or "
+                          "answer (declined: right but not worth acting on; rejected: counter-argued; expired: "
+                          "minor and left unresolved). Do not file one again unless you have new grounds, and "
+                          "say what they are; several in one family mean the run is looping.",
     "best-hypotheses": "The strongest hypotheses that are not established (verified and waiting, "
                        "inconclusive, demoted), with their review history.",
     "best-current-answer": "What the lab would answer if it stopped now, and how established that is.",
+    "answer-structure": "The results that make up the answer, in order: the ERs the orchestrator named when it "
+                        "declared completion (when the run is ending early, the best current answer's source).",
     "turn": "Where the run stands (iteration number) and what is asked of you on this call.",
 }
 
@@ -145,20 +176,22 @@ HEAD = ["problem-statement", "answer-template", "problem-guidelines"]
 LAYOUT: dict[str, tuple[list[str], list[str]]] = {
     "surveyor": ([], ["turn"]),
     "planner": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
-                ["dead-ends", "hypotheses", "research-questions", "critiques-to-answer", "turn"]),
+                ["dead-ends", "hypotheses", "research-questions", "demotions", "critiques-to-answer", "turn"]),
     "orchestrator": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
                      ["dead-ends", "research-notes", "hypotheses", "research-questions", "dispatch-history",
                       "messages-from-the-physicist", "new-evidence", "new-verification-results", "system-events",
-                      "completion-gates", "turn"]),
+                      "completion-gates", "run-signals", "turn"]),
     "researcher": (["conventions", "strategy", "sanity-checks", "known-pitfalls", "established-results"],
-                   ["target", "relevant-results", "instructions", "method-hints", "turn"]),
-    "reviewer": (["conventions", "sanity-checks"], ["claim", "builds-on", "supporting-evidence", "turn"]),
+                   ["target", "relevant-results", "earlier-attempts", "instructions", "method-hints", "turn"]),
+    "reviewer": (["conventions", "sanity-checks", "known-pitfalls", "established-results"],
+                 ["question", "claim", "builds-on", "supporting-evidence", "review-history", "turn"]),
     "critic": (["background-survey", "conventions", "strategy", "sanity-checks", "established-results"],
-               ["dead-ends", "demoted-results", "hypotheses", "research-questions", "previous-critiques", "turn"]),
-    "adjudicator": (["conventions", "sanity-checks"],
-                    ["established-result", "builds-on", "supporting-evidence", "critique", "turn"]),
-    "formatter": (["conventions", "established-results"],
-                  ["demoted-results", "best-hypotheses", "best-current-answer", "turn"]),
+               ["dead-ends", "demoted-results", "hypotheses", "research-questions", "previous-critiques",
+                "run-signals", "turn"]),
+    "adjudicator": (["conventions", "sanity-checks", "known-pitfalls", "established-results"],
+                    ["established-result", "builds-on", "supporting-evidence", "review-history", "critique", "turn"]),
+    "formatter": (["conventions", "sanity-checks", "established-results"],
+                  ["answer-structure", "demoted-results", "best-hypotheses", "best-current-answer", "turn"]),
 }
 LAYOUT["computer"] = LAYOUT["researcher"]
 # Every section a role is shown, in order: the problem, then its stable and its volatile sections.
@@ -209,15 +242,38 @@ def guide(role: str) -> str:
 
 
 # ------------------------------------------------------------------------ shared section bodies
+def open_question(p: Problem) -> bool:
+    """A plain Markdown question (``physlab solve question.md``): real research, which may turn out
+    ill-posed. A benchmark problem is well-posed by contract."""
+    return p.answer_template is None and p.extra.get("format") == "markdown"
+
+
 def problem_sections(p: Problem) -> dict[str, str]:
+    posed = ("This is an open question, not a benchmark problem: it may turn out ill-posed, ambiguous or without "
+             "a definite answer. When the evidence shows that, say so plainly and show why; a well-argued "
+             "'the question is ill-posed because ...' is an answer." if open_question(p) else
+             "The problem is well-posed and has a definite answer: do not question its formulation or its "
+             "constraints; work out what it asks within them. A parameter named in the template need not appear "
+             "in the answer.")
     return {
         "problem-statement": p.statement,
         "answer-template": ("```python\n" + p.answer_template.strip() + "\n```") if p.answer_template else
                            "No template: the answer is a Markdown write-up (ANSWER.md).",
         "problem-guidelines": "Give exact closed forms when possible (SymPy expressions with exact rationals). "
                               "Keep the problem's own notation, symbols and conventions. State every "
-                              "approximation and its regime of validity.",
+                              "approximation and its regime of validity. " + posed,
     }
+
+
+@dataclass(frozen=True)
+class Controls:
+    """The loop's limits, as the orchestrator and the critic are told them (``run-signals``)."""
+
+    max_iterations: int | None = None
+    stall_limit: int = 2            # verdicts short of VERIFIED in a row before a hypothesis is STALLED
+    budget_warning: int = 3         # iterations left at which the orchestrator is told to synthesise
+    max_refused: int = 3            # completions refused in a row before the circuit breaker
+    max_stalled_shown: int = 4      # STALLED hypotheses shown in full (the newest); the others named
 
 
 def survey_text(s: ResearchState, w: Windows) -> str:
@@ -229,7 +285,13 @@ def survey_text(s: ResearchState, w: Windows) -> str:
                          ("Known pitfalls", sv.known_pitfalls)):
         if items:
             parts.append(f"{title}:\n" + "\n".join(f"- {x}" for x in items))
+    if sv.expected_answer_structure.strip():
+        parts.append("Expected structure of the answer:\n" + clip(sv.expected_answer_structure, w.field_chars))
     return "\n\n".join(parts)
+
+
+def pitfalls_text(s: ResearchState) -> str:
+    return "\n".join(f"- {x}" for x in (s.survey.known_pitfalls if s.survey else []))
 
 
 def conventions_text(s: ResearchState) -> str:
@@ -237,13 +299,15 @@ def conventions_text(s: ResearchState) -> str:
 
 
 def checks_text(s: ResearchState) -> str:
-    return "\n".join(f"{c.id}: {c.predicate}" for c in s.sanity_checks if c.status == "active")
+    return "\n".join(f"{c.id}: {c.predicate}" + (f" (why: {c.rationale})" if c.rationale else "")
+                     for c in s.sanity_checks if c.status == "active")
 
 
 def er_line(e: EstablishedResult, w: Windows) -> str:
     deps = f"; builds on {', '.join(e.depends_on)}" if e.depends_on else ""
+    old = f" [obsolete: {clip(e.obsolete, 200)}]" if e.obsolete else ""
     val = f"\n  value: {clip(e.value, w.field_chars)}" if e.value else ""
-    return f"{e.id} (from {e.wh}{deps}): {clip(e.claim, w.field_chars)}{val}"
+    return f"{e.id} (from {e.wh}{deps}){old}: {clip(e.claim, w.field_chars)}{val}"
 
 
 def ers_text(s: ResearchState, w: Windows) -> str:
@@ -255,10 +319,21 @@ def demoted_text(s: ResearchState, w: Windows) -> str:
     return "\n".join(f"{er_line(e, w)}\n  demoted: {clip(e.demotion_reason, 600)}" for e in s.ers if e.status == "demoted")
 
 
-def wh_line(h: WorkingHypothesis, w: Windows) -> str:
+def demoting_critique(s: ResearchState, wh_id: str) -> Critique | None:
+    """The critique whose ruling last demoted a result of ``wh_id`` (upheld or needs evidence)."""
+    ers = {e.id for e in s.ers if e.wh == wh_id}
+    return next((c for c in reversed(s.critiques)
+                 if c.target in ers and c.status in ("upheld", "needs_evidence")), None)
+
+
+def wh_line(h: WorkingHypothesis, w: Windows, s: ResearchState | None = None) -> str:
     deps = f"; depends on {', '.join(h.depends_on)}" if h.depends_on else ""
     val = f"\n  value: {clip(h.value, w.field_chars)}" if h.value else ""
-    return f"{h.id} [{h.status}] (evidence {', '.join(h.evidence)}{deps}): {clip(h.claim, w.field_chars)}{val}"
+    why = ""
+    if s is not None and h.status in ("demoted", "proposed", "inconclusive") and (c := demoting_critique(s, h.id)):
+        why = (f"\n  needs evidence ({c.id}): {clip(c.scope, 400)}" if c.status == "needs_evidence" else
+               f"\n  demoted by {c.id} (upheld): {clip(c.text, 300)}")
+    return f"{h.id} [{h.status}] (evidence {', '.join(h.evidence)}{deps}): {clip(h.claim, w.field_chars)}{val}{why}"
 
 
 def hypotheses_text(s: ResearchState, w: Windows) -> str:
@@ -285,7 +360,7 @@ def hypotheses_text(s: ResearchState, w: Windows) -> str:
         elif h.status in ("refuted", "abandoned"):
             lines.append(f"{h.id} [{h.status}]: {clip(h.claim, 200)}")
         else:
-            lines.append(wh_line(h, w))
+            lines.append(wh_line(h, w, s))
     return "\n".join(lines)
 
 
@@ -308,8 +383,9 @@ def dead_ends_text(s: ResearchState, w: Windows) -> str:
 
 
 def evidence_text(ev: Evidence, w: Windows, *, with_code: bool = True) -> str:
-    """One evidence item. With code (reviewer, adjudicator) the derivation is shown nearly whole;
-    for the orchestrator a summary is enough."""
+    """One evidence item. With code (reviewer, adjudicator) the derivation is shown nearly whole
+    and every script the computer ran, the newest in full and the earlier ones shorter; for the
+    orchestrator a summary is enough."""
     long = w.output_chars * 2 if with_code else w.field_chars * 2
     parts = [f"{ev.id} by the {ev.role} on {ev.target} (confidence: {ev.confidence})",
              tag("findings", clip(ev.findings, w.field_chars * 2))]
@@ -317,12 +393,23 @@ def evidence_text(ev: Evidence, w: Windows, *, with_code: bool = True) -> str:
         parts.append(tag("checks", "\n".join(f"- {c}" for c in ev.checks)))
     if ev.derivation:
         parts.append(tag("derivation", clip(ev.derivation, long)))
+    if ev.approach and with_code:
+        parts.append(tag("approach", clip(ev.approach, w.field_chars)))
     if ev.method:
         parts.append(tag("method", clip(ev.method, w.field_chars * 2)))
-    if with_code and ev.code:
-        parts.append(tag("code", "```python\n" + clip(ev.code, w.output_chars * 2) + "\n```"))
-    if with_code and ev.output:
-        parts.append(tag("output", clip(ev.output, w.output_chars)))
+    if with_code and ev.scripts:
+        n = len(ev.scripts)
+        for i, x in enumerate(ev.scripts, 1):
+            newest = i == n
+            head = f"script {i} of {n}" + (" (the newest)" if newest and n > 1 else "")
+            code = clip(x.code, w.output_chars * 2 if newest else w.output_chars // 3)
+            out = clip(x.output, w.output_chars if newest else w.output_chars // 6)
+            parts.append(tag("script", f"{head}\n```python\n{code}\n```\n" + tag("output", out)))
+    elif with_code:
+        if ev.code:
+            parts.append(tag("code", "```python\n" + clip(ev.code, w.output_chars * 2) + "\n```"))
+        if ev.output:
+            parts.append(tag("output", clip(ev.output, w.output_chars)))
     return tag("evidence", "\n".join(parts))
 
 
@@ -343,25 +430,135 @@ def dependency_status(s: ResearchState, wh_id: str) -> str:
     return head + f": {clip(d.claim, 400)}" + (f"\n  value: {clip(d.value, 600)}" if d.value else "")
 
 
+def review_history(s: ResearchState, wh_id: str, w: Windows) -> str:
+    """What every earlier judge said about ``wh_id``, oldest first: verdicts with their reasons,
+    demotions with the critique that caused them and its ruling (or the evidence asked for), and
+    the lab's escalation of a stall with the planner's answer."""
+    h = s.wh(wh_id)
+    if h is None:
+        return ""
+    items: list[tuple[int, int, str]] = []
+    for r in s.reviews:
+        if r.wh == wh_id:
+            items.append((r.iteration, 0,
+                          f"{r.id} (iteration {r.iteration}): {r.verdict} — {clip(r.reasoning, 800)}"))
+    for e in s.ers:
+        if e.wh != wh_id:
+            continue
+        if e.status == "demoted":
+            items.append((e.iteration, 1, f"{e.id} (established, then demoted): {clip(e.demotion_reason, 600)}"))
+        for c in s.critiques:
+            if c.target != e.id or c.status == "open":
+                continue
+            text = (f"{c.id} ({c.source}, {c.severity}) on {e.id}, {c.status} by the adjudicator"
+                    + (" — the result was demoted" if c.status in ("upheld", "needs_evidence") else "")
+                    + f"\n  the objection: {clip(c.text, 800)}"
+                    + (f"\n  how to test it: {clip(c.test, 300)}" if c.test else "")
+                    + (f"\n  the ruling: {clip(c.ruling, 600)}" if c.ruling else "")
+                    + (f"\n  evidence asked for: {clip(c.scope, 400)}" if c.scope else ""))
+            items.append((c.resolved_iteration or c.iteration, 2, text))
+    for c in s.critiques:
+        if c.source == "lab" and c.target == wh_id:
+            items.append((c.iteration, 3, f"{c.id} (the lab): {clip(c.text, 400)}" + (
+                f"\n  the planner ({c.status}): {clip(c.ruling, 400)}" if c.ruling else "")))
+    return "\n".join(text for *_, text in sorted(items, key=lambda x: (x[0], x[1])))
+
+
+def earlier_attempts(s: ResearchState, target: str, w: Windows) -> str:
+    """How earlier work on ``target`` fell short, newest last, within ``w.failure_chars``."""
+    lines = []
+    for d in s.dispatches:
+        if d.target == target and d.outcome.startswith("failed"):
+            lines.append(f"{d.id} (iteration {d.iteration}, the {d.role}): {clip(d.outcome, 400)}")
+    h = s.wh(target)
+    if h is not None:
+        for r in s.reviews:
+            if r.wh == target and r.verdict != "VERIFIED":
+                lines.append(f"{r.id} (iteration {r.iteration}): {r.verdict} — {clip(r.reasoning, 800)}")
+        if (c := demoting_critique(s, target)) is not None:
+            lines.append(f"{c.id} ({c.status}): {clip(c.text, 500)}"
+                         + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "")
+                         + (f"\n  evidence asked for: {clip(c.scope, 400)}" if c.scope else ""))
+    if not lines:
+        return ""
+    text = f"{len(lines)} earlier attempt(s) on {target} fell short. Diagnose the root cause before you start again.\n"
+    return clip(text + "\n".join(lines), w.failure_chars)
+
+
+def run_signals(s: ResearchState, c: Controls, *, for_critic: bool = False) -> str:
+    lines = []
+    if c.max_iterations is not None:
+        left = max(0, c.max_iterations - s.iteration)
+        lines.append(f"Iteration {s.iteration} of {c.max_iterations}: {left} "
+                     f"{'iteration remains' if left == 1 else 'iterations remain'}.")
+        if left <= c.budget_warning and not for_critic:
+            lines.append("BUDGET: the run is nearly over. Synthesise now: turn the evidence you have into "
+                         "hypotheses, complete on the established results when they determine the answer, and "
+                         "leave what stays unresolved as a stated limitation rather than starting new lines.")
+    stuck = list(stalled(s, c.stall_limit).items())
+    if len(stuck) > c.max_stalled_shown:      # the newest, so the section stays bounded in a long run
+        older = [w for w, _ in stuck[:-c.max_stalled_shown]]
+        lines.append(f"STALLED earlier and still undecided: {len(older)} more hypotheses "
+                     f"({', '.join(older[-12:])}{', ...' if len(older) > 12 else ''}).")
+    for wid, n in stuck[-c.max_stalled_shown:]:
+        lines.append(f"STALLED: {wid} has had {n} verdicts in a row short of VERIFIED. Do not send the same kind "
+                     "of evidence again: an independent route (the other worker, another method), a corrected "
+                     "claim, or abandon it (the planner has been told).")
+    if s.refused_completions:
+        lines.append(f"Completion refused {s.refused_completions} time(s) in a row; at {c.max_refused} the lab "
+                     "abandons the hypotheses left unresolved and drops the open questions.")
+    twice = [w.id for w in s.whs if s.refutations(w.id) >= 2]
+    if twice and for_critic:
+        lines.append(f"Refuted more than once: {', '.join(twice)} (repeated refutations may mean the premise, "
+                     "not the execution, is wrong).")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------ per-role prompts
 def for_surveyor(p: Problem) -> RolePrompt:
     return render("surveyor", problem_sections(p) | {
         "turn": "Survey the background for this problem and submit the survey. Do not solve it."})
 
 
-def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Windows) -> RolePrompt:
-    crit = "\n".join(f"{c.id} ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}): {c.text}"
-                     for c in critiques)
-    checks = "\n".join(f"{c.id} [{c.status}]: {c.predicate}" for c in s.sanity_checks)
+def _critique_line(c: Critique) -> str:
+    about = f"{c.target_type}{' ' + c.target if c.target else ''}"
+    return (f"{c.id} ({c.source}, {c.severity}, {about}, {c.kind}): {c.text}"
+            + (f"\n  how to test it: {c.test}" if c.test else ""))
+
+
+def demotions_text(s: ResearchState, rulings: list[Critique], w: Windows) -> str:
+    lines = []
+    for c in rulings:
+        e = s.er(c.target) if c.target is not None else None
+        lines.append(f"{c.target} (from {e.wh if e else '?'}) demoted: {c.id} {c.status} — the objection: "
+                     f"{clip(c.text, 500)}\n  ruling: {clip(c.ruling, 500)}"
+                     + (f"\n  evidence asked for: {clip(c.scope, 400)}" if c.scope else ""))
+        if e is not None:
+            carried = [x.id for x in s.ers if x.status == "demoted" and x.id != e.id and e.wh in x.demotion_reason
+                       and x.iteration <= (c.resolved_iteration or s.iteration)]
+            if carried:
+                lines.append(f"  demoted with it: {', '.join(carried)}")
+    return "\n".join(lines)
+
+
+def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Windows,
+                demotions: Sequence[Critique] = ()) -> RolePrompt:
+    crit = "\n".join(_critique_line(c) for c in critiques)
+    checks = "\n".join(f"{c.id} [{c.status}, from the {c.source}]: {c.predicate}"
+                       + (f" (why: {c.rationale})" if c.rationale else "") for c in s.sanity_checks)
     ask = ("Lay out the strategy, the conventions and the sanity checks." if not s.strategy else
-           f"Revise the strategy (now v{s.strategy_version}) only as far as the critiques require.")
+           f"Revise the strategy (now v{s.strategy_version}) only as far as the critiques and demotions require.")
+    if demotions:
+        ask += f" Consider the demotions in <demotions> ({', '.join(c.target or '' for c in demotions)})."
     if critiques:
-        ask += f" Answer every critique in <critiques-to-answer> by its id ({', '.join(c.id for c in critiques)})."
+        ask += (" Give a verdict on every critique in <critiques-to-answer> by its id "
+                f"({', '.join(c.id for c in critiques)}).")
     return render("planner", problem_sections(p) | {
         "background-survey": survey_text(s, w), "conventions": conventions_text(s),
         "strategy": (f"v{s.strategy_version}: " + s.strategy) if s.strategy else "", "sanity-checks": checks,
         "established-results": ers_text(s, w), "hypotheses": hypotheses_text(s, w),
         "research-questions": rqs_text(s, w), "dead-ends": dead_ends_text(s, w),
+        "demotions": demotions_text(s, list(demotions), w),
         "critiques-to-answer": crit, "turn": f"Iteration {s.iteration}. {ask}"})
 
 
@@ -384,17 +581,22 @@ def orchestrator_sections(p: Problem, s: ResearchState, w: Windows) -> dict[str,
 
 def for_orchestrator(p: Problem, s: ResearchState, w: Windows, *, new_evidence: list[Evidence],
                      new_reviews: list[str], events: list[str], human: list[str], gates: list[str],
-                     max_workers: int) -> RolePrompt:
+                     max_workers: int, controls: Controls = Controls()) -> RolePrompt:
     shown = events[-w.events:]
     ev_lines = "\n".join(shown) + (f"\n({len(events) - len(shown)} earlier events not shown)"
                                    if len(events) > len(shown) else "")
+    where = f"Iteration {s.iteration}"
+    if controls.max_iterations is not None:
+        left = max(0, controls.max_iterations - s.iteration)
+        where += f" of {controls.max_iterations} ({left} remain{'s' if left == 1 else ''})"
     return render("orchestrator", orchestrator_sections(p, s, w) | {
         "messages-from-the-physicist": "\n".join(human[-w.humans:]),
         "new-evidence": "\n".join(evidence_text(e, w, with_code=False) for e in new_evidence),
         "new-verification-results": "\n".join(new_reviews), "system-events": ev_lines,
         "completion-gates": "\n".join(f"- {g}" for g in gates) if gates else
                             "none: completion would be accepted now (if the established results determine the answer)",
-        "turn": f"Iteration {s.iteration}. Integrate what is new, then either dispatch up to {max_workers} "
+        "run-signals": run_signals(s, controls),
+        "turn": f"{where}. Integrate what is new, then either dispatch up to {max_workers} "
                 "independent task(s) (at most one per target) or declare the research complete."})
 
 
@@ -412,65 +614,107 @@ def for_worker(role: str, p: Problem, s: ResearchState, w: Windows, *, target: s
            "Call document_approach first, then compute with execute_python, then submit_result.")
     return render(role, problem_sections(p) | {
         "conventions": conventions_text(s), "strategy": clip(s.strategy, w.field_chars),
-        "sanity-checks": checks_text(s),
-        "known-pitfalls": "\n".join(f"- {x}" for x in (s.survey.known_pitfalls if s.survey else [])),
+        "sanity-checks": checks_text(s), "known-pitfalls": pitfalls_text(s),
         "established-results": ers_text(s, w), "target": f"{target}: {target_text}",
-        "relevant-results": "\n".join(er_line(e, w) for e in rel), "instructions": instructions,
+        "relevant-results": "\n".join(er_line(e, w) for e in rel),
+        "earlier-attempts": earlier_attempts(s, target, w), "instructions": instructions,
         "method-hints": method_hints, "turn": ask})
 
 
+def questions_of(s: ResearchState, h: WorkingHypothesis) -> str:
+    """The research questions the hypothesis's evidence answers."""
+    targets = list(dict.fromkeys(e.target for e in s.evidence if e.id in h.evidence and e.target.startswith("RQ-")))
+    return "\n".join(f"{r.id}: {clip(r.question, 600)}" for t in targets if (r := s.rq(t)) is not None)
+
+
+def _the_wh(s: ResearchState, wh_id: str | None) -> WorkingHypothesis:
+    h = s.wh(wh_id) if wh_id is not None else None
+    if h is None:
+        raise KeyError(f"unknown working hypothesis id {wh_id!r}")
+    return h
+
+
+def _the_er(s: ResearchState, er_id: str | None) -> EstablishedResult:
+    e = s.er(er_id) if er_id is not None else None
+    if e is None:
+        raise KeyError(f"unknown established result id {er_id!r}")
+    return e
+
+
 def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str) -> RolePrompt:
-    h = s.wh(wh_id)
+    h = _the_wh(s, wh_id)
     evs = [e for e in s.evidence if e.id in h.evidence]
-    again = (f" It was reviewed before ({', '.join(h.reviews)}); judge it afresh on all the evidence, "
-             "including what is new." if h.reviews else "")
+    again = (f" It was judged before ({', '.join(h.reviews)}; see <review-history>): judge it afresh on all the "
+             "evidence, and say whether the new evidence answers the earlier objections." if h.reviews else "")
     return render("reviewer", problem_sections(p) | {
-        "conventions": conventions_text(s), "sanity-checks": checks_text(s),
+        "conventions": conventions_text(s), "sanity-checks": checks_text(s), "known-pitfalls": pitfalls_text(s),
+        "established-results": ers_text(s, w), "question": questions_of(s, h),
         "claim": f"{h.id}: {h.claim}" + (f"\nvalue: {h.value}" if h.value else ""),
         "builds-on": "\n".join(dependency_status(s, d) for d in h.depends_on),
         "supporting-evidence": "\n".join(evidence_text(e, w) for e in evs),
+        "review-history": review_history(s, wh_id, w),
         "turn": f"Examine {h.id} adversarially and give your verdict.{again}"})
 
 
-def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int) -> RolePrompt:
+def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int,
+               controls: Controls = Controls()) -> RolePrompt:
     closed = [c for c in s.critiques if c.status != "open"]
     c0 = window_start(len(closed), w.critiques)
     shown = closed[c0:] + [c for c in s.critiques if c.status == "open"]        # open ones always, in full
     prev = "\n".join(([f"({c0} older closed critiques not shown)"] if c0 else []) + [
-        f"{c.id} [{c.status}] ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}): "
-        + (c.text if c.status == "open" else clip(c.text, 400))
+        f"{c.id} [{c.status}] ({c.source}, {c.severity}, {c.target_type}{' ' + c.target if c.target else ''}, "
+        f"{c.kind}): " + (c.text if c.status == "open" else clip(c.text, 400))
         + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "") for c in shown])
     return render("critic", problem_sections(p) | {
         "background-survey": survey_text(s, w), "conventions": conventions_text(s), "strategy": s.strategy,
         "sanity-checks": checks_text(s), "established-results": ers_text(s, w), "demoted-results": demoted_text(s, w),
         "hypotheses": hypotheses_text(s, w), "research-questions": rqs_text(s, w),
         "dead-ends": dead_ends_text(s, w), "previous-critiques": prev,
+        "run-signals": run_signals(s, controls, for_critic=True),
         "turn": f"Iteration {s.iteration}. Audit the research as a whole. File at most {max_critiques} "
-                "critiques, only where needed; an empty audit is a valid audit."})
+                "critiques, the most important first; if you file none, say in the assessment what you checked "
+                "and why it holds."})
 
 
 def for_adjudicator(p: Problem, s: ResearchState, w: Windows, critique: Critique) -> RolePrompt:
-    e = s.er(critique.target)
+    e = _the_er(s, critique.target)
     evs = [x for x in s.evidence if x.id in e.evidence]
+    rv = next((r for r in s.reviews if r.id == e.review), None)
+    verified = f"\nverified by {rv.id}: {clip(rv.reasoning, 800)}" if rv is not None and rv.reasoning else ""
     return render("adjudicator", problem_sections(p) | {
-        "conventions": conventions_text(s), "sanity-checks": checks_text(s),
-        "established-result": er_line(e, w), "builds-on": "\n".join(dependency_status(s, d) for d in e.depends_on),
+        "conventions": conventions_text(s), "sanity-checks": checks_text(s), "known-pitfalls": pitfalls_text(s),
+        "established-results": ers_text(s, w), "established-result": er_line(e, w) + verified,
+        "builds-on": "\n".join(dependency_status(s, d) for d in e.depends_on),
         "supporting-evidence": "\n".join(evidence_text(x, w) for x in evs),
-        "critique": f"{critique.id} ({critique.source}, {critique.kind}): {critique.text}",
-        "turn": f"Rule on {critique.id}: uphold (then {e.id} is demoted) or dismiss."})
+        "review-history": review_history(s, e.wh, w),
+        "critique": _critique_line(critique),
+        "turn": f"Rule on {critique.id}: uphold (then {e.id} is demoted), dismiss, or needs_evidence (then {e.id} "
+                "is demoted until the evidence you name is in)."})
+
+
+def answer_structure(s: ResearchState, w: Windows, *, forced: bool) -> str:
+    ids = [i for i in s.answer_results if (e := s.er(i)) is not None and e.status == "active"]
+    if ids:
+        return "The orchestrator names these results as the answer, in order:\n" + "\n".join(
+            er_line(_the_er(s, i), w) for i in ids)
+    if forced and s.best_answer is not None:
+        return f"No completion named the answer; the best current answer comes from {s.best_answer.source}."
+    return ""
 
 
 def for_formatter(p: Problem, s: ResearchState, w: Windows, *, forced: bool, reason: str = "") -> RolePrompt:
     if forced:
         ask = (f"The run is ending ({reason or 'budget exhausted'}). Write the best answer the lab has: from the "
                "established results where they suffice, otherwise from the demoted results or the best hypotheses. "
-               "Name in `sources` every ER-n or WH-n you used; say plainly in the Markdown what is not established.")
+               "Name in `sources` every ER-n or WH-n you used (an answer that names none is no answer); say "
+               "plainly in the Markdown what is not established.")
     else:
         ask = ("The orchestrator declared the research complete. Fill the answer from the established results "
                "ONLY, naming in `sources` the ER-n each part comes from; or set ready to false and say what is "
                "missing.")
     return render("formatter", problem_sections(p) | {
-        "conventions": conventions_text(s), "established-results": ers_text(s, w),
+        "conventions": conventions_text(s), "sanity-checks": checks_text(s), "established-results": ers_text(s, w),
+        "answer-structure": answer_structure(s, w, forced=forced),
         "demoted-results": demoted_text(s, w) if forced else "",
         "best-hypotheses": "\n".join(wh_line(h, w) + f"\n  reviews: {', '.join(_verdicts(s, h))}"
                                      for h in best_hypotheses(s)) if forced else "",

@@ -12,10 +12,16 @@ loop with a forced formatter that sees every result and the best hypotheses (sta
 ``partially_complete``); if even that fails, the best current answer is the answer.
 
 Completion is gated in code (``gates.completion_blockers``): something established, no
-hypothesis awaiting review, no open critique or question, and a senior-critic audit after the last
-change to the established results (the engine runs the audit itself when that is all that is
-missing); the formatter's answer must rest on established results only, and its bounce-backs are
-bounded (``max_format_bounces``).
+hypothesis awaiting review or left undecided beside the answer, no open critique or question, and
+a senior-critic audit after the last change to the established results (the engine runs the audit
+itself when that is all that is missing); the formatter's answer must rest on established results
+only, and its bounce-backs are bounded (``max_format_bounces``). Loop controls (after
+physics-intern's): a hypothesis that keeps failing review is escalated to the planner, old
+low-severity critiques expire, completion refused again and again trips a circuit breaker, the
+orchestrator is told how many iterations remain, and a worker sent back to a target is told how
+the earlier attempts failed. The run keeps room in the budget for the forced formatter (the
+meter's ``set_aside``: a call and ``FORMATTER_SHARE`` of a token or cost cap): the final answer is
+written within the budget.
 
 Every call gets a fresh context built from the state for that role only. Model output is not
 trusted: refused transitions and unknown ids go back to the model as corrections; on its last try
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +55,7 @@ from physlab.lab.roles import (
 )
 from physlab.lab.roles._base import NO_STANDARDS_LEVEL, LabEnv
 from physlab.lab.state import transitions as T
-from physlab.lab.state.models import Critique, ResearchState
+from physlab.lab.state.models import Critique, ResearchState, Script
 from physlab.lab.workspace import RunWorkspace
 from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error
 from physlab.run.checkpoints import record_best
@@ -74,7 +81,30 @@ class LabSettings(BaseModel):
     tool_retries: int = Field(default=3, ge=0)
     request_limit: int = Field(default=24, ge=2, description="Model requests allowed in one role call.")
     max_consecutive_failures: int = Field(default=3, ge=1)
+    stall_limit: int = Field(default=2, ge=0, description="Verdicts short of VERIFIED in a row after which a "
+                                                          "hypothesis is STALLED and escalated to the planner "
+                                                          "(0 = never).")
+    critique_expiry: int = Field(default=3, ge=0, description="Iterations after which an unresolved MEDIUM or LOW "
+                                                              "critique expires (0 = never; HIGH never expires).")
+    max_refused_completions: int = Field(default=3, ge=1, description="Completions refused in a row before the "
+                                                                      "circuit breaker abandons the hypotheses left "
+                                                                      "unresolved and drops the open questions.")
+    budget_warning: int = Field(default=3, ge=0, description="Iterations left at which the orchestrator is told to "
+                                                             "synthesise.")
+    max_scripts: int = Field(default=12, ge=1, description="Scripts a computer's evidence keeps (the first and the "
+                                                           "newest when it ran more).")
     windows: dict[str, int] = Field(default_factory=dict, description="Overrides of context.Windows.")
+
+    @property
+    def controls(self) -> C.Controls:
+        return C.Controls(max_iterations=self.max_iterations, stall_limit=self.stall_limit,
+                          budget_warning=self.budget_warning, max_refused=self.max_refused_completions)
+
+
+# The seed's setting (``--param preset=paper``): physics-intern is sequential within a problem (seed
+# §6) and its code's defaults (config.default.yaml: max_iterations 40, critic_every_n 4, two
+# critiques per audit, one dispatch per orchestrator turn).
+PAPER = {"parallel_workers": 1, "max_dispatches": 1, "max_iterations": 40, "critic_every": 4, "max_critiques": 2}
 
 
 @dataclass
@@ -171,6 +201,11 @@ class LabEngine:
                 if not self._has_new_messages():
                     return self._outcome()
                 self.state = T.reopen(self.state, "reopened: the physicist sent messages after the run ended")
+            elif self.state.final_answer_code is not None or self.state.final_answer_text is not None:
+                # an answer forced at the end of a budget: the research goes on, so it no longer stands
+                # (ANSWER.md is provisional again until the formatter writes a new one)
+                self.state = T.reopen(self.state, f"resumed after it ended {self.state.status}; its forced answer "
+                                                  "is set aside")
             if self.state.status != "running":
                 self.state = T.set_status(self.state, "running")
             self.note("resume", f"resumed at iteration {self.state.iteration}")
@@ -200,7 +235,7 @@ class LabEngine:
                 raise
             self.note("budget", str(b))
             await self.commit(f"iteration {self.state.iteration}: interrupted ({b.limit})")
-            return await self._forced(f"budget:{b.limit}", graced=True)
+            return await self._forced(f"budget:{b.limit}")
 
     def _finished(self) -> bool:
         """A completed run (with a template answer, or a text answer for an open question)."""
@@ -234,6 +269,10 @@ class LabEngine:
         self.state = T.begin_iteration(self.state)
         it = self.state.iteration
         self.summary = []
+        n_open = len(self.state.open_critiques())
+        self.state = T.expire_critiques(self.state, self.cfg.critique_expiry)
+        if len(self.state.open_critiques()) < n_open:
+            self.summary.append(f"{n_open - len(self.state.open_critiques())} old critique(s) expired")
         self._audited = False
         self.emit("iteration", iteration=it, **self._usage_data())
         control = self._intake()
@@ -252,8 +291,11 @@ class LabEngine:
         finally:
             if early is not None:
                 await early.discard()
+        self._escalate_stalls()
+        if decision is not None and not decision.complete:
+            self.state = T.turn_without_completion(self.state)
         if decision is not None and decision.complete:
-            if await self._complete():
+            if await self._complete(decision.answer_results):
                 await self.commit(f"iteration {it}: complete — " + "; ".join(self.summary))
                 return self._outcome()
             if self.state.format_bounces >= self.cfg.max_format_bounces:
@@ -289,9 +331,9 @@ class LabEngine:
                 control = control or msg["kind"]
         return control
 
-    async def _plan(self, critiques: list[Critique]) -> None:
+    async def _plan(self, critiques: list[Critique], demotions: Sequence[Critique] = ()) -> None:
         try:
-            plan, desk = await planner.run(self.env, self.state, critiques, self.windows)
+            plan, desk = await planner.run(self.env, self.state, critiques, self.windows, list(demotions))
         except Exception as exc:
             if fatal(exc):
                 raise
@@ -300,6 +342,8 @@ class LabEngine:
             if not self.state.strategy:   # the loop needs a strategy; fall back to the problem itself
                 self.state, _ = T.set_strategy(self.state, "Answer the problem as stated, step by step, checking each step.")
             return
+        if demotions:
+            self.state = T.consult_planner(self.state, [c.id for c in demotions])
         for d in desk.dropped:
             self.note("refused", f"planner: {d} (dropped from its plan)")
         try:
@@ -315,11 +359,27 @@ class LabEngine:
             if r is None:
                 self.note("critique_unanswered", f"{c.id} stays open: the planner did not answer it")
                 continue
-            self.state = T.respond_to_critique(self.state, c.id, r.accept, r.response)
+            self.state = T.respond_to_critique(self.state, c.id, r.verdict, r.response)
             answered.append(c.id)
-            self.emit("critique_resolved", id=c.id, status="accepted" if r.accept else "rejected", by="planner")
-        if answered:
-            self.summary.append(f"planner answered {', '.join(answered)} (strategy v{self.state.strategy_version})")
+            answered_c = self.state.critique(c.id)
+            self.emit("critique_resolved", id=c.id, status=answered_c.status if answered_c else r.verdict,
+                      by="planner")
+        acted = []
+        for a in plan.entity_actions:
+            try:
+                if a.action == "abandon":
+                    self.state, _ = T.abandon_wh(self.state, a.id, a.reason or "the planner's revision", by="planner")
+                else:
+                    self.state = T.mark_obsolete(self.state, a.id, a.reason)
+            except T.TransitionError as exc:
+                self.note("refused", f"planner: {exc}")
+                continue
+            acted.append(f"{a.id} {'abandoned' if a.action == 'abandon' else 'obsolete'}")
+        if answered or acted or demotions:
+            self.summary.append("planner " + "; ".join(
+                ([f"answered {', '.join(answered)}"] if answered else [])
+                + ([f"considered the demotion of {', '.join(c.target or '' for c in demotions)}"] if demotions else [])
+                + acted) + f" (strategy v{self.state.strategy_version})")
 
     async def _route_critiques(self) -> None:
         for_adj, for_plan = routing.split_open_critiques(self.state)
@@ -330,17 +390,33 @@ class LabEngine:
                 continue
             try:
                 ruling = await adjudicator.run(self.env, lambda level: C.for_adjudicator(
-                    self.ctx.problem, self.state, self.windows.shrunk(level), c))
+                    self.ctx.problem, self.state, self.windows.shrunk(level), c),
+                    cites_checks=gates.cites_sanity_checks(c, self.state))
             except Exception as exc:
                 if fatal(exc):
                     raise
                 self.note("role_failed", f"adjudicator on {c.id}: {_short(exc)} (it stays open; retried next iteration)")
                 continue
-            self.state = T.rule_on_critique(self.state, c.id, ruling.decision == "uphold", ruling.reasoning)
-            self.summary.append(f"{c.id} on {c.target} {'upheld: ' + c.target + ' demoted' if ruling.decision == 'uphold' else 'dismissed'}")
-            self.emit("critique_resolved", id=c.id, status=self.state.critique(c.id).status, by="adjudicator", target=c.target)
-        if for_plan:
-            await self._plan(for_plan)
+            self.state = T.rule_on_critique(self.state, c.id, ruling.decision, ruling.reasoning,
+                                            scope=ruling.investigation_scope)
+            done = {"uphold": f"upheld: {c.target} demoted", "dismiss": "dismissed",
+                    "needs_evidence": f"needs evidence: {c.target} demoted until it is in"}[ruling.decision]
+            self.summary.append(f"{c.id} on {c.target} {done}")
+            ruled = self.state.critique(c.id)
+            self.emit("critique_resolved", id=c.id, status=ruled.status if ruled else ruling.decision, by="adjudicator",
+                      target=c.target)
+        demotions = [c for c in self.state.critiques if c.status in ("upheld", "needs_evidence")
+                     and c.id not in self.state.planner_seen_rulings]
+        if for_plan or demotions:      # the planner is consulted on every demotion (upstream's revision trigger)
+            await self._plan(for_plan, demotions)
+
+    def _escalate_stalls(self) -> None:
+        """A hypothesis whose verdicts keep falling short is escalated to the planner once."""
+        n = len(self.state.critiques)
+        self.state = T.escalate_stalls(self.state, gates.stalled(self.state, self.cfg.stall_limit))
+        for c in self.state.critiques[n:]:
+            self.summary.append(f"{c.target} stalled: escalated to the planner ({c.id})")
+            self.emit("critique", id=c.id, target=c.target, text=c.text[:200])
 
     async def _orchestrate(self, early: EarlyReviews | None = None) -> orchestrator.Decision | None:
         s = self.state
@@ -349,7 +425,7 @@ class LabEngine:
             new_reviews=[f"{r.wh}: {r.verdict} — {C.clip(r.reasoning, 800)}" for r in s.reviews[s.seen_reviews:]],
             events=[f"[{e.kind}] {e.text}" for e in s.events[s.seen_events:] if e.kind not in ("review",)],
             human=routing.human_lines_for_orchestrator(s, s.seen_humans), gates=gates.completion_blockers(s),
-            max_workers=self.cfg.max_dispatches)
+            max_workers=self.cfg.max_dispatches, controls=self.cfg.controls)
         desk = orchestrator.Desk(state=s, max_dispatches=self.cfg.max_dispatches)
         decision, failure = None, None
         try:
@@ -427,8 +503,7 @@ class LabEngine:
 
     def _record_review(self, wid: str, rep: reviewer.ReviewReport) -> None:
         n_er = len(self.state.ers)
-        self.state, _ = T.record_review(self.state, wid, rep.verdict, rep.reasoning
-                                        + (f"\nFailed checks: {'; '.join(rep.failed_checks)}" if rep.failed_checks else ""),
+        self.state, _ = T.record_review(self.state, wid, rep.verdict, reviewer.report_text(rep),
                                         abandon_after=self.cfg.max_refutations)
         promoted = [e.id for e in self.state.ers[n_er:]]
         abandoned = self.state.wh(wid).status == "abandoned"
@@ -436,10 +511,11 @@ class LabEngine:
                             + (" (abandoned as a dead end)" if abandoned else ""))
         self.emit("verdict", wh=wid, verdict=rep.verdict, promoted=promoted)
 
-    async def _complete(self) -> bool:
+    async def _complete(self, answer_results: Sequence[str] = ()) -> bool:
         """The orchestrator declared completion: check the gates (auditing first if that is all
-        that is missing), then the formatter. True when the final answer is written."""
-        self.state = T.request_completion(self.state)
+        that is missing), then the formatter. True when the final answer is written. Refused again
+        and again, the circuit breaker gives up what the orchestrator keeps leaving unresolved."""
+        self.state = T.request_completion(self.state, answer_results)
         blockers = gates.completion_blockers(self.state, audit=False)
         if not blockers and gates.needs_audit(self.state):
             await self._critic()
@@ -449,8 +525,21 @@ class LabEngine:
             self.state = T.refuse_completion(self.state, blockers)
             self.summary.append("completion refused (" + "; ".join(blockers) + ")")
             self.emit("completion_refused", blockers=blockers)
+            self._circuit_breaker()
             return False
-        return await self._format(forced=False)
+        if await self._format(forced=False):
+            return True
+        self._circuit_breaker()
+        return False
+
+    def _circuit_breaker(self) -> None:
+        if self.state.refused_completions < self.cfg.max_refused_completions or not self.state.active_ers():
+            return
+        unresolved = [w.id for w in gates.unresolved_hypotheses(self.state)]
+        self.state = T.break_circuit(self.state, unresolved)
+        self.summary.append("circuit breaker: " + (f"{', '.join(unresolved)} abandoned" if unresolved else
+                                                   "completion refused again and again"))
+        self.emit("system", what="circuit_breaker", text=self.state.events[-1].text)
 
     async def _dispatch(self, orders: list[orchestrator.DispatchOrder], *, with_critic: bool = False) -> bool:
         """The dispatched workers, concurrently (at most ``parallel_workers``), merged in dispatch
@@ -487,10 +576,10 @@ class LabEngine:
                     except Exception as exc:
                         exc.bench = bench  # type: ignore[attr-defined]  # keep what ran for the record
                         raise
-                    code = "\n\n# ---- next script ----\n\n".join(c for c, _ in bench.runs[-2:])
-                    out = "\n\n---- next run ----\n\n".join(r for _, r in bench.runs[-2:])
+                    kept = kept_scripts(bench.runs, self.cfg.max_scripts)
                     return dict(findings=res.findings, method=res.method, checks=res.checks,
-                                confidence=res.confidence, approach=bench.approach, code=code, output=out)
+                                confidence=res.confidence, approach=bench.approach, scripts=kept,
+                                code=kept[-1].code if kept else "", output=kept[-1].output if kept else "")
                 rep, derivation = await researcher.run(self.env, prompt)
                 return dict(findings=rep.findings, derivation=derivation, checks=rep.checks, confidence=rep.confidence)
 
@@ -517,7 +606,8 @@ class LabEngine:
         desk = critic.Desk(state, self.cfg.max_critiques)
         try:
             audit = await critic.run(self.env, desk, lambda level: C.for_critic(
-                self.ctx.problem, state, self.windows.shrunk(level), max_critiques=self.cfg.max_critiques))
+                self.ctx.problem, state, self.windows.shrunk(level), max_critiques=self.cfg.max_critiques,
+                controls=self.cfg.controls))
         except Exception as exc:
             if fatal(exc):
                 raise
@@ -532,13 +622,13 @@ class LabEngine:
     def _file_audit(self, audit: critic.Audit, desk: critic.Desk) -> None:
         self._audited = True
         self.state = T.record_audit(self.state)
-        for d in desk.dropped:
-            self.note("refused", f"critic: {d} (dropped from its audit)")
+        for why in desk.dropped:
+            self.note("refused", f"critic: {why} (dropped from its audit)")
         filed = []
         for d in audit.critiques:
             try:
                 self.state, cid = T.file_critique(self.state, target_type=d.target_type, target=d.target,
-                                                  text=d.text, kind=d.kind)
+                                                  text=d.text, kind=d.kind, severity=d.severity, test=d.test)
             except T.TransitionError as exc:
                 self.note("refused", f"critic: {exc}")
                 continue
@@ -586,9 +676,10 @@ class LabEngine:
             answer_py.unlink(missing_ok=True)
         (self.ws.root / "ANSWER.md").write_text(text.strip() + "\n", encoding="utf-8")
 
-    async def _forced(self, reason: str, graced: bool = False) -> LabOutcome:
-        """End of budget (or stop): one formatter call, from the room kept for it, that sees every
-        result and the best hypotheses. If it fails, the best current answer is the answer."""
+    async def _forced(self, reason: str) -> LabOutcome:
+        """End of budget (or stop): one formatter call, from the room kept for it within the budget
+        (``set_aside`` in ``run``), that sees every result and the best hypotheses. If it fails, the
+        best current answer is the answer; an answer resting on nothing reviewed is no answer."""
         self.state = T.set_status(self.state, self.state.status, reason)
         self.state = T.set_best_answer(self.state, A.best_answer(self.state))
         self.emit("forced_formatter", reason=reason)
@@ -608,6 +699,7 @@ class LabEngine:
             self.summary.append("the best current answer is the answer (the formatter failed)")
         elif not ok:
             self.state = T.finish(self.state, "no_answer", answer_code=None, answer_text=None, reason=reason)
+            self.summary.append("no answer: nothing reviewed to rest one on")
         self.state = T.set_status(self.state, self.state.status, reason)
         await self.commit(f"iteration {self.state.iteration}: " + "".join(f"{x}; " for x in self.summary)
                     + f"run ended ({reason}) — {self.state.status}")
@@ -617,3 +709,15 @@ class LabEngine:
         s = self.state
         return LabOutcome(state=s, status=s.status, stop_reason=s.stop_reason,
                           answer_code=s.final_answer_code, answer_text=s.final_answer_text)
+
+
+def kept_scripts(runs: list[tuple[str, str]], limit: int) -> list[Script]:
+    """Every script a computer ran, as it ran and with what it printed; past ``limit`` the first
+    one (its plan in code) and the newest, with a note of how many are left out."""
+    scripts = [Script(code=code, output=out) for code, out in runs]
+    if len(scripts) <= limit:
+        return scripts
+    left_out = len(scripts) - limit
+    first, newest = scripts[:1], scripts[-(limit - 1):]
+    note = f"# ({left_out} earlier script(s) between the first and these are not kept)\n"
+    return first + [newest[0].model_copy(update={"code": note + newest[0].code})] + newest[1:]

@@ -4,11 +4,14 @@ orchestrator is shown them (``<completion-gates>``), docs/lab.md lists them."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from physlab.lab.routing import route_of
-from physlab.lab.state.models import ResearchState
+from physlab.lab.state.models import Critique, ResearchState, WorkingHypothesis
 from physlab.lab.state.transitions import pending_reviews
+
+SHOWN = 6    # undecided hypotheses named one per line among the blockers; the older ones by id
 
 
 def needs_audit(s: ResearchState) -> bool:
@@ -28,6 +31,16 @@ def completion_blockers(s: ResearchState, *, audit: bool = True) -> list[str]:
         out.append(f"{c.id} ({c.target or c.target_type}) is open: the {route_of(c)} has not resolved it")
     if opened := [r.id for r in s.rqs if r.status == "open"]:
         out.append(f"{', '.join(opened)} still open: close each as answered or dropped")
+    unresolved = unresolved_hypotheses(s)
+    older, newest = unresolved[:-SHOWN], unresolved[-SHOWN:]
+    if older:          # bounded: a long run can leave many undecided claims behind
+        ids = [w.id for w in older]
+        out.append(f"{len(ids)} more hypotheses are neither established nor abandoned: "
+                   + ", ".join(ids[-20:]) + (", ..." if len(ids) > 20 else ""))
+    for w in newest:
+        value = f" (value {w.value.strip()[:120]})" if w.value.strip() else ""
+        out.append(f"{w.id}{value} is {w.status}, neither established nor abandoned: a competing claim left "
+                   f"standing; settle it with new evidence or abandon it (abandon_hypothesis, with the reason)")
     if audit and needs_audit(s):
         out.append("the senior critic has not audited the results since they last changed "
                    "(it is run before the formatter)")
@@ -45,4 +58,61 @@ def unestablished(s: ResearchState, ids: Iterable[str]) -> list[str]:
             out.append(f"{i} ({w.status})")
         elif e is None and w is None:
             out.append(f"{i} (unknown)")
+    return out
+
+
+def unresolved_hypotheses(s: ResearchState) -> list[WorkingHypothesis]:
+    """Hypotheses that were reviewed and neither established nor given up: verified but waiting on
+    what they build on, inconclusive, demoted. Each is a claim the lab has not decided; completing
+    beside it would answer while a competing value may be the right one (upstream blocks on every
+    working hypothesis too). A refuted one has a verdict against it; one awaiting review is
+    counted among the pending reviews."""
+    return [w for w in s.whs if w.status in ("verified", "inconclusive", "demoted")]
+
+
+def stalled(s: ResearchState, limit: int) -> dict[str, int]:
+    """Hypotheses still in play whose last ``limit`` verdicts or more were all short of VERIFIED (a
+    demotion counts as one): id -> how many in a row. More of the same evidence will not decide
+    them (upstream's ``stall_recompute_limit``)."""
+    if limit <= 0:
+        return {}
+    out: dict[str, int] = {}
+    demotions = {e.wh: e.iteration for e in s.ers if e.status == "demoted"}
+    for w in s.whs:
+        if w.status in ("established", "abandoned", "verified"):
+            continue
+        run = 0
+        for rid in reversed(w.reviews):
+            r = next((x for x in s.reviews if x.id == rid), None)
+            if r is None or r.verdict == "VERIFIED":
+                break
+            run += 1
+        if w.id in demotions and w.status in ("demoted", "proposed", "inconclusive", "refuted"):
+            run += 1
+        if run >= limit:
+            out[w.id] = run
+    return out
+
+
+def cites_sanity_checks(c: Critique, s: ResearchState) -> list[str]:
+    """The sanity checks a critique invokes: those it names (SC-n), or every active one when it is
+    filed as a sanity-check critique without naming one. The adjudicator may not dismiss such a
+    critique on theory alone (upstream's sanity-check rule)."""
+    active = [x.id for x in s.sanity_checks if x.status == "active"]
+    named = [i for i in dict.fromkeys(re.findall(r"\bSC-\d+\b", c.text)) if i in active]
+    if named:
+        return named
+    return active if c.kind == "sanity_check" else []
+
+
+def forced_sources(s: ResearchState, ids: Iterable[str]) -> list[str]:
+    """The ids among ``ids`` a forced answer may rest on: an ER (active or demoted), or a
+    hypothesis that was reviewed and neither refuted nor abandoned. Anything else is nothing to
+    rest on."""
+    out = []
+    for i in dict.fromkeys(ids):
+        if s.er(i) is not None:
+            out.append(i)
+        elif (w := s.wh(i)) is not None and w.reviews and w.status not in ("refuted", "abandoned"):
+            out.append(i)
     return out

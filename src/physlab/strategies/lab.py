@@ -9,31 +9,59 @@ history).
 from __future__ import annotations
 
 import time
+from typing import Any, Literal
+
+from pydantic import model_validator
 
 from physlab.errors import UserError
-from physlab.lab.engine import LabEngine, LabSettings
+from physlab.lab.engine import PAPER, LabEngine, LabSettings
+from physlab.lab.judgement import judgement
 from physlab.lab.workspace import split_resume_target
 from physlab.run.environment import RunEnvironment
 from physlab.run.progress import ProgressView
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, StrategyParams, param
 
-_ENGINEERING = f"PhysLab: an engineering bound; {PHYSICS_INTERN} gives no number"
+_CODE = f"{PHYSICS_INTERN}, its public code (config.default.yaml)"
+_ENGINEERING = "PhysLab: an engineering bound; physics-intern has no such setting"
 
 
 class LabParams(StrategyParams, LabSettings):
+    preset: Literal["physlab", "paper"] = param(
+        "physlab", "paper: the seed's setting for every parameter whose source says 'preset=paper' (one worker at a "
+                   "time, its caps); a value given explicitly still wins.",
+        "PhysLab: its own defaults, which run research in parallel (the seed's parallel agents are its future "
+        "work, §7)")
     resume_iteration: int | None = param(None, "Continue the run from the end of iteration N (--resume DIR@N).",
                                          "PhysLab: a run continues from its last commit", ge=0)
 
+    # Each default says whose it is: "seed: ..." (physics-intern, the paper or its public code) or
+    # "PhysLab: ..." (ours, and why; where the seed has a number, preset=paper restores it).
     sources = {
-        "max_iterations": f"PhysLab: above the median of 8 iterations physics-intern needed on CritPt "
-                          f"({PHYSICS_INTERN} §5)",
-        "critic_every": f"PhysLab: the senior critic audits 'periodically' ({PHYSICS_INTERN} §3), no number given",
-        "max_refutations": f"PhysLab: 'repeatedly refuted' claims are abandoned as dead ends; {PHYSICS_INTERN} "
-                           "gives no number, twice is the least 'repeatedly' can mean",
-        **{k: _ENGINEERING for k in ("parallel_workers", "max_dispatches", "max_critiques", "max_format_bounces",
-                                     "code_timeout_s", "code_memory_mb", "tool_retries", "request_limit",
-                                     "max_consecutive_failures", "windows")},
+        "max_iterations": f"PhysLab: 12, above the median of 8 iterations physics-intern needed on CritPt "
+                          f"({PHYSICS_INTERN} §5), to bound cost; the seed's cap is 40 (runs went 3-40, §5; "
+                          f"{_CODE}) — preset=paper",
+        "critic_every": f"PhysLab: 2, an audit every other iteration; the seed's critic runs 'periodically' (§3), "
+                        f"every 4 iterations ({_CODE}) — preset=paper",
+        "parallel_workers": f"PhysLab: 3 concurrent calls; the seed is sequential within a problem ({PHYSICS_INTERN} "
+                            "§6; parallel agents are its future work, §7) — preset=paper gives 1",
+        "max_dispatches": f"PhysLab: 4 tasks per orchestrator turn; the seed's orchestrator ends each turn with "
+                          f"exactly one dispatch ({_CODE}, orchestrator prompt) — preset=paper gives 1",
+        "max_critiques": f"PhysLab: 4 per audit; the seed's critic files at most 2 per call ({_CODE}, critic "
+                         "prompt) — preset=paper",
+        "max_refutations": f"seed: a hypothesis refuted twice must be abandoned (max_refuted_retries: 2, {_CODE})",
+        "stall_limit": f"seed: verdicts short of VERIFIED in a row before 'STALLED' (stall_recompute_limit: 2, "
+                       f"{_CODE})",
+        "critique_expiry": f"seed: MEDIUM and LOW critiques expire after 3 iterations (auto_expire_iterations: 3, "
+                           f"{_CODE})",
+        "max_refused_completions": f"seed: the circuit breaker after 3 blocked terminations (max_termination_retries: "
+                                   f"3, {_CODE})",
+        "budget_warning": f"seed: the orchestrator is told to synthesise 3 iterations before the cap "
+                          f"(budget_synthesis_margin: 3, {_CODE})",
+        "max_scripts": "PhysLab: the evidence keeps every script up to 12 (the first and the newest beyond); "
+                       "the seed's computer chooses the scripts it relies on",
+        **{k: _ENGINEERING for k in ("max_format_bounces", "code_timeout_s", "code_memory_mb", "tool_retries",
+                                     "request_limit", "max_consecutive_failures", "windows")},
     }
 
     descriptions = {
@@ -43,6 +71,14 @@ class LabParams(StrategyParams, LabSettings):
         "tool_retries": "Corrections sent back to a role whose output or tool call is refused.",
         "max_consecutive_failures": "Failed role calls in a row that end the run.",
     }
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        """preset=paper: the seed's values for what the user did not set."""
+        if isinstance(data, dict) and data.get("preset") == "paper":
+            return {**PAPER, **data}
+        return data
 
     def settings(self) -> LabSettings:
         return LabSettings(**self.model_dump(include=set(LabSettings.model_fields)))
@@ -86,6 +122,8 @@ class LabStrategy(Strategy[LabParams]):
             usage_by_role=dict(ctx.usage.by_role()), wall_s=time.monotonic() - started,
             details={"iterations": s.iteration, "established_results": len(s.active_ers()),
                      "critiques": len(s.critiques), "demotions": sum(e.status == "demoted" for e in s.ers),
-                     "lab_status": s.status, "timings": engine.timings},
+                     "lab_status": s.status, "timings": engine.timings,
+                     "judgement": judgement(s, {r: u.output_tokens
+                                                for r, u in ctx.usage.by_role().items()}).model_dump()},
         )
 

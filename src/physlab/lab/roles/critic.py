@@ -1,9 +1,11 @@
 """Senior Critic: periodic, on-demand and pre-completion audit of coherence, strategy staleness,
-missing validation, scope and termination readiness; files typed critiques.
+missing validation, scope, loops and termination readiness; files typed critiques, each graded
+by severity, with what is wrong, why it matters and how to test it.
 
-A critique of an ER must name an active ER; more than ``max_critiques`` is too many. Either goes
-back to the critic as a corrective message; on its last try the valid critiques (the first
-``max_critiques``) are kept and the rest dropped and reported (``Desk.dropped``)."""
+A critique of an ER must name an active ER; more than ``max_critiques`` is too many; an empty audit
+must say what was checked (silence is a claim that everything holds). Each goes back to the critic
+as a corrective message; on its last try the valid critiques (the first ``max_critiques``) are kept
+and the rest dropped and reported (``Desk.dropped``)."""
 
 from __future__ import annotations
 
@@ -23,14 +25,21 @@ class CritiqueDraft(BaseModel):
     target_type: Literal["ER", "strategy", "coordination", "sanity_check"]
     target: str | None = Field(default=None, description="The ER-n id when target_type is ER; for the other types, "
                                                          "optionally the id of what the critique is about.")
-    kind: Literal["coherence", "staleness", "missing_validation", "scope", "sanity_check", "termination", "other"] = "other"
-    text: str = Field(description="What is wrong or missing, the evidence for it, and (for a repeat of an earlier "
-                                  "critique) the new grounds.")
+    kind: Literal["coherence", "staleness", "missing_validation", "scope", "sanity_check", "termination", "loop",
+                  "premise", "other"] = "other"
+    severity: Literal["HIGH", "MEDIUM", "LOW"] = Field(
+        default="MEDIUM", description="HIGH: could make the final answer wrong; MEDIUM: a real concern that may not; "
+                                      "LOW: minor. MEDIUM and LOW expire when left unresolved for a few iterations.")
+    text: str = Field(description="What is wrong and why it matters, with the evidence for it (self-contained), and "
+                                  "for a repeat of an earlier critique the new grounds.")
+    test: str = Field(default="", description="How to test whether the objection holds: the computation, limit or "
+                                              "check that would settle it.")
 
 
 class Audit(BaseModel):
     critiques: list[CritiqueDraft] = Field(default_factory=list)
-    assessment: str = Field(default="", description="One paragraph on the state of the research.")
+    assessment: str = Field(default="", description="The audit trail: what you checked, area by area, and your "
+                                                    "conclusion on each. Required when you file nothing.")
 
 
 @dataclass
@@ -52,6 +61,9 @@ def _validate(ctx: RunContext[Desk], audit: Audit) -> Audit:
     if bad:
         problems.append(f"critiques of an ER must name an active established result; {bad} "
                         f"{'is' if len(bad) == 1 else 'are'} not one (active: {active or 'none'})")
+    if not audit.critiques and not audit.assessment.strip():
+        problems.append("an empty audit with no assessment: silence is a claim that everything holds. Say in the "
+                        "assessment what you checked, area by area, and why it holds — or file the concern")
     if len(audit.critiques) > ctx.deps.max_critiques:
         problems.append(f"{len(audit.critiques)} critiques filed; at most {ctx.deps.max_critiques} per audit "
                         "(keep the most important)")

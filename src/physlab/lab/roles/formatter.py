@@ -1,7 +1,13 @@
 """Formatter: writes the final answer in the problem's template from the established results
 (naming the ER each part comes from), or bounces back to the orchestrator when they cannot fill
 it. At the end of a budget (``forced``) it also sees the demoted results and the best hypotheses,
-and writes the best answer the lab has, saying what is not established."""
+and writes the best answer the lab has, saying what is not established; an answer that names
+nothing reviewed it rests on is no answer.
+
+The filled template is checked in code (``check_answer_code``): valid Python defining the
+template's function, no placeholder left, no name it never defines, no SymPy symbol the template
+does not declare, no undefined function, and no regime guard returning a sentinel (``sp.nan``,
+``sp.oo``, a ``raise``...) where the result was not derived."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext
 
-from physlab.lab.gates import unestablished
+from physlab.lab.gates import forced_sources, unestablished
 from physlab.lab.roles._base import LabEnv, PromptSource, correct_or_drop, run_role
 from physlab.lab.state.models import ResearchState
 
@@ -58,7 +64,90 @@ def check_answer_code(code: str, template: str | None) -> str | None:
         return f"answer_code must define the template's function `{fn}`"
     if any(isinstance(n, ast.Constant) and n.value is Ellipsis for n in ast.walk(tree)):
         return "answer_code still contains a `...` placeholder"
+    return _sentinel(tree) or _undefined(tree) or _undeclared_symbols(tree, template)
+
+
+# Values a regime guard returns where a result was not derived (upstream's formatter rule).
+_SENTINELS = {"oo", "nan", "zoo", "NaN", "Infinity", "NegativeInfinity", "ComplexInfinity", "EmptySet", "inf"}
+
+
+def _is_sentinel(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute) and node.attr in _SENTINELS:
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" and node.args \
+            and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).strip().lower().lstrip("+-") in (
+                "inf", "nan", "infinity"):
+        return True
+    return False
+
+
+def _sentinel(tree: ast.Module) -> str | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise):
+            return "answer_code raises an exception: no sentinel guards; return the expression as established"
+        guarded: list[ast.AST] = []
+        if isinstance(node, (ast.If, ast.IfExp)):
+            guarded = [*(node.body if isinstance(node.body, list) else [node.body]),
+                       *(node.orelse if isinstance(node.orelse, list) else [node.orelse])]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "Piecewise":
+            guarded = list(node.args)
+        if any(_is_sentinel(x) for g in guarded for x in ast.walk(g)):
+            return ("answer_code guards a regime with a sentinel value (oo, nan, zoo, inf...): no sentinel guards; "
+                    "return the established expression itself")
+        if isinstance(node, ast.Attribute) and node.attr == "Function":
+            return "answer_code builds an undefined function (sp.Function): only the template's declared symbols"
     return None
+
+
+def _undefined(tree: ast.Module) -> str | None:
+    """A name the code reads but never defines (a symbol it forgot to declare, a typo)."""
+    import builtins
+
+    bound = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            if not isinstance(node, ast.ClassDef):
+                a = node.args
+                bound |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+                bound |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    used = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    missing = [n for n in dict.fromkeys(used) if n not in bound]
+    return f"answer_code uses `{missing[0]}`, which it never defines" if missing else None
+
+
+def _symbol_names(tree: ast.AST) -> list[str]:
+    """The names given to sp.symbols(...) / sp.Symbol(...) as string literals."""
+    out = []
+    for node in ast.walk(tree):
+        called = getattr(node, "func", None)
+        if isinstance(node, ast.Call) and getattr(called, "attr", getattr(called, "id", "")) in ("symbols", "Symbol") \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            out += re.split(r"[\s,]+", node.args[0].value.strip())
+    return [x for x in out if x]
+
+
+def _undeclared_symbols(tree: ast.Module, template: str | None) -> str | None:
+    """A SymPy symbol the template does not declare (its own symbols and its function's inputs)."""
+    if not template:
+        return None
+    try:
+        tpl = ast.parse(template)
+    except SyntaxError:
+        return None
+    declared = set(_symbol_names(tpl)) | {a.arg for n in ast.walk(tpl) if isinstance(n, ast.FunctionDef)
+                                           for a in n.args.args}
+    extra = [x for x in dict.fromkeys(_symbol_names(tree)) if x not in declared]
+    return (f"answer_code introduces the symbol `{extra[0]}`, which the template does not declare "
+            f"(declared: {', '.join(sorted(declared)) or 'none'})") if extra else None
 
 
 def strip_fence(code: str) -> str:
@@ -76,10 +165,12 @@ def _validate(ctx: RunContext[Desk], a: FinalAnswer) -> FinalAnswer:
     if a.ready and not d.template and not a.answer_markdown.strip():
         raise ModelRetry("Write the answer in answer_markdown.")
     kinds = ("ER", "WH") if d.forced else ("ER",)
-    unknown = [p.source for p in a.sources if p.source.split("-")[0] not in kinds or s.find(p.source) is None]
+    unknown = [p.source for p in a.sources if p.source.split("-")[0] not in kinds or s.find(p.source) is None
+               or (d.forced and p.source not in forced_sources(s, [p.source]))]
     problems = []
     if unknown:
-        problems.append(f"sources {unknown} are not {' or '.join(k + '-n' for k in kinds)} ids of this run")
+        problems.append(f"sources {unknown} are not {' or '.join(k + '-n' for k in kinds)} ids of this run"
+                        + (" that were reviewed and are neither refuted nor abandoned" if d.forced else ""))
     if a.ready and not a.sources:
         problems.append("sources is empty: name the result each part of the answer comes from")
     if correct_or_drop(ctx, problems, "Submit again with these fixed."):
@@ -116,6 +207,8 @@ def assess(a: FinalAnswer, s: ResearchState, template: str | None, *, forced: bo
             why = f"the answer rests on {', '.join(bad)}: not established"
         if why:
             return Assessment(code, None, sources, bounce=why)
+    elif not forced_sources(s, sources):   # ending: an answer resting on nothing reviewed is no answer
+        return Assessment(None, None, sources)
     body = a.answer_markdown.strip()
     if code is None and not body:
         return Assessment(None, None, sources)

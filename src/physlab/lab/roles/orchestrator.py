@@ -29,6 +29,8 @@ class Decision(BaseModel):
     dispatches: list[DispatchOrder] = Field(default_factory=list,
                                             description="Independent tasks to run now (may run in parallel).")
     complete: bool = Field(default=False, description="True when the established results determine the answer.")
+    answer_results: list[str] = Field(default_factory=list, description="With complete: the ER-n ids that make up "
+                                                                        "the answer, in order.")
     request_audit: bool = Field(default=False, description="Ask the senior critic to audit the state now.")
     summary: str = Field(default="", description="One or two sentences: what you did and why.")
 
@@ -119,6 +121,20 @@ def close_question(ctx: RunContext[Desk], question_id: str, status: Literal["ans
     return f"{question_id} is {status}."
 
 
+def abandon_hypothesis(ctx: RunContext[Desk], hypothesis_id: str, reason: str) -> str:
+    """Give up a hypothesis that is not established: it becomes a dead end with your reason, and
+    what builds on it is abandoned with it. Use it for a claim the evidence has answered against,
+    or a competing claim that an established result settles.
+
+    Args:
+        hypothesis_id: The WH-n id.
+        reason: Why, naming the results or verdicts that show it.
+    """
+    did = ctx.deps.apply(T.abandon_wh, hypothesis_id, reason, by="orchestrator")
+    ctx.deps.actions.append(f"abandoned {hypothesis_id}")
+    return f"{hypothesis_id} abandoned ({did})."
+
+
 def add_research_note(ctx: RunContext[Desk], text: str) -> str:
     """Keep a short research note (plans, caveats, partial insights).
 
@@ -142,7 +158,7 @@ def record_dead_end(ctx: RunContext[Desk], description: str, related_ids: list[s
     return f"Recorded {did}."
 
 
-TOOLS = [create_research_question, propose_hypothesis, revise_hypothesis, close_question,
+TOOLS = [create_research_question, propose_hypothesis, revise_hypothesis, abandon_hypothesis, close_question,
          add_research_note, record_dead_end]
 
 
@@ -154,7 +170,14 @@ def _validate(ctx: RunContext[Desk], d: Decision) -> Decision:
     dead = [o.target for o in d.dispatches if (w := s.wh(o.target)) is not None and w.status == "abandoned"]
     targets = [o.target for o in d.dispatches]
     twice = sorted({t for t in targets if targets.count(t) > 1})
+    active = {e.id for e in s.active_ers()}
+    if not d.complete and d.answer_results:          # only a completion names the answer
+        d = d.model_copy(update={"answer_results": []})
+    not_ers = [i for i in d.answer_results if i not in active]
     problems = []
+    if not_ers:
+        problems.append(f"answer_results names {not_ers}, which are not active established results "
+                        f"(active: {sorted(active) or 'none'})")
     if unknown:
         problems.append(f"unknown dispatch target(s) {unknown}: create the research question first, then dispatch it")
     if dead:
@@ -164,6 +187,7 @@ def _validate(ctx: RunContext[Desk], d: Decision) -> Decision:
                         "create separate research questions for independent parts)")
     if correct_or_drop(ctx, problems, "Submit the decision again with these fixed."):
         ctx.deps.refused.extend(problems)
+        d = d.model_copy(update={"answer_results": [i for i in d.answer_results if i in active]})
         seen: set[str] = set()
         keep = []
         for o in d.dispatches:

@@ -103,5 +103,5 @@ def new_evidence(text: str) -> list[str]:
 
 
 def iteration(text: str) -> int:
-    m = re.search(r"Iteration (\d+)\.", block(text, "turn"))
+    m = re.search(r"Iteration (\d+)\b", block(text, "turn"))
     return int(m.group(1)) if m else 0

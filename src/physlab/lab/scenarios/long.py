@@ -12,8 +12,9 @@ long run's does: a few established results (each line-A result builds on the pre
 inconclusive and refuted hypotheses, dead ends, notes; the critic audits every other iteration,
 sometimes asks the planner to revise the strategy (the stable part of every prompt changes) and
 sometimes challenges the newest result (the adjudicator dismisses it). After the last round the
-orchestrator closes what is open and declares completion; the formatter fills the template from
-the newest line-A result. Every decision is read from the prompt the role is shown."""
+orchestrator closes what is open, abandons the hypotheses the established results leave undecided
+and declares completion; the formatter fills the template from the newest line-A result. Every
+decision is read from the prompt the role is shown."""
 
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ class LongScenario:
                             "E_k is the coefficient of g^k in E_0(g); E_0 = 1/2."],
             "add_sanity_checks": [] if crits else ["E_0(0) = 1/2", "E_1 = 3/4 (first-order <0|x^4|0>)",
                                                    "the series at g = 0.1 agrees with diagonalisation to O(g^4)"],
-            "critique_responses": [{"critique_id": c, "accept": True, "response": "Accepted; strategy revised."}
+            "critique_responses": [{"critique_id": c, "verdict": "accept", "response": "Accepted; strategy revised."}
                                    for c in crits]})
 
     # ---------------------------------------------------------------- the loop
@@ -147,6 +148,12 @@ class LongScenario:
                 if line == "A" and "A" in ers:
                     args["depends_on"] = [ers["A"]]
                 actions.append(("propose_hypothesis", args))
+            if it > self.rounds:          # wrapping up: give up the claims the established results leave undecided
+                gates = P.block(prompt, "completion-gates")
+                stale = [wh for line in gates.splitlines() if "neither established nor abandoned" in line
+                         for wh in P.ids(line.split("neither")[0] + line.split("abandoned:")[-1], "WH")]
+                actions += [("abandon_hypothesis", {"hypothesis_id": wh, "reason": "superseded: the established "
+                             "line-A results determine the answer"}) for wh in dict.fromkeys(stale)]
             for rq in re.findall(r"^(RQ-\d+) \[open\]", P.block(prompt, "research-questions"), flags=re.M):
                 if rq in P.block(prompt, "new-evidence") or it > self.rounds:
                     actions.append(("close_question", {"question_id": rq,

@@ -1,6 +1,8 @@
 """``scripted:lab-qec`` — the no-key demo: the lab solves the CritPt [[4,2,2]] error-detection
-example through all nine roles, with a dismissed critique and a demoted-then-re-established
-result (the fidelity, which builds on it, is demoted with it and promoted again). The Computer
+example through all nine roles, with a dismissed critique (a false alarm on a sanity check, which
+the adjudicator settles by running code) and a demoted-then-re-established result (the fidelity,
+which builds on it, is demoted with it and promoted again; the planner is consulted on the
+demotion, and the re-review is shown the upheld critique and answers it). The Computer
 really runs its enumeration script in the sandbox; the value it printed is what the orchestrator
 proposes, the reviewer and adjudicator check (by running code), and the formatter writes into the
 template. Every decision is read from the prompt the role is shown: stopped early
@@ -77,72 +79,107 @@ class QECScenario:
             "known_pitfalls": ["Concluding F = 1 because single faults are detected (two-fault events slip through).",
                                "Forgetting the normalisation by the acceptance probability.",
                                "Treating logical Z errors as harmful on |00> (they act trivially)."],
+            "conventions": ["p: the probability that a CNOT is followed by a two-qubit depolarizing error.",
+                            "F_logical: the fidelity of the post-selected 2-qubit logical state with |00>_AB."],
+            "sanity_checks": [{"predicate": "F(0) = 1", "rationale": "without noise the circuit prepares |00>_AB."},
+                              {"predicate": "0 <= F(p) <= 1 for 0 <= p <= 3/4",
+                               "rationale": "a fidelity is a probability for every physical p."}],
+            "expected_answer_structure": "An exact ratio of two polynomials in p (accepted-and-correct over "
+                                         "accepted), with rational coefficients; not a constant.",
         })
 
     def planner(self, messages, info, prompt):
         crits = P.ids(P.block(prompt, "critiques-to-answer"), "CR")
-        responses = [{"critique_id": c, "accept": True,
+        responses = [{"critique_id": c, "verdict": "accept",
                       "response": "Agreed: the established results determine the answer; finish with the formatter."}
                      for c in crits]
+        strategy = ("1. Establish that the noiseless circuit prepares |00>_AB with the ancilla in |0>. "
+                    "2. Enumerate all fault patterns exactly (symplectic propagation), classify accepted/"
+                    "correct, and assemble F(p) as an exact rational function; cross-check against a "
+                    "state-vector simulation. 3. Check F against the sanity checks, then format.")
+        demoted = P.ids(P.block(prompt, "demotions"), "ER")
+        if demoted:                   # consulted on a demotion: re-establish the base by computation first
+            strategy += (f" Revision: {demoted[0]} was demoted for want of an independent computation; "
+                         "re-establish the noiseless state by a state-vector simulation before relying on F(p).")
+        first = not P.block(prompt, "strategy").strip() or P.block(prompt, "strategy") == "(none)"
         return final_answer(info, {
-            "strategy": "1. Establish that the noiseless circuit prepares |00>_AB with the ancilla in |0>. "
-                        "2. Enumerate all fault patterns exactly (symplectic propagation), classify accepted/"
-                        "correct, and assemble F(p) as an exact rational function; cross-check against a "
-                        "state-vector simulation. 3. Check F against the sanity checks, then format.",
+            "strategy": strategy,
             "conventions": ["Qubits 0-3 data, 4 ancilla; gates act right-to-left in the problem's product.",
-                            "Each faulty CNOT applies one of the 15 non-identity two-qubit Paulis with prob. p/15."],
-            "add_sanity_checks": [] if crits else ["F(0) = 1", "dF/dp at p = 0 vanishes (fault tolerance: no O(p) term)",
-                                                   "0 <= F(p) <= 1 for 0 <= p <= 3/4"],
+                            "Each faulty CNOT applies one of the 15 non-identity two-qubit Paulis with prob. p/15.",
+                            "p: the probability that a CNOT is followed by a two-qubit depolarizing error."],
+            "add_sanity_checks": ["dF/dp at p = 0 vanishes (fault tolerance: no O(p) term)"] if first else [],
             "critique_responses": responses,
         })
 
     # ---------------------------------------------------------------- the loop
+    IDEAL_Q = "Does the noiseless circuit prepare |00>_AB in the [[4,2,2]] code with the ancilla in |0>?"
+    FIDELITY_Q = ("What is the exact post-selected logical fidelity F(p) of the circuit under two-qubit depolarizing "
+                  "noise after every CNOT?")
+
+    def _order(self, rq: str, question: str) -> dict[str, str]:
+        if "fidelity" in question:
+            return {"worker": "computer", "target": rq, "instructions": "Enumerate every fault pattern exactly, "
+                    "post-select, and give F(p) as an exact rational function; cross-check independently."}
+        return {"worker": "researcher", "target": rq, "instructions": "Track the stabilizers of the noiseless "
+                "circuit and show which code state and ancilla state it prepares."}
+
     def orchestrator(self, messages, info, prompt):
         done = P.tool_returns(messages)
         whs = P.hypotheses(prompt)
         ers = P.established(prompt)
         rqs = P.block(prompt, "research-questions")
-        evidence = P.new_evidence(prompt)
+        evidence = [e for e in P.new_evidence(prompt) if " on RQ-" in e.split("\n")[0]]
         out = info.output_tools[0].name
+        room = int(re.search(r"dispatch up to (\d+)", P.block(prompt, "turn")).group(1))
         if "RQ-" not in rqs:                                                   # start: two questions
             if not done:
-                return calls(("create_research_question", {"question": "Does the noiseless circuit prepare |00>_AB "
-                              "in the [[4,2,2]] code with the ancilla in |0>?"}),
-                             ("create_research_question", {"question": "What is the exact post-selected logical "
-                              "fidelity F(p) of the circuit under two-qubit depolarizing noise after every CNOT?"}))
+                return calls(("create_research_question", {"question": self.IDEAL_Q}),
+                             ("create_research_question", {"question": self.FIDELITY_Q}))
             rq = re.findall(r"Created (RQ-\d+)", " ".join(done))
-            return tool_call(out, {"dispatches": [
-                {"worker": "researcher", "target": rq[0], "instructions": "Track the stabilizers of the noiseless "
-                 "circuit and show which code state and ancilla state it prepares."},
-                {"worker": "computer", "target": rq[1], "instructions": "Enumerate every fault pattern exactly, "
-                 "post-select, and give F(p) as an exact rational function; cross-check independently."}],
-                "summary": "Two independent questions dispatched in parallel."})
-        if not whs and evidence:                                               # evidence -> hypotheses
+            orders = [self._order(rq[0], self.IDEAL_Q), self._order(rq[1], self.FIDELITY_Q)][:room]
+            return tool_call(out, {"dispatches": orders, "summary": f"{len(orders)} question(s) dispatched."})
+        if evidence:                                                          # evidence -> hypotheses
             if done:
-                return tool_call(out, {"summary": "Hypotheses proposed; awaiting review."})
-            ideal = next(e for e in evidence if "by the researcher" in e)
-            fid = next(e for e in evidence if "by the computer" in e)
-            ev_ideal, ev_fid = P.ids(ideal, "EV")[0], P.ids(fid, "EV")[0]
-            m = re.search(r"F_logical = (.+)", P.block(fid, "findings"))
-            value = m.group(1).strip()
-            rqs_open = re.findall(r"^(RQ-\d+) \[open\]", rqs, flags=re.M)
-            return calls(*[("close_question", {"question_id": r}) for r in rqs_open],
-                         ("propose_hypothesis", {"claim": "The noiseless circuit M_4 CNOT_04 CNOT_34 CNOT_23 CNOT_10 "
-                          "CNOT_12 H_1 prepares the [[4,2,2]] code state |00>_AB (stabilizers XXXX, ZZZZ and logical "
-                          "Z_A = ZZII, Z_B = ZIZI all +1) with the ancilla in |0>.", "evidence_ids": [ev_ideal]}),
-                         ("propose_hypothesis", {"claim": "For that circuit with two-qubit depolarizing noise of "
-                          "strength p after every CNOT, post-selected on trivial syndrome and ancilla 0, the logical "
-                          "fidelity with |00>_AB is F_logical(p) = " + value, "value": value,
-                          "evidence_ids": [ev_fid], "depends_on": ["WH-1"]}))
+                return tool_call(out, self._undispatched(prompt, rqs, room) | {
+                    "summary": "Hypotheses proposed; awaiting review."})
+            actions = []
+            for item in evidence:
+                ev, rq = P.ids(item, "EV")[0], P.ids(item.split("\n")[0], "RQ")[0]
+                actions.append(("close_question", {"question_id": rq}))
+                m = re.search(r"F_logical = (.+)", P.block(item, "findings"))
+                if m is None:
+                    actions.append(("propose_hypothesis", {"claim": "The noiseless circuit M_4 CNOT_04 CNOT_34 CNOT_23 "
+                                    "CNOT_10 CNOT_12 H_1 prepares the [[4,2,2]] code state |00>_AB (stabilizers XXXX, "
+                                    "ZZZZ and logical Z_A = ZZII, Z_B = ZIZI all +1) with the ancilla in |0>.",
+                                    "evidence_ids": [ev]}))
+                else:
+                    value = m.group(1).strip()
+                    actions.append(("propose_hypothesis", {"claim": "For that circuit with two-qubit depolarizing "
+                                    "noise of strength p after every CNOT, post-selected on trivial syndrome and "
+                                    "ancilla 0, the logical fidelity with |00>_AB is F_logical(p) = " + value,
+                                    "value": value,
+                                    "evidence_ids": [ev], "depends_on": ["WH-1"]}))
+            return calls(*actions)
+        if (orders := self._undispatched(prompt, rqs, room)).get("dispatches"):  # one worker at a time (preset=paper)
+            return tool_call(out, orders | {"summary": "The next question dispatched."})
         demoted = [w for w, st in whs.items() if st == "demoted"]
         if demoted:                       # new evidence on it is attached and reviewed automatically
             wid = demoted[0]
             return tool_call(out, {"dispatches": [{"worker": "computer", "target": wid, "instructions":
                              "Verify the noiseless circuit by explicit state-vector simulation and an independent "
                              "stabilizer propagation."}], "summary": f"{wid} was demoted; gathering new evidence."})
-        if ers and P.block(prompt, "completion-gates").startswith("none"):
-            return tool_call(out, {"complete": True, "summary": "All results are established; the answer is determined."})
+        gates = [g for g in P.block(prompt, "completion-gates").splitlines()
+                 if "senior critic has not audited" not in g]
+        if ers and (not gates or gates[0].startswith("none")):     # the audit the lab runs itself before completing
+            return tool_call(out, {"complete": True, "answer_results": [e[0] for e in ers if e[3]],
+                                   "summary": "All results are established; the answer is determined."})
         return tool_call(out, {"summary": "Waiting for reviews."})
+
+    def _undispatched(self, prompt: str, rqs: str, room: int) -> dict:
+        """Open questions no worker was sent on yet (when the lab dispatches one task a turn)."""
+        sent = set(P.ids(P.block(prompt, "dispatch-history"), "RQ"))
+        waiting = [(rq, q) for rq, q in re.findall(r"^(RQ-\d+) \[open\]: (.*)$", rqs, flags=re.M) if rq not in sent]
+        return {"dispatches": [self._order(rq, q) for rq, q in waiting][:room]} if waiting else {}
 
     def researcher(self, messages, info, prompt):
         derivation = (
@@ -200,10 +237,23 @@ class QECScenario:
             if not runs:
                 return calls(("execute_python", {"code": _value_check_script(m.group(1))}))
             ok = _all_pass(runs[-1])
-            return tool_call(out, {"verdict": "VERIFIED" if ok else "REFUTED",
-                                   "reasoning": "Re-evaluated the claimed F: " + runs[-1].split("STDOUT:")[-1][:600]})
-        return tool_call(out, {"verdict": "VERIFIED", "reasoning": "The stabilizer bookkeeping in the evidence is "
-                               "consistent with the circuit; the claim follows."})
+            printed = runs[-1].split("STDOUT:")[-1]
+            checks = [{"check": line.split(":")[0].split(" =")[0].strip(),
+                       "outcome": "PASS" if "PASS" in line else "FAIL"}
+                      for line in printed.splitlines() if line.strip().endswith(("PASS", "FAIL"))]
+            return tool_call(out, {"verdict": "VERIFIED" if ok else "REFUTED", "checks": checks,
+                                   "reasoning": "Re-evaluated the claimed F: " + printed[:600]})
+        history = P.block(prompt, "review-history")
+        answered = ""
+        if "demoted" in history and "<script>" in P.block(prompt, "supporting-evidence"):
+            critique = P.ids(history, "CR")[-1]
+            answered = (f" The new evidence is the independent computation {critique}'s upheld objection asked for: "
+                        "a state-vector simulation confirms every stabilizer; the objection is answered.")
+        return tool_call(out, {"verdict": "VERIFIED", "checks": [
+            {"check": "stabilizers XXXX, ZZZZ and logical Z_A, Z_B are +1 on the final state", "outcome": "PASS"},
+            {"check": "SC-1: F(0) = 1", "outcome": "N/A", "note": "this claim is the noiseless state, not F"}],
+            "reasoning": "The stabilizer bookkeeping in the evidence is consistent with the circuit; the claim "
+                         "follows." + answered})
 
     def critic(self, messages, info, prompt):
         ers = P.established(prompt)
@@ -213,20 +263,29 @@ class QECScenario:
             ideal = next((e for e in ers if not e[3]), None)
             crits = []
             if formula:
-                crits.append({"target_type": "ER", "target": formula[0], "kind": "sanity_check",
+                crits.append({"target_type": "ER", "target": formula[0], "kind": "sanity_check", "severity": "HIGH",
                               "text": "At p = 3/4 the fidelity formula evaluates above 1, exceeding the maximum "
-                                      "fidelity; the result violates physical bounds."})
+                                      "fidelity; the result violates physical bounds.",
+                              "test": "Evaluate the formula exactly at p = 3/4 and on a grid of [0, 3/4]."})
             if ideal:
                 crits.append({"target_type": "ER", "target": ideal[0], "kind": "missing_validation",
+                              "severity": "MEDIUM",
                               "text": "This result rests on a hand derivation only; the ancilla parity and the "
-                                      "logical operators were never checked by an independent computation."})
+                                      "logical operators were never checked by an independent computation.",
+                              "test": "Simulate the noiseless circuit (32 amplitudes) and measure every stabilizer."})
             return final_answer(info, {"critiques": crits, "assessment": "Two results need scrutiny."})
         if ers and "termination" not in prev:
+            answer = [e[0] for e in ers if e[3]]
             return final_answer(info, {"critiques": [{"target_type": "coordination", "kind": "termination",
-                                        "text": "The established results determine the answer required by the "
-                                                "template; recommend completion."}],
+                                        "severity": "MEDIUM",
+                                        "text": f"The established results ({', '.join(answer)} for F_logical, built on "
+                                                "the verified noiseless state) determine the answer required by the "
+                                                "template; recommend completion.",
+                                        "test": "Fill the template from them: nothing else is needed."}],
                                        "assessment": "Ready to terminate."})
-        return final_answer(info, {"critiques": [], "assessment": "Nothing to add."})
+        return final_answer(info, {"critiques": [], "assessment": "Coherence: the results chain into F. Scope: F is a "
+                                   "ratio of polynomials in p, as the survey expects. Checks: SC-1 to SC-3 pass on "
+                                   "the established value. No loop."})
 
     def adjudicator(self, messages, info, prompt):
         er = P.block(prompt, "established-result")
@@ -247,7 +306,8 @@ class QECScenario:
 
     def formatter(self, messages, info, prompt):
         template = P.block(P.instructions(messages), "answer-template").strip().removeprefix("```python").removesuffix("```").strip()
-        found = [(e[0], e[3]) for e in P.established(prompt) if e[3]]
+        named = P.ids(P.block(prompt, "answer-structure"), "ER")
+        found = [(e[0], e[3]) for e in P.established(prompt) if e[3] and (not named or e[0] in named)]
         if not found and "The run is ending" in P.block(prompt, "turn"):   # stopped early: the best it has
             found = list(P.hypothesis_values(prompt, "best-hypotheses").items())
         if not found or "F_logical = ..." not in template:

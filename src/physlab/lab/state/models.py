@@ -21,6 +21,13 @@ HumanKind = Literal["comment", "hint", "challenge", "redirect", "pause", "stop"]
 PREFIXES = {"RQ", "EV", "WH", "RV", "ER", "DE", "NT", "CR", "SC", "HM", "DS"}
 
 
+class SurveyCheck(BaseModel):
+    predicate: str = Field(description="A pass/fail statement any candidate answer must satisfy, testable by "
+                                       "evaluating the answer (e.g. 'F(0) = 1').")
+    rationale: str = Field(default="", description="Why it must hold: the symmetry, limit, bound, dimension or "
+                                                   "counting argument, independent of any model of the answer.")
+
+
 class Survey(BaseModel):
     background: str = Field(default="", description="What the problem asks, restated precisely in its own "
                                                     "notation: system, quantity wanted, inputs, regime.")
@@ -30,12 +37,21 @@ class Survey(BaseModel):
                                                                        "each with when it is reliable.")
     known_pitfalls: list[str] = Field(default_factory=list, description="Mistakes typically made on this kind "
                                                                         "of problem, specifically.")
+    conventions: list[str] = Field(default_factory=list, description="Symbols and their meanings, units, signs, "
+                                                                     "normalisations and orderings the problem fixes.")
+    sanity_checks: list[SurveyCheck] = Field(default_factory=list,
+                                             description="Model-independent checks any candidate answer must pass.")
+    expected_answer_structure: str = Field(default="", description="The form and richness the answer must have "
+                                                                   "(exact or approximate, which variables, how many "
+                                                                   "independent pieces), never its value.")
 
 
 class SanityCheck(BaseModel):
     id: str
     predicate: str = Field(description="A testable pass/fail statement about the final answer.")
     status: Literal["active", "retired"] = "active"
+    rationale: str = ""
+    source: Literal["surveyor", "planner"] = "planner"
 
 
 class ResearchQuestion(BaseModel):
@@ -44,6 +60,13 @@ class ResearchQuestion(BaseModel):
     rationale: str = ""
     status: Literal["open", "answered", "dropped"] = "open"
     iteration: int = 0
+
+
+class Script(BaseModel):
+    """One script a worker ran in the sandbox, as it ran, with what it really printed."""
+
+    code: str
+    output: str = ""
 
 
 class Evidence(BaseModel):
@@ -58,6 +81,8 @@ class Evidence(BaseModel):
     approach: str = ""
     code: str = ""
     output: str = ""
+    scripts: list[Script] = Field(default_factory=list, description="Every script the computer ran, in order "
+                                                                    "(bounded: the first and the newest when many).")
     iteration: int = 0
 
 
@@ -99,6 +124,8 @@ class EstablishedResult(BaseModel):
     review: str
     status: Literal["active", "demoted"] = "active"
     demotion_reason: str = ""
+    obsolete: str = Field(default="", description="Why the planner flagged it superseded or no longer central "
+                                                  "(it stays established); empty when it is not.")
     iteration: int = 0
 
 
@@ -115,7 +142,13 @@ class Note(BaseModel):
     iteration: int = 0
 
 
-CritiqueStatus = Literal["open", "upheld", "dismissed", "accepted", "rejected"]
+CritiqueStatus = Literal["open", "upheld", "dismissed", "needs_evidence", "accepted", "declined", "rejected",
+                         "expired"]
+# Adjudicator (ER critiques): upheld (the ER is demoted), dismissed, needs_evidence (a soft demotion
+# with a scope of investigation). Planner (the others): accepted, declined (right but not worth
+# acting on), rejected (wrong, with a counter-argument). expired: low or medium severity, left
+# unresolved for ``critique_expiry`` iterations.
+Severity = Literal["HIGH", "MEDIUM", "LOW"]
 
 
 class Critique(BaseModel):
@@ -124,10 +157,15 @@ class Critique(BaseModel):
     target: str | None = Field(default=None, description="ER id when target_type is ER.")
     kind: str = Field(default="general", description="e.g. coherence, staleness, missing_validation, termination.")
     text: str
-    source: Literal["critic", "human"] = "critic"
+    source: Literal["critic", "human", "lab"] = Field(default="critic", description="lab: filed by the loop "
+                                                                                   "controls (a stalled hypothesis).")
+    severity: Severity = "MEDIUM"
+    test: str = Field(default="", description="How to test whether the objection holds.")
     status: CritiqueStatus = "open"
     ruling: str = ""
+    scope: str = Field(default="", description="needs_evidence: the evidence that would settle it.")
     iteration: int = 0
+    resolved_iteration: int | None = None
 
 
 class Dispatch(BaseModel):
@@ -198,6 +236,11 @@ class ResearchState(BaseModel):
     events: list[SystemEvent] = Field(default_factory=list)
     inbox_consumed: list[str] = Field(default_factory=list, description="Inbox message ids already taken in.")
     completion_requested: bool = False
+    answer_results: list[str] = Field(default_factory=list, description="The ERs the orchestrator named as making "
+                                                                        "up the answer at its last completion.")
+    refused_completions: int = Field(default=0, description="Completions refused in a row (the circuit breaker).")
+    planner_seen_rulings: list[str] = Field(default_factory=list, description="Demoting rulings (CR ids) the "
+                                                                              "planner has been consulted on.")
     er_changes: int = Field(default=0, description="Promotions and demotions so far.")
     er_changes_audited: int = Field(default=0, description="er_changes at the senior critic's last audit.")
     format_bounces: int = Field(default=0, description="Completions the formatter sent back.")

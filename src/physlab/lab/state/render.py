@@ -19,11 +19,15 @@ def render_state(s: ResearchState) -> str:
                              ("Known pitfalls", s.survey.known_pitfalls)):
             if items:
                 out += [f"**{title}**", ""] + [f"- {_clip(i, 400)}" for i in items] + [""]
+        if s.survey.expected_answer_structure:
+            out += ["**Expected structure of the answer**", "", _clip(s.survey.expected_answer_structure, 800), ""]
     out += [f"## Strategy (v{s.strategy_version})", "", s.strategy or "_none yet_", ""]
     if s.conventions:
         out += ["## Conventions", ""] + [f"- {c}" for c in s.conventions] + [""]
     if s.sanity_checks:
-        out += ["## Sanity checks", ""] + [f"- **{c.id}** [{c.status}] {c.predicate}" for c in s.sanity_checks] + [""]
+        out += ["## Sanity checks", ""] + [f"- **{c.id}** [{c.status}, {c.source}] {c.predicate}"
+                                           + (f" — {_clip(c.rationale, 300)}" if c.rationale else "")
+                                           for c in s.sanity_checks] + [""]
     out += ["## Established results", ""]
     for e in s.ers:
         out.append(f"- **{e.id}** [{e.status}] from {e.wh}: {_clip(e.claim, 400)}")
@@ -33,6 +37,8 @@ def render_state(s: ResearchState) -> str:
                    + (f"; depends on {', '.join(e.depends_on)}" if e.depends_on else ""))
         if e.demotion_reason:
             out.append(f"  - demoted: {_clip(e.demotion_reason, 400)}")
+        if e.obsolete:
+            out.append(f"  - obsolete: {_clip(e.obsolete, 300)}")
     if not s.ers:
         out.append("_none yet_")
     out += ["", "## Working hypotheses", ""]
@@ -51,8 +57,9 @@ def render_state(s: ResearchState) -> str:
     out += ["", "## Reviews", ""]
     out += [f"- **{r.id}** {r.wh}: {r.verdict} — {_clip(r.reasoning, 300)}" for r in s.reviews] or ["_none_"]
     out += ["", "## Critiques", ""]
-    out += [f"- **{c.id}** ({c.source}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}) "
+    out += [f"- **{c.id}** ({c.source}, {c.severity}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}) "
             f"[{c.status}] {_clip(c.text, 400)}" + (f" — ruling: {_clip(c.ruling, 300)}" if c.ruling else "")
+            + (f" — evidence asked for: {_clip(c.scope, 300)}" if c.scope else "")
             for c in s.critiques] or ["_none_"]
     if s.dead_ends:
         out += ["", "## Dead ends", ""] + [f"- **{d.id}** {_clip(d.description, 400)}" for d in s.dead_ends]

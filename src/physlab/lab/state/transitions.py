@@ -31,6 +31,8 @@ from physlab.lab.state.models import (
     Review,
     ReviewVerdict,
     SanityCheck,
+    Script,
+    Severity,
     Survey,
     SystemEvent,
     WorkerRole,
@@ -86,8 +88,18 @@ def begin_iteration(state: ResearchState) -> ResearchState:
 
 
 def set_survey(state: ResearchState, survey: Survey) -> ResearchState:
+    """The survey, and what it seeds: its conventions (when the lab has none yet) and its
+    model-independent sanity checks (SC-n, source ``surveyor``), which the planner may retire."""
     s = _copy(state)
     s.survey = survey.model_copy(deep=True)
+    if not s.conventions:
+        s.conventions = [c.strip() for c in survey.conventions if c.strip()]
+    known = {c.predicate for c in s.sanity_checks}
+    for chk in survey.sanity_checks:
+        if chk.predicate.strip() and chk.predicate.strip() not in known:
+            s.sanity_checks.append(SanityCheck(id=_new_id(s, "SC"), predicate=chk.predicate.strip(),
+                                               rationale=chk.rationale.strip(), source="surveyor"))
+            known.add(chk.predicate.strip())
     return s
 
 
@@ -101,8 +113,9 @@ def set_strategy(state: ResearchState, strategy: str, *, add_checks: Iterable[st
         sc = _found(next((c for c in s.sanity_checks if c.id == cid), None), f"unknown sanity check id {cid!r}")
         sc.status = "retired"
     new_ids = []
+    active = {c.predicate for c in s.sanity_checks if c.status == "active"}
     for pred in add_checks:
-        if pred.strip():
+        if pred.strip() and pred.strip() not in active:     # the same check twice is one check
             sid = _new_id(s, "SC")
             s.sanity_checks.append(SanityCheck(id=sid, predicate=pred.strip()))
             new_ids.append(sid)
@@ -146,7 +159,7 @@ def record_dispatch(state: ResearchState, role: WorkerRole, target: str, task: s
 def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, findings: str,
                  method: str = "", derivation: str = "", checks: Iterable[str] = (),
                  confidence: Confidence = "partial", approach: str = "",
-                 code: str = "", output: str = "", dispatch: str | None = None
+                 code: str = "", output: str = "", scripts: Iterable[Script] = (), dispatch: str | None = None
                  ) -> tuple[ResearchState, str]:
     """Record a worker's evidence. Evidence on a hypothesis that is not established is attached
     to it and sends it (back) to review: a refuted, inconclusive or demoted claim is re-reviewed
@@ -157,7 +170,7 @@ def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, finding
     s.evidence.append(Evidence(id=eid, target=target, role=role, findings=findings, method=method,
                                derivation=derivation, checks=[c for c in checks if c.strip()],
                                confidence=confidence, approach=approach, code=code, output=output,
-                               iteration=s.iteration))
+                               scripts=[x.model_copy() for x in scripts], iteration=s.iteration))
     if dispatch is not None:
         d = _found(next((d for d in s.dispatches if d.id == dispatch), None), f"unknown dispatch id {dispatch!r}")
         d.evidence = eid
@@ -313,9 +326,45 @@ def demote_er(state: ResearchState, er_id: str, reason: str) -> ResearchState:
     return settle(s)
 
 
+def abandon_wh(state: ResearchState, wh_id: str, reason: str, *, by: str) -> tuple[ResearchState, str]:
+    """Give a hypothesis up (the orchestrator, the planner or the circuit breaker ``by``): a dead
+    end saying why, and nothing more is built on it. What builds on it is abandoned with it, since
+    it could never be established. An established one can only be challenged."""
+    s = _copy(state)
+    w = _found(s.wh(wh_id), f"unknown working hypothesis id {wh_id!r}")
+    _need(w.status != "established", f"{wh_id} is established ({w.er}); challenge it instead of abandoning it")
+    _need(w.status != "abandoned", f"{wh_id} is already abandoned")
+    _need(bool(reason.strip()), "say why the hypothesis is abandoned")
+    gone = [wh_id]
+    for other in s.whs:            # dependencies name earlier hypotheses: one pass in order suffices
+        if other.status not in ("established", "abandoned") and set(other.depends_on) & set(gone):
+            gone.append(other.id)
+    for wid in gone:
+        _found(s.wh(wid), wid).status = "abandoned"
+    did = _new_id(s, "DE")
+    dependents = f"; {', '.join(gone[1:])} built on it and {'were' if len(gone) > 2 else 'was'} abandoned too" \
+        if len(gone) > 1 else ""
+    s.dead_ends.append(DeadEnd(id=did, related=gone, iteration=s.iteration, description=(
+        f"{wh_id} abandoned by the {by}: {w.claim}. Reason: {reason.strip()}{dependents}")[:1500]))
+    _event(s, "abandoned", f"{', '.join(gone)} abandoned by the {by} ({did}): {reason.strip()}"[:600])
+    return s, did
+
+
+def mark_obsolete(state: ResearchState, er_id: str, reason: str) -> ResearchState:
+    """The planner flags an active ER superseded or no longer central: it stays established and
+    keeps satisfying what builds on it; the roles that read it are told to give it less weight."""
+    s = _copy(state)
+    e = _found(s.er(er_id), f"unknown established result id {er_id!r}")
+    _need(e.status == "active", f"{er_id} is demoted; only an active result can be marked obsolete")
+    e.obsolete = reason.strip() or "superseded"
+    _event(s, "obsolete", f"{er_id} marked obsolete by the planner: {e.obsolete}"[:600])
+    return s
+
+
 # ---------------------------------------------------------------- critiques
 def file_critique(state: ResearchState, *, target_type: CritiqueTarget, text: str, target: str | None = None,
-                  kind: str = "general", source: str = "critic") -> tuple[ResearchState, str]:
+                  kind: str = "general", source: str = "critic", severity: Severity = "MEDIUM",
+                  test: str = "") -> tuple[ResearchState, str]:
     s = _copy(state)
     _need(target_type in ("ER", "strategy", "coordination", "sanity_check"), f"bad target_type {target_type!r}")
     _need(bool(text.strip()), "the critique text is empty")
@@ -324,34 +373,75 @@ def file_critique(state: ResearchState, *, target_type: CritiqueTarget, text: st
         _need(er.status == "active", f"{target} is not an active established result")
     elif target is not None:
         target = target if s.find(target) is not None else None
+    _need(severity in ("HIGH", "MEDIUM", "LOW"), f"bad severity {severity!r}")
     cid = _new_id(s, "CR")
     s.critiques.append(Critique(id=cid, target_type=target_type, target=target, kind=kind, text=text.strip(),
-                                source=source, iteration=s.iteration))  # type: ignore[arg-type]
-    _event(s, "critique", f"{cid} ({source}) on {target or target_type}: {text.strip()}"[:600])
+                                source=source, severity=severity, test=test.strip(),  # type: ignore[arg-type]
+                                iteration=s.iteration))
+    _event(s, "critique", f"{cid} ({source}, {severity}) on {target or target_type}: {text.strip()}"[:600])
     return s, cid
 
 
-def rule_on_critique(state: ResearchState, cr_id: str, uphold: bool, ruling: str) -> ResearchState:
-    """The adjudicator's ruling on a critique of an ER: uphold demotes the ER, dismiss keeps it."""
+def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, ruling: str,
+                     scope: str = "") -> ResearchState:
+    """The adjudicator's ruling on a critique of an ER. ``uphold``: the critique is right, the ER is
+    demoted. ``dismiss``: the ER stands. ``needs_evidence``: the record cannot settle it; the ER is
+    demoted softly with ``scope``, the evidence that would settle it, which its hypothesis needs
+    before it is reviewed again (and which the workers sent on it are shown). (A bool is the
+    earlier two-way ruling: True upholds, False dismisses.)"""
+    if isinstance(decision, bool):
+        decision = "uphold" if decision else "dismiss"
     s = _copy(state)
     c = _found(s.critique(cr_id), f"unknown critique id {cr_id!r}")
     _need(c.target_type == "ER" and c.status == "open", f"{cr_id} is not an open critique of an ER")
-    c.status, c.ruling = ("upheld" if uphold else "dismissed"), ruling
-    _event(s, "ruling", f"{cr_id} {c.status} by the adjudicator: {ruling}"[:600])
-    if uphold:
+    _need(decision in ("uphold", "dismiss", "needs_evidence"), f"bad ruling {decision!r}")
+    _need(decision != "needs_evidence" or bool(scope.strip()), "a needs_evidence ruling must state its scope")
+    c.status = {"uphold": "upheld", "dismiss": "dismissed",  # type: ignore[assignment]
+                "needs_evidence": "needs_evidence"}[decision]
+    c.ruling, c.resolved_iteration = ruling, s.iteration
+    c.scope = scope.strip() if decision == "needs_evidence" else ""
+    _event(s, "ruling", f"{cr_id} {c.status} by the adjudicator: {ruling}"
+           + (f" Evidence needed: {c.scope}" if c.scope else "")[:600])
+    if decision != "dismiss":
         er = _found(s.er(c.target) if c.target is not None else None, f"{cr_id} targets no established result")
         if er.status == "active":
-            s = demote_er(s, er.id, f"{cr_id} upheld: {ruling}")
+            why = f"{cr_id} upheld: {ruling}" if decision == "uphold" else f"{cr_id} needs evidence: {c.scope}"
+            s = demote_er(s, er.id, why)
     return s
 
 
-def respond_to_critique(state: ResearchState, cr_id: str, accept: bool, response: str) -> ResearchState:
-    """The planner's answer to a strategy/coordination/sanity-check critique (free to reject)."""
+def respond_to_critique(state: ResearchState, cr_id: str, verdict: str | bool, response: str) -> ResearchState:
+    """The planner's answer to a strategy/coordination/sanity-check critique: ``accept`` (and revise),
+    ``decline`` (right, but not worth acting on) or ``dismiss`` (wrong, with a counter-argument).
+    (A bool is the earlier two-way answer: True accepts, False dismisses.)"""
+    if isinstance(verdict, bool):
+        verdict = "accept" if verdict else "dismiss"
     s = _copy(state)
     c = _found(s.critique(cr_id), f"unknown critique id {cr_id!r}")
     _need(c.target_type != "ER" and c.status == "open", f"{cr_id} is not an open planner critique")
-    c.status, c.ruling = ("accepted" if accept else "rejected"), response
+    _need(verdict in ("accept", "decline", "dismiss"), f"bad verdict {verdict!r}")
+    c.status = {"accept": "accepted", "decline": "declined", "dismiss": "rejected"}[verdict]  # type: ignore[assignment]
+    c.ruling, c.resolved_iteration = response, s.iteration
     _event(s, "planner", f"{cr_id} {c.status} by the planner: {response}"[:600])
+    return s
+
+
+def expire_critiques(state: ResearchState, after: int) -> ResearchState:
+    """Open critiques of MEDIUM or LOW severity filed ``after`` iterations ago or more are closed as
+    expired (0: never): the run must not stay blocked on a minor point nobody resolved. A HIGH one
+    never expires."""
+    if after <= 0:
+        return state
+    old = [c.id for c in state.critiques
+           if c.status == "open" and c.severity != "HIGH" and state.iteration - c.iteration >= after]
+    if not old:
+        return state
+    s = _copy(state)
+    for cid in old:
+        c = _found(s.critique(cid), cid)
+        c.status, c.resolved_iteration = "expired", s.iteration
+        c.ruling = f"expired: unresolved for {s.iteration - c.iteration} iterations ({c.severity} severity)"
+    _event(s, "expired", f"{', '.join(old)} expired after {after}+ iterations unresolved")
     return s
 
 
@@ -360,7 +450,14 @@ def dismiss_stale_critique(state: ResearchState, cr_id: str, reason: str) -> Res
     s = _copy(state)
     c = _found(s.critique(cr_id), f"{cr_id} is not open")
     _need(c.status == "open", f"{cr_id} is not open")
-    c.status, c.ruling = "dismissed", reason
+    c.status, c.ruling, c.resolved_iteration = "dismissed", reason, s.iteration
+    return s
+
+
+def consult_planner(state: ResearchState, rulings: Iterable[str]) -> ResearchState:
+    """The planner has been shown these demoting rulings (CR ids)."""
+    s = _copy(state)
+    s.planner_seen_rulings = list(dict.fromkeys([*s.planner_seen_rulings, *rulings]))
     return s
 
 
@@ -413,10 +510,14 @@ def receive_human(state: ResearchState, *, kind: str, text: str, on: str | None,
     return s, hid
 
 
-def request_completion(state: ResearchState) -> ResearchState:
+def request_completion(state: ResearchState, answer_results: Iterable[str] = ()) -> ResearchState:
+    """The orchestrator declares the research complete, naming the ERs that make up the answer
+    (those that are not active ERs are left out)."""
     s = _copy(state)
     s.completion_requested = True
-    _event(s, "completion", "the orchestrator declared the research complete")
+    s.answer_results = [i for i in dict.fromkeys(answer_results) if (e := s.er(i)) is not None and e.status == "active"]
+    _event(s, "completion", "the orchestrator declared the research complete"
+           + (f" (the answer: {', '.join(s.answer_results)})" if s.answer_results else ""))
     return s
 
 
@@ -424,6 +525,7 @@ def refuse_completion(state: ResearchState, blockers: list[str]) -> ResearchStat
     """The completion gates did not pass: the orchestrator is told why at its next turn."""
     s = _copy(state)
     s.completion_requested = False
+    s.refused_completions += 1
     _event(s, "completion_refused", "completion refused: " + "; ".join(blockers)[:900])
     return s
 
@@ -432,7 +534,54 @@ def bounce_completion(state: ResearchState, reason: str) -> ResearchState:
     s = _copy(state)
     s.completion_requested = False
     s.format_bounces += 1
+    s.refused_completions += 1
     _event(s, "formatter_bounce", f"the formatter cannot fill the template from the ERs: {reason}"[:600])
+    return s
+
+
+def turn_without_completion(state: ResearchState) -> ResearchState:
+    """An orchestrator turn that did not ask to complete: completions are no longer refused in a row."""
+    if state.refused_completions == 0:
+        return state
+    s = _copy(state)
+    s.refused_completions = 0
+    return s
+
+
+def break_circuit(state: ResearchState, unresolved: Iterable[str]) -> ResearchState:
+    """The circuit breaker: completion was refused again and again while the orchestrator left the
+    same things standing. The hypotheses in ``unresolved`` (neither established nor given up) are
+    abandoned and the open questions dropped, each on the record, so completion can be judged on
+    what is established."""
+    s = _copy(state)
+    n = s.refused_completions
+    for wid in unresolved:
+        if (w := s.wh(wid)) is not None and w.status not in ("established", "abandoned"):
+            s, _ = abandon_wh(s, wid, f"circuit breaker: completion refused {n} times in a row while it stayed "
+                                      f"{w.status}", by="lab")
+    dropped = [r.id for r in s.rqs if r.status == "open"]
+    for rid in dropped:
+        _found(s.rq(rid), rid).status = "dropped"
+    s.refused_completions = 0
+    _event(s, "circuit_breaker", f"completion refused {n} times in a row: unresolved hypotheses abandoned"
+           + (f", {', '.join(dropped)} dropped" if dropped else ""))
+    return s
+
+
+def escalate_stalls(state: ResearchState, stalled: dict[str, int]) -> ResearchState:
+    """A hypothesis whose last verdicts were all short of VERIFIED (``stalled``: id -> how many) is
+    escalated once to the planner, as a critique of the coordination filed by the lab: more of the
+    same evidence will not decide it."""
+    s = state
+    for wid, n in stalled.items():
+        if any(c.source == "lab" and c.kind == "stall" and c.target == wid for c in s.critiques):
+            continue
+        w = _found(s.wh(wid), f"unknown working hypothesis id {wid!r}")
+        s, _ = file_critique(s, target_type="coordination", target=wid, kind="stall", source="lab", severity="HIGH",
+                             text=f"{wid} has had {n} verdicts in a row short of VERIFIED ({w.status} now): "
+                                  f"{w.claim}"[:800],
+                             test="Decide whether an independent route (another worker, another method) can settle "
+                                  f"it, or abandon {wid} (entity_actions) if its premise is wrong.")
     return s
 
 

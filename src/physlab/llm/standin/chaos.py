@@ -16,6 +16,7 @@ import random
 import threading
 from typing import Any
 
+from physlab.llm.standin.fuzz_schema import request_seed
 from physlab.llm.standin.responders import Reply, Responder, as_reply
 
 IN_BAND = ("text", "truncated", "malformed_json", "unknown_tool")
@@ -26,7 +27,8 @@ class ChaosResponder:
     def __init__(self, inner: Responder, *, seed: int = 0, rate: float = 0.15,
                  kinds: tuple[str, ...] = IN_BAND + TRANSPORT) -> None:
         self.inner = inner
-        self.rng = random.Random(seed)
+        self.seed = seed
+        self.seen: dict[int, int] = {}
         self.rate = rate
         self.kinds = kinds
         self.server: Any = None
@@ -41,10 +43,15 @@ class ChaosResponder:
     def __call__(self, body: dict[str, Any]) -> Reply:
         reply = as_reply(self.inner(body))
         with self._lock:
-            if self.rng.random() >= self.rate:
+            # Decided by the request itself (and how often it came, so a retried request can get
+            # through), not by arrival order: a run's chaos is the same whatever runs concurrently.
+            key = request_seed(self.seed, body)
+            self.seen[key] = n = self.seen.get(key, 0) + 1
+            rng = random.Random(request_seed(self.seed, body, n))
+            if rng.random() >= self.rate:
                 return reply
             usable = [k for k in self.kinds if k in IN_BAND or self.server is not None]
-            kind = self.rng.choice(usable)
+            kind = rng.choice(usable)
             self.injected[kind] = self.injected.get(kind, 0) + 1
         if kind == "rate_limit":
             self.server.inject("rate_limit", retry_after=0.05)

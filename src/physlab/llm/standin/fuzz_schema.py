@@ -12,6 +12,7 @@ jsonschema would, but as a test strategy, not a seeded runtime generator), hence
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -20,15 +21,37 @@ from typing import Any
 
 _ID = re.compile(r"\b([A-Z]{2})-(\d+)\b")
 _KIND = re.compile(r"\b([A-Z]{2})-n\b")
+_QUOTED = re.compile(r"'([A-Z]{2}-\d+)'")
+_REFUSAL = re.compile(r"Fix the errors and try again|Refused|[Vv]alidation error|unknown", re.I)
+_ENDS = re.compile(r"ends this conversation", re.I)
 _WORDS = ("the", "result", "check", "limit", "energy", "sign", "factor", "state", "value", "field", "order")
+
+
+def request_seed(seed: int, body: dict[str, Any], occurrence: int = 0) -> int:
+    """A seed for one request's random reply: from the run's seed and what the request says (and how
+    often the same request was seen), never from the order requests arrive in — so concurrent
+    requests (a critic beside the workers) get the same replies in every run."""
+    def plain(x: Any) -> Any:     # the server numbers tool calls in arrival order: not part of what is said
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items() if k not in ("id", "tool_call_id")}
+        return [plain(v) for v in x] if isinstance(x, list) else x
+
+    said = plain([body.get("messages", []), body.get("tools", [])])
+    digest = hashlib.sha256(json.dumps([seed, occurrence, said], sort_keys=True, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def ids_in(body: dict[str, Any]) -> dict[str, list[str]]:
     """Ids (``XX-n``) the conversation mentions (not the system prompt, whose examples are not real
-    ids), by kind, in first-seen order."""
+    ids), by kind, in first-seen order — except those it quotes (``'WH-9'``): a server quotes the
+    ids it refuses ("unknown id 'WH-9'"), and a model does not use those again."""
     found: dict[str, list[str]] = {}
     convo = [m for m in body.get("messages", []) if m.get("role") not in ("system", "developer")]
-    for m in _ID.finditer(json.dumps(convo)):
+    text = json.dumps(convo)
+    refused = set(_QUOTED.findall(text))
+    for m in _ID.finditer(text):
+        if m.group(0) in refused:
+            continue
         ids = found.setdefault(m.group(1), [])
         if m.group(0) not in ids:
             ids.append(m.group(0))
@@ -85,8 +108,11 @@ class Fuzz:
 
     def _array(self, schema: dict[str, Any], *, kinds: list[str] | None, depth: int) -> list[Any]:
         lo = schema.get("minItems", 0)
-        if kinds and lo == 0 and self.rng.random() < 0.8:    # a list of ids is rarely meant to be empty
-            lo = 1
+        if kinds and lo == 0:
+            if not any(self.ids.get(k) for k in kinds):       # nothing of that kind in play: a model names none
+                return []
+            if self.rng.random() < 0.8:                       # a list of ids is rarely meant to be empty
+                lo = 1
         hi = schema.get("maxItems", lo + (3 if depth < 4 else 1))
         return [self.value(schema.get("items", {}), kinds=kinds, depth=depth + 1)
                 for _ in range(self.rng.randint(lo, max(lo, hi)))]
@@ -123,9 +149,24 @@ class Fuzz:
 
 def pick_tool(tools: list[dict[str, Any]], body: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     """A random tool, favouring those not yet called in this conversation (novelty, as coverage-
-    guided fuzzers do): multi-step flows (document, then run, then submit) then happen at random."""
-    called = {tc.get("function", {}).get("name") for m in body.get("messages", []) for tc in m.get("tool_calls") or []}
-    weights = [1 if t["name"] in called else 3 for t in tools]
+    guided fuzzers do): multi-step flows (document, then run, then submit) then happen at random.
+    As a model does, it calls a tool the server just refused less often, and the longer the
+    conversation the likelier it ends it with the tool described as ending it (pydantic-ai's
+    output tools say "The final response which ends this conversation")."""
+    messages = body.get("messages", [])
+    names = {tc.get("id"): tc.get("function", {}).get("name") for m in messages for tc in m.get("tool_calls") or []}
+    called = set(names.values())
+    refused = {names.get(m.get("tool_call_id")) for m in messages if m.get("role") == "tool"
+               and _REFUSAL.search(str(m.get("content", "")))}
+    turns = sum(m.get("role") == "assistant" for m in messages)
+    weights = []
+    for t in tools:
+        w = 1.0 if t["name"] in called else 3.0
+        if t["name"] in refused:
+            w /= 3
+        if _ENDS.search(t.get("description") or ""):
+            w *= 1 + turns
+        weights.append(w)
     return rng.choices(tools, weights=weights)[0]
 
 
