@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Iterable
 
 from physlab.lab.state.models import (
-    BestAnswer, Confidence, Critique, CritiqueTarget, DeadEnd, Dispatch, EstablishedResult, Evidence,
+    BestAnswer, CitedSource, Confidence, Critique, CritiqueTarget, DeadEnd, Dispatch, EstablishedResult, Evidence,
     HumanMessage, Note, ResearchQuestion, ResearchState, Review, ReviewVerdict, SanityCheck, Script,
-    Severity, Survey, SystemEvent, WorkerRole, WorkingHypothesis,
+    Severity, SourceUse, Survey, SystemEvent, WorkerRole, WorkingHypothesis,
 )
+from physlab.tools.literature.models import Source
 
 
 class TransitionError(ValueError):
@@ -570,6 +571,23 @@ def record_audit(state: ResearchState) -> ResearchState:
     """The senior critic audited the results as they stand now."""
     s = _copy(state)
     s.er_changes_audited = s.er_changes
+    return s
+
+
+def cite_sources(state: ResearchState, cited: Iterable[tuple[Source, SourceUse]]) -> ResearchState:
+    """Record the passages roles cited: a new source is appended (its id is derived from key and
+    passage, so the same quote is one source), a known one gains the use (once)."""
+    s = _copy(state)
+    by_id = {x.id: x for x in s.sources}
+    for source, use in cited:
+        kept = by_id.get(source.id)
+        if kept is None:
+            kept = CitedSource(**source.model_dump())
+            s.sources.append(kept)
+            by_id[kept.id] = kept
+            _event(s, "source", f"{kept.id} cited by the {use.role}: {kept.key}")
+        if use not in kept.uses:
+            kept.uses.append(use.model_copy())
     return s
 
 
