@@ -62,9 +62,9 @@ class LongReplies:
 
 
 async def one(strategy: str, cap: int, base_url: str, root: Path) -> dict:
+    from physlab.api import solve_async
     from physlab.llm.usage import Budget
     from physlab.problems.model import Problem
-    from physlab.api import solve_async
 
     problem = Problem(id="double", statement="Return twice $x$, with a derivation.", answer_template=TEMPLATE,
                       reference="2*x", reference_format="python")

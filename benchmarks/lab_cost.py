@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from genai_prices import Usage as PriceUsage
-from genai_prices import calc_price
+from genai_prices import Usage as PriceUsage, calc_price
 from pydantic_ai.concurrency import ConcurrencyLimiter
 from pydantic_ai.messages import (
     CachePoint,
@@ -56,8 +55,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 
 from physlab.lab.engine import LabEngine, LabSettings
 from physlab.lab.scenarios import _parse as P
-from physlab.lab.scenarios.long import PROBLEM as LONG_PROBLEM
-from physlab.lab.scenarios.long import LongScenario
+from physlab.lab.scenarios.long import PROBLEM as LONG_PROBLEM, LongScenario
 from physlab.lab.scenarios.qec import QECScenario
 from physlab.llm.meter import RunMeter
 from physlab.llm.recording import RecordingModel

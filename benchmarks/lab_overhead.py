@@ -28,8 +28,8 @@ from physlab.llm.meter import RunMeter
 from physlab.llm.scripted import final_answer, tool_call
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
-from physlab.sandbox import default_sandbox
 from physlab.run.environment import RunEnvironment
+from physlab.sandbox import default_sandbox
 
 PROMPT_SIZES: dict[int, int] = {}
 

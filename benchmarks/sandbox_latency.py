@@ -13,8 +13,7 @@ import statistics
 import subprocess
 import time
 
-from physlab.sandbox import Sandbox
-from physlab.sandbox import launch
+from physlab.sandbox import Sandbox, launch
 
 ONE_LINER = "import sympy as sp; x = sp.symbols('x'); print(sp.diff(sp.sin(x) * sp.exp(x), x))"
 

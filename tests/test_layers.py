@@ -2,9 +2,9 @@
 packages runs down, and no two packages import each other (directly or round a circle).
 
 Every import counts, the ones inside functions too (a lazy import is still a dependency). A module
-named ``cli.py`` (or ``*_cli.py``) is a command: it stands on the top floor with ``physlab.cli`` (which
-assembles them, and holds `physlab runs`), whatever folder holds it, and nothing but another
-command imports it.
+named ``cli.py`` (or ``*_cli.py``, or a ``__main__.py``: ``python -m`` runs it) is a command: it stands
+on the top floor with ``physlab.cli`` (which assembles them, and holds `physlab runs`), whatever folder
+holds it, and nothing but another command imports it.
 
     python -m pytest -q tests/test_layers.py      # lists every import that runs back up
 """
@@ -43,7 +43,7 @@ def module_name(path: Path) -> str:
 
 def is_command(module: str) -> bool:
     parts = module.split(".")
-    return parts[1:2] in (["cli"], ["__main__"]) or parts[-1] == "cli" or parts[-1].endswith("_cli")
+    return parts[1:2] in (["cli"], ["__main__"]) or parts[-1] in ("cli", "__main__") or parts[-1].endswith("_cli")
 
 
 def package(module: str) -> str:

@@ -1,8 +1,8 @@
 """`python -m physlab` and the `physlab` console script.
 
-Importing the command line takes a few seconds on a slow machine (every capability registers its
-commands); a Ctrl-C in that time ends with the same one line and exit code as a Ctrl-C later,
-not with a traceback of the import under way.
+Importing the command line takes a moment (every capability registers its commands; their
+machinery loads with the command that runs); a Ctrl-C in that time ends with the same one line and
+exit code as a Ctrl-C later, not with a traceback of the import under way.
 """
 
 import sys

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import json
-from pathlib import Path
 
 import pytest
 

@@ -12,9 +12,9 @@ import statistics
 
 import pytest
 
+from physlab.bench.critpt_export import build_batches
 from physlab.bench.critpt_format import PUBLIC_IDS
 from physlab.bench.critpt_submit import GradingFailed, key_id, metrics_of, post_batch, results_of
-from physlab.bench.critpt_export import build_batches
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 
 from .critpt_fixtures import answer_key, cli, sweep, write_public_challenges

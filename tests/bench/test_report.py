@@ -8,9 +8,8 @@ import random
 import re
 import sqlite3
 
-import pytest
-
 import numpy as np
+import pytest
 from scipy.stats import bootstrap
 
 from physlab.bench.report import build_report, write_csv
@@ -20,7 +19,6 @@ from physlab.cli import main
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import CallRecord, Usage
 from physlab.run.checkpoints import Checkpoint
-
 
 
 def _fill(path, seed=1):
@@ -256,8 +254,9 @@ def test_matrix_reference_conditioned_runs_and_degraded_runs_are_kept_apart(tmp_
     assert all("scalar" not in c.a + c.b for c in rep.comparisons)  # never compared with solvers
     labels = {(g.strategy_label, g.graded) for g in rep.groups if g.strategy == "tpbench-sympy"}
     assert labels == {("tpbench-sympy", 1), ("tpbench-sympy (ran as majority vote of 8 (no verification))", 1)}
-    from physlab.bench.report_render import print_report
     from rich.console import Console
+
+    from physlab.bench.report_render import print_report
 
     print_report(rep, Console(width=250, record=True))
     out = capsys.readouterr().out

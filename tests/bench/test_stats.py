@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from physlab.bench.stats import (mean_pass_at_k, paired_comparison, pass_at_k, problem_accuracy, problem_bootstrap,
-                                 quantile, solved_within, wilson_interval)
+from physlab.bench.stats import (
+    mean_pass_at_k,
+    paired_comparison,
+    pass_at_k,
+    problem_accuracy,
+    problem_bootstrap,
+    quantile,
+    solved_within,
+    wilson_interval,
+)
 
 
 @pytest.mark.parametrize(

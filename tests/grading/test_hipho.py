@@ -16,7 +16,7 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
 
 from physlab.grading.extract import extract_boxed
-from physlab.grading.hipho import HiPhOKey, judge_points, key_from_item, key_from_problem, parse_points_reply
+from physlab.grading.hipho import HiPhOKey, judge_points, key_from_problem, parse_points_reply
 from physlab.problems.model import Problem
 
 from .helpers import grade_text_in_process

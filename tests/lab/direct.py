@@ -11,8 +11,8 @@ from pydantic_ai.models.function import FunctionModel
 from physlab.lab.engine import LabEngine, LabSettings
 from physlab.llm.meter import RunMeter
 from physlab.llm.usage import Budget
-from physlab.sandbox import default_sandbox
 from physlab.run.environment import RunEnvironment
+from physlab.sandbox import default_sandbox
 
 
 class FunctionSource:

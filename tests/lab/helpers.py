@@ -8,9 +8,9 @@ from typing import Any
 
 import sympy as sp
 
+from physlab.api import solve_async
 from physlab.lab.state.models import ResearchState
 from physlab.problems import resolve_problem
-from physlab.api import solve_async
 
 
 def qec_problem():
@@ -28,7 +28,7 @@ def state_of(ws: Path) -> ResearchState:
 
 
 def calls(ws: Path) -> list[dict]:
-    return [json.loads(l) for l in (ws / "calls.jsonl").read_text().splitlines() if l.strip()]
+    return [json.loads(line) for line in (ws / "calls.jsonl").read_text().splitlines() if line.strip()]
 
 
 def matches_reference(answer_code: str, problem) -> bool:
@@ -43,6 +43,7 @@ def matches_reference(answer_code: str, problem) -> bool:
 
 def git_subjects(ws: Path) -> list[str]:
     import subprocess
+
     from physlab.run.git import ENDED
 
     out = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True, check=True).stdout

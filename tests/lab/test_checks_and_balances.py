@@ -20,7 +20,6 @@ from physlab.lab.state import transitions as T
 from physlab.lab.state.invariants import check
 from physlab.lab.state.models import ResearchState
 from physlab.llm.scripted import final_answer, tool_call
-
 from tests.lab.direct import run_engine
 from tests.lab.helpers import solve
 from tests.lab.mini import Mini, calls, mini_problem
@@ -192,7 +191,6 @@ def deaf_planner(messages, info):
 
 
 async def test_a_critique_the_planner_never_answered_stays_open(tmp_path):
-    log: list = []
     seen_retries: list = []
 
     def planner(messages, info):

@@ -5,14 +5,12 @@ from __future__ import annotations
 import io
 import json
 
-from physlab.lab import context as C
-from physlab.lab import routing
+from physlab.lab import context as C, routing
 from physlab.lab.console import LabView
-from physlab.run.console import make_console
 from physlab.lab.state import transitions as T
 from physlab.lab.state.invariants import check
 from physlab.lab.state.models import ResearchState
-
+from physlab.run.console import make_console
 from tests.lab.mini import mini_problem
 
 

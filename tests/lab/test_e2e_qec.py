@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from physlab.lab.state.invariants import check
 from physlab.lab.roles import ROLES
-
+from physlab.lab.state.invariants import check
 from tests.lab.helpers import calls, git_subjects, matches_reference, qec_problem, solve, state_of
 
 pytestmark = pytest.mark.slow

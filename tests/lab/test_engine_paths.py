@@ -7,7 +7,6 @@ from physlab.lab import inbox
 from physlab.lab.state.invariants import check
 from physlab.lab.workspace import RunWorkspace
 from physlab.llm.usage import Budget
-
 from tests.lab.helpers import calls, git_subjects, solve, state_of
 from tests.lab.mini import Mini, mini_problem, register
 

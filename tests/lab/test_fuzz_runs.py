@@ -27,7 +27,6 @@ from physlab.llm.usage import Budget
 from physlab.run.options import RunOptions
 from physlab.run.runner import Shared, run
 from physlab.strategies import registry
-
 from tests.lab.mini import mini_problem
 
 OUTPUTS = [Survey, planner.Plan, orchestrator.Decision, researcher.DerivationReport, computer.ComputerResult,

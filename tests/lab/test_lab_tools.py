@@ -16,7 +16,6 @@ from physlab.lab.tools import LabTools
 from physlab.tools import cas
 from physlab.tools.choice import ToolChoice
 from physlab.tools.literature import Source
-
 from tests.lab.helpers import solve, state_of
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from physlab.lab.scenarios.long import PROBLEM, LongScenario
 from physlab.llm.scripted import register_scenario
-
 from tests.lab.helpers import calls, solve, state_of
 
 ROUNDS = 6

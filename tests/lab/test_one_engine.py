@@ -15,10 +15,8 @@ import pytest
 from physlab.errors import UserError
 from physlab.lab.workspace import RunWorkspace
 from physlab.run.lock import lock_run
-
 from tests.lab.helpers import calls, engine_busy_in_iteration_2, git_subjects, solve, state_of
 from tests.lab.mini import Mini, mini_problem, register
-
 
 
 async def test_a_second_engine_on_a_running_run_is_refused_before_it_spends(tmp_path):

@@ -10,7 +10,6 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from physlab.lab.scenarios import _parse as P
 from physlab.lab.state.invariants import check
 from physlab.llm.scripted import final_answer, tool_call
-
 from tests.lab.direct import run_engine
 from tests.lab.mini import Mini, calls, mini_problem
 

@@ -13,7 +13,6 @@ from physlab.lab.state import transitions as T
 from physlab.lab.state.invariants import check
 from physlab.lab.state.models import ResearchState
 from physlab.llm.scripted import final_answer, tool_call
-
 from tests.lab.direct import run_engine
 from tests.lab.mini import calls, mini_problem
 from tests.lab.test_parallel_and_robustness import fns

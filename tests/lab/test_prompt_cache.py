@@ -13,6 +13,7 @@ from anthropic import AsyncAnthropic
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 
+from physlab.api import solve_async
 from physlab.lab import context as C
 from physlab.lab.roles import ROLES, reviewer
 from physlab.lab.roles._base import LabEnv, system_prompt
@@ -21,12 +22,10 @@ from physlab.llm.defaults import ModelDefaults, ModelRegistry
 from physlab.llm.meter import RunMeter
 from physlab.llm.models import RunModels
 from physlab.llm.standin import Habits, ScenarioResponder, StandinServer
-from physlab.llm.wire import load_response
 from physlab.llm.usage import Budget
+from physlab.llm.wire import load_response
 from physlab.run.environment import RunEnvironment
 from physlab.sandbox import default_sandbox
-from physlab.api import solve_async
-
 from tests.lab.helpers import calls, lab_role_of, qec_problem, solve
 from tests.lab.mini import mini_problem
 from tests.lab.test_prompts import rich_state

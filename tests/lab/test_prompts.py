@@ -15,7 +15,6 @@ from physlab.lab.roles._base import WITH_STANDARDS, instructions
 from physlab.lab.scenarios import _parse as P
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import ResearchState, Survey
-
 from tests.lab.direct import run_engine
 from tests.lab.mini import mini_problem
 from tests.lab.test_checks_and_balances import fns

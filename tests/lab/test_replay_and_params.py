@@ -6,7 +6,6 @@ import pytest
 
 from physlab.errors import UserError
 from physlab.strategies.lab import LabStrategy
-
 from tests.lab.helpers import solve, state_of
 from tests.lab.mini import mini_problem, register
 

@@ -7,7 +7,6 @@ import os
 import signal
 
 from physlab.lab.state.invariants import check
-
 from tests.lab.helpers import calls, engine_busy_in_iteration_2, git_subjects, solve, state_of
 from tests.lab.mini import mini_problem, register
 

@@ -5,13 +5,22 @@ from __future__ import annotations
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 
 from physlab.lab import context as C
-from physlab.lab.roles import adjudicator, computer, critic, formatter, orchestrator, planner, researcher, reviewer, surveyor
+from physlab.lab.roles import (
+    adjudicator,
+    computer,
+    critic,
+    formatter,
+    orchestrator,
+    planner,
+    researcher,
+    reviewer,
+    surveyor,
+)
 from physlab.lab.roles._base import LabEnv
 from physlab.lab.scenarios import _parse as P
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import ResearchState
 from physlab.llm.scripted import final_answer
-
 from tests.lab.direct import make_ctx
 from tests.lab.mini import TEMPLATE, calls, mini_problem
 

@@ -9,7 +9,6 @@ from typer.testing import CliRunner
 
 from physlab.cli import app
 from physlab.lab import inbox
-
 from tests.lab.helpers import solve
 from tests.lab.mini import mini_problem, register
 
@@ -98,8 +97,8 @@ async def test_challenge_must_target_an_er(finished_run, capsys):
 
 async def test_runs_show_any_strategys_run(tmp_path):
     """A oneshot run (or a sweep cell) has no research state: show gives its outcome and usage."""
-    from physlab.problems import resolve_problem
     from physlab.api import solve_async
+    from physlab.problems import resolve_problem
 
     ws = tmp_path / "one"
     await solve_async(resolve_problem("examples/quantum_error_correction_main"), "oneshot",

@@ -9,9 +9,8 @@ import json
 
 import pytest
 
-from physlab.llm.standin import Habits, ScenarioResponder, StandinServer
 from physlab.api import solve_async
-
+from physlab.llm.standin import Habits, ScenarioResponder, StandinServer
 from tests.lab.helpers import calls, lab_role_of, qec_problem, state_of
 from tests.lab.mini import mini_problem, register
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.lab.state.invariants import check
 from physlab.llm.standin import RandomToolResponder, StandinServer
 from physlab.llm.usage import Budget
-from physlab.api import solve_async
-
 from tests.lab.helpers import calls, state_of
 from tests.lab.mini import mini_problem
 

@@ -92,7 +92,6 @@ def test_a_demoted_hypothesis_is_not_reviewed_again_without_new_evidence():
         T.revise_wh(s, base)                                        # nothing new
     with pytest.raises(T.TransitionError, match="newer than its last verdict"):
         T.revise_wh(s, base, add_evidence=[ev])                     # the evidence it already had
-    s, ev_old = s, ev
     s, ev2 = T.add_evidence(s, target=rq, role="researcher", findings="new route")
     s = T.revise_wh(s, base, add_evidence=[ev2])                    # genuinely new: back to review
     assert T.pending_reviews(s) == [base] and check(s) == []

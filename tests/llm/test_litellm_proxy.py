@@ -27,9 +27,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from physlab.llm.standin import EchoResponder, Habits, ScenarioResponder, StandinServer
 from physlab.api import solve_async
-
+from physlab.llm.standin import EchoResponder, Habits, ScenarioResponder, StandinServer
 from tests.lab.helpers import calls, lab_role_of, qec_problem
 from tests.llm.litellm_env import litellm_executable
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.concurrency import ConcurrencyLimiter
+from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from physlab.llm.errors import BudgetExceeded

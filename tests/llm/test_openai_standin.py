@@ -12,11 +12,10 @@ from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.concurrency import ConcurrencyLimiter
 
-from physlab.llm.defaults import ModelDefaults, ModelRegistry
+from physlab.llm.defaults import ModelDefaults, ModelRegistry, RetryPolicy
 from physlab.llm.errors import BudgetExceeded, ModelFailure
 from physlab.llm.meter import RunMeter, read_calls
 from physlab.llm.models import RunModels
-from physlab.llm.defaults import RetryPolicy
 from physlab.llm.standin import FAULT_KINDS, RandomToolResponder, Reply, ScriptedResponder, StandinServer
 from physlab.llm.usage import Budget
 

@@ -16,7 +16,7 @@ from physlab.llm.defaults import ModelDefaults, RetryPolicy
 from physlab.llm.errors import BudgetExceeded, ModelFailure
 from physlab.llm.seam.attempts import Attempt
 from physlab.llm.seam.decisions import AskRest, GiveUp, Keep, LowerCap, RaiseCap, SendAgain, Shorten
-from physlab.llm.seam.limits import ModelLimits, Answered, decide_cut, decide_refusal
+from physlab.llm.seam.limits import Answered, ModelLimits, decide_cut, decide_refusal
 from physlab.llm.seam.role import SeamRole
 from physlab.llm.seam.waits import decide_retry
 from physlab.llm.server_limits import LimitRefusal

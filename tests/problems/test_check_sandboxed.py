@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from physlab.cli import main
 from physlab.problems import load_file
 from physlab.problems.refcheck import evaluate_reference
 

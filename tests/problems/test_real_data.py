@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import json
 
-
 from physlab.problems import load_directory, load_file, load_suite
 from physlab.problems.refcheck import evaluate_reference
 

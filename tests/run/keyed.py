@@ -11,7 +11,6 @@ from pathlib import Path
 from physlab import api
 from physlab.lab import inbox
 from physlab.llm.standin import Habits, ScenarioResponder, StandinServer
-
 from tests.lab.helpers import lab_role_of
 
 KEY_ENV = "PHYSLAB_TEST_STANDIN_KEY"  # the variable the run names with --api-key-env

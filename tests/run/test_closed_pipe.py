@@ -9,8 +9,8 @@ import os
 import subprocess
 import sys
 
-from physlab.problems import resolve_problem
 from physlab.api import solve_async
+from physlab.problems import resolve_problem
 
 
 def piped_to_head(args: list[str], cwd) -> tuple[str, str, int]:

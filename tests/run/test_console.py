@@ -13,10 +13,10 @@ import sys
 
 from rich.console import Console
 
+from physlab.api import solve_async
 from physlab.lab.console import LabView
 from physlab.problems import resolve_problem
 from physlab.run.console import RunView, make_console
-from physlab.api import solve_async
 
 QEC = "examples/quantum_error_correction_main"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 from physlab.cli import app
 from physlab.web import create_app
-
 from tests.run.keyed import KEY_ENV, QEC, keyed_standin, physlab
 
 LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only

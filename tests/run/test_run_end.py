@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import subprocess
 
-from physlab.problems import resolve_problem
 from physlab.api import solve_async
+from physlab.problems import resolve_problem
 from physlab.strategies.lab import LabParams
 
 QEC = "examples/quantum_error_correction_main"

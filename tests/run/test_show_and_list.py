@@ -9,10 +9,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from physlab.api import solve_async
 from physlab.cli import app
 from physlab.lab.state.models import ResearchState
 from physlab.problems import resolve_problem
-from physlab.api import solve_async
 
 QEC = "examples/quantum_error_correction_main"
 runner = CliRunner()

@@ -13,10 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from physlab.api import solve_async
 from physlab.cli import app, main
 from physlab.lab import inbox
 from physlab.problems import resolve_problem
-from physlab.api import solve_async
 from physlab.web import create_app
 
 LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from physlab.sandbox import Sandbox
-from physlab.sandbox import launch
+from physlab.sandbox import Sandbox, launch
 
 
 def bwrap_ok() -> bool:

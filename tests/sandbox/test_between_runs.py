@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import threading
 import uuid
 
 from physlab.grading import Grader
 from physlab.problems.model import Problem
-from physlab.sandbox import Sandbox, SandboxLimits
-from physlab.sandbox import pool as pool_mod
+from physlab.sandbox import Sandbox, SandboxLimits, pool as pool_mod
 
 from .conftest import needs_bwrap
 from .sb_helpers import _tree

@@ -8,8 +8,7 @@ import signal
 import threading
 import time
 
-from physlab.sandbox import Sandbox, SandboxLimits
-from physlab.sandbox import pool as pool_mod
+from physlab.sandbox import Sandbox, SandboxLimits, pool as pool_mod
 
 from .conftest import needs_bwrap
 from .sb_helpers import _tree

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from physlab.errors import UserError
-from physlab.sandbox import Sandbox, SandboxLimits
-from physlab.sandbox import launch
+from physlab.sandbox import Sandbox, SandboxLimits, launch
 
 from .sb_helpers import wait_gone
 

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 import physlab
-from physlab.sandbox import Sandbox, SandboxLimits
-from physlab.sandbox import launch
+from physlab.sandbox import Sandbox, SandboxLimits, launch
 
 from .test_rlimit_namespaces import as_nobody, nobody_box  # noqa: F401 - the fixture, as an unprivileged user
 

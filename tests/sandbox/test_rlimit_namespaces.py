@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from physlab.sandbox import Sandbox
-from physlab.sandbox import launch
+from physlab.sandbox import Sandbox, launch
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 NOBODY = 65534

@@ -13,8 +13,8 @@ from physlab.llm.models import RunModels
 from physlab.llm.scripted import register_scenario
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
-from physlab.sandbox import Sandbox, default_sandbox
 from physlab.run.environment import RunEnvironment
+from physlab.sandbox import Sandbox, default_sandbox
 
 _ids = itertools.count()
 

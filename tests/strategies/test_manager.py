@@ -4,12 +4,11 @@ code, wind-down that withdraws the dispatch tool, submit_final_answer."""
 from __future__ import annotations
 
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
+from sampling_ctx import filled, make_ctx
 
 from physlab.llm.scripted import last_user_text, text, tool_call
 from physlab.llm.usage import Budget
 from physlab.strategies.manager import Manager
-
-from sampling_ctx import filled, make_ctx
 
 
 def _tool_names(info):
@@ -146,6 +145,7 @@ async def test_budget_ends_with_forced_best_answer(tmp_path):
 
 def test_bad_param():
     import pytest
+
     from physlab.errors import UserError
 
     with pytest.raises(UserError, match="--param wind_down_fraction: input should be less than or equal to 1"):

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from stub_ctx import NoUsage, Script, ScriptModels
 
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
@@ -17,7 +18,6 @@ from physlab.strategies.base import Strategy
 from physlab.strategies.minions import Minions
 from physlab.strategies.minions.visual import FigureDescription
 from physlab.strategies.sampling import OUTPUT_RETRIES
-from stub_ctx import NoUsage, Script, ScriptModels
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082")

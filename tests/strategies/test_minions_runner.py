@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from physlab.problems.model import Problem
 from physlab.api import solve_async
+from physlab.problems.model import Problem
 
 SAMPLE = Path(__file__).resolve().parents[2] / "src/physlab/problems/data/hipho_sample"
 EXAMPLES = Path(__file__).resolve().parents[2] / "src/physlab/problems/data/examples"

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from sampling_ctx import make_ctx, solution
+
 from physlab.llm.scripted import last_user_text
 from physlab.llm.usage import Budget
 from physlab.strategies.multi_round import MultiRound
-
-from sampling_ctx import make_ctx, solution
 
 ANSWERS = ["1 - p", "1 - 2*p", "(1 - p)**2"]
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.cli import main
 from physlab.errors import UserError
 from physlab.problems.model import Problem
 from physlab.strategies.oneshot import extract_code
-from physlab.api import solve_async
 
 QEC = "examples/quantum_error_correction_main"
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from sampling_ctx import make_ctx, make_problem, solution
 
 from physlab.errors import UserError
 from physlab.llm.scripted import last_user_text
 from physlab.llm.usage import Budget
 from physlab.strategies.rsa import RSA
-
-from sampling_ctx import make_ctx, make_problem, solution
 
 # The tests that are not about the final vote use the open-question form of the problem: the vote
 # then compares "Final Answer:" lines and needs no grader run.

@@ -11,6 +11,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.concurrency import ConcurrencyLimiter
 
+from physlab.api import solve_async
 from physlab.cli import main
 from physlab.errors import UserError
 from physlab.llm.recording import RetryPolicy
@@ -18,12 +19,11 @@ from physlab.llm.scripted import register_scenario
 from physlab.llm.standin import ScriptedResponder, StandinServer
 from physlab.llm.usage import Budget
 from physlab.problems.model import Problem
+from physlab.run.options import RunOptions
+from physlab.run.runner import Shared, run
 from physlab.strategies import registry
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import StrategyParams
-from physlab.api import solve_async
-from physlab.run.options import RunOptions
-from physlab.run.runner import Shared, run
 
 TEMPLATE = "def answer(x):\n    y = ...\n    return y\n"
 CODE_REPLY = "Work.\n\n```python\ndef answer(x):\n    y = 2 * x\n    return y\n```\n"

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.llm.usage import Budget
 from physlab.problems import resolve_problem
-from physlab.api import solve_async
 
 SMALL = {"n_samples": 7}
 VERIFY = {"n_samples": 7, "k_verif": 2, "k_tie": 3}

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from stub_ctx import NoUsage, Script, ScriptModels
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
@@ -22,7 +23,6 @@ from physlab.strategies.scalar.personas import FEEDBACK, PERSONAS
 from physlab.strategies.scalar.rescore import rescore_file_name, rescore_transcript
 from physlab.strategies.scalar.strategy import stagnated
 from physlab.strategies.scalar.transcript import load_transcript
-from stub_ctx import NoUsage, Script, ScriptModels
 
 
 def judge(c: int, rest: int = 8, eq: bool = True) -> str:

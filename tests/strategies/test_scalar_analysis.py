@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 from physlab.strategies.scalar.analysis import (
-    RunRecord, kruskal_wallis, mann_whitney_pairs, normalized_contrasts, plot_update_field,
-    score_update_field, summarize, wilcoxon_gain, zero_crossings,
+    RunRecord,
+    kruskal_wallis,
+    mann_whitney_pairs,
+    normalized_contrasts,
+    plot_update_field,
+    score_update_field,
+    summarize,
+    wilcoxon_gain,
+    zero_crossings,
 )
 
 FEEDBACK = ["adversarial", "strict", "pedagogical", "lenient", "default"]

@@ -9,10 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from physlab.api import solve_async
+from physlab.cli import scalar as scalar_cli
 from physlab.errors import UserError
 from physlab.problems.model import Problem
-from physlab.api import solve_async
-from physlab.strategies.scalar import register_scalar_runs
 from physlab.strategies.scalar.analysis import load_records
 from physlab.strategies.scalar.rescore import rescore_file_name
 
@@ -37,7 +37,7 @@ def test_scalar_demo_through_runner_and_rescore_cli(tmp_path):
 
     app = typer.Typer()
     runs = typer.Typer()
-    register_scalar_runs(runs)
+    scalar_cli.register(runs)
     app.add_typer(runs, name="runs")
     out = CliRunner().invoke(app, ["runs", "rescore", str(ws), "--judge", "scripted:scalar-demo", "--json"])
     assert out.exit_code == 0, out.output
@@ -112,7 +112,7 @@ def test_rescore_cli_gives_the_new_judge_the_reference_from_the_problem(tmp_path
     ws = tmp_path / "run"
     asyncio.run(solve_async(resolve_problem(problem_file), "scalar", "scripted:scalar-demo", workspace=ws))
     app, runs = typer.Typer(), typer.Typer()
-    register_scalar_runs(runs)
+    scalar_cli.register(runs)
     app.add_typer(runs, name="runs")
     missing = CliRunner().invoke(app, ["runs", "rescore", str(ws), "--judge", "scripted:scalar-demo"])
     assert missing.exit_code != 0 and "--problem" in str(missing.exception)

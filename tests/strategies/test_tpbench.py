@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from sampling_ctx import make_ctx, make_problem, solution
 
 from physlab.errors import UserError
 from physlab.llm.scripted import final_answer, first_user_text, last_user_text, text, tool_call
@@ -13,8 +14,6 @@ from physlab.strategies.tpbench.best_of_n import TPBenchBestOfN
 from physlab.strategies.tpbench.sympy_check import TPBenchSympy
 from physlab.strategies.tpbench.vote import TPBenchVote
 from physlab.strategies.tpbench.weak import VARIANTS, TPBenchWeak
-
-from sampling_ctx import make_ctx, make_problem, solution
 
 # By string the wrong "1 - 2*p" is the most common answer; by function (1-p)^2 wins 4 to 3.
 VOTE_CYCLE = ["1 - 2*p", "(1 - p)**2", "1 - 2*p", "1 - 2*p + p**2", "1 - 2*p", "(1 - p)**2",

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pydantic_ai.messages import ModelResponse, TextPart
+from sampling_ctx import filled, make_ctx, make_problem
 
 from physlab.llm.scripted import last_user_text
 from physlab.llm.usage import Budget
 from physlab.strategies.two_step import TwoStep
-
-from sampling_ctx import filled, make_ctx, make_problem
 
 
 def _scenario(seen: dict):
@@ -60,6 +59,7 @@ async def test_open_question_needs_one_call(tmp_path):
 
 async def test_unknown_param_is_a_user_error(tmp_path):
     import pytest
+
     from physlab.errors import UserError
 
     ctx = make_ctx(tmp_path, _scenario({}))

@@ -24,8 +24,9 @@ def call_line(role: str, prompt: str, reply: str, tin: int = 100, tout: int = 20
     return rec.model_dump_json() + "\n"
 
 
-def build_lab_run(ws: Path, *, demote: bool = True) -> ResearchState:
-    """Iteration 0 (strategy), 1 (RQ + evidence), 2 (WH verified -> ER, critique, demotion)."""
+def build_lab_run(ws: Path, *, demote: bool = True, derivation: str = "") -> ResearchState:
+    """Iteration 0 (strategy), 1 (RQ + evidence, with ``derivation``), 2 (WH verified -> ER,
+    critique, demotion)."""
     w = RunWorkspace(ws)
     w.init("# Problem\n\nFind $F(p)$ for the [[4,2,2]] code.\n")
     s = ResearchState(problem_id="demo_problem")
@@ -34,7 +35,7 @@ def build_lab_run(ws: Path, *, demote: bool = True) -> ResearchState:
     s = T.begin_iteration(s)
     s, rq = T.create_rq(s, r"What is $F(p)$ to order $p^2$? " + XSS)
     s, ev = T.add_evidence(s, target=rq, role="computer", findings="Enumeration gives $1 - 3p^2$. " + XSS,
-                           confidence="exact", code="print(1)", output="1")
+                           derivation=derivation, confidence="exact", code="print(1)", output="1")
     w.commit(s, "iteration 1: computer on RQ-1 -> EV-1")
     s = T.begin_iteration(s)
     s, wh = T.propose_wh(s, claim=r"The fidelity is $\frac{1}{2}(1+x)$ " + XSS, value=r"1 - 3 p^{2}", evidence=[ev])

@@ -15,8 +15,7 @@ from physlab.lab import inbox
 from physlab.lab.state import transitions as T
 from physlab.lab.workspace import RunWorkspace
 from physlab.run.lock import LOCK_FD_ENV, lock_run
-from physlab.web import create_app
-from physlab.web import runs as web_runs
+from physlab.web import create_app, runs as web_runs
 
 
 @pytest.fixture

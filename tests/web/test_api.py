@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
-from urllib.parse import quote
 
 from physlab.lab import inbox
 from physlab.lab.state import transitions as T
@@ -183,8 +183,8 @@ def test_token_required_when_set(runs_root):
     assert c.get("/api/runs", headers={"authorization": "Bearer wrong"}).status_code == 401
     assert c.get("/api/runs", headers={"authorization": "Bearer s3cret-token"}).status_code == 200
     assert c.get("/api/runs", headers={"x-physlab-token": "s3cret-token"}).status_code == 200
-    assert c.get("/login?token=nope", follow_redirects=False).status_code == 401
-    r = c.get("/login?token=s3cret-token", follow_redirects=False)
+    assert c.post("/login", data={"token": "nope"}, follow_redirects=False).status_code == 401
+    r = c.post("/login", data={"token": "s3cret-token"}, follow_redirects=False)   # posted, never in a URL
     assert r.status_code == 303 and "httponly" in r.headers["set-cookie"].lower()
     assert c.get("/").status_code == 200                            # the cookie now opens everything
     assert c.post("/api/runs/lab1/actions", json={"kind": "stop"}).status_code == 200

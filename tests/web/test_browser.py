@@ -56,8 +56,8 @@ class Gate:
 def test_live_lab_run_comment_and_stop(page, tmp_path):
     from playwright.sync_api import expect
 
-    from physlab.problems import resolve_problem
     from physlab.api import solve_async
+    from physlab.problems import resolve_problem
 
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -141,6 +141,9 @@ def test_sweep_report_with_filters(page, tmp_path):
         assert page.locator("#summary-table tbody tr").count() == len(truth)
         assert page.locator("#accuracy-chart rect").count() == len(truth)
         shot(page, "5_sweeps_all")
+        page.locator("#comparisons").scroll_into_view_if_needed()        # what the report has: paired comparisons
+        assert page.locator("#comparisons tbody tr").count() >= 2 and page.locator("#matrix-0 td.solved-all").count()
+        shot(page, "5b_sweeps_comparisons_matrix")
         page.select_option("#filter-strategy", "oneshot")
         page.select_option("#filter-suite", "s1")
         page.click("#filters button")
@@ -155,8 +158,11 @@ def test_sweep_report_with_filters(page, tmp_path):
 def test_token_page_when_not_on_loopback(page, tmp_path):
     (tmp_path / "runs").mkdir()
     with BackgroundServer(create_app(tmp_path / "runs", token="browser-token-123")) as srv:
+        urls: list[str] = []
+        page.on("request", lambda request: urls.append(request.url))
         page.goto(srv.url + "/")
         page.fill("#token", "browser-token-123")
         page.press("#token", "Enter")
         page.wait_for_selector("#no-runs")
         page.wait_for_selector("#conn.live")                             # SSE works with the cookie
+        assert urls and not any("browser-token-123" in u for u in urls)  # posted: in no URL, no history entry

@@ -6,11 +6,11 @@ import asyncio
 
 from fastapi.testclient import TestClient
 
+from physlab.api import solve_async
 from physlab.llm.scripted import register_scenario
 from physlab.problems import resolve_problem
 from physlab.strategies import registry
 from physlab.strategies.oneshot import OneShot
-from physlab.api import solve_async
 from physlab.web import create_app
 
 LOCAL = "http://127.0.0.1"  # the dashboard answers loopback hosts only

@@ -15,8 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from physlab.lab.state import transitions as T
-from physlab.lab.workspace import RunWorkspace
 from physlab.lab.state.models import ResearchState
+from physlab.lab.workspace import RunWorkspace
 from physlab.web import create_app
 from tests.web.helpers import write_metrics
 

@@ -10,11 +10,11 @@ import re
 
 import pytest
 
+from physlab.api import solve_async
 from physlab.cli import main
 from physlab.lab import inbox
 from physlab.llm.scripted import register_scenario
 from physlab.problems import resolve_problem
-from physlab.api import solve_async
 from physlab.web import create_app
 from physlab.web.server import BackgroundServer
 from tests.web.helpers import ARTIFACTS, CHROMIUM

@@ -9,10 +9,10 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from physlab.api import solve_async
 from physlab.lab.state import transitions as T
 from physlab.lab.workspace import RunWorkspace
 from physlab.problems import resolve_problem
-from physlab.api import solve_async
 from physlab.web import create_app
 from tests.web.helpers import XSS
 
@@ -49,7 +49,7 @@ def section(html: str, ident: str) -> str:
     """The element with id ``ident``, to its matching end tag (nested elements of its kind counted)."""
     start = html.index(f'id="{ident}"')
     tag = html[html.rindex("<", 0, start) + 1:].split()[0]
-    depth, pos = 0, start
+    depth = 0
     for m in re.finditer(rf"<(/?){tag}\b", html[start:]):
         depth += -1 if m.group(1) else 1
         if depth < 0:

@@ -9,9 +9,9 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from physlab.api import solve_async
 from physlab.lab import inbox
 from physlab.problems import resolve_problem
-from physlab.api import solve_async
 from physlab.web import create_app
 
 PROBLEM = "examples/quantum_error_correction_main"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
@@ -94,7 +94,7 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
         entry = answers.get(cell["problem_id"])
         if entry is None or (cell["verdict"] is not None and not regrade):
             continue
-        public = store.problem_public(cell["problem_id"])
+        public = cast(dict[str, Any], store.problem_public(cell["problem_id"]))  # stored with its cells
         problem = Problem(**{**public, **entry})
         verdicts: dict[str, tuple[str, str]] = {}  # each distinct answer of the cell graded once
 

@@ -3,7 +3,6 @@ bench/critpt_cli.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Optional
@@ -76,12 +75,15 @@ def run_cmd(
                                         help="(helper workers) get ready, print 'ready', wait for a line on stdin."),
 ) -> None:
     """Run every (problem, strategy, model, repeat) cell; re-run the same command to resume."""
+    import asyncio
+
     from physlab.bench.sweep import SweepConfig, run_sweep
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
     from physlab.llm.usage import Budget
     from physlab.tools.choice import ToolChoice
 
+    suite = _suite_meant(suite, quiet=wait_for_start)
     if budget_cost is not None and budget_cost <= 0:
         raise UserError("expected a positive amount in USD", field="--budget-cost")
     if budget_wall is not None and budget_wall <= 0:
@@ -199,7 +201,7 @@ READY = "physlab-worker-ready"
 START_TIMEOUT_S = 300.0
 
 
-def _start_gate(helpers: list, wait_for_start: bool):
+def _start_gate(helpers: _Helpers, wait_for_start: bool):
     """What a `bench run` process does once it is ready and before its first cell: start together
     with the other workers of this machine (so no process claims every cell while the others still
     import)."""
@@ -234,6 +236,8 @@ def _release_helpers(helpers: _Helpers):
                 pass
 
     async def gate() -> None:
+        import asyncio
+
         await asyncio.get_running_loop().run_in_executor(None, wait_ready)
 
     return gate
@@ -241,6 +245,7 @@ def _release_helpers(helpers: _Helpers):
 
 async def _wait_for_start() -> None:
     """A helper's start gate: report ready, then wait for the parent's line (or its exit)."""
+    import asyncio
     import sys
 
     print(READY, flush=True)
@@ -271,6 +276,22 @@ def _close_quietly(stream) -> None:
             stream.close()
     except OSError:
         pass
+
+
+def _suite_meant(suite: str, *, quiet: bool) -> str:
+    """The suite to run (``examples/``, as tab completion writes it, is the suite ``examples``
+    unless a folder of problem files is meant: said on stderr), checked to hold problems before the
+    results database is made: a suite that loads no problem is one line, not an empty database."""
+    from physlab.problems import load_suite
+    from physlab.problems.suites import suite_meant
+
+    meant, note = suite_meant(suite)
+    if note and not quiet:  # (a helper worker leaves the saying to its parent)
+        typer.echo(note, err=True)
+    if not load_suite(meant):
+        raise UserError("no problem files here (.yaml, .json, .jsonl, .md); a built-in or imported suite is named "
+                        "without a path (physlab problems list)", path=meant)
+    return meant
 
 
 def _check_names(config) -> None:
@@ -378,6 +399,8 @@ def grade_cmd(
     regrade: bool = typer.Option(False, "--regrade", help="Grade cells that already have a verdict too."),
 ) -> None:
     """Grade recorded answers now that references are known."""
+    import asyncio
+
     from physlab.bench.answers import grade_db
     from physlab.bench.store import ResultsStore
 

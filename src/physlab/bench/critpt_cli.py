@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from physlab.bench.critpt_format import DAILY_LIMIT, DEFAULT_URL
+from physlab.bench.critpt_server import DAILY_LIMIT, DEFAULT_URL
 from physlab.errors import UserError
 
 # The options both commands share: which group and repeats, and how the entries are written.
@@ -169,7 +169,9 @@ class _progress_bar:
     the first); the grading takes minutes."""
 
     def __init__(self, enabled: bool, label: str):
-        self.enabled, self.label, self.progress, self.task = enabled, label, None, None
+        self.enabled, self.label = enabled, label
+        self.progress: Any = None  # a rich Progress while a bar is shown
+        self.task: Any = None
 
     def __enter__(self):
         from rich.console import Console
@@ -189,7 +191,6 @@ class _progress_bar:
 
         return update
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         if self.progress is not None:
             self.progress.stop()
-        return False

@@ -17,12 +17,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from physlab.bench.critpt_format import (BATCH_METADATA_FILE, IdCheck, Submission, batch_dict, check_ids,
-                                         fence, model_label as default_label, natural_key,
-                                         parser_problem)
+from physlab.bench.critpt_format import (
+    BATCH_METADATA_FILE,
+    IdCheck,
+    Submission,
+    batch_dict,
+    check_ids,
+    fence,
+    model_label as default_label,
+    natural_key,
+    parser_problem,
+)
 from physlab.bench.store import ResultsStore, cell_config
 from physlab.errors import UserError
-
 
 # A CritPt problem id as a file name of the per-problem layout (``Challenge_7_sub_1``).
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,200}")

@@ -25,9 +25,6 @@ from pydantic import BaseModel, ConfigDict
 PUBLIC_CHALLENGES: tuple[str, ...] = tuple(f"Challenge_{i}" for i in range(1, 71))
 PUBLIC_IDS: tuple[str, ...] = tuple(f"{c}_main" for c in PUBLIC_CHALLENGES)
 
-# evaluate_all_results.py's default --server-url; requests carry the key in ``x-api-key``.
-DEFAULT_URL = "https://artificialanalysis.ai/api/v2/critpt/evaluate"
-DAILY_LIMIT = 10  # submissions per account within 24 hours (CritPt README, "Grading")
 BATCH_METADATA_FILE = "batch_metadata.json"
 
 _SUB_RE = re.compile(r"^(?P<challenge>.+)_sub_\d+$")
@@ -186,7 +183,8 @@ def compress_ids(ids: Iterable[str]) -> str:
         if len(nums) == 1:
             out.append(f"{head}{nums[0]}{tail}")
             continue
-        runs, start = [], nums[0]
+        runs: list[str] = []
+        start: int | None = nums[0]
         for a, b in zip(nums, nums[1:] + [None]):
             if b != a + 1:
                 runs.append(f"{start}-{a}" if a != start else f"{a}")

@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from physlab.bench.critpt_export import Batch
-from physlab.bench.critpt_format import DAILY_LIMIT, wire_payload
+from physlab.bench.critpt_format import wire_payload
+from physlab.bench.critpt_server import DAILY_LIMIT
 from physlab.bench.store import ResultsStore
 from physlab.errors import UserError
 

@@ -215,6 +215,12 @@ def _total(usages: Iterable[Any]):
     return total
 
 
+def _metric(metric: Any, scored: list[Any]) -> float:
+    """An Inspect metric's value over the scored samples (its Metric type is a union of the old and
+    the new call signature, which a type checker cannot call)."""
+    return float(metric(scored))
+
+
 def _log(group: list[CellRecord], *, source: str, with_reference: bool):
     from inspect_ai.log import (
         EvalConfig,
@@ -240,8 +246,8 @@ def _log(group: list[CellRecord], *, source: str, with_reference: bool):
     scored = [SampleScore(score=s.scores[SCORER], sample_id=s.id) for s in samples if s.scores]
     scores = []
     if scored:
-        metrics = {"accuracy": EvalMetric(name="accuracy", value=float(accuracy()(scored))),
-                   "stderr": EvalMetric(name="stderr", value=float(stderr()(scored)))}
+        metrics = {"accuracy": EvalMetric(name="accuracy", value=_metric(accuracy(), scored)),
+                   "stderr": EvalMetric(name="stderr", value=_metric(stderr(), scored))}
         scores = [EvalScore(name=SCORER, scorer=SCORER, scored_samples=len(scored),
                             unscored_samples=len(samples) - len(scored), metrics=metrics)]
     suites = sorted({r.suite for r in group if r.suite})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Iterable
 
-from inspect_ai.event import ModelEvent
+from inspect_ai.event import Event, ModelEvent
 from inspect_ai.model import (
     ChatCompletionChoice,
     ChatMessage,
@@ -27,6 +27,7 @@ from inspect_ai.model import (
     GenerateConfig,
     ModelOutput,
     ModelUsage,
+    StopReason,
 )
 from inspect_ai.tool import ToolCall
 from pydantic_ai.messages import (
@@ -44,11 +45,12 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from physlab.llm.wire import load_response, normalize_messages
 from physlab.llm.usage import CallRecord
+from physlab.llm.wire import load_response, normalize_messages
 
 # Inspect's stop reasons; pydantic-ai's finish reasons map onto them.
-_STOP = {"stop": "stop", "length": "max_tokens", "tool_call": "tool_calls", "content_filter": "content_filter"}
+_STOP: dict[str, StopReason] = {"stop": "stop", "length": "max_tokens", "tool_call": "tool_calls",
+                                "content_filter": "content_filter"}
 
 
 def _user_content(content: Any) -> str | list:
@@ -131,11 +133,11 @@ def _parsed(rec: CallRecord) -> tuple[list, ModelResponse | None]:
     return messages, resp
 
 
-def transcript(calls: Iterable[CallRecord]) -> tuple[list[ChatMessage], list[ModelEvent]]:
+def transcript(calls: Iterable[CallRecord]) -> tuple[list[ChatMessage], list[Event]]:
     """The sample's messages (each role's conversation once, in call order) and one model event
     per call (its full input and output, role, time, tokens, error)."""
     messages: list[ChatMessage] = []
-    events: list[ModelEvent] = []
+    events: list[Event] = []
     seen: list[list] = []  # each earlier call's normalized conversation: its request, then its reply
     for rec in calls:
         meta = {"physlab_role": rec.role, "physlab_call": rec.seq}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import cast
 
 import matplotlib
 
@@ -31,24 +32,36 @@ def _legend_beside(fig: Figure, ax: plt.Axes) -> None:
 
 
 def accuracy_vs_cost_figure(report: Report) -> Figure | None:
+    """Accuracy against the median spend per problem attempt: in dollars for the groups whose models
+    have a price, in tokens -- a panel of its own, labelled so -- for those without one (a local
+    server's model: no cost is known, and a zero cost has no place on a log axis)."""
     groups = [g for g in report.solvers if g.accuracy is not None]
-    use_cost = bool(groups) and all((g.cost_median or 0) > 0 for g in groups)
-    xs = [(g.cost_median if use_cost else g.tokens_median) or 0.0 for g in groups]
-    shown = [(g, x) for g, x in zip(groups, xs) if x > 0]  # a log axis has no place for 0
-    if not shown:
+    colour = {group_label(g): f"C{i % 10}" for i, g in enumerate(groups)}
+    priced = [(g, g.cost_median) for g in groups if (g.cost_median or 0) > 0]
+    unpriced = [(g, g.tokens_median) for g in groups if not (g.cost_median or 0) > 0 and (g.tokens_median or 0) > 0]
+    panels = [(points, axis) for points, axis in ((priced, "usd"), (unpriced, "tokens")) if points]
+    if not panels:
         return None
-    fig, ax = _figure()
-    for g, x in shown:
-        lo = g.accuracy - g.ci_low if g.ci_low is not None else 0.0
-        hi = g.ci_high - g.accuracy if g.ci_high is not None else 0.0
-        ax.errorbar([x], [g.accuracy], yerr=[[lo], [hi]], fmt="o", capsize=4, label=group_label(g, sep=" × "))
-    ax.set_xscale("log")
-    ax.set_xlabel(("median cost per problem attempt, USD" if use_cost else "median tokens per problem attempt")
-                  + " (log scale)")
-    ax.set_ylabel("accuracy (95% CI, bootstrap over problems)")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Accuracy vs spend")
-    _legend_beside(fig, ax)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 2.8, 4.5), layout="constrained",
+                             sharey=True, squeeze=False)
+    for ax, (points, axis) in zip(axes[0], panels):
+        for g, x in points:
+            accuracy = cast(float, g.accuracy)  # groups holds the graded ones only
+            lo = accuracy - g.ci_low if g.ci_low is not None else 0.0
+            hi = g.ci_high - accuracy if g.ci_high is not None else 0.0
+            ax.errorbar([x], [accuracy], yerr=[[lo], [hi]], fmt="o", capsize=4, color=colour[group_label(g)],
+                        label=group_label(g, sep=" × "))
+        ax.set_xscale("log")
+        if axis == "usd":
+            ax.set_xlabel("median cost per problem attempt, USD (log scale)")
+            ax.set_title("models with a price: dollars", fontsize=9)
+        else:
+            ax.set_xlabel("median tokens per problem attempt (log scale)")
+            ax.set_title("no known price: tokens", fontsize=9)
+        ax.set_ylim(-0.02, 1.02)
+    axes[0][0].set_ylabel("accuracy (95% CI, bootstrap over problems)")
+    fig.suptitle("Accuracy vs spend")
+    _legend_beside(fig, axes[0][0])
     return fig
 
 
@@ -97,8 +110,8 @@ def _draw_curve(ax: plt.Axes, curve: BudgetCurve, left: float, right: float, col
     ys = [p.accuracy for p in pts] + [pts[-1].accuracy]
     ax.step(xs, ys, where="post", color=colour)
     if all(p.low is not None and p.high is not None for p in pts):
-        lows = [p.low for p in pts] + [pts[-1].low]
-        highs = [p.high for p in pts] + [pts[-1].high]
+        lows = cast("list[float]", [p.low for p in pts] + [pts[-1].low])  # all set: checked above
+        highs = cast("list[float]", [p.high for p in pts] + [pts[-1].high])
         ax.fill_between(xs, lows, highs, step="post", alpha=0.12, color=colour, linewidth=0)
 
 

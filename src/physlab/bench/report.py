@@ -256,8 +256,8 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
             judge_agreed=sum(c.get("judge_agreed") or 0 for c in done),
         )
         if graded:
-            graded_of[key] = gr = _Graded(graded, checkpoints)
-            _accuracy(g, gr)
+            graded_of[key] = _Graded(graded, checkpoints)
+            _accuracy(g, graded_of[key])
         tokens = [_tokens(c) for c in done]
         costs = [c["cost_usd"] for c in done]
         walls = [c["wall_s"] for c in done]
@@ -335,7 +335,7 @@ def _default_cap(groups: list[GroupSummary], graded: dict[tuple, _Graded]) -> fl
     solving = [g for g in groups if g.correct and g.tokens_p90 is not None]
     if not solving:
         return max((g.tokens_p90 or 0.0 for g in groups), default=None)
-    cap = min(g.tokens_p90 for g in solving)  # type: ignore[type-var]
+    cap = min(g.tokens_p90 for g in solving if g.tokens_p90 is not None)  # all of them (solving's filter)
     cheapest_correct = min(x for g in solving for x in graded[g.key].correct_spends())
     return float(max(cap, cheapest_correct))
 

@@ -8,8 +8,15 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader
 
-from physlab.bench.report import (CRITPT_PROTOCOL_RUNS, GroupSummary, Report, fmt, group_label, matrix_tables,
-                                  summary_rows)
+from physlab.bench.report import (
+    CRITPT_PROTOCOL_RUNS,
+    GroupSummary,
+    Report,
+    fmt,
+    group_label,
+    matrix_tables,
+    summary_rows,
+)
 
 
 def critpt_cell(mean: float | None, sd: float | None, runs: int) -> str:
@@ -47,9 +54,38 @@ def _done_failed(g: GroupSummary) -> str:
     return f"{g.cells}/{g.failed}" + (f" ({g.pending} pending)" if g.pending else "")
 
 
-def _difference(c) -> str:
+def difference_cell(c) -> str:
+    """A paired comparison's difference with its interval: '+0.133 [-0.133, +0.467]'."""
     ci = f" [{c.low:+.3f}, {c.high:+.3f}]" if c.low is not None and c.high is not None else ""
     return f"{c.difference:+.3f}{ci}"
+
+
+
+LEFT_COLUMNS = ("strategy", "model", "budget|params")
+
+
+def group_table(report: Report, groups: list[GroupSummary], *, judge: bool = False
+                ) -> tuple[list[str], list[list[str]]]:
+    """The report's main table, as the terminal and the HTML page show it: (column heads, rows).
+    The figures a reader compares, a dozen columns at most; a column only when it says something
+    (budget|params when groups differ by it, equal-budget accuracy when there is a common cap, cost
+    when a model has a price, CritPt when its server graded). Every figure is in the CSV."""
+    configs = any(g.config != "-" for g in report.groups)  # the column only when it tells groups apart
+    costs = any((g.cost_median or 0) > 0 for g in report.groups)
+    equal = report.equal_budget_tokens is not None or any(g.equal_budget_accuracy is not None for g in groups)
+    critpt = bool(report.critpt)
+    columns: list[tuple[str, bool, object]] = [
+        ("strategy", True, lambda g: g.strategy_label), ("model", True, lambda g: g.model),
+        ("budget|params", configs, lambda g: g.config), ("done/failed", True, _done_failed),
+        ("correct/graded", True, lambda g: f"{g.correct}/{g.graded}"), ("accuracy [95% CI]", True, accuracy_cell),
+        ("pass@k", True, lambda g: " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items())),
+        ("tokens med/p90", True, lambda g: f"{fmt(g.tokens_median, ',.0f')}/{fmt(g.tokens_p90, ',.0f')}"),
+        ("cost med $", costs, lambda g: fmt(g.cost_median, ".3g")), ("wall med s", True, lambda g: fmt(g.wall_median, ".3g")),
+        ("equal-budget accuracy [95% CI]", equal, equal_budget_cell), ("judge = grader", judge, agreement_cell),
+        ("CritPt", critpt, lambda g: critpt_cell(g.critpt_mean, g.critpt_sd, g.critpt_runs)),
+    ]
+    shown = [(head, cell) for head, on, cell in columns if on]
+    return [h for h, _ in shown], [[str(cell(g)) for _, cell in shown] for g in groups]  # type: ignore[operator]
 
 
 def print_report(report: Report, console=None) -> None:
@@ -60,26 +96,14 @@ def print_report(report: Report, console=None) -> None:
     if not report.groups:
         console.print(f"no cells in {report.db}")
         return
-    configs = any(g.config != "-" for g in report.groups)  # the column only when it tells groups apart
-    left = ("strategy", "model", "budget|params") if configs else ("strategy", "model")
-    critpt = bool(report.critpt)
 
     def groups_table(title: str, groups: list[GroupSummary], *, judge: bool) -> Table:
         table = Table(title=title)
-        for col in (*left, "done/failed", "correct/graded", "accuracy [95% CI]", "pass@k", "tokens med/p90", "cost med $",
-                    "wall med s", "equal-budget acc [95% CI]", *(["judge = grader"] if judge else []),
-                    *(["CritPt"] if critpt else [])):
-            table.add_column(col, justify="left" if col in left else "right")
-        for g in groups:
-            table.add_row(
-                g.strategy_label, g.model, *([g.config] if configs else []), _done_failed(g),
-                f"{g.correct}/{g.graded}", accuracy_cell(g),
-                " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items()),
-                f"{fmt(g.tokens_median, '.0f')}/{fmt(g.tokens_p90, '.0f')}",
-                fmt(g.cost_median, ".3g"), fmt(g.wall_median, ".3g"), equal_budget_cell(g),
-                *([agreement_cell(g)] if judge else []),
-                *([critpt_cell(g.critpt_mean, g.critpt_sd, g.critpt_runs)] if critpt else []),
-            )
+        heads, rows = group_table(report, groups, judge=judge)
+        for col in heads:
+            table.add_column(col, justify="left" if col in LEFT_COLUMNS else "right")
+        for row in rows:
+            table.add_row(*row)
         return table
 
     if report.solvers:
@@ -105,7 +129,7 @@ def print_report(report: Report, console=None) -> None:
             table.add_column(col, justify="left" if col in ("a", "b") else "right")
         for c in report.comparisons:
             table.add_row(c.a.replace("|", " × "), c.b.replace("|", " × "), str(c.problems), f"{c.accuracy_a:.3f}",
-                          f"{c.accuracy_b:.3f}", _difference(c), f"{c.a_better} / {c.b_better}",
+                          f"{c.accuracy_b:.3f}", difference_cell(c), f"{c.a_better} / {c.b_better}",
                           f"{c.p_value:.3g}")
         console.print(table)
     for title, heads, rows in matrix_tables(report):
@@ -157,10 +181,11 @@ def write_html(report: Report, path: str | Path, *, plots_dir: str | Path | None
     rows = summary_rows(report)
     solver_labels = {group_label(g) for g in report.solvers}
     html = _ENV.get_template("report.html").render(
-        report=report, columns=list(rows[0]) if rows else [],
+        report=report, columns=list(rows[0]) if rows else [], left=LEFT_COLUMNS,
+        main=group_table(report, report.solvers), reference=group_table(report, report.reference_conditioned, judge=True),
         solver_rows=[r for r, g in zip(rows, report.groups) if group_label(g) in solver_labels],
         reference_rows=[r for r, g in zip(rows, report.groups) if group_label(g) not in solver_labels],
-        matrices=matrix_tables(report), difference=_difference,
+        matrices=matrix_tables(report), difference=difference_cell,
         plots=[(name, plots.data_uri(png)) for name, png in pngs.items()])
     path.write_text(html, encoding="utf-8")
     return path

@@ -21,7 +21,7 @@ import traceback
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
 
 from pydantic import BaseModel, Field
 from pydantic_ai.concurrency import ConcurrencyLimiter
@@ -31,6 +31,11 @@ from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
 from physlab.run.summary import read_calls
 from physlab.tools.choice import ToolChoice
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from physlab.run.options import OutputMode
 
 
 class SweepConfig(BaseModel):
@@ -154,7 +159,7 @@ class Sweep:
         self.live = _Live()
         self._prog = _Progress(0, 0, enabled=False)
         self.summary = SweepSummary()
-        self._grader = None
+        self._grader: Any = None  # a Grader, made for the first cell that grades
         self.wait_for_others = wait_for_others
         self.poll_s = poll_s
 
@@ -230,14 +235,16 @@ class Sweep:
 
         try:
             options = RunOptions(strategy=spec.strategy, model=spec.model, role_models=dict(cfg.role_models),
-                                 api_base=cfg.api_base, api_key_env=cfg.api_key_env, output_mode=cfg.output_mode,
+                                 api_base=cfg.api_base, api_key_env=cfg.api_key_env,
+                                 output_mode=cast("OutputMode | None", cfg.output_mode),  # RunOptions checks it
                                  models_config=self._models_path, params=dict(cfg.params), budget=cfg.budget,
                                  seed=cfg.seed + spec.repeat, tools=spec.tools)
             shared = Shared(limiter=self.limiter, sandbox=self.sandbox, grader=self._shared_grader(),
                             providers=self._providers, registry=self._models, on_call=on_call)
-            record = await self._solve(problem, registry.build(spec.strategy, cfg.params), options, shared,
-                                        workspace=workspace,
-                                        replace=True)  # an unfinished earlier try: the cell restarts from scratch
+            solve = cast(SolveFn, self._solve)  # set by _load, before any cell
+            record = await solve(problem, registry.build(spec.strategy, cfg.params), options, shared,
+                                 workspace=workspace,
+                                 replace=True)  # an unfinished earlier try: the cell restarts from scratch
         except (asyncio.CancelledError, UserError):
             # interrupted, or bad input (an unknown model, a missing key...): the cell goes back
             # to pending and bad input stops the whole sweep (exit 2) instead of failing every cell
@@ -287,7 +294,7 @@ class Sweep:
         if self._grader is None:
             from physlab.grading import Grader
 
-            self._grader = Grader(sandbox=self.sandbox)
+            self._grader = Grader(sandbox=cast(Any, self.sandbox))  # a BoundedSandbox: a Sandbox behind a bound
         return self._grader
 
     async def _show_grid(self, keys: list[str], since: float) -> None:
@@ -449,13 +456,18 @@ class Sweep:
         finally:
             if not_started:  # stopped before these cells began: give them back
                 keys = sorted(not_started)
-                await asyncio.shield(self._db(lambda: [self.store.release(k, self.worker) for k in keys]))
+
+                def release() -> None:
+                    for k in keys:
+                        self.store.release(k, self.worker)
+
+                await asyncio.shield(self._db(release))
 
     def _progress(self, total: int, already: int) -> "_Progress":
         return _Progress(total, already, enabled=self.show_progress)
 
 
-def _judge_agreement(record: Any) -> dict[str, int]:
+def _judge_agreement(record: Any) -> dict[str, Any]:
     """SCALAR's count of turns where its Judge and the grader both decided, and agreed."""
     agreement = record.details.get("judge_agreement") or {}
     if not agreement.get("checked"):
@@ -479,15 +491,14 @@ class _Progress:
         self.enabled = enabled
         self.total = total
         self.already = already
-        self._p = None
+        self._p: Progress | None = None
         self._grid: tuple[int, int, int, float] | None = None  # from the database, see grid()
         self._live = _Live()
         self._waiting = 0
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             self._p = Progress(TextColumn("[bold]cells"), BarColumn(bar_width=20), MofNCompleteColumn(),
                                TextColumn("{task.fields[info]}"), TextColumn("ETA"),

@@ -2,7 +2,9 @@
 
 Each capability registers its own commands (``register(app)`` in ``<capability>/cli.py``) so that
 the modules stay small; this file only assembles them and turns :class:`UserError` into one line
-on stderr with exit code 2.
+on stderr with exit code 2. Every command registers at start, so the command modules import their
+machinery inside the commands: a help text loads typer and nothing of PhysLab's own weight
+(tests/test_cli_start.py, benchmarks/cli_start.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import typer
 
@@ -30,6 +33,7 @@ _COMMAND_MODULES = (
     "physlab.grading.cli",
     "physlab.sandbox.cli",
     "physlab.strategies.cli",
+    "physlab.llm.cli",
     "physlab.cli.runs",
     "physlab.bench.cli",
     "physlab.web.cli",
@@ -55,7 +59,7 @@ def _root() -> None:
 
 # click's exceptions, from wherever this typer takes click (its own copy since typer 0.2x)
 _clicks = importlib.import_module(typer.BadParameter.__module__)
-_NoArgsIsHelp = getattr(_clicks, "NoArgsIsHelpError", type("_NeverRaised", (Exception,), {}))
+_NoArgsIsHelp: type[Exception] = getattr(_clicks, "NoArgsIsHelpError", type("_NeverRaised", (Exception,), {}))
 DEBUG_ENV = "PHYSLAB_DEBUG"  # set: an unexpected error prints its traceback instead of saving it
 
 
@@ -128,14 +132,14 @@ def _unexpected(exc: BaseException) -> str:
     return f"unexpected {type(exc).__name__}: {head} (a PhysLab bug; {where})"
 
 
-def _one_line(exc: Exception) -> str:
+def _one_line(exc: Any) -> str:  # a click exception (typer's own copy of click)
     """click's message on one line; a usage error also names the command's --help."""
     text = " ".join(exc.format_message().split())
     ctx = getattr(exc, "ctx", None)
     return f"{text} (see `{ctx.command_path} --help`)" if ctx is not None else text
 
 
-def _typer_error(exc: Exception) -> None:
+def _typer_error(exc: Any) -> None:
     from typer import rich_utils
 
     rich_utils.rich_format_error(exc)

@@ -24,8 +24,6 @@ from typing import Optional
 import typer
 
 from physlab.errors import UserError
-from physlab.lab import inbox
-from physlab.lab.show import open_run, render, summary
 
 runs_app = typer.Typer(help="Inspect runs (list, show) and talk to a lab run (comment, hint, challenge, redirect, "
                        "pause, stop, rewind).",
@@ -76,6 +74,8 @@ def show(run_dir: Path = typer.Argument(..., help="The run directory."),
          last: int = typer.Option(5, "--last", min=1, help="How many recent iterations to list.")) -> None:
     """Print the research state, the last iterations and the usage per role (any other strategy's run:
     its outcome and usage per role)."""
+    from physlab.lab.show import render, summary
+
     data = summary(run_dir, last)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
@@ -84,6 +84,9 @@ def show(run_dir: Path = typer.Argument(..., help="The run directory."),
 
 
 def _post(run_dir: Path, kind: str, text: str = "", on: str | None = None) -> None:
+    from physlab.lab import inbox
+    from physlab.lab.show import open_run
+
     _, state = open_run(run_dir)
     if on and state.find(on) is None:  # ids are never removed: an unknown one is a typo
         raise UserError(f"{on} is not in this run (see `physlab runs show {run_dir}`)", field="--on")
@@ -134,6 +137,7 @@ def stop(run_dir: Path) -> None:
 @runs_app.command("rewind")
 def rewind(run_dir: Path, to: int = typer.Option(..., "--to", min=0, help="Iteration to continue from.")) -> None:
     """Make the state at the end of iteration N current (later iterations stay in git history)."""
+    from physlab.lab.show import open_run
     from physlab.run.lock import lock_run
 
     ws, _ = open_run(run_dir)
@@ -144,7 +148,7 @@ def rewind(run_dir: Path, to: int = typer.Option(..., "--to", min=0, help="Itera
 
 def register(app: typer.Typer) -> None:
     # SCALAR's transcripts can be re-scored by other judges: `physlab runs rescore|scalar-report`.
-    from physlab.strategies.scalar.rescore import register_scalar_runs
+    from physlab.cli import scalar
 
-    register_scalar_runs(runs_app)
+    scalar.register(runs_app)
     app.add_typer(runs_app, name="runs")

@@ -10,11 +10,33 @@ answer" lines, HiPhO items) are parsed in stage 1 too, by ``rt/latex.py``. See `
 ``jobs.py``, ``rt/`` and docs/grading.md.
 """
 
-from physlab.grading.verdict import Verdict, VerdictKind
-from physlab.grading.extract import WrittenAnswer, extract_code, extract_final_answer, extract_written, fill_template
-from physlab.grading.grader import BoundGrader, CandidateAnswer, Equivalence, Grader, bind
-from physlab.grading.template import TemplateSpec, template_spec
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from physlab.grading.extract import (
+        WrittenAnswer,
+        extract_code,
+        extract_final_answer,
+        extract_written,
+        fill_template,
+    )
+    from physlab.grading.grader import BoundGrader, CandidateAnswer, Equivalence, Grader, bind
+    from physlab.grading.template import TemplateSpec, template_spec
+    from physlab.grading.verdict import Verdict, VerdictKind
+
+# Each name is imported from its module on first use: the command line imports this package to register
+# its commands, and a help text should not pay for the grader.
+_FROM: dict[str, tuple[str, ...]] = {
+    "physlab.grading.verdict": ("Verdict", "VerdictKind"),
+    "physlab.grading.extract": ("WrittenAnswer", "extract_code", "extract_final_answer", "extract_written",
+                                "fill_template"),
+    "physlab.grading.grader": ("BoundGrader", "CandidateAnswer", "Equivalence", "Grader", "bind"),
+    "physlab.grading.template": ("TemplateSpec", "template_spec"),
+}
+_WHERE = {name: module for module, names in _FROM.items() for name in names}
 __all__ = [
     "BoundGrader",
     "CandidateAnswer",
@@ -31,3 +53,15 @@ __all__ = [
     "fill_template",
     "template_spec",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from physlab.errors import UserError
-from physlab.sandbox.types import MAX_TIMEOUT_S
+from physlab.sandbox.bounds import MAX_TIMEOUT_S
 
 
 def _resolve(spec: str):

@@ -174,6 +174,19 @@ class Grader:
             return [[i] for i in valid]
         return [[valid[j] for j in cls] for cls in out["classes"]]
 
+    async def answer_latex(self, problem: Problem, candidate: str) -> str | None:
+        """The value of ``candidate``'s code answer as LaTeX, without a reference: stage 1 reads its
+        answer tree in the sandbox, the trusted stage rebuilds it from that tree (data, never the
+        code) and writes it with ``sympy.latex``. None for a written answer (LaTeX already), or a
+        candidate without a valid answer. A graded answer has it in its verdict (``candidate_latex``)."""
+        spec = template_spec(problem.answer_template)
+        answer = await self.run_candidate(problem, candidate, spec=spec)
+        if not answer.ok or answer.written is not None or answer.tree is None:
+            return None
+        out = await self._trusted(trusted_job("latex", [answer.tree], spec, problem, step_timeout=self.step_timeout_s))
+        latex = (out or {}).get("latex")
+        return latex if isinstance(latex, str) and latex else None
+
     async def evaluate_at_points(self, problem: Problem, code: str, n_points: int = 5,
                                  seed: int = 0) -> list[complex | None] | None:
         """Numeric fingerprint: the candidate's answer at ``n_points`` random points of the
@@ -182,7 +195,7 @@ class Grader:
         candidate has no valid answer; a None entry is a point where it is not a finite number."""
         spec = template_spec(problem.answer_template)
         answer = await self.run_candidate(problem, code, spec=spec)
-        if not answer.ok:
+        if not answer.ok or answer.tree is None:
             return None
         job = trusted_job("points", [answer.tree], spec, problem, step_timeout=self.step_timeout_s)
         job.update(n_points=n_points, seed=seed, params_names=[d for _, d, _ in spec.params or []])
@@ -368,6 +381,10 @@ class Equivalence:
 
     async def equivalent(self, code_a: str, code_b: str) -> bool:
         return [0, 1] in await self.equivalence_classes([code_a, code_b])
+
+    async def answer_latex(self, code: str) -> str | None:
+        """``code``'s answer as LaTeX, read the grader's way (:meth:`Grader.answer_latex`)."""
+        return await self._grader.answer_latex(self.problem, code)
 
     async def equivalence_classes(self, codes: list[str], *, n_points: int | None = None) -> list[list[int]]:
         """Indices of ``codes`` grouped by equivalent answers, in order of their first member; a

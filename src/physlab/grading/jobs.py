@@ -89,6 +89,8 @@ def verdict_from(out: dict, job: dict, details: dict[str, Any]) -> Verdict:
     details = {**details, "method": out.get("method", ""),
                "reference_normalized": compared.get("reference", ""),
                "candidate_normalized": compared.get("candidate", "")}
+    if isinstance(out.get("candidate_latex"), str):  # the answer as math, from its tree (rt/stages.py)
+        details["candidate_latex"] = out["candidate_latex"]
     parts = out.get("parts") or []
     if "hipho" in job:
         key = job["hipho"]

@@ -64,7 +64,8 @@ class LabView:
         from rich.table import Table
 
         t = Table.grid(padding=(0, 2))
-        t.add_column(style="bold"); t.add_column()
+        t.add_column(style="bold")
+        t.add_column()
         t.add_row("iteration", f"{self.iteration}   status: {self.status}")
         t.add_row("at work", (self.role or "—") + (f" — {self.waiting}" if self.waiting else ""))
         t.add_row("usage", self.usage.line())

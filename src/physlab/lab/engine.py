@@ -38,12 +38,20 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from physlab.lab import answer as A
-from physlab.lab import context as C
-from physlab.lab import gates, inbox, routing
-from physlab.lab.reserve import held_back
-from physlab.lab.roles import adjudicator, computer, critic, formatter, orchestrator, planner, researcher, reviewer, surveyor
+from physlab.lab import answer as A, context as C, gates, inbox, routing
 from physlab.lab.early_reviews import EarlyReviews
+from physlab.lab.reserve import held_back
+from physlab.lab.roles import (
+    adjudicator,
+    computer,
+    critic,
+    formatter,
+    orchestrator,
+    planner,
+    researcher,
+    reviewer,
+    surveyor,
+)
 from physlab.lab.roles._base import NO_STANDARDS_LEVEL, LabEnv
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState, Script

@@ -16,8 +16,7 @@ from physlab.lab.workspace import RunWorkspace
 from physlab.run.files import STATE, is_run_dir
 from physlab.run.git import ENDED
 from physlab.run.status import read_run
-from physlab.run.summary import answer_files, read_calls, summarize
-from physlab.run.summary import usage_by_role as run_usage_by_role
+from physlab.run.summary import answer_files, read_calls, summarize, usage_by_role as run_usage_by_role
 
 
 def open_run(run_dir: str | Path) -> tuple[RunWorkspace, ResearchState]:
@@ -50,10 +49,41 @@ def plain_summary(root: Path) -> dict[str, Any] | None:
         return None
     files = read_run(root, strict=True)
     s = summarize(root, files)
+    record = files.record
+    verdict = record.verdict if record is not None else None
+    latex = (record.answer_latex if record is not None else None) or (
+        verdict.details.get("candidate_latex") if verdict is not None else None)
     return {"run": str(root), "problem_id": s.problem or None, "strategy": s.strategy or None,
             "model": s.model or None, "status": s.status, "stop_reason": s.stop_reason,
             "verdict": s.verdict, "verdict_reason": s.verdict_reason, "wall_s": s.wall_s, "error": s.error,
-            "usage_by_role": usage_by_role(root), **answer_files(root).model_dump()}
+            "usage_by_role": usage_by_role(root), **answer_files(root).model_dump(),
+            # the answer's value as LaTeX, as the grader read it from the code's answer tree
+            "answer_latex": latex if isinstance(latex, str) and latex else None}
+
+
+def evidence_behind(s: ResearchState) -> list[str]:
+    """The evidence the run's best answer rests on: its hypothesis's and those it builds on, in
+    the order they were found."""
+    if s.best_answer is None:
+        return []
+    whs, todo = set(), [s.best_answer.wh, *s.best_answer.rests_on]
+    while todo:
+        wid = todo.pop()
+        w = s.wh(wid)
+        if w is not None and wid not in whs:
+            whs.add(wid)
+            todo += w.depends_on
+    ids = {e for wid in whs for e in s.wh(wid).evidence}  # type: ignore[union-attr]
+    return [ev.id for ev in s.evidence if ev.id in ids]
+
+
+def derivations(s: ResearchState) -> list[dict[str, Any]]:
+    """Every researcher's derivation (Markdown with LaTeX, whole), marked when the answer rests on it."""
+    behind = set(evidence_behind(s))
+    return [{"id": ev.id, "target": ev.target, "role": ev.role, "confidence": ev.confidence,
+             "iteration": ev.iteration, "findings": ev.findings, "method": ev.method, "checks": ev.checks,
+             "derivation": ev.derivation, "behind_answer": ev.id in behind}
+            for ev in s.evidence if ev.derivation.strip()]
 
 
 def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
@@ -81,6 +111,7 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
         "critiques": [{"id": c.id, "target": c.target or c.target_type, "status": c.status} for c in s.critiques],
         "human_messages": [{"id": h.id, "kind": h.kind, "on": h.on, "routed_to": h.routed_to} for h in s.human_messages],
         "last_iterations": [subject for _, subject in ws.history() if not subject.startswith(ENDED)][:last],
+        "derivations": derivations(s),
     }
 
 
@@ -122,6 +153,7 @@ def render(data: dict[str, Any]) -> None:
     con.print("\n[bold]Last iterations[/]")
     for subject in data["last_iterations"]:
         con.print(f"  {clip(subject, 300)}", markup=False)
+    _derivations(con, data["derivations"])
     _answer(con, data)
     _usage_table(con, data)
 
@@ -158,6 +190,26 @@ def _answer(con: Any, data: dict[str, Any]) -> None:
         con.print(answer.rstrip(), markup=False)
     if code and (not answer or code.strip() not in answer):
         con.print(f"\n{code.rstrip()}", markup=False)
+    if data.get("answer_latex"):
+        con.print("\n[bold]The answer as LaTeX[/] (its value, as the grader read it)")
+        con.print(data["answer_latex"], markup=False, soft_wrap=True)
+
+
+def _derivations(con: Any, items: list[dict[str, Any]]) -> None:
+    """The derivations the answer rests on, whole (the latest one when it rests on none); the
+    others are counted, and are whole in RESEARCH_STATE.md and `--json`."""
+    shown = [d for d in items if d["behind_answer"]] or items[-1:]
+    if not shown:
+        return
+    for d in shown:
+        why = "the answer rests on it" if d["behind_answer"] else "the latest"
+        con.print(f"\n[bold]Derivation {d['id']}[/] ({escape(d['role'])} on {escape(d['target'])}, "
+                  f"{escape(d['confidence'])}, iteration {d['iteration']}; {why})")
+        con.print(d["derivation"].strip(), markup=False)
+        for check in d["checks"]:
+            con.print(f"  check: {check}", markup=False)
+    if len(items) > len(shown):
+        con.print(f"({len(items) - len(shown)} more derivations in RESEARCH_STATE.md and `runs show --json`)")
 
 
 def _outcome(data: dict[str, Any]) -> str:

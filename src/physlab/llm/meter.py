@@ -33,8 +33,8 @@ from pydantic import ValidationError
 
 from physlab.errors import UserError
 from physlab.llm.errors import BudgetExceeded
-from physlab.llm.usage import Budget, CallRecord, Usage
 from physlab.llm.linelog import LineLog
+from physlab.llm.usage import Budget, CallRecord, Usage
 
 
 def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:

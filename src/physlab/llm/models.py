@@ -28,10 +28,10 @@ from physlab.llm.defaults import ModelDefaults, ModelRegistry, RetryPolicy
 from physlab.llm.meter import RunMeter
 from physlab.llm.output import OutputModeState, check_output_mode, mode_of
 from physlab.llm.pricing import Pricer
-from physlab.llm.seam import SeamModel, seam_model
-from physlab.llm.seam.limits import ModelLimits
 from physlab.llm.replay import ReplayBook, resolve_calls_path
 from physlab.llm.scripted import get_scenario, scripted_model
+from physlab.llm.seam import SeamModel, seam_model
+from physlab.llm.seam.limits import ModelLimits
 
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google-gla": "GEMINI_API_KEY"}
 BASE_URL_PROVIDERS = ("openai", "anthropic", "google-gla")
@@ -46,11 +46,46 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return provider, name
 
 
+# The providers a model name starts with here, first for a "did you mean" (a misspelt provider is
+# far likelier one of these than one of the hundreds of model names pydantic-ai knows).
+OUR_PROVIDERS = (*BASE_URL_PROVIDERS, "scripted", "replay")
+
+
+def check_provider(spec: str, provider: str) -> None:
+    """A provider neither PhysLab nor pydantic-ai knows is one UserError line with the provider meant
+    (``opnai:gpt-4o``: did you mean ``openai:gpt-4o``?) -- pydantic-ai's own hint matches the whole
+    name against its catalogue and proposes another provider's model."""
+    import difflib
+    import typing
+
+    from pydantic_ai.models import KnownModelName
+    from pydantic_ai.providers import infer_provider_class
+
+    if provider in OUR_PROVIDERS:
+        return
+    try:
+        infer_provider_class(provider)
+        return
+    except ValueError:
+        pass
+    except Exception:  # noqa: BLE001 - a provider it knows whose SDK is not installed: said when it is built
+        return
+    theirs = sorted({name.split(":", 1)[0] for name in typing.get_args(KnownModelName.__value__) if ":" in name})
+    close = (difflib.get_close_matches(provider, OUR_PROVIDERS, n=1, cutoff=0.6)
+             or difflib.get_close_matches(provider, theirs, n=1, cutoff=0.75))
+    name = spec.partition(":")[2]
+    hint = (f"did you mean '{close[0]}:{name}'?" if close
+            else f"PhysLab's providers: {', '.join(p + ':' for p in OUR_PROVIDERS)}")
+    raise UserError(f"unknown provider '{provider}' in model '{spec}': {hint}", field="--model")
+
+
 def check_model_name(spec: str, api_base: str | None = None) -> None:
-    """What can be known of ``spec`` without a request: its form, a scripted scenario that exists,
-    a replay file that is there, and an --api-base that applies to it and is a usable URL
-    (RunModels checks each run; a sweep checks its models before it records any cell)."""
+    """What can be known of ``spec`` without a request: its form, a provider that exists (else the
+    one meant), a scripted scenario that exists, a replay file that is there, and an --api-base that
+    applies to it and is a usable URL (RunModels checks each run; a sweep checks its models before
+    it records any cell)."""
     provider, rest = parse_spec(spec)
+    check_provider(spec, provider)
     if provider == "scripted":
         get_scenario(rest)
     elif provider == "replay":
@@ -347,6 +382,11 @@ class RunModels:
                 model_label=ep.book.model_of if ep.book else None, output_state=ep.state, limits=ep.limits,
                 events=self.events, endpoint=ep.api_base, key_note=ep.key.note if ep.key else None)
         return self._roles[role]
+
+    def limits(self, spec: str | None = None) -> ModelLimits:
+        """What is known so far of a model's limits: the registry's, and what its server's refusals
+        said (the run's model unless ``spec`` names another)."""
+        return self._endpoint(spec or self.name).limits
 
     def output_modes(self) -> dict[str, str]:
         """Each model's output mode as the run ends (``auto`` that fell back says so)."""

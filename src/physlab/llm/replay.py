@@ -28,8 +28,8 @@ from pydantic_ai.settings import ModelSettings
 from physlab.errors import UserError
 from physlab.llm.errors import ReplayError
 from physlab.llm.meter import read_calls
-from physlab.llm.wire import load_response, normalize_messages
 from physlab.llm.usage import CallRecord
+from physlab.llm.wire import load_response, normalize_messages
 
 
 def resolve_calls_path(path: str | Path) -> Path:

@@ -18,6 +18,7 @@ discoverable with :func:`register_scenario_module`.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -83,7 +84,9 @@ def get_scenario(name: str) -> ScenarioFactory:
         _load_modules()
     if name not in _SCENARIOS:
         known = ", ".join(sorted(_SCENARIOS)) or "none"
-        raise UserError(f"unknown scripted scenario '{name}' (known: {known})", field="--model")
+        close = difflib.get_close_matches(name, sorted(_SCENARIOS), n=1, cutoff=0.6)
+        hint = f": did you mean 'scripted:{close[0]}'?" if close else ""
+        raise UserError(f"unknown scripted scenario '{name}'{hint} (known: {known})", field="--model")
     return _SCENARIOS[name].factory
 
 

@@ -4,19 +4,35 @@ Entry points: :func:`resolve_problem` (a file, ``FILE#ID``, ``SUITE/ID``), :func
 (a suite name or directory), :func:`load_file`, :func:`list_suites`, :func:`import_suite`.
 """
 
-from physlab.problems.model import Problem, ReferenceFormat
-from physlab.problems.files import load_directory, load_file
-from physlab.problems.suites import (
-    SuiteInfo,
-    import_suite,
-    list_suites,
-    load_suite,
-    resolve_problem,
-    user_data_dir,
-    user_suites_dir,
-)
-from physlab.problems.templates import TemplateInfo, parse_template
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from physlab.problems.files import load_directory, load_file
+    from physlab.problems.model import Problem, ReferenceFormat
+    from physlab.problems.suites import (
+        SuiteInfo,
+        import_suite,
+        list_suites,
+        load_suite,
+        resolve_problem,
+        user_data_dir,
+        user_suites_dir,
+    )
+    from physlab.problems.templates import TemplateInfo, parse_template
+
+# Each name is imported from its module on first use: the command line imports this package to register
+# its commands, and a help text should not pay for the loaders (pydantic, YAML).
+_FROM: dict[str, tuple[str, ...]] = {
+    "physlab.problems.model": ("Problem", "ReferenceFormat"),
+    "physlab.problems.files": ("load_directory", "load_file"),
+    "physlab.problems.suites": ("SuiteInfo", "import_suite", "list_suites", "load_suite", "resolve_problem",
+                                "user_data_dir", "user_suites_dir"),
+    "physlab.problems.templates": ("TemplateInfo", "parse_template"),
+}
+_WHERE = {name: module for module, names in _FROM.items() for name in names}
 __all__ = [
     "Problem",
     "ReferenceFormat",
@@ -32,3 +48,15 @@ __all__ = [
     "user_data_dir",
     "user_suites_dir",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from physlab.problems.model import Problem
-from physlab.problems.suites import import_suite, list_suites, load_suite, resolve_problem
+if TYPE_CHECKING:  # the loaders and rich load with the command that uses them
+    from rich.console import Console
+
+    from physlab.problems.model import Problem
 
 problems_app = typer.Typer(help="Problems and suites: list, show, check, import.", no_args_is_help=True)
 import_app = typer.Typer(help="Validate benchmark data and store it as a named suite.", no_args_is_help=True)
@@ -18,6 +18,8 @@ problems_app.add_typer(import_app, name="import")
 
 
 def _console() -> Console:
+    from rich.console import Console
+
     # Wide enough for problem ids when stdout is not a terminal (pipes, CI logs).
     return Console(width=None if Console().is_terminal else 160)
 
@@ -41,8 +43,12 @@ def list_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List the suites, or the problems in SUITE."""
+    from rich.table import Table
+
+    from physlab.problems.suites import list_suites, load_suite
+
     if suite is None:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for info in list_suites():
             try:
                 count: int | str = len(load_suite(info.name))
@@ -82,6 +88,8 @@ def show_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show a problem's statement and answer template (never the answer unless --with-answer)."""
+    from physlab.problems.suites import resolve_problem
+
     full = resolve_problem(problem)
     shown = full if with_answer else full.public()
     if as_json:
@@ -135,6 +143,8 @@ def check_cmd(
 
 def _import(kind: str, source: str, name: Optional[str], force: bool, split: Optional[str] = None,
             revision: Optional[str] = None) -> None:
+    from physlab.problems.suites import import_suite
+
     suite, dest, problems = import_suite(kind, source, name=name, force=force, split=split, revision=revision)
     graded = sum(p.gradable for p in problems)
     typer.echo(f"imported {len(problems)} {kind} problems ({graded} with a reference) as suite '{suite}' -> {dest}")

@@ -98,6 +98,47 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     return size
 
 
+# Constructs PyYAML reports where they opened (its "context") when they never close.
+_OPENED = {"while scanning a quoted scalar": "a quoted string opens here and never closes",
+           "while parsing a flow sequence": "a [ list opens here and never closes",
+           "while parsing a flow mapping": "a { mapping opens here and never closes"}
+
+
+def yaml_error(text: str, exc: Exception) -> str:
+    """Where a YAML mistake was made, and what it is. PyYAML places an unclosed quote or list where
+    it gave up -- the end of the file, or wherever the runaway string stopped -- so the line that
+    opened it is named instead (its ``context_mark``, or the quoted string that ran on over lines
+    before the error)."""
+    mark, context = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    opened = _OPENED.get(getattr(exc, "context", None) or "")
+    if context is not None and opened:
+        at = f" at line {mark.line + 1}" if mark is not None and mark.line != context.line else ""
+        return f"line {context.line + 1}, column {context.column + 1}: {opened} ({problem}{at})"
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    runaway = _runaway_quote(text, mark.line) if mark is not None else None
+    if runaway is not None:
+        return (f"line {runaway[0] + 1}: a quoted string opens here and runs on to line {runaway[1] + 1} -- a "
+                f"closing quote missing? ({where}{problem})")
+    return f"{where}{problem}"
+
+
+def _runaway_quote(text: str, before_line: int) -> tuple[int, int] | None:
+    """(first, last line) of the last quoted string spanning lines that ends at or before
+    ``before_line`` (legal YAML, but in a problem file a missing closing quote), or None."""
+    found = None
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if token.start_mark.line > before_line:
+                break
+            if (isinstance(token, yaml.ScalarToken) and token.style in ('"', "'")
+                    and token.end_mark.line > token.start_mark.line):
+                found = (token.start_mark.line, token.end_mark.line)
+    except yaml.YAMLError:
+        pass  # the scanner stops where the parser did, or before: what it saw is all there is
+    return found
+
+
 def read_yaml(path: Path) -> Any:
     text = read_text(path)
     loader = yaml.SafeLoader(text)
@@ -111,10 +152,7 @@ def read_yaml(path: Path) -> Any:
                                    f"(at most {limit:,} for this file); write the shared parts out", path=path)
         return _check_depth(loader.construct_document(node), path, "YAML ")
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ProblemFileError(f"invalid YAML ({where}{problem})", path=path) from None
+        raise ProblemFileError(f"invalid YAML ({yaml_error(text, exc)})", path=path) from None
     except RecursionError:
         raise ProblemFileError(f"YAML {DEEP} (lists or mappings inside each other too many levels deep)",
                                path=path) from None

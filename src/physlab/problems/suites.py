@@ -84,6 +84,26 @@ def suite_directory(name: str) -> Path | None:
     return _suite_dir(name) if _NAME_RE.match(name) else None
 
 
+def suite_meant(spec: str | Path) -> tuple[str, str | None]:
+    """The suite a command line means by ``spec``, and a note when that is not ``spec`` as written.
+    A shell completes a folder's name with a slash (``examples/``): with no such folder here, or
+    one holding no problem files (a checkout's own examples/ folder), that is the built-in or
+    imported suite of the name; a folder of problem files is that folder."""
+    from physlab.problems.files import suite_files
+
+    text = str(spec)
+    name = text.rstrip("/")
+    if name == text or not name or suite_directory(name) is None:
+        return text, None
+    here = Path(text).expanduser()
+    if not here.is_dir():
+        return name, None
+    if suite_files(here):
+        return text, None
+    kind = "built-in" if name in builtin_suites() else "imported"
+    return name, f"note: {text} here holds no problem files: running the {kind} suite '{name}' instead"
+
+
 def _known_suite_names() -> list[str]:
     return [s.name for s in list_suites()]
 

@@ -18,8 +18,8 @@ from pydantic_ai.models import Model
 from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Budget, Usage
 from physlab.problems.model import Problem
-from physlab.sandbox.core import Sandbox
 from physlab.run.checkpoints import Checkpoint
+from physlab.sandbox.core import Sandbox
 from physlab.tools.choice import ToolChoice
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 
 from physlab.errors import UserError
 from physlab.grading.verdict import Verdict
-from physlab.llm.usage import Usage
+from physlab.llm.usage import Budget, Usage
 from physlab.run.attempt import AttemptStatus
 from physlab.run.checkpoints import Checkpoint
 from physlab.run.files import METRICS, OPTIONS, read_bytes, read_text, write_atomic
@@ -125,6 +125,8 @@ class RunRecord(BaseModel):
     problem_spec: str | None = None
     servers: dict[str, Server] = Field(default_factory=dict)
     resume_failed: FailedResume | None = None
+    answer_latex: str | None = Field(default=None, description="The answer's value as LaTeX, as the grader read "
+                                     "it from the code's answer tree (graded or not); None for a written answer.")
     state_digest: str | None = Field(default=None, description="sha256 of state.json as the run ended (a state "
                                      "changed since -- a rewind, a later session -- is newer than this record).")
     # Not in metrics.json: the answer as the run wrote it (ANSWER.md, answer.py), and where.
@@ -258,4 +260,4 @@ def recorded_options(ws: Path) -> tuple[RunOptions | None, str | None]:
     limits = {k: v for k, v in record.budget.items() if k in ("max_calls", "max_tokens", "max_input_tokens",
                                                               "max_output_tokens", "max_cost_usd", "max_wall_s")}
     return RunOptions(strategy=record.strategy, model=record.model, api_base=record.api_base,
-                      seed=record.seed, budget=limits), None
+                      seed=record.seed, budget=Budget.model_validate(limits)), None

@@ -40,12 +40,29 @@ from physlab.problems.model import Problem
 from physlab.run.attempt import Attempt
 from physlab.run.checkpoints import grade_checkpoints
 from physlab.run.environment import RunEnvironment
-from physlab.run.files import (CALLS, OPTIONS, PROBLEM, STATE, STATE_OF, default_workspace, is_run_dir, read_bytes,
-                               write_atomic)
+from physlab.run.files import (
+    CALLS,
+    OPTIONS,
+    PROBLEM,
+    STATE,
+    STATE_OF,
+    default_workspace,
+    is_run_dir,
+    read_bytes,
+    write_atomic,
+)
 from physlab.run.lock import LOCK, RunLock, lock_run
 from physlab.run.options import RunOptions, differences
-from physlab.run.record import (FailedResume, RunRecord, RunStart, digest, read_record, read_start, write_record,
-                                write_start)
+from physlab.run.record import (
+    FailedResume,
+    RunRecord,
+    RunStart,
+    digest,
+    read_record,
+    read_start,
+    write_record,
+    write_start,
+)
 from physlab.run.resume import check_servers, registry_for, servers_for
 from physlab.run.status import read_run
 from physlab.tools.choice import ToolChoice
@@ -304,6 +321,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
         if bound is not None:
             await grade_checkpoints(attempt.checkpoints, bound)
         record = _record(attempt, meter, models, start, ws, datetime.now(timezone.utc))
+        record.answer_latex = await _answer_latex(attempt, equivalence)
         write_record(ws, _kept_answer(record, before[0]) if resuming else record)
         _commit_outcome(attempt, ws)
         emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
@@ -421,6 +439,20 @@ async def _grade(attempt: Attempt, problem: Problem, bound: BoundGrader | None) 
         return Verdict(verdict="invalid", reason=f"grader failed: {type(exc).__name__}: {exc}"[:500])
 
 
+async def _answer_latex(attempt: Attempt, equivalence: Equivalence) -> str | None:
+    """The answer's value as LaTeX, for the pages that show it as math: the grader's reading when
+    it graded the answer, else the grader's reading of the code alone (no reference needed)."""
+    latex = attempt.verdict.details.get("candidate_latex") if attempt.verdict is not None else None
+    if isinstance(latex, str) and latex:
+        return latex
+    if not answered(attempt) or not attempt.answer_code or attempt.verdict is not None:
+        return None  # no answer, a written one, or graded without a reading: nothing more to read
+    try:
+        return await equivalence.answer_latex(attempt.answer_code)
+    except Exception:  # noqa: BLE001 - the answer is kept and shown as code all the same
+        return None
+
+
 def _record(attempt: Attempt, meter: RunMeter, models: RunModels, start: RunStart, ws: Path,
             finished_at: datetime) -> RunRecord:
     """The session's record (metrics.json), with the answer as written."""
@@ -463,7 +495,7 @@ def _kept_answer(record: RunRecord, before: RunRecord | None) -> RunRecord:
     if before is None or not before.has_answer or record.has_answer or record.status == "paused":
         return record
     kept = {k: getattr(before, k) for k in ("status", "stop_reason", "has_answer", "verdict", "ran_as",
-                                             "reference_conditioned", "checkpoints", "details")}
+                                             "reference_conditioned", "checkpoints", "details", "answer_latex")}
     failed = FailedResume(status=record.status, stop_reason=record.stop_reason, error=record.error,
                           started_at=record.started_at, finished_at=record.finished_at)
     return record.model_copy(update={**kept, "resume_failed": failed})

@@ -16,7 +16,32 @@ scrubbed environment, private temp dir, process cleanup). ``auto`` probes bubble
 scipy, mpmath and matplotlib and fork a fresh child per run.
 """
 
-from physlab.sandbox.types import SandboxLimits, SandboxResult
-from physlab.sandbox.core import Sandbox, default_sandbox  # noqa: E402 - after the types
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from physlab.sandbox.core import Sandbox, default_sandbox
+    from physlab.sandbox.types import SandboxLimits, SandboxResult
+
+# Each name is imported from its module on first use: the command line imports this package to register
+# its commands, and a help text should not pay for the workers' machinery.
+_FROM: dict[str, tuple[str, ...]] = {
+    "physlab.sandbox.types": ("SandboxLimits", "SandboxResult"),
+    "physlab.sandbox.core": ("Sandbox", "default_sandbox"),
+}
+_WHERE = {name: module for module, names in _FROM.items() for name in names}
 __all__ = ["Sandbox", "SandboxLimits", "SandboxResult", "default_sandbox"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

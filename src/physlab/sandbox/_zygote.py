@@ -36,11 +36,32 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its modules beside it (-I leaves it out)
 
-from _zygote_common import (_HDR, MNT_DETACH, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG,
-                            RUN_UID_BASE, _libc, _prctl, b64, bad_name, cfg, read_msg, write_msg)
-from _zygote_confine import (_cgroup_kill, _make_cgroup, _others_can_read, enter_namespaces,
-                             enter_run_namespaces, kill_run_tree, probe_run_namespaces, reach_hidden_paths,
-                             sweep)
+from _zygote_common import (
+    _HDR,
+    MNT_DETACH,
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_DUMPABLE,
+    PR_SET_PDEATHSIG,
+    RUN_UID_BASE,
+    _libc,
+    _prctl,
+    b64,
+    bad_name,
+    cfg,
+    read_msg,
+    write_msg,
+)
+from _zygote_confine import (
+    _cgroup_kill,
+    _make_cgroup,
+    _others_can_read,
+    enter_namespaces,
+    enter_run_namespaces,
+    kill_run_tree,
+    probe_run_namespaces,
+    reach_hidden_paths,
+    sweep,
+)
 from _zygote_run import run_init
 
 EXIT_EOF = 3  # a manager that found the control pipe closed: the worker stops

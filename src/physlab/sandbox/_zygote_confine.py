@@ -11,10 +11,33 @@ import stat
 import sys
 import time
 
-from _zygote_common import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MNT_DETACH,
-                            MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT,
-                            PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, SANDBOX_UID, _libc, _mount, _pids, _prctl,
-                            _proc_stat, _reap, _write_file, cfg)
+from _zygote_common import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    MNT_DETACH,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    PR_SET_DUMPABLE,
+    PR_SET_NO_NEW_PRIVS,
+    SANDBOX_UID,
+    _libc,
+    _mount,
+    _pids,
+    _prctl,
+    _proc_stat,
+    _reap,
+    _write_file,
+    cfg,
+)
 
 RUN_NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET  # the rlimit backend's, per run
 

@@ -15,8 +15,18 @@ import tempfile
 import time
 import traceback
 
-from _zygote_common import (PR_SET_PDEATHSIG, SANDBOX_UID, _pids, _prctl, _proc_stat, _write_file, b64, bad_name,
-                            cfg, write_msg)
+from _zygote_common import (
+    PR_SET_PDEATHSIG,
+    SANDBOX_UID,
+    _pids,
+    _prctl,
+    _proc_stat,
+    _write_file,
+    b64,
+    bad_name,
+    cfg,
+    write_msg,
+)
 from _zygote_confine import drop_privileges, kill_run_tree, mount_own_proc, set_rlimits
 
 

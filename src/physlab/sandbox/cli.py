@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from physlab.errors import UserError
-from physlab.sandbox.types import MAX_TIMEOUT_S
+from physlab.sandbox.bounds import MAX_TIMEOUT_S
 
 sandbox_app = typer.Typer(help="Run untrusted code (Python, FORM, Cadabra2, Maxima, Wolfram Language) in the sandbox.",
                           no_args_is_help=True)

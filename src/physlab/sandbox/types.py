@@ -5,9 +5,6 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
-MAX_TIMEOUT_S = 604_800  # a week: a longer --timeout is a typo (and inf/nan cannot be waited for)
-
-
 class SandboxLimits(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False, description="Wall-clock limit.")
     cpu_s: float | None = Field(default=None, gt=0, allow_inf_nan=False,

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-import yaml
 
 from physlab.errors import UserError
 
@@ -17,6 +15,8 @@ STRATEGY_HELP = ("lab|oneshot|two-step|rsa|manager|tpbench-vote|tpbench-bon|tpbe
 
 def _parse_value(text: str) -> Any:
     """`--param k=v` values: YAML scalars (numbers, booleans, lists) or plain strings."""
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:
@@ -37,6 +37,8 @@ def parse_params(items: list[str], config: Path | None) -> dict[str, Any]:
 
 def _read_config(config: Path) -> dict[str, Any]:
     """``--config params.yaml``: a mapping of parameter names to values (empty file: none)."""
+    import yaml
+
     try:
         raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -123,19 +125,6 @@ def _shown(value: Any) -> str:
 def register(app: typer.Typer) -> None:
     app.add_typer(strategies_app, name="strategies")
 
-    @app.command("models")
-    def models() -> None:
-        """List the strategies and the built-in scripted models (no key needed)."""
-        from physlab.llm.scripted import scenario_names
-        from physlab.strategies import registry
-
-        typer.echo("strategies: " + ", ".join(registry.names()) + " (see `physlab strategies show NAME`)")
-        typer.echo("scripted models (--model scripted:NAME):")
-        for name, description in sorted(scenario_names().items()):
-            typer.echo(f"  {name:22s} {description}")
-        typer.echo("real models: provider:model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, "
-                   "google-gla:gemini-2.5-pro; openai:NAME --api-base URL for vLLM/Ollama/LiteLLM")
-
     @app.command("solve")
     def solve(
         ctx: typer.Context,
@@ -185,6 +174,8 @@ def register(app: typer.Typer) -> None:
             "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
     ) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
+        import asyncio
+
         from physlab.llm.models import parse_role_models
         from physlab.llm.output import check_output_mode
         from physlab.run.options import RunOptions, given_options, registry_path
@@ -234,10 +225,15 @@ def register(app: typer.Typer) -> None:
         prob = load_problem(problem)
         scaffold = registry.build(options.strategy, {**options.params, **once})
         events = _progress_sink(console_mode, type(scaffold), quiet=quiet or as_json)
+        started = _Started(events)
         try:
-            record = asyncio.run(run(prob, scaffold, options, Shared(events=events),
+            record = asyncio.run(run(prob, scaffold, options, Shared(events=started),
                                      workspace=resume_dir if resume_dir is not None else workspace,
                                      resume=resume_dir is not None, replace=replace))
+        except KeyboardInterrupt:
+            # typer would exit 130 without a word; say where the run is and how it goes on
+            typer.echo(_interrupted(started.workspace, scaffold.resumable), err=True)
+            raise typer.Exit(130) from None
         finally:
             if events is not None:
                 events.close()  # a live panel ends (and gives the cursor back) however the run ended
@@ -249,6 +245,32 @@ def register(app: typer.Typer) -> None:
         else:
             _print_summary(record, ws_path)
         raise typer.Exit(0 if record.answered else 1)
+
+
+class _Started:
+    """The run's progress sink, passed through, noting the run directory the runner chose."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink, self.workspace = sink, None
+
+    def __call__(self, kind: str, **data: Any) -> None:
+        if kind == "run_started":
+            self.workspace = data.get("workspace")
+        if self.sink is not None:
+            self.sink(kind, **data)
+
+
+def _interrupted(workspace: str | None, resumable: bool) -> str:
+    """What Ctrl-C on `solve` says: where the run is and the command that goes on with it."""
+    import shlex
+
+    if workspace is None:
+        return "interrupted before the run started: nothing was recorded"
+    again = f"physlab solve --resume {shlex.quote(workspace)}"
+    if resumable:
+        return f"interrupted: the run is kept in {workspace}; continue it with: {again}"
+    return (f"interrupted: the run's calls so far are kept in {workspace}; run it again there (it starts over, "
+            f"its spend so far counted) with: {again}")
 
 
 def split_resume(resume: str | None) -> tuple[Path | None, int | None]:
@@ -293,3 +315,24 @@ def _print_summary(record: Any, ws: Path) -> None:
     console.print(f"workspace: {escape(str(ws))}")
     if record.status not in ("complete", "partially_complete") and record.error:
         console.print(f"[red]{escape(record.error)}[/]")
+    _print_answer(console, record, ws)
+
+
+def _print_answer(console: Any, record: Any, ws: Path) -> None:
+    """The final answer itself: what the run filled into the template (the lines of its answer
+    function), else the final answer it wrote (its boxed answer or 'Final answer' line), and where
+    the whole answer is."""
+    from physlab.grading.extract import extract_final_answer
+    from physlab.web.render import UNPARSED_NOTE, filled_answer
+
+    if not record.answered:
+        draft = next((ws / n for n in ("DRAFT_ANSWER.md", "draft_answer.py") if (ws / n).is_file()), None)
+        console.print("no final answer" + (f" (what it had is in {draft})" if draft else ""), markup=False)
+        return
+    filled = filled_answer(record.answer_code)
+    shown = filled if filled and filled != UNPARSED_NOTE else extract_final_answer(record.answer_text)
+    if shown:
+        console.print("answer:", style="bold")
+        console.print("\n".join(f"  {line}" for line in shown.strip().splitlines()), markup=False, highlight=False,
+                      soft_wrap=True)  # one line each: a formula copied from the terminal stays whole
+    console.print(f"the whole answer: {ws / 'ANSWER.md'}", markup=False, highlight=False)

@@ -20,7 +20,7 @@ from physlab.lab.judgement import judgement
 from physlab.lab.workspace import split_resume_target
 from physlab.run.environment import RunEnvironment
 from physlab.run.progress import ProgressView
-from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, StrategyParams, param
 
 _CODE = f"{PHYSICS_INTERN}, its public code (config.default.yaml)"
@@ -110,8 +110,9 @@ class LabStrategy(Strategy[LabParams]):
         engine = LabEngine(ctx, settings)
         out = await engine.run(resume=bool(ctx.resume) or from_iteration is not None,
                                from_iteration=from_iteration)
-        status = {"complete": "complete", "partially_complete": "partially_complete",
-                  "paused": "paused"}.get(out.status, "no_answer")
+        statuses: dict[str, AttemptStatus] = {"complete": "complete", "partially_complete": "partially_complete",
+                                              "paused": "paused"}
+        status = statuses.get(out.status, "no_answer")
         if status == "partially_complete" and not (out.answer_code or out.answer_text):
             status = "no_answer"
         s = out.state

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext as AgentContext, Tool
 from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
@@ -36,10 +37,17 @@ from physlab.llm.errors import ModelFailure, budget_error
 from physlab.llm.output import structured_output
 from physlab.run.environment import RunEnvironment
 from physlab.sandbox import SandboxLimits
-from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, ModelParams, param
 from physlab.strategies.sampling import (
-    answer_requirements, budget_reason, error_text, finish, load_prompt, model_settings, render, with_images,
+    answer_requirements,
+    budget_reason,
+    error_text,
+    finish,
+    load_prompt,
+    model_settings,
+    render,
+    with_images,
 )
 
 _MAX_TOOL_OUTPUT = 20_000
@@ -104,7 +112,7 @@ class Manager(Strategy[ManagerParams]):
         p = self.params
         max_iterations, iteration_tokens, window = p.max_iterations, p.iteration_tokens, p.scratchpad_window
         code_timeout, max_requests = p.code_timeout_s, p.max_requests_per_iteration
-        settings = model_settings(p)
+        settings = cast("ModelSettings | None", model_settings(p))  # the TypedDict pydantic-ai reads
         started = time.monotonic()
         state = ManagerState()
         system = render("manager_system", window=str(window))
@@ -165,8 +173,8 @@ class Manager(Strategy[ManagerParams]):
             return ""
 
         manager = ctx.models.for_role("manager")
-        tools = [Tool(dispatch_subagent, name="dispatch_subagent", prepare=prepare_dispatch),
-                 Tool(write_to_permanent_memory), Tool(write_to_scratchpad)]
+        tools: list[Tool[None]] = [Tool(dispatch_subagent, name="dispatch_subagent", prepare=prepare_dispatch),
+                                   Tool(write_to_permanent_memory), Tool(write_to_scratchpad)]
         stop_reason = "max_iterations"
         budget_hit: BaseException | None = None
         note = ""
@@ -214,8 +222,8 @@ class Manager(Strategy[ManagerParams]):
         return await self._wrap_up(ctx, state, started, "partially_complete", stop_reason,
                                    settings, graced=budget_hit is not None)
 
-    async def _wrap_up(self, ctx: RunEnvironment, state: ManagerState, started: float, status: str,
-                       reason: str, settings: dict[str, Any] | None, *, graced: bool) -> Attempt:
+    async def _wrap_up(self, ctx: RunEnvironment, state: ManagerState, started: float, status: AttemptStatus,
+                       reason: str, settings: ModelSettings | None, *, graced: bool) -> Attempt:
         """The forced wind-down: only submit_final_answer is offered, once."""
         manager = ctx.models.for_role("manager")
         agent: Agent[None, FinalAnswer] = Agent(
@@ -238,7 +246,7 @@ class Manager(Strategy[ManagerParams]):
         state.final = result.output
         return self._attempt(ctx, state, started, status, reason)
 
-    def _attempt(self, ctx: RunEnvironment, state: ManagerState, started: float, status: str, reason: str,
+    def _attempt(self, ctx: RunEnvironment, state: ManagerState, started: float, status: AttemptStatus, reason: str,
                  error: str | None = None) -> Attempt:
         text = code = None
         if state.final is not None:

@@ -17,14 +17,20 @@ import time
 from typing import Any
 
 from physlab.grading.extract import extract_code
+from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
-from physlab.run.checkpoints import record_best
 from physlab.strategies.params import TPBENCH, ModelParams, param
 from physlab.strategies.sampling import (
-    answer_requirements, ask, ended_by, error_text, finish, load_prompt, model_settings, render,
+    answer_requirements,
+    ask,
+    ended_by,
+    error_text,
+    finish,
+    load_prompt,
+    model_settings,
+    render,
 )
-
 
 CONTEXT_FALLBACK = 128_000  # tokens, for a model whose context window pydantic-ai does not know
 CARRY_SHARE = 0.5  # of the window for earlier rounds; the rest for the problem, the new round and its conclusion

@@ -16,7 +16,7 @@ from physlab.llm.prompt import problem_prompt_parts
 from physlab.llm.scripted import register_scenario
 from physlab.llm.text import ask_text
 from physlab.run.environment import RunEnvironment
-from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import ModelParams
 from physlab.strategies.sampling import model_settings
 
@@ -43,6 +43,7 @@ class OneShot(Strategy[ModelParams]):
         problem = ctx.problem
         after = WITH_TEMPLATE if problem.has_template else OPEN_QUESTION
         ctx.events("step", strategy=self.name, step="solve")
+        status: AttemptStatus
         status, reason, reply, details = "complete", "answered", None, {}
         try:
             reply, _ = await ask_text(ctx.models.for_role("solver"), problem_prompt_parts(problem, after=after),

@@ -7,6 +7,7 @@ scaffold (and pydantic-ai's agent machinery) to start. To add a strategy, add it
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any, Mapping
 
@@ -46,7 +47,9 @@ def get(name: str) -> type[Strategy]:
     if name in _EXTRA:
         return _EXTRA[name]
     if name not in _BUILTIN:
-        raise UserError(f"unknown strategy '{name}' (expected one of: {', '.join(names())})", field="--strategy")
+        close = difflib.get_close_matches(name, names(), n=1, cutoff=0.6)
+        hint = f": did you mean '{close[0]}'?" if close else ""
+        raise UserError(f"unknown strategy '{name}'{hint} (expected one of: {', '.join(names())})", field="--strategy")
     module, _, attr = _BUILTIN[name].partition(":")
     return getattr(importlib.import_module(module), attr)
 

@@ -19,13 +19,21 @@ from typing import Any, Self
 from pydantic import model_validator
 
 from physlab.grading.extract import extract_code
-from physlab.run.environment import RunEnvironment
-from physlab.strategies.base import Attempt, Strategy
 from physlab.run.checkpoints import record_best
+from physlab.run.environment import RunEnvironment
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
-    gather_bounded, model_settings, render,
+    answer_classes,
+    answer_requirements,
+    ask,
+    budget_reason,
+    error_text,
+    final_answer_classes,
+    finish,
+    gather_bounded,
+    model_settings,
+    render,
 )
 
 _RSA_RUN = f"{PHYSICS_INTERN} §4 (RSA on the example puzzle, about 24 requests: N, K, T = 6, 2, 4)"
@@ -128,7 +136,7 @@ class RSA(Strategy[RSAParams]):
         details: dict[str, Any] = {"population": n, "subset_size": k, "rounds_planned": t,
                                    "rounds_done": len(rounds), "rounds_completed": completed, "rounds": rounds}
         if not population:
-            status = "no_answer"
+            status: AttemptStatus = "no_answer"
             return finish(ctx, self.name, status, budget_reason(budget_hit) if budget_hit else
                           "no_samples", started=started, details=details)
         chosen, classes = await vote(ctx, population)

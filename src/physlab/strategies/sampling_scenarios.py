@@ -29,7 +29,13 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
 from physlab.llm.scripted import (
-    Reply, final_answer, first_user_text, last_user_text, register_scenario, text, tool_call,
+    Reply,
+    final_answer,
+    first_user_text,
+    last_user_text,
+    register_scenario,
+    text,
+    tool_call,
 )
 
 _HEAD = "import sympy as sp\n\np = sp.symbols('p')\n\ndef answer(p):\n"

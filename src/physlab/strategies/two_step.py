@@ -15,7 +15,13 @@ from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import ModelParams
 from physlab.strategies.sampling import (
-    answer_requirements, ask, ended_by, error_text, finish, model_settings, render,
+    answer_requirements,
+    ask,
+    ended_by,
+    error_text,
+    finish,
+    model_settings,
+    render,
 )
 
 

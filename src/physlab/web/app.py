@@ -6,8 +6,8 @@ endpoints poll the watched files' mtimes/sizes server-side (``runs.signature``) 
 when they change.
 
 Security: only run directories under the runs root are readable (``paths``). With a token (always
-when bound off loopback) every route but /static and /login needs it: cookie set by /login, or an
-``Authorization: Bearer`` / ``X-PhysLab-Token`` header. Without a token (loopback only) the Host
+when bound off loopback) every route but /static and /login needs it: the cookie set when the login
+form posts it (never a token in a URL), or an ``Authorization: Bearer`` / ``X-PhysLab-Token`` header. Without a token (loopback only) the Host
 header must name a loopback host (no DNS rebinding) and actions must come with a same-origin
 ``Origin`` (if any) and a JSON body, so another web page cannot post them.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Literal
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
@@ -54,6 +56,14 @@ class Action(BaseModel):
     text: str = Field(default="", max_length=20_000)
     on: str | None = Field(default=None, pattern=r"^[A-Z]{2}-\d{1,6}$")
     problem: str | None = Field(default=None, max_length=1000, description="resume only: the problem spec")
+
+
+def _own_path(path: str) -> bool:
+    """A path on this server to go back to after the login (never another site: ``//host``,
+    ``/\\host``, a scheme)."""
+    # no whitespace or backslash anywhere: browsers drop tabs and newlines and read \\ as /, so
+    # "/\t/evil.example" would leave the site
+    return len(path) < 2000 and re.fullmatch(r"/(?!/)[^\s\\\x00-\x1f\x7f]*", path) is not None
 
 
 def default_resumer(run: Path, summary: dict[str, Any], problem: str, lock: RunLock) -> str:
@@ -151,18 +161,31 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
             return await call_next(request)
         if path.startswith("/api/"):
             return JSONResponse({"detail": "token required"}, status_code=401)
-        return HTMLResponse(render.login_page(), status_code=401)
+        return HTMLResponse(render.login_page("", path if request.method == "GET" and _own_path(path) else "/"),
+                            status_code=401)
 
     @app.get("/login")
-    def login(request: Request):
-        given = request.query_params.get("token", "")
+    def login_form():
+        """The token form; a token in this URL is not taken (history, proxies and logs keep URLs)."""
+        if token is None:
+            return RedirectResponse("/", status_code=303)
+        return HTMLResponse(render.login_page(), status_code=401)
+
+    @app.post("/login")
+    async def login(request: Request):
+        """The form's token, posted: a cookie and a redirect to the page asked for."""
+        # the form's two fields read with the standard library: FastAPI's Form() needs
+        # python-multipart, a dependency for one urlencoded body
+        form = parse_qs((await request.body())[:4096].decode("utf-8", "replace"))
+        given, goto = (form.get("token") or [""])[0], (form.get("next") or ["/"])[0]
         if token is None:
             return RedirectResponse("/", status_code=303)
         if given and secrets.compare_digest(given.encode(), token.encode()):
-            resp = RedirectResponse("/", status_code=303)
+            resp = RedirectResponse(goto if _own_path(goto) else "/", status_code=303)
             resp.set_cookie(COOKIE, token, httponly=True, samesite="strict")
             return resp
-        return HTMLResponse(render.login_page("wrong token" if given else ""), status_code=401)
+        return HTMLResponse(render.login_page("wrong token" if given else "", _own_path(goto) and goto or "/"),
+                            status_code=401)
 
     # ------------------------------------------------------------------ helpers
     def run_or_404(run_id: str) -> tuple[Path, Path]:

@@ -66,3 +66,13 @@ def tex_value(value: str | None) -> str:
         return rich(value)
     ml = tex_to_mathml(value) if re.search(r"[\\^_{}]", value) else None
     return ml if ml is not None else f"<code>{html.escape(value)}</code>"
+
+
+def tex_block(value: str | None) -> str:
+    """A formula on a line of its own (the answer as the grader read it): display MathML when it
+    converts, else the TeX in ``<code>``."""
+    value = (value or "").strip()
+    if not value:
+        return ""
+    ml = tex_to_mathml(value, display=True)
+    return ml if ml is not None else f'<code class="tex">{html.escape(value)}</code>'

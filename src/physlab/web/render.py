@@ -15,10 +15,11 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
+from physlab.lab.show import derivations
 from physlab.lab.state.models import ResearchState
 from physlab.web import svg
 from physlab.web.markdown import markdown_html, markdown_inline
-from physlab.web.mathml import tex_value
+from physlab.web.mathml import tex_block, tex_value
 
 MESSAGES = ("comment", "hint", "challenge", "redirect")  # pause, stop and resume are buttons of their own
 
@@ -62,6 +63,7 @@ ENV.filters.update(
     md=lambda text, limit=None: Markup(markdown_html(text, limit)),  # no raw HTML; sanitised MathML
     md_inline=lambda text, limit=None: Markup(markdown_inline(text, limit)),
     tex_value=lambda value: Markup(tex_value(value)),
+    tex_block=lambda value: Markup(tex_block(value)),
     num=lambda x, spec=",": "" if x is None else format(x, spec),
     clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)),
     message_text=_message_text,
@@ -132,12 +134,29 @@ def _filled(code: str | None) -> dict[str, str | None]:
                                                                                       "filled_note": None}
 
 
+def _answer_latex(metrics: dict[str, Any]) -> str | None:
+    """The answer's value as LaTeX, as the grader read it from the code's answer tree (in its
+    trusted stage; never by running code here): rendered through the MathML allow-list. A run made
+    before records kept it has it in its verdict only."""
+    verdict = metrics.get("verdict")
+    latex = metrics.get("answer_latex") or (verdict.get("candidate_latex") if isinstance(verdict, dict) else None)
+    return latex if isinstance(latex, str) and latex.strip() else None
+
+
+def _derivations(s: ResearchState | None) -> list[dict[str, Any]]:
+    """The researchers' derivations; those the answer rests on open (else the latest)."""
+    items = derivations(s) if s is not None else []
+    opened = {d["id"] for d in items if d["behind_answer"]} or {d["id"] for d in items[-1:]}
+    return [{**d, "open": d["id"] in opened} for d in items]
+
+
 def _fragment_context(d: dict[str, Any]) -> dict[str, Any]:
     s: ResearchState | None = d["state"]
     consumed = set(s.inbox_consumed) if s else set()
     verdict = d["metrics"].get("verdict")
     return {"d": d, "pending": [m for m in d["inbox"] if m["id"] not in consumed],
-            "verdict": verdict if isinstance(verdict, dict) else None,
+            "verdict": verdict if isinstance(verdict, dict) else None, "answer_latex": _answer_latex(d["metrics"]),
+            "derivations": _derivations(s),
             "graph": _graph(s) if s is not None else None, "usage": svg.usage_bars(d["usage"]),
             "run_path": quote(d["summary"]["id"], safe="/"), **_filled(d["answer_py"]),
             # a run that is going (or paused) shows its best answer so far, not a final one
@@ -159,5 +178,6 @@ def run_page(run_id: str, d: dict[str, Any], name: str | None = None) -> str:
                 run_id=name or run_id, link=link, messages=MESSAGES, claim_ids=claim_ids, **_fragment_context(d))
 
 
-def login_page(error: str = "") -> str:
-    return page("login.html", "Token", error=error)
+def login_page(error: str = "", next_path: str = "/") -> str:
+    """The token form; ``next_path``: the page to go back to once the token is taken."""
+    return page("login.html", "Token", error=error, next_path=next_path)

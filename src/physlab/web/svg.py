@@ -5,7 +5,7 @@ positions; ``templates/charts.html`` draws them (and escapes every label)."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 from physlab.bench.report import group_label
 from physlab.lab.state.models import ResearchState
@@ -48,7 +48,7 @@ _NODE_FILL = {"open": "#eef3fb", "answered": "#e6f2e6", "dropped": "#eee", "prop
 def research_graph(s: ResearchState) -> dict[str, Any]:
     """Columns RQ | evidence | WH | ER with edges (evidence -> its target, WH <- evidence, ER <- WH,
     WH dependencies). Demoted ERs are dashed red."""
-    cols = [("RQ", s.rqs), ("EV", s.evidence), ("WH", s.whs), ("ER", s.ers)]
+    cols: list[tuple[str, Sequence[Any]]] = [("RQ", s.rqs), ("EV", s.evidence), ("WH", s.whs), ("ER", s.ers)]
     col_w, node_w, node_h, gap = 190, 150, 30, 12
     pos: dict[str, tuple[float, float]] = {}
     nodes: list[dict[str, Any]] = []

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from physlab.bench.report import build_report, group_label, summary_rows
+from physlab.bench.report import build_report, group_label, matrix_tables, summary_rows
+from physlab.bench.report_render import difference_cell
 from physlab.bench.store import ResultsStore
 from physlab.web import svg
 from physlab.web.paths import NotFound, is_run_dir, resolve_run
@@ -118,4 +119,4 @@ def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
                 reference_rows=[r for r, ok in zip(rows, solver) if not ok],
                 accuracy=svg.accuracy_bars(rep.solvers),
                 curves=svg.budget_curves({k: v for k, v in rep.token_curves().items() if k in solver_labels}),
-                cells=cells)
+                comparisons=rep.comparisons, matrices=matrix_tables(rep), difference=difference_cell, cells=cells)

@@ -33,8 +33,7 @@ import json
 import math
 import random
 
-from . import precision
-from . import tree as T
+from . import precision, tree as T
 from .guard import StepFailed, StepTimeout, run_guarded, run_steps
 
 DEFAULT_RTOL = precision.DEFAULT_RTOL

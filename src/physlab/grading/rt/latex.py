@@ -585,7 +585,7 @@ def _label_of(sp, text, last_value=None):
         return None, None
     if isinstance(lhs, sp.Symbol):
         return str(lhs), T.to_tree(lhs, sp)
-    if isinstance(lhs, sp.Interval) and re.fullmatch(r"\s*\(.*\)\s*", text) and not lhs.left_open is False:
+    if isinstance(lhs, sp.Interval) and re.fullmatch(r"\s*\(.*\)\s*", text) and lhs.left_open is not False:
         lhs = sp.Tuple(lhs.start, lhs.end)  # (p, q) = (3, 2): a pair of names
     if last_value is None or not isinstance(lhs, (sp.Expr, sp.Tuple)) or not lhs.free_symbols:
         return None, None

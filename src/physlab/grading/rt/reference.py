@@ -56,6 +56,7 @@ def _namespace(sp, preamble):
     ns.update({"sp": sp, "sympy": sp, "__name__": "__physlab_reference__"})
     try:
         import math
+
         import numpy
         ns.update({"np": numpy, "numpy": numpy, "math": math})
     except ImportError:  # pragma: no cover
@@ -179,6 +180,7 @@ def build_reference(job):
     part per boxed answer (the host extracted them into ``reference_answers``); HiPhO items one per
     answer, with its type, unit, points; a Python or number reference one part."""
     import sympy as sp
+
     from .latex import parse_answer
 
     hipho = job.get("hipho")

@@ -4,7 +4,7 @@ Stage 1 (``mode: candidate``) runs UNTRUSTED code and nothing else: exec the can
 answer function with the template's parameters as SymPy symbols, serialize the result to a safe
 tree and write ``result.json``. It never sees the reference.
 
-Stage 2 (``mode: grade | classes | points``) runs trusted code only: evaluate the reference,
+Stage 2 (``mode: grade | classes | points | latex``) runs trusted code only: evaluate the reference,
 rebuild answers from their trees and compare. It prints one line ``RESULT_MARK <json>``, and before
 comparing, ``REFERENCE_MARK`` once the reference is evaluated: a stage 2 that dies after that mark
 died on the candidate's answer (an invalid verdict), before it on the problem file.
@@ -47,6 +47,7 @@ class _Sink(io.TextIOBase):
 def run_candidate(job):
     """Stage 1: the candidate's answer as a tree, or the reason it has none."""
     import inspect
+
     from . import tree as T
 
     code = job.get("code")
@@ -158,6 +159,7 @@ def warm_up(job=None):
     needs them) once in the stage-2 parent, so the forked step children inherit them instead of
     each paying for it (a no-op when the worker already did)."""
     import sympy as sp
+
     from .units import may_have_unit, registry
 
     x = sp.Symbol("x")
@@ -189,6 +191,8 @@ def run_trusted(job, on_reference=None):
         return {"values": [_reference_value(item, job.get("reference_timeout", 30.0)) for item in job["items"]]}
     if mode == "grade":
         return grade(job, opts, on_reference)
+    if mode == "latex":  # the answer as math, reference-free (a problem without a reference answer)
+        return {"latex": answer_latex(job["trees"][0], opts.step_timeout)}
     if mode == "classes":
         classes = []
         for i, t in enumerate(job["trees"]):
@@ -244,15 +248,43 @@ def grade(job, opts, on_reference=None):
     if on_reference is not None:
         on_reference()
     try:
-        return _compare_parts(job, opts, ref["parts"])
+        out = _compare_parts(job, opts, ref["parts"])
     except Exception as exc:  # noqa: BLE001 - the answer's doing: the reference evaluated fine
-        return {"verdict": "invalid", "method": "compare", "compared": {},
-                "reason": f"the answer could not be compared with the reference ({type(exc).__name__})"}
+        out = {"verdict": "invalid", "method": "compare", "compared": {},
+               "reason": f"the answer could not be compared with the reference ({type(exc).__name__})"}
+    if not job.get("written"):  # a written answer is LaTeX already (the run's ANSWER.md)
+        latex = answer_latex(job["trees"][0], opts.step_timeout)
+        if latex:
+            out["candidate_latex"] = latex
+    return out
+
+
+MAX_LATEX = 20_000
+
+
+def step_latex(tree):
+    """The answer's value as LaTeX: rebuilt from its tree (data, never code), then ``sympy.latex``."""
+    import sympy as sp
+
+    from . import tree as T
+
+    return sp.latex(T.from_tree(tree, sp))
+
+
+def answer_latex(tree, timeout):
+    """``step_latex`` in a killable child (a rebuilt value can be large); "" when it fails, runs
+    over ``timeout`` or is longer than MAX_LATEX (the page then shows the code alone)."""
+    from .guard import StepFailed, StepTimeout, run_guarded
+
+    try:
+        text = run_guarded(step_latex, timeout, tree)
+    except (StepTimeout, StepFailed):
+        return ""
+    return text if isinstance(text, str) and len(text) <= MAX_LATEX else ""
 
 
 def _compare_parts(job, opts, parts):
-    from . import compare as C
-    from . import written as W
+    from . import compare as C, written as W
 
     if job.get("written"):
         picked = W.pick(parts, job["written"])

@@ -18,8 +18,7 @@ written answers (``latex.parse_answer`` per box, in stage 1). This module
 * says what it compared: the normalised reference and candidate and the method, per part.
 """
 
-from . import compare as C
-from . import tree as T
+from . import compare as C, tree as T
 from .guard import StepFailed, StepTimeout, run_guarded
 from .units import factor as unit_factor, is_offset, pretty as pretty_unit
 

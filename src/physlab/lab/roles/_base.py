@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable, Protocol, Sequence
 
-from pydantic_ai import Agent, ModelRetry
-from pydantic_ai import RunContext as CallContext
+from pydantic_ai import Agent, ModelRetry, RunContext as CallContext
 from pydantic_ai.messages import CachePoint, UserContent
 from pydantic_ai.settings import CacheConfig, ModelSettings
 from pydantic_ai.tool_manager import ToolManager

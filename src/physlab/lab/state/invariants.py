@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from physlab.lab.state.models import ResearchState
 
@@ -12,8 +14,9 @@ _ID = re.compile(r"^([A-Z]{2})-(\d+)$")
 def check(s: ResearchState) -> list[str]:
     bad: list[str] = []
     seen: set[str] = set()
-    colls = {"RQ": s.rqs, "EV": s.evidence, "WH": s.whs, "RV": s.reviews, "ER": s.ers, "DE": s.dead_ends,
-             "NT": s.notes, "CR": s.critiques, "SC": s.sanity_checks, "HM": s.human_messages, "DS": s.dispatches}
+    colls: dict[str, Sequence[Any]] = {"RQ": s.rqs, "EV": s.evidence, "WH": s.whs, "RV": s.reviews, "ER": s.ers, "DE": s.dead_ends,
+                                       "NT": s.notes, "CR": s.critiques, "SC": s.sanity_checks,
+                                       "HM": s.human_messages, "DS": s.dispatches}
     for prefix, coll in colls.items():
         for item in coll:
             m = _ID.match(item.id)
@@ -29,9 +32,9 @@ def check(s: ResearchState) -> list[str]:
     def exists(i: str | None) -> bool:
         return i is None or i in seen
 
-    for e in s.evidence:
-        if not exists(e.target):
-            bad.append(f"{e.id} targets missing {e.target}")
+    for ev in s.evidence:
+        if not exists(ev.target):
+            bad.append(f"{ev.id} targets missing {ev.target}")
     for w in s.whs:
         for ref in [*w.evidence, *w.depends_on, *w.reviews, w.er]:
             if not exists(ref):
@@ -58,8 +61,8 @@ def check(s: ResearchState) -> list[str]:
             if e.wh in active_by_wh:
                 bad.append(f"{e.wh} has two active ERs ({active_by_wh[e.wh]}, {e.id})")
             active_by_wh[e.wh] = e.id
-            w = s.wh(e.wh)
-            if w is None or w.er != e.id or w.status != "established":
+            owner = s.wh(e.wh)
+            if owner is None or owner.er != e.id or owner.status != "established":
                 bad.append(f"{e.id} active but {e.wh} does not point at it")
             unmet = [d for d in e.depends_on if not s.is_established(d)]
             if unmet:
@@ -85,9 +88,9 @@ def check(s: ResearchState) -> list[str]:
         for ref in d.related:
             if not exists(ref):
                 bad.append(f"{d.id} references missing {ref}")
-    for d in s.dispatches:
-        if not exists(d.target) or not exists(d.evidence):
-            bad.append(f"{d.id} references a missing id")
+    for ds in s.dispatches:
+        if not exists(ds.target) or not exists(ds.evidence):
+            bad.append(f"{ds.id} references a missing id")
     for h in s.human_messages:
         if not exists(h.on) or not exists(h.critique):
             bad.append(f"{h.id} references a missing id")

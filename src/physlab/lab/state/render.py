@@ -54,6 +54,7 @@ def render_state(s: ResearchState) -> str:
     for ev in s.evidence:
         out.append(f"- **{ev.id}** ({ev.role}, {ev.confidence}, on {ev.target}, it. {ev.iteration}): "
                    f"{_clip(ev.findings, 500)}")
+    out += render_derivations(s)
     out += ["", "## Reviews", ""]
     out += [f"- **{r.id}** {r.wh}: {r.verdict} — {_clip(r.reasoning, 300)}" for r in s.reviews] or ["_none_"]
     out += ["", "## Critiques", ""]
@@ -80,6 +81,24 @@ def render_state(s: ResearchState) -> str:
     out += [f"- it. {d.iteration} {d.id}: {d.role} on {d.target} → {d.evidence or d.outcome or 'pending'}"
             for d in s.dispatches] or ["_none_"]
     return "\n".join(out) + "\n"
+
+
+def render_derivations(s: ResearchState) -> list[str]:
+    """The researchers' derivations, each whole (Markdown with LaTeX, as written) under the evidence
+    it backs: the physics a reader checks, which the one-line findings above only summarise."""
+    found = [ev for ev in s.evidence if ev.derivation.strip()]
+    if not found:
+        return []
+    out = ["", "## Derivations"]
+    for ev in found:
+        out += ["", f"### {ev.id} — {ev.role} on {ev.target} ({ev.confidence}, iteration {ev.iteration})", "",
+                f"**Findings.** {ev.findings.strip()}", ""]
+        if ev.method.strip():
+            out += [f"**Method.** {ev.method.strip()}", ""]
+        out.append(ev.derivation.strip())
+        if ev.checks:
+            out += ["", "**Checks.**", ""] + [f"- {c}" for c in ev.checks]
+    return out
 
 
 def render_log(s: ResearchState, last: int | None = None) -> str:

@@ -13,18 +13,48 @@ refuted ``abandon_after`` times is abandoned: a dead end, with the reviewer's re
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, TypeVar
 
 from physlab.lab.state.models import (
-    BestAnswer, CitedSource, Confidence, Critique, CritiqueTarget, DeadEnd, Dispatch, EstablishedResult, Evidence,
-    HumanMessage, Note, ResearchQuestion, ResearchState, Review, ReviewVerdict, SanityCheck, Script,
-    Severity, SourceUse, Survey, SystemEvent, WorkerRole, WorkingHypothesis,
+    BestAnswer,
+    CitedSource,
+    Confidence,
+    Critique,
+    CritiqueTarget,
+    DeadEnd,
+    Dispatch,
+    EstablishedResult,
+    Evidence,
+    HumanMessage,
+    Note,
+    ResearchQuestion,
+    ResearchState,
+    Review,
+    ReviewVerdict,
+    SanityCheck,
+    Script,
+    Severity,
+    SourceUse,
+    Survey,
+    SystemEvent,
+    WorkerRole,
+    WorkingHypothesis,
 )
 from physlab.tools.literature.models import Source
 
 
 class TransitionError(ValueError):
     """A transition was asked for something impossible (unknown id, wrong status, ...)."""
+
+
+_Item = TypeVar("_Item")
+
+
+def _found(item: _Item | None, msg: str) -> _Item:
+    """A lookup's result, or the TransitionError saying what was not found."""
+    if item is None:
+        raise TransitionError(msg)
+    return item
 
 
 def _copy(state: ResearchState) -> ResearchState:
@@ -83,8 +113,7 @@ def set_strategy(state: ResearchState, strategy: str, *, add_checks: Iterable[st
     _need(bool(strategy.strip()), "the strategy is empty")
     retire = list(dict.fromkeys(retire_checks))
     for cid in retire:
-        sc = next((c for c in s.sanity_checks if c.id == cid), None)
-        _need(sc is not None, f"unknown sanity check id {cid!r}")
+        sc = _found(next((c for c in s.sanity_checks if c.id == cid), None), f"unknown sanity check id {cid!r}")
         sc.status = "retired"
     new_ids = []
     active = {c.predicate for c in s.sanity_checks if c.status == "active"}
@@ -115,8 +144,7 @@ def create_rq(state: ResearchState, question: str, rationale: str = "") -> tuple
 
 def close_rq(state: ResearchState, rq_id: str, status: str = "answered") -> ResearchState:
     s = _copy(state)
-    rq = s.rq(rq_id)
-    _need(rq is not None, f"unknown research question id {rq_id!r}")
+    rq = _found(s.rq(rq_id), f"unknown research question id {rq_id!r}")
     _need(status in ("answered", "dropped"), f"status must be answered or dropped, not {status!r}")
     rq.status = status  # type: ignore[assignment]
     return s
@@ -147,8 +175,7 @@ def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, finding
                                confidence=confidence, approach=approach, code=code, output=output,
                                scripts=[x.model_copy() for x in scripts], iteration=s.iteration))
     if dispatch is not None:
-        d = next((d for d in s.dispatches if d.id == dispatch), None)
-        _need(d is not None, f"unknown dispatch id {dispatch!r}")
+        d = _found(next((d for d in s.dispatches if d.id == dispatch), None), f"unknown dispatch id {dispatch!r}")
         d.evidence = eid
         d.outcome = "evidence"
     w = s.wh(target)
@@ -165,8 +192,7 @@ def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, finding
 
 def dispatch_failed(state: ResearchState, dispatch: str, reason: str) -> ResearchState:
     s = _copy(state)
-    d = next((d for d in s.dispatches if d.id == dispatch), None)
-    _need(d is not None, f"unknown dispatch id {dispatch!r}")
+    d = _found(next((d for d in s.dispatches if d.id == dispatch), None), f"unknown dispatch id {dispatch!r}")
     d.outcome = f"failed: {reason}"[:500]
     _event(s, "worker_failed", f"{d.role} on {d.target} produced no evidence: {reason}"[:500])
     return s
@@ -181,7 +207,7 @@ def propose_wh(state: ResearchState, *, claim: str, value: str = "", evidence: I
     _need(bool(ev), "a working hypothesis must rest on at least one evidence id (EV-n)")
     _known(s, ev, ("EV",), "evidence")
     _known(s, deps, ("WH",), "dependency (WH)")
-    dead = [d for d in deps if s.wh(d).status == "abandoned"]
+    dead = [d for d in deps if _found(s.wh(d), f"unknown dependency (WH) {d!r}").status == "abandoned"]
     _need(not dead, f"{', '.join(dead)} is abandoned (a dead end); nothing can build on it")
     wid = _new_id(s, "WH")
     s.whs.append(WorkingHypothesis(id=wid, claim=claim.strip(), value=value, evidence=ev,
@@ -201,8 +227,7 @@ def revise_wh(state: ResearchState, wh_id: str, *, claim: str | None = None, val
     had a verdict (verified, refuted, inconclusive, demoted) is reviewed again only with evidence
     newer than that verdict: the same evidence would get the same verdict."""
     s = _copy(state)
-    w = s.wh(wh_id)
-    _need(w is not None, f"unknown working hypothesis id {wh_id!r}")
+    w = _found(s.wh(wh_id), f"unknown working hypothesis id {wh_id!r}")
     _need(w.status != "established", f"{wh_id} is established ({w.er}); it can only be challenged")
     _need(w.status != "abandoned", f"{wh_id} was abandoned as a dead end; propose a new hypothesis instead")
     ev = list(dict.fromkeys(add_evidence))
@@ -234,8 +259,7 @@ def pending_reviews(state: ResearchState) -> list[str]:
 def record_review(state: ResearchState, wh_id: str, verdict: ReviewVerdict, reasoning: str = "", *,
                   abandon_after: int = 2) -> tuple[ResearchState, str]:
     s = _copy(state)
-    w = s.wh(wh_id)
-    _need(w is not None, f"unknown working hypothesis id {wh_id!r}")
+    w = _found(s.wh(wh_id), f"unknown working hypothesis id {wh_id!r}")
     _need(w.status == "proposed", f"{wh_id} is {w.status}, not awaiting review")
     _need(verdict in ("VERIFIED", "REFUTED", "INCONCLUSIVE"), f"bad verdict {verdict!r}")
     rid = _new_id(s, "RV")
@@ -269,7 +293,7 @@ def settle(state: ResearchState) -> ResearchState:
                 continue
             lost = [d for d in e.depends_on if not s.is_established(d)]
             if lost:
-                w = s.wh(e.wh)
+                w = _found(s.wh(e.wh), f"{e.id} is the result of no hypothesis")
                 e.status = "demoted"
                 e.demotion_reason = (f"it builds on {', '.join(lost)}, which is no longer established; "
                                      f"{w.id} keeps its review and is promoted again once "
@@ -293,11 +317,10 @@ def settle(state: ResearchState) -> ResearchState:
 
 def demote_er(state: ResearchState, er_id: str, reason: str) -> ResearchState:
     s = _copy(state)
-    e = s.er(er_id)
-    _need(e is not None, f"unknown established result id {er_id!r}")
+    e = _found(s.er(er_id), f"unknown established result id {er_id!r}")
     _need(e.status == "active", f"{er_id} is already demoted")
     e.status, e.demotion_reason = "demoted", reason
-    w = s.wh(e.wh)
+    w = _found(s.wh(e.wh), f"{er_id} is the result of no hypothesis")
     w.status, w.er = "demoted", None
     w.evidence_mark = s.counters.get("EV", 0)
     s.er_changes += 1
@@ -311,8 +334,7 @@ def abandon_wh(state: ResearchState, wh_id: str, reason: str, *, by: str) -> tup
     end saying why, and nothing more is built on it. What builds on it is abandoned with it, since
     it could never be established. An established one can only be challenged."""
     s = _copy(state)
-    w = s.wh(wh_id)
-    _need(w is not None, f"unknown working hypothesis id {wh_id!r}")
+    w = _found(s.wh(wh_id), f"unknown working hypothesis id {wh_id!r}")
     _need(w.status != "established", f"{wh_id} is established ({w.er}); challenge it instead of abandoning it")
     _need(w.status != "abandoned", f"{wh_id} is already abandoned")
     _need(bool(reason.strip()), "say why the hypothesis is abandoned")
@@ -335,8 +357,7 @@ def mark_obsolete(state: ResearchState, er_id: str, reason: str) -> ResearchStat
     """The planner flags an active ER superseded or no longer central: it stays established and
     keeps satisfying what builds on it; the roles that read it are told to give it less weight."""
     s = _copy(state)
-    e = s.er(er_id)
-    _need(e is not None, f"unknown established result id {er_id!r}")
+    e = _found(s.er(er_id), f"unknown established result id {er_id!r}")
     _need(e.status == "active", f"{er_id} is demoted; only an active result can be marked obsolete")
     e.obsolete = reason.strip() or "superseded"
     _event(s, "obsolete", f"{er_id} marked obsolete by the planner: {e.obsolete}"[:600])
@@ -351,8 +372,8 @@ def file_critique(state: ResearchState, *, target_type: CritiqueTarget, text: st
     _need(target_type in ("ER", "strategy", "coordination", "sanity_check"), f"bad target_type {target_type!r}")
     _need(bool(text.strip()), "the critique text is empty")
     if target_type == "ER":
-        _need(target is not None and s.er(target) is not None, f"unknown established result id {target!r}")
-        _need(s.er(target).status == "active", f"{target} is not an active established result")
+        er = _found(s.er(target) if target is not None else None, f"unknown established result id {target!r}")
+        _need(er.status == "active", f"{target} is not an active established result")
     elif target is not None:
         target = target if s.find(target) is not None else None
     _need(severity in ("HIGH", "MEDIUM", "LOW"), f"bad severity {severity!r}")
@@ -374,8 +395,7 @@ def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, rul
     if isinstance(decision, bool):
         decision = "uphold" if decision else "dismiss"
     s = _copy(state)
-    c = s.critique(cr_id)
-    _need(c is not None, f"unknown critique id {cr_id!r}")
+    c = _found(s.critique(cr_id), f"unknown critique id {cr_id!r}")
     _need(c.target_type == "ER" and c.status == "open", f"{cr_id} is not an open critique of an ER")
     _need(decision in ("uphold", "dismiss", "needs_evidence"), f"bad ruling {decision!r}")
     _need(decision != "needs_evidence" or bool(scope.strip()), "a needs_evidence ruling must state its scope")
@@ -385,9 +405,10 @@ def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, rul
     c.scope = scope.strip() if decision == "needs_evidence" else ""
     _event(s, "ruling", f"{cr_id} {c.status} by the adjudicator: {ruling}"
            + (f" Evidence needed: {c.scope}" if c.scope else "")[:600])
-    if decision != "dismiss" and s.er(c.target).status == "active":
+    er = _found(s.er(c.target) if c.target is not None else None, f"{cr_id} targets no established result")
+    if decision != "dismiss" and er.status == "active":
         why = f"{cr_id} upheld: {ruling}" if decision == "uphold" else f"{cr_id} needs evidence: {c.scope}"
-        s = demote_er(s, c.target, why)
+        s = demote_er(s, er.id, why)
     return s
 
 
@@ -398,8 +419,7 @@ def respond_to_critique(state: ResearchState, cr_id: str, verdict: str | bool, r
     if isinstance(verdict, bool):
         verdict = "accept" if verdict else "dismiss"
     s = _copy(state)
-    c = s.critique(cr_id)
-    _need(c is not None, f"unknown critique id {cr_id!r}")
+    c = _found(s.critique(cr_id), f"unknown critique id {cr_id!r}")
     _need(c.target_type != "ER" and c.status == "open", f"{cr_id} is not an open planner critique")
     _need(verdict in ("accept", "decline", "dismiss"), f"bad verdict {verdict!r}")
     c.status = {"accept": "accepted", "decline": "declined", "dismiss": "rejected"}[verdict]  # type: ignore[assignment]
@@ -430,8 +450,8 @@ def expire_critiques(state: ResearchState, after: int) -> ResearchState:
 def dismiss_stale_critique(state: ResearchState, cr_id: str, reason: str) -> ResearchState:
     """Close an ER critique whose target was demoted meanwhile (nothing left to rule on)."""
     s = _copy(state)
-    c = s.critique(cr_id)
-    _need(c is not None and c.status == "open", f"{cr_id} is not open")
+    c = _found(s.critique(cr_id), f"{cr_id} is not open")
+    _need(c.status == "open", f"{cr_id} is not open")
     c.status, c.ruling, c.resolved_iteration = "dismissed", reason, s.iteration
     return s
 
@@ -476,7 +496,7 @@ def receive_human(state: ResearchState, *, kind: str, text: str, on: str | None,
         on = None
     msg = HumanMessage(id=hid, kind=kind, text=text, on=on, received_iteration=s.iteration)  # type: ignore[arg-type]
     s.human_messages.append(msg)
-    if kind == "challenge" and on and on.startswith("ER-") and s.er(on).status == "active":
+    if kind == "challenge" and on and on.startswith("ER-") and _found(s.er(on), on).status == "active":
         s, cid = file_critique(s, target_type="ER", target=on, text=text, kind="human_challenge", source="human")
         m = s.human_messages[-1]
         m.routed_to, m.critique = "adjudicator", cid

@@ -33,10 +33,10 @@ from physlab.llm.output import OutputModeState
 from physlab.llm.pricing import Pricer
 from physlab.llm.seam.boundary import SeamModel
 from physlab.llm.seam.budget import BudgetModel
+from physlab.llm.seam.call_log import CallLogModel
 from physlab.llm.seam.capture import HttpCaptureModel
 from physlab.llm.seam.limits import LimitsModel, ModelLimits
 from physlab.llm.seam.output_mode import OutputModeModel
-from physlab.llm.seam.call_log import CallLogModel
 from physlab.llm.seam.reply_cap import ReplyCapModel
 from physlab.llm.seam.role import SeamRole
 from physlab.llm.seam.slots import in_flight_slots

@@ -9,13 +9,18 @@ from physlab.llm.standin.responders import (
 )
 from physlab.llm.standin.server import FAULT_KINDS, Habits, StandinServer, StandinStats, count_tokens
 
-__all__ = ["EchoResponder", "FAULT_KINDS", "Habits", "RandomToolResponder", "Reply", "ScriptedResponder",
-           "ScenarioResponder", "StandinServer", "StandinStats", "count_tokens", "random_instance"]
+__all__ = ["EchoResponder", "FAULT_KINDS", "Habits", "ModelResponder", "RandomToolResponder", "Reply",
+           "ScenarioResponder", "ScriptedResponder", "StandinServer", "StandinStats", "count_tokens",
+           "random_instance"]
 
 
-def __getattr__(name: str):  # the scenario responder imports pydantic-ai: only when asked for
+def __getattr__(name: str):  # these responders import pydantic-ai: only when asked for
     if name == "ScenarioResponder":
         from physlab.llm.standin.scenario import ScenarioResponder
 
         return ScenarioResponder
+    if name == "ModelResponder":
+        from physlab.llm.standin.player import ModelResponder
+
+        return ModelResponder
     raise AttributeError(name)

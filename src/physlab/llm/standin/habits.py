@@ -33,6 +33,7 @@ class Habits:
     usd_per_mtok: tuple[float, float] | None = None
     prefix_cache: bool = False
     api_key: str | None = None  # a request without "Authorization: Bearer <key>" gets a proxy's 401
+    report_usage: bool = True  # False: replies carry no usage block (some servers and proxies send none)
 
 
 Refusal = tuple[int, dict[str, Any], dict[str, str]]  # status, JSON body, headers

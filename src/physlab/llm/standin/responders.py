@@ -16,8 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from physlab.llm.standin.fuzz_schema import ids_in, pick_tool
-from physlab.llm.standin.fuzz_schema import instance as random_instance
+from physlab.llm.standin.fuzz_schema import ids_in, instance as random_instance, pick_tool
 
 
 @dataclass

@@ -48,7 +48,7 @@ def role_by_instructions(markers: Mapping[str, str]) -> Callable[[dict[str, Any]
     opens the request's system message."""
 
     def role_of(body: dict[str, Any]) -> str:
-        system = _system_text(body)
+        system = system_text(body)
         for role, marker in markers.items():
             if marker and marker in system:
                 return role
@@ -65,12 +65,12 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _system_text(body: dict[str, Any]) -> str:
+def system_text(body: dict[str, Any]) -> str:
     return "\n".join(_text(m.get("content")) for m in body.get("messages", []) if m.get("role") in ("system", "developer"))
 
 
 def _schema_in_instructions(body: dict[str, Any]) -> dict[str, Any] | None:
-    system = _system_text(body)
+    system = system_text(body)
     m = _SCHEMA_AT.search(system)
     if not m:
         return None
@@ -138,7 +138,7 @@ class ScenarioResponder:
         functions = [t for t in tools if t not in outputs]
         info = AgentInfo(function_tools=functions, output_tools=outputs, allow_text_output=not outputs,
                          model_settings=None, model_request_parameters=ModelRequestParameters(
-                             function_tools=functions, output_tools=outputs), instructions=_system_text(body))
+                             function_tools=functions, output_tools=outputs), instructions=system_text(body))
         messages = self._messages(body, text_tools=envelope is not None)
         with self._lock:
             try:

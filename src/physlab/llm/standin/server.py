@@ -37,8 +37,10 @@ length is N tokens..."; without a cap the reply gets what is left), ``rpm`` (req
 ``rpm_window_s`` beyond it get 429 with the headers of ``rate_limit_style``: ``openai``
 (Retry-After, retry-after-ms) or ``proxy`` (only LiteLLM's ``llm_provider-retry-after``)),
 ``usd_per_mtok`` (input, output: every answer states its cost in ``x-litellm-response-cost``),
-``api_key`` (a proxy's 401 without it) and ``prefix_cache`` (a prompt's prefix already seen is reported as ``prompt_tokens_details.cached_tokens``
-in blocks of 16 tokens, as vLLM's prefix cache does).
+``api_key`` (a proxy's 401 without it), ``report_usage=False`` (replies and streams carry no usage
+block, as some servers and proxies send none) and ``prefix_cache`` (a prompt's prefix already seen
+is reported as ``prompt_tokens_details.cached_tokens`` in blocks of 16 tokens, as vLLM's prefix
+cache does).
 """
 
 from __future__ import annotations
@@ -464,5 +466,7 @@ class StandinServer:
         }
         if self.habits.prefix_cache:
             completion["usage"]["prompt_tokens_details"] = {"cached_tokens": self._habits.cached_tokens(body, n_prompt)}
+        if not self.habits.report_usage:
+            del completion["usage"]
         return completion, reply, n_prompt, n_completion
 

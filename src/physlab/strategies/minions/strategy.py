@@ -15,15 +15,15 @@ from __future__ import annotations
 import json
 import time
 from contextlib import suppress
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from pydantic import model_validator
 
 from physlab.grading.extract import extract_code
 from physlab.llm.errors import budget_error
-from physlab.run.environment import RunEnvironment
-from physlab.strategies.base import Attempt, Strategy
 from physlab.run.checkpoints import record_best
+from physlab.run.environment import RunEnvironment
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.minions.common import render, requirements
 from physlab.strategies.minions.logic import LogicStudio
 from physlab.strategies.minions.review import ReviewStudio
@@ -72,7 +72,8 @@ class Minions(Strategy[MinionsParams]):
     async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
         cv, max_iter, use_visual, self_improve = p.cv, p.max_iterations, p.visual, p.self_improve
-        visual_cv, visual_max = p.visual_cv, p.visual_max_iterations     # (their defaults: _visual_defaults)
+        # set by _visual_defaults when unset: never None here
+        visual_cv, visual_max = cast(int, p.visual_cv), cast(int, p.visual_max_iterations)
         settings = model_settings(p)
         started = time.monotonic()
         problem = ctx.problem
@@ -82,7 +83,7 @@ class Minions(Strategy[MinionsParams]):
         accepted = False
         stop = "iteration_cap"
 
-        def done(status: str, reason: str, exc: BaseException | None = None) -> Attempt:
+        def done(status: AttemptStatus, reason: str, exc: BaseException | None = None) -> Attempt:
             trace.update(accepted=accepted, stop_reason=reason)
             if exc is not None:
                 trace["error"] = error_text(exc)

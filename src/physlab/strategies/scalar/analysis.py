@@ -19,7 +19,7 @@ import json
 import math
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -175,6 +175,7 @@ def normalized_contrasts(records: Sequence[RunRecord], group: str = "feedback",
 
 
 class TestResult(BaseModel):
+    __test__: ClassVar[bool] = False  # not a pytest class
     test: str
     statistic: float
     p_value: float
@@ -183,9 +184,6 @@ class TestResult(BaseModel):
     @property
     def significant(self) -> bool:
         return self.p_value < 0.05
-
-
-TestResult.__test__ = False  # not a pytest class
 
 
 def kruskal_wallis(records: Sequence[RunRecord], key: str | Callable[[RunRecord], Any] = "feedback",

@@ -17,7 +17,13 @@ from pydantic_ai.models import Model
 from physlab.strategies.sampling import structured_reply
 from physlab.strategies.scalar.common import render
 from physlab.strategies.scalar.rubric import (
-    CRITIC_MAX, ERROR_CATEGORIES, FLAGS, MISSING_LABELS, JudgeReply, JudgeVerdict, unparsed_verdict,
+    CRITIC_MAX,
+    ERROR_CATEGORIES,
+    FLAGS,
+    MISSING_LABELS,
+    JudgeReply,
+    JudgeVerdict,
+    unparsed_verdict,
     verdict_from_reply,
 )
 

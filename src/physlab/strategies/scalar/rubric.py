@@ -103,7 +103,7 @@ def pass_rule(equivalent: bool, total: float | None, correctness: float | None) 
 
 def verdict_from_reply(reply: JudgeReply) -> JudgeVerdict:
     """The stored verdict of a validated reply (pass rule on the Judge's own equivalence)."""
-    scores = reply.scores.model_dump()
+    scores = reply.scores.model_dump()  # type: ignore[attr-defined]  # a create_model class
     cats, flags, missing = reply.error_categories, reply.flags, reply.missing
     critic = {k: v for k, v in reply.critic_scores.model_dump().items() if v is not None} \
         if reply.critic_scores is not None else None

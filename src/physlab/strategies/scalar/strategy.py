@@ -26,7 +26,7 @@ from physlab.errors import UserError
 from physlab.grading.extract import extract_code
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
-from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.minions.common import requirements
 from physlab.strategies.minions.visual import image_content
 from physlab.strategies.params import SCALAR, ModelParams, param
@@ -129,7 +129,7 @@ class Scalar(Strategy[ScalarParams]):
         code: str | None = None
         stop = "iteration_cap"
 
-        def done(status: str, reason: str, exc: BaseException | None = None) -> Attempt:
+        def done(status: AttemptStatus, reason: str, exc: BaseException | None = None) -> Attempt:
             transcript.stop_reason = reason
             _save(ctx, transcript)
             decided = [t.judge.agrees_with_grader for t in transcript.turns if t.judge.agrees_with_grader is not None]

@@ -11,13 +11,21 @@ from typing import Any, Awaitable, Callable
 
 from physlab.grading.extract import extract_code
 from physlab.llm.usage import Usage
+from physlab.run.checkpoints import record_as_they_came
 from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, AttemptStatus
-from physlab.run.checkpoints import record_as_they_came
 from physlab.strategies.params import TPBENCH, SamplingParams, param
 from physlab.strategies.sampling import (
-    answer_classes, answer_requirements, ask, budget_reason, error_text, final_answer_classes, finish,
-    gather_bounded, model_settings, render,
+    answer_classes,
+    answer_requirements,
+    ask,
+    budget_reason,
+    error_text,
+    final_answer_classes,
+    finish,
+    gather_bounded,
+    model_settings,
+    render,
 )
 
 

@@ -11,12 +11,17 @@ from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from physlab.llm.usage import Usage
+from physlab.run.checkpoints import record_as_they_came
 from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt
-from physlab.run.checkpoints import record_as_they_came
 from physlab.strategies.params import TPBENCH, param
 from physlab.strategies.sampling import (
-    answer_requirements, ask_structured, budget_reason, gather_bounded, model_settings, render,
+    answer_requirements,
+    ask_structured,
+    budget_reason,
+    gather_bounded,
+    model_settings,
+    render,
 )
 from physlab.strategies.tpbench.candidates import Pool, TPBenchParams, attempt_from_group, pool_details
 

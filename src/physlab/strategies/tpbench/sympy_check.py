@@ -39,7 +39,11 @@ from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import param
 from physlab.strategies.sampling import (
-    OUTPUT_RETRIES, answer_requirements, load_prompt, model_settings, render,
+    OUTPUT_RETRIES,
+    answer_requirements,
+    load_prompt,
+    model_settings,
+    render,
 )
 from physlab.strategies.tpbench.candidates import build_pool
 from physlab.strategies.tpbench.select import Job, VerifierParams, verify_and_select

@@ -8,11 +8,12 @@
 
   async function refresh() {
     if (!live) return;
-    const open = Array.from(live.querySelectorAll("details[open]")).map((d) => d.id).filter(Boolean);
+    // what the reader opened or closed stays so (the problem, a derivation, a call) across refreshes
+    const shown = Array.from(live.querySelectorAll("details[id]")).map((d) => [d.id, d.open]);
     const resp = await fetch(live.dataset.fragment, { credentials: "same-origin", cache: "no-store" });
     if (!resp.ok) return;
     live.innerHTML = await resp.text();
-    open.forEach((id) => { const d = document.getElementById(id); if (d) d.open = true; });
+    shown.forEach(([id, open]) => { const d = document.getElementById(id); if (d) d.open = open; });
     const status = document.getElementById("run-status");
     const form = document.getElementById("action-form");
     if (status && form && status.dataset.talk) form.dataset.state = status.dataset.talk;  // which buttons apply
