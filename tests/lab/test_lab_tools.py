@@ -122,3 +122,19 @@ async def test_without_tools_the_same_scenario_runs_python_only_and_cites_nothin
     assert s.sources == [] and "## References" not in ((ws / "ANSWER.md").read_text()
                                                        if (ws / "ANSWER.md").exists() else "")
     assert record.status in ("partially_complete", "no_answer", "complete")
+
+
+async def test_the_tooled_run_replays_offline_to_the_same_answer(tmp_path):
+    """What the tools returned is the same from run to run (FORM's own timings are left out), so a
+    recorded run with its tools replays exactly."""
+    _needs("form")
+    corpus = write_corpus(tmp_path / "notes")
+    tools = f"cas,corpus={corpus}"
+    first = await solve(tmp_path / "a", "scripted:lab-dirac", problem=dirac_problem(), tools=tools, max_iterations=6)
+    again = await solve(tmp_path / "b", f"replay:{tmp_path / 'a' / 'calls.jsonl'}", problem=dirac_problem(),
+                        tools=tools, max_iterations=6)
+    assert again.status == first.status == "complete" and again.answer_code == first.answer_code
+    assert state_of(tmp_path / "b").sources == state_of(tmp_path / "a").sources
+    import json
+    recorded = json.loads((tmp_path / "a" / "run.json").read_text())["options"]["tools"]
+    assert recorded["cas"] is True and recorded["corpus"] == str(corpus.resolve()) and recorded["literature"] is False

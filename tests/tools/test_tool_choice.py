@@ -64,7 +64,32 @@ def test_solve_refuses_a_bad_tools_value_with_one_line(tmp_path, capsys):
 
 
 def test_bench_run_refuses_a_bad_tools_value_with_one_line(tmp_path, capsys):
-    code, err = cli(capsys, "bench", "run", "demo", "--models", "scripted:x", "--tools", "web,??",
+    code, err = cli(capsys, "bench", "run", "examples", "--models", "scripted:x", "--tools", "web,??",
                     "--db", str(tmp_path / "r.sqlite"))
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "unknown tool '??'" in err
+
+
+def test_a_run_without_tools_gets_its_problems_default(tmp_path):
+    from physlab.problems.files import load_file
+    from physlab.problems.model import Problem
+    from physlab.run.runner import default_tools
+
+    q = tmp_path / "question.md"
+    q.write_text("# Why is the sky blue?\n\nExplain Rayleigh scattering's frequency dependence.\n")
+    (question,) = load_file(q)
+    assert default_tools(question) == ToolChoice(cas=True, literature=True)      # a physicist's own question
+    benchmark = Problem(id="b", statement="Compute 6*7.", answer_template="def answer():\n    return ...\n")
+    assert default_tools(benchmark) == ToolChoice(cas=True, literature=False)    # could find the answer key
+
+
+def test_a_sweep_with_two_tool_arms_has_cells_for_each(tmp_path):
+    from physlab.bench.sweep import Sweep, SweepConfig
+
+    config = SweepConfig(suite="examples", strategies=["oneshot"], models=["scripted:x"], db=tmp_path / "r.sqlite",
+                         tools=[ToolChoice.parse("none"), ToolChoice.parse("cas")])
+    _, specs = Sweep(config).plan()
+    arms = {spec.tools for spec in specs}
+    assert arms == {ToolChoice.parse("none"), ToolChoice.parse("cas")}
+    assert len({s.key for s in specs}) == len(specs) == 2 * len({s.problem_id for s in specs})
+    assert any("@tools=" in s.key and "none" in s.key for s in specs)

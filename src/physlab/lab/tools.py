@@ -13,6 +13,7 @@ A passage a role cites is checked against what the literature tools really showe
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -47,6 +48,11 @@ You may search and read the physics literature with the literature tools ({names
 you rely on with cite_source(key, quote, used_for), quoting it verbatim as a tool showed it: a cited \
 passage becomes one of the run's sources and appears in the answer's references. A quote no tool \
 showed is not cited. What a paper says is evidence to weigh, not a result the lab established."""
+
+
+# FORM prints its own timings ("Time = 0.01 sec") between results: the one thing in a tool's return
+# that changes from run to run, which a replayed run compares. The seconds are left out.
+_FORM_TIME = re.compile(r"\bTime =\s+[0-9.]+ sec\b")
 
 
 def _outcome(res: Any) -> str:
@@ -153,8 +159,9 @@ class LabTools:
         except UserError as exc:
             return f"not run: {exc}"
         notice = f"NOTICE: {res.notice}\n" if res.notice else ""
+        stdout = _FORM_TIME.sub("Time = (not shown) sec", res.stdout) if lang == "form" else res.stdout
         # No timings in what the model sees: the same program must give the same tool return (replay).
-        raw = f"[{lang}, {_outcome(res)}]\n{notice}STDOUT:\n{res.stdout}\nSTDERR:\n{res.stderr}"
+        raw = f"[{lang}, {_outcome(res)}]\n{notice}STDOUT:\n{stdout}\nSTDERR:\n{res.stderr}"
         if isinstance(deps, (computer.Bench, reviewer.ReviewDesk, adjudicator.AdjudicationDesk)):
             deps.runs.append((code, raw, lang))
         return clip(raw, 8000)
