@@ -93,3 +93,13 @@ def test_a_sweep_with_two_tool_arms_has_cells_for_each(tmp_path):
     assert arms == {ToolChoice.parse("none"), ToolChoice.parse("cas")}
     assert len({s.key for s in specs}) == len(specs) == 2 * len({s.problem_id for s in specs})
     assert any("@tools=" in s.key and "none" in s.key for s in specs)
+
+
+def test_extra_sweep_workers_get_the_same_arms():
+    from physlab.bench.cli import worker_argv
+    from physlab.bench.sweep import SweepConfig
+
+    config = SweepConfig(suite="examples", strategies=["lab"], models=["scripted:x"],
+                         tools=[ToolChoice.parse("none"), ToolChoice.parse("cas,web")])
+    argv = worker_argv(config)
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--tools"] == ["none", "cas,web"]
