@@ -138,3 +138,26 @@ async def test_the_tooled_run_replays_offline_to_the_same_answer(tmp_path):
     import json
     recorded = json.loads((tmp_path / "a" / "run.json").read_text())["options"]["tools"]
     assert recorded["cas"] is True and recorded["corpus"] == str(corpus.resolve()) and recorded["literature"] is False
+
+
+async def test_web_search_reaches_the_literature_roles_agents_only_when_asked(tmp_path):
+    from physlab.lab.roles import surveyor
+    from physlab.llm.scripted import final_answer
+
+    from tests.lab.direct import make_ctx
+    from tests.lab.mini import mini_problem
+
+    seen: list[list[str]] = []
+
+    def survey(messages, info):
+        seen.append([t.kind for t in info.model_request_parameters.native_tools])
+        return final_answer(info, {"background": "arithmetic"})
+
+    for web in (True, False):
+        (tmp_path / str(web)).mkdir()
+        env = LabEnv(make_ctx(tmp_path / str(web), {"surveyor": survey}, mini_problem()))
+        async with LabTools(ToolChoice(cas=False, web=web), env, tmp_path / "cache") as tools:
+            env.toolbox = tools
+            await surveyor.run(env)
+            assert tools.capabilities("computer", env.model("surveyor")) == []      # not a literature role
+    assert seen == [["web_search"], []]
