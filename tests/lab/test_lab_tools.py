@@ -161,3 +161,14 @@ async def test_web_search_reaches_the_literature_roles_agents_only_when_asked(tm
             await surveyor.run(env)
             assert tools.capabilities("computer", env.model("surveyor")) == []      # not a literature role
     assert seen == [["web_search"], []]
+
+
+async def test_a_corpus_folder_gone_since_the_run_began_is_a_notice_not_a_failure(tmp_path):
+    gone = write_corpus(tmp_path / "notes")
+    choice = ToolChoice(cas=False, corpus=str(gone))
+    for f in gone.iterdir():
+        f.unlink()
+    gone.rmdir()
+    async with LabTools(choice, _env(), tmp_path / "cache") as tools:
+        assert tools.tools("surveyor") == []
+        assert any("could not be indexed" in n and "notes" in n for n in tools.notices), tools.notices

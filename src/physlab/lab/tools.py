@@ -88,10 +88,11 @@ class LabTools:
             try:
                 self.library = await Library(settings, cache_dir=self.cache_dir, online=self.choice.literature,
                                              corpus=corpus).__aenter__()
-            except OSError as exc:   # the corpus folder went away since --tools was read: go on without it
+            except (OSError, UserError) as exc:   # the folder went away since --tools was read (a resume): go on
                 self.notices.append(f"literature: the corpus could not be indexed ({exc}); running without it")
-                self.library = await Library(settings, cache_dir=self.cache_dir, online=self.choice.literature
-                                             ).__aenter__()
+                if not self.choice.literature:
+                    return self
+                self.library = await Library(settings, cache_dir=self.cache_dir, online=True).__aenter__()
             where = ("arXiv and INSPIRE" + (f" (at {self.choice.literature_url})" if self.choice.literature_url
                                             else "")) if self.choice.literature else ""
             if self.library.index_report is not None:
