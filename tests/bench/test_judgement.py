@@ -46,3 +46,21 @@ def test_judgement_is_pooled_per_sweep_group(tmp_path):
     assert rows["m2"].share_on_established is None and rows["m2"].share_upheld is None
     title, header, body = judgement_table(st)
     assert "judgement" in title.lower() and "upheld" in " ".join(header) and len(body) == 2
+
+
+def test_bench_report_prints_the_labs_judgement_beside_its_accuracy(tmp_path, capsys, monkeypatch):
+    from physlab.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")                # a table that fits on one line per row
+    st, w = ResultsStore(tmp_path / "r.sqlite"), worker_id()
+    _lab_cell(st, w, tmp_path, problem="p1", model="m1", judgement=j(4, 1, 1, 1, 0, 300, 300, 1000))
+    st.close()
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "report", "--db", str(tmp_path / "r.sqlite")])
+    assert e.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "The lab's judgement" in text and "1 of 1 (100%)" in text and "lab × m1" in text
+    ResultsStore(tmp_path / "none.sqlite").close()     # a report without lab cells has no such table
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "report", "--db", str(tmp_path / "none.sqlite")])
+    assert "judgement" not in capsys.readouterr().out

@@ -21,7 +21,6 @@ from physlab.run.runner import Shared, run
 from physlab.strategies import registry
 from physlab.tools.choice import ToolChoice
 from physlab.tools.literature.standin import LiteratureStandin
-
 from tests.lab.mini import mini_problem
 from tests.lab.test_fuzz_runs import FAST_RETRY, PARAMS, fuzz
 from tests.tools.literature.conftest import NetworkGuard

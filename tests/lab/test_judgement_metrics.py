@@ -10,7 +10,6 @@ import pytest
 
 from physlab.lab.judgement import judgement
 from physlab.lab.state import transitions as T
-
 from tests.lab.helpers import solve
 from tests.lab.mini import mini_problem, register
 from tests.lab.test_rulings_and_gates import established

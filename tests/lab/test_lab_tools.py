@@ -143,7 +143,6 @@ async def test_the_tooled_run_replays_offline_to_the_same_answer(tmp_path):
 async def test_web_search_reaches_the_literature_roles_agents_only_when_asked(tmp_path):
     from physlab.lab.roles import surveyor
     from physlab.llm.scripted import final_answer
-
     from tests.lab.direct import make_ctx
     from tests.lab.mini import mini_problem
 

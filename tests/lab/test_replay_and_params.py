@@ -53,6 +53,7 @@ def test_strategies_show_lab_marks_each_default_as_the_seeds_or_physlabs():
     assert sources and all(s.removeprefix("default from: ").startswith(("seed:", "PhysLab:")) for s in sources), sources
     keys = [line.split(" = ")[0].strip() for line in out.output.splitlines() if line.startswith("  ") and
             not line.startswith("    ") and " = " in line]
+    assert len(keys) == len(sources)                                       # every parameter says where it comes from
     by_key = dict(zip(keys, sources))
     assert by_key["parallel_workers"].startswith("default from: PhysLab:")
     assert "preset=paper" in by_key["parallel_workers"]

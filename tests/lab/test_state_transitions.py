@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from physlab.lab import gates
-
 from physlab.lab.state import transitions as T
 from physlab.lab.state.invariants import check
 from physlab.lab.state.models import ResearchState

@@ -13,7 +13,6 @@ from physlab.lab.scenarios import _parse as P
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import ResearchState, Survey, SurveyCheck
 from physlab.problems.model import Problem
-
 from tests.lab.helpers import qec_problem
 from tests.lab.mini import mini_problem
 

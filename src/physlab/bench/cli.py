@@ -366,6 +366,7 @@ def report_cmd(
     """Accuracy with intervals over problems, pass@k, paired comparisons, the problem x strategy matrix,
     accuracy against a token/cost cap, tokens/cost/wall, role shares (docs/sweeps.md: how to read them)."""
     from physlab.bench import plots as plots_mod
+    from physlab.bench.judgement import judgement_table
     from physlab.bench.report import build_report, write_csv
     from physlab.bench.report_render import print_report, write_html
     from physlab.bench.store import ResultsStore
@@ -374,12 +375,14 @@ def report_cmd(
     store = ResultsStore(db, create=False)
     try:
         report = build_report(store, equal_tokens=equal_tokens)
+        judged = judgement_table(store)
     finally:
         store.close()
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
         print_report(report)
+        _print_judgement(*judged)
     if csv:
         _writing(csv, "--csv", lambda: write_csv(report, csv))
         typer.echo(f"wrote {csv}", err=as_json)
@@ -390,6 +393,21 @@ def report_cmd(
     if html:
         _writing(html, "--html", lambda: write_html(report, html, plots_dir=plots))
         typer.echo(f"wrote {html}", err=as_json)
+
+
+def _print_judgement(title: str, header: list[str], rows: list[list[str]]) -> None:
+    """The lab's judgement per group (does review bite with this model?), when lab cells ran."""
+    if not rows:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for i, col in enumerate(header):
+        table.add_column(col, justify="left" if i == 0 else "right")
+    for row in rows:
+        table.add_row(row[0].replace("|", " × "), *row[1:])
+    Console().print(table)
 
 
 @bench_app.command("grade")

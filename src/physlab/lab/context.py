@@ -23,6 +23,7 @@ never cut.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from physlab.lab.answer import best_hypotheses, standing_text
@@ -528,7 +529,7 @@ def _critique_line(c: Critique) -> str:
 def demotions_text(s: ResearchState, rulings: list[Critique], w: Windows) -> str:
     lines = []
     for c in rulings:
-        e = s.er(c.target)
+        e = s.er(c.target) if c.target is not None else None
         lines.append(f"{c.target} (from {e.wh if e else '?'}) demoted: {c.id} {c.status} — the objection: "
                      f"{clip(c.text, 500)}\n  ruling: {clip(c.ruling, 500)}"
                      + (f"\n  evidence asked for: {clip(c.scope, 400)}" if c.scope else ""))
@@ -541,7 +542,7 @@ def demotions_text(s: ResearchState, rulings: list[Critique], w: Windows) -> str
 
 
 def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Windows,
-                demotions: list[Critique] = ()) -> RolePrompt:
+                demotions: Sequence[Critique] = ()) -> RolePrompt:
     crit = "\n".join(_critique_line(c) for c in critiques)
     checks = "\n".join(f"{c.id} [{c.status}, from the {c.source}]: {c.predicate}"
                        + (f" (why: {c.rationale})" if c.rationale else "") for c in s.sanity_checks)
@@ -626,8 +627,22 @@ def questions_of(s: ResearchState, h: WorkingHypothesis) -> str:
     return "\n".join(f"{r.id}: {clip(r.question, 600)}" for t in targets if (r := s.rq(t)) is not None)
 
 
+def _the_wh(s: ResearchState, wh_id: str | None) -> WorkingHypothesis:
+    h = s.wh(wh_id) if wh_id is not None else None
+    if h is None:
+        raise KeyError(f"unknown working hypothesis id {wh_id!r}")
+    return h
+
+
+def _the_er(s: ResearchState, er_id: str | None) -> EstablishedResult:
+    e = s.er(er_id) if er_id is not None else None
+    if e is None:
+        raise KeyError(f"unknown established result id {er_id!r}")
+    return e
+
+
 def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str) -> RolePrompt:
-    h = s.wh(wh_id)
+    h = _the_wh(s, wh_id)
     evs = [e for e in s.evidence if e.id in h.evidence]
     again = (f" It was judged before ({', '.join(h.reviews)}; see <review-history>): judge it afresh on all the "
              "evidence, and say whether the new evidence answers the earlier objections." if h.reviews else "")
@@ -662,7 +677,7 @@ def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int,
 
 
 def for_adjudicator(p: Problem, s: ResearchState, w: Windows, critique: Critique) -> RolePrompt:
-    e = s.er(critique.target)
+    e = _the_er(s, critique.target)
     evs = [x for x in s.evidence if x.id in e.evidence]
     rv = next((r for r in s.reviews if r.id == e.review), None)
     verified = f"\nverified by {rv.id}: {clip(rv.reasoning, 800)}" if rv is not None and rv.reasoning else ""
@@ -681,7 +696,7 @@ def answer_structure(s: ResearchState, w: Windows, *, forced: bool) -> str:
     ids = [i for i in s.answer_results if (e := s.er(i)) is not None and e.status == "active"]
     if ids:
         return "The orchestrator names these results as the answer, in order:\n" + "\n".join(
-            er_line(s.er(i), w) for i in ids)
+            er_line(_the_er(s, i), w) for i in ids)
     if forced and s.best_answer is not None:
         return f"No completion named the answer; the best current answer comes from {s.best_answer.source}."
     return ""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,10 @@ from physlab.llm.errors import BudgetExceeded, ContextTooLong, ModelFailure, bud
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
 from physlab.run.git import CACHE
+
+# Share of a token or cost cap kept for the forced formatter (PhysLab's choice: its prompt holds the
+# results and best hypotheses, a small part of a run's reading).
+FORMATTER_SHARE = 0.1
 
 
 class LabSettings(BaseModel):
@@ -99,9 +104,9 @@ class LabSettings(BaseModel):
 
     @property
     def reserve_calls(self) -> int:
-        """Requests kept for the forced formatter: one and a corrective retry, plus one for each other
-        request that may be in flight when the research stops."""
-        return 2 + (self.parallel_workers - 1)
+        """Requests kept for the forced formatter: its one, plus one for each other research request
+        that may be in flight when the research stops (the lab cannot see the meter's)."""
+        return 1 + (self.parallel_workers - 1)
 
 
 # The seed's setting (``--param preset=paper``): physics-intern is sequential within a problem (seed
@@ -152,11 +157,12 @@ class LabEngine:
         forced formatter less than its reserve of the budget."""
         if self._reserve_open:
             return
-        limit = held_back(self.ctx.budget, self.ctx.usage.total(), self.cfg.reserve_calls,
-                          elapsed_s=getattr(self.ctx.usage, "elapsed_s", None))
+        limit = held_back(self.ctx.budget, self.ctx.usage.total(), calls=self.cfg.reserve_calls,
+                          share=FORMATTER_SHARE)
         if limit is not None:
             raise BudgetExceeded(limit, f"the rest of the budget is kept for the final answer "
-                                        f"({self.cfg.reserve_calls} requests)")
+                                        f"({self.cfg.reserve_calls} request(s) and {FORMATTER_SHARE:.0%} of a token "
+                                        "or cost cap)")
 
     def emit(self, kind: str, /, **data: Any) -> None:
         try:
@@ -365,7 +371,7 @@ class LabEngine:
                 control = control or msg["kind"]
         return control
 
-    async def _plan(self, critiques: list[Critique], demotions: list[Critique] = ()) -> None:
+    async def _plan(self, critiques: list[Critique], demotions: Sequence[Critique] = ()) -> None:
         try:
             plan, desk = await planner.run(self.env, self.state, critiques, self.windows, list(demotions))
         except Exception as exc:
@@ -395,7 +401,9 @@ class LabEngine:
                 continue
             self.state = T.respond_to_critique(self.state, c.id, r.verdict, r.response)
             answered.append(c.id)
-            self.emit("critique_resolved", id=c.id, status=self.state.critique(c.id).status, by="planner")
+            answered_c = self.state.critique(c.id)
+            self.emit("critique_resolved", id=c.id, status=answered_c.status if answered_c else r.verdict,
+                      by="planner")
         acted = []
         for a in plan.entity_actions:
             try:
@@ -434,7 +442,9 @@ class LabEngine:
             done = {"uphold": f"upheld: {c.target} demoted", "dismiss": "dismissed",
                     "needs_evidence": f"needs evidence: {c.target} demoted until it is in"}[ruling.decision]
             self.summary.append(f"{c.id} on {c.target} {done}")
-            self.emit("critique_resolved", id=c.id, status=self.state.critique(c.id).status, by="adjudicator", target=c.target)
+            ruled = self.state.critique(c.id)
+            self.emit("critique_resolved", id=c.id, status=ruled.status if ruled else ruling.decision, by="adjudicator",
+                      target=c.target)
         demotions = [c for c in self.state.critiques if c.status in ("upheld", "needs_evidence")
                      and c.id not in self.state.planner_seen_rulings]
         if for_plan or demotions:      # the planner is consulted on every demotion (upstream's revision trigger)
@@ -541,7 +551,7 @@ class LabEngine:
                             + (" (abandoned as a dead end)" if abandoned else ""))
         self.emit("verdict", wh=wid, verdict=rep.verdict, promoted=promoted)
 
-    async def _complete(self, answer_results: list[str] = ()) -> bool:
+    async def _complete(self, answer_results: Sequence[str] = ()) -> bool:
         """The orchestrator declared completion: check the gates (auditing first if that is all
         that is missing), then the formatter. True when the final answer is written. Refused again
         and again, the circuit breaker gives up what the orchestrator keeps leaving unresolved."""
@@ -652,8 +662,8 @@ class LabEngine:
     def _file_audit(self, audit: critic.Audit, desk: critic.Desk) -> None:
         self._audited = True
         self.state = T.record_audit(self.state)
-        for d in desk.dropped:
-            self.note("refused", f"critic: {d} (dropped from its audit)")
+        for why in desk.dropped:
+            self.note("refused", f"critic: {why} (dropped from its audit)")
         filed = []
         for d in audit.critiques:
             try:

@@ -11,7 +11,6 @@ from physlab.lab.routing import route_of
 from physlab.lab.state.models import Critique, ResearchState, WorkingHypothesis
 from physlab.lab.state.transitions import pending_reviews
 
-
 SHOWN = 6    # undecided hypotheses named one per line among the blockers; the older ones by id
 
 

@@ -9,7 +9,6 @@ history).
 from __future__ import annotations
 
 import time
-
 from typing import Any, Literal
 
 from pydantic import model_validator
@@ -29,7 +28,7 @@ _ENGINEERING = "PhysLab: an engineering bound; physics-intern has no such settin
 
 class LabParams(StrategyParams, LabSettings):
     preset: Literal["physlab", "paper"] = param(
-        "physlab", "paper: the seed's setting for every parameter marked 'preset=paper' below (one worker at a "
+        "physlab", "paper: the seed's setting for every parameter whose source says 'preset=paper' (one worker at a "
                    "time, its caps); a value given explicitly still wins.",
         "PhysLab: its own defaults, which run research in parallel (the seed's parallel agents are its future "
         "work, §7)")

@@ -9,6 +9,7 @@ correction, and on the last try the ruling becomes needs_evidence, naming the ch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -64,7 +65,7 @@ def _validate(ctx: RunContext[AdjudicationDesk], r: Ruling) -> Ruling:
     return r
 
 
-async def run(env: LabEnv, user_prompt: PromptSource, *, cites_checks: list[str] = ()) -> Ruling:
+async def run(env: LabEnv, user_prompt: PromptSource, *, cites_checks: Sequence[str] = ()) -> Ruling:
     """``cites_checks``: the sanity checks (SC-n) the critique invokes (``gates.cites_sanity_checks``)."""
     desk = AdjudicationDesk(env, list(cites_checks))
     return await run_role(env, ROLE, user_prompt, Ruling, tools=[execute_python], deps=desk,

@@ -85,12 +85,12 @@ def _sentinel(tree: ast.Module) -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise):
             return "answer_code raises an exception: no sentinel guards; return the expression as established"
-        guarded = []
+        guarded: list[ast.AST] = []
         if isinstance(node, (ast.If, ast.IfExp)):
-            guarded = node.body if isinstance(node.body, list) else [node.body]
-            guarded += node.orelse if isinstance(node.orelse, list) else [node.orelse]
+            guarded = [*(node.body if isinstance(node.body, list) else [node.body]),
+                       *(node.orelse if isinstance(node.orelse, list) else [node.orelse])]
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "Piecewise":
-            guarded = node.args
+            guarded = list(node.args)
         if any(_is_sentinel(x) for g in guarded for x in ast.walk(g)):
             return ("answer_code guards a regime with a sentinel value (oo, nan, zoo, inf...): no sentinel guards; "
                     "return the established expression itself")

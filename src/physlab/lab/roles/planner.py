@@ -10,6 +10,7 @@ it never answered stays open; it is never taken as accepted."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -107,7 +108,7 @@ def action_problem(s: ResearchState, a: EntityAction) -> str:
 
 
 async def run(env: LabEnv, state: ResearchState, critiques: list[Critique], windows: C.Windows,
-              demotions: list[Critique] = ()) -> tuple[Plan, Desk]:
+              demotions: Sequence[Critique] = ()) -> tuple[Plan, Desk]:
     """``demotions``: the adjudicator's demoting rulings the planner has not yet been consulted on."""
     desk = Desk(state, list(critiques))
     plan = await run_role(env, ROLE, lambda level: C.for_planner(env.ctx.problem, state, critiques,

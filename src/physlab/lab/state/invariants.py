@@ -81,8 +81,8 @@ def check(s: ResearchState) -> list[str]:
             bad.append(f"{c.id} targets missing {c.target}")
         if c.status == "needs_evidence" and not c.scope.strip():
             bad.append(f"{c.id} needs evidence without saying which")
-        if c.status in ("upheld", "needs_evidence") and c.target_type == "ER" and s.er(c.target) is not None \
-                and s.er(c.target).status == "active":
+        er = s.er(c.target) if c.target_type == "ER" and c.target is not None else None
+        if c.status in ("upheld", "needs_evidence") and er is not None and er.status == "active":
             bad.append(f"{c.id} is {c.status} but {c.target} is still active")
     for d in s.dead_ends:
         for ref in d.related:

@@ -343,7 +343,7 @@ def abandon_wh(state: ResearchState, wh_id: str, reason: str, *, by: str) -> tup
         if other.status not in ("established", "abandoned") and set(other.depends_on) & set(gone):
             gone.append(other.id)
     for wid in gone:
-        s.wh(wid).status = "abandoned"
+        _found(s.wh(wid), wid).status = "abandoned"
     did = _new_id(s, "DE")
     dependents = f"; {', '.join(gone[1:])} built on it and {'were' if len(gone) > 2 else 'was'} abandoned too" \
         if len(gone) > 1 else ""
@@ -405,10 +405,11 @@ def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, rul
     c.scope = scope.strip() if decision == "needs_evidence" else ""
     _event(s, "ruling", f"{cr_id} {c.status} by the adjudicator: {ruling}"
            + (f" Evidence needed: {c.scope}" if c.scope else "")[:600])
-    er = _found(s.er(c.target) if c.target is not None else None, f"{cr_id} targets no established result")
-    if decision != "dismiss" and er.status == "active":
-        why = f"{cr_id} upheld: {ruling}" if decision == "uphold" else f"{cr_id} needs evidence: {c.scope}"
-        s = demote_er(s, er.id, why)
+    if decision != "dismiss":
+        er = _found(s.er(c.target) if c.target is not None else None, f"{cr_id} targets no established result")
+        if er.status == "active":
+            why = f"{cr_id} upheld: {ruling}" if decision == "uphold" else f"{cr_id} needs evidence: {c.scope}"
+            s = demote_er(s, er.id, why)
     return s
 
 
@@ -440,7 +441,7 @@ def expire_critiques(state: ResearchState, after: int) -> ResearchState:
         return state
     s = _copy(state)
     for cid in old:
-        c = s.critique(cid)
+        c = _found(s.critique(cid), cid)
         c.status, c.resolved_iteration = "expired", s.iteration
         c.ruling = f"expired: unresolved for {s.iteration - c.iteration} iterations ({c.severity} severity)"
     _event(s, "expired", f"{', '.join(old)} expired after {after}+ iterations unresolved")
@@ -563,7 +564,7 @@ def break_circuit(state: ResearchState, unresolved: Iterable[str]) -> ResearchSt
                                       f"{w.status}", by="lab")
     dropped = [r.id for r in s.rqs if r.status == "open"]
     for rid in dropped:
-        s.rq(rid).status = "dropped"
+        _found(s.rq(rid), rid).status = "dropped"
     s.refused_completions = 0
     _event(s, "circuit_breaker", f"completion refused {n} times in a row: unresolved hypotheses abandoned"
            + (f", {', '.join(dropped)} dropped" if dropped else ""))
@@ -578,7 +579,7 @@ def escalate_stalls(state: ResearchState, stalled: dict[str, int]) -> ResearchSt
     for wid, n in stalled.items():
         if any(c.source == "lab" and c.kind == "stall" and c.target == wid for c in s.critiques):
             continue
-        w = s.wh(wid)
+        w = _found(s.wh(wid), f"unknown working hypothesis id {wid!r}")
         s, _ = file_critique(s, target_type="coordination", target=wid, kind="stall", source="lab", severity="HIGH",
                              text=f"{wid} has had {n} verdicts in a row short of VERIFIED ({w.status} now): "
                                   f"{w.claim}"[:800],
