@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 from physlab.sandbox import Sandbox, SandboxLimits, launch
 from physlab.tools import cas
 
-from .sb_helpers import _tree, wait_gone
+from .sb_helpers import _tree, pids_with
 
 SECRET_ENV = "PHYSLAB_CAS_TEST_SECRET"
 SECRET_VALUE = "sk-cas-" + uuid.uuid4().hex
@@ -165,11 +164,14 @@ def through_the_shell(language: str, script: str) -> tuple[str, bytes | None]:
     return f"import subprocess\nsubprocess.run(['bash', {script!r}])\n", None
 
 
-FORK_BOMB = "b(){ b | b & }; b\n"
+# The script goes on (with builtins only) after starting the bomb: a run that ended at once would
+# take the bomb with it before it reached any limit.
+FORK_BOMB = "b(){ b | b & }; b\nwhile :; do :; done\n"
 
 
 def run_processes(box: Sandbox) -> int:
-    """Every host process under the sandbox's idle workers (a finished run leaves none)."""
+    """Every host process under the sandbox's idle workers: each worker and the manager it forked
+    for its next run (a finished run leaves nothing else)."""
     return sum(len(_tree(w.proc.pid)) for w in list(box._pool._idle))
 
 
@@ -179,18 +181,19 @@ def test_a_fork_bomb_through_the_system_is_bounded_and_leaves_nothing(box, langu
     skip_unless_available(language)
     box.run_sync("pass")
     before = run_processes(box)
-    code, stdin = through_the_shell(language, "bomb.sh")
-    t0 = time.monotonic()
-    res = cas.execute_sync(code, language, box, SandboxLimits(timeout_s=30, max_processes=16), stdin=stdin,
-                           files={"bomb.sh": FORK_BOMB.encode()})
-    # killed at the limit (a run's own process count, bwrap), or every fork beyond it refused (RLIMIT_NPROC)
-    assert res.limit_hit in ("processes", "timeout") or "fork: retry: Resource temporarily unavailable" in (
-        res.stdout + res.stderr), res
-    assert time.monotonic() - t0 < 60
-    deadline = time.monotonic() + 10
-    while run_processes(box) > before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert run_processes(box) <= before
+    script = f"bomb-{uuid.uuid4().hex[:12]}.sh"  # in the command line of every shell of the bomb
+    code, stdin = through_the_shell(language, script)
+    limits = SandboxLimits(timeout_s=15, max_processes=16)
+    res = cas.execute_sync(code, language, box, limits, stdin=stdin, files={script: FORK_BOMB.encode()})
+    # killed at the limit (a run's own process count, bwrap), or every fork beyond it refused
+    # (RLIMIT_NPROC) until the timeout; either way within its time (as the worker measured it: the
+    # machine's load is not the sandbox's), or the worker was given up on and replaced
+    assert res.limit_hit in ("processes", "timeout"), res
+    assert res.duration_s < limits.timeout_s + 5
+    # at once: the run is reaped when it returns (by its worker, or when the worker was replaced)
+    assert pids_with(script) == []
+    if not res.error:
+        assert run_processes(box) == before
     after = box.run_sync("print('still serving')")
     assert after.stdout == "still serving\n"
 
@@ -217,9 +220,8 @@ def test_an_endless_computation_hits_the_hard_timeout_and_its_children_die(box, 
     _, stdin = through_the_shell(language, "sleeper.sh")
     sleeper = f"exec -a {token} sleep 600 &\n".encode()  # named so that the host can look for it
     timeout = {"wolfram": 25.0, "cadabra2": 10.0}.get(language, 5.0)  # Mathics3 starts slowly
-    t0 = time.monotonic()
     res = cas.execute_sync(code, language, box, SandboxLimits(timeout_s=timeout), stdin=stdin,
                            files={"sleeper.sh": sleeper})
     assert res.timed_out and res.limit_hit == "timeout", res
-    assert time.monotonic() - t0 < timeout + 15
-    assert wait_gone(token, timeout=10) == []
+    assert res.duration_s < timeout + 5
+    assert pids_with(token) == []  # at once: the run is reaped when it returns

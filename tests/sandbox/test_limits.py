@@ -10,7 +10,7 @@ import pytest
 from physlab.errors import UserError
 from physlab.sandbox import SandboxLimits
 
-from .sb_helpers import _tree, wait_gone
+from .sb_helpers import _tree, pids_with
 
 
 def test_infinite_loop_times_out_quickly(sb):
@@ -44,14 +44,10 @@ def test_fork_bomb_is_bounded_and_leaves_nothing(sb):
 
     before = processes()
     code = "import os\nwhile True:\n    os.fork()"
-    t0 = time.monotonic()
     res = sb.run_sync(code, limits=SandboxLimits(timeout_s=20, max_processes=16))
     assert res.limit_hit in ("processes", "timeout"), res
-    assert time.monotonic() - t0 < 15
-    deadline = time.monotonic() + 5
-    while processes() > before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert processes() <= before
+    assert res.duration_s < 15  # (as the worker measured it: the machine's load is not the sandbox's)
+    assert processes() == before  # at once: the run is reaped when it returns
     after = sb.run_sync("import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     assert after.stdout.strip() == "[1, 2]"  # the next run sees no survivor
 
@@ -70,7 +66,7 @@ print("spawned")
 """
     res = sb.run_sync(code)
     assert res.exit_code == 0 and "spawned" in res.stdout
-    assert wait_gone(token) == []
+    assert pids_with(token) == []
 
 
 def test_huge_print_is_truncated_without_parent_blowup(sb):

@@ -15,7 +15,7 @@ import pytest
 from physlab.errors import UserError
 from physlab.sandbox import Sandbox, SandboxLimits, launch
 
-from .sb_helpers import wait_gone
+from .sb_helpers import pids_with
 
 
 def test_rlimit_scrubs_env_and_uses_private_cwd(monkeypatch, tmp_path):
@@ -52,7 +52,7 @@ def test_rlimit_kills_leftovers(rl):
         f"subprocess.Popen(['/bin/sh', '-c', 'sleep 120; :', '{token}'], start_new_session=True)\n"
         f"subprocess.Popen(['/bin/sh', '-c', 'sleep 120; :', '{token}-2'])\n")
     assert res.exit_code == 0, res.stderr
-    assert wait_gone(token) == []
+    assert pids_with(token) == []
 
 
 def test_env_var_forces_backend_and_bad_value_is_user_error(monkeypatch):
@@ -107,6 +107,8 @@ def test_the_warning_says_exactly_what_is_and_is_not_isolated(monkeypatch, capsy
     else:
         assert "files readable by all users" in not_isolated and "/tmp" in not_isolated, err
         assert ("your files" in not_isolated) == (euid != 0), err
+        # as your user, RLIMIT_NPROC counts all of your processes (tests/sandbox/test_process_limit.py)
+        assert ("all of your processes count against it" in not_isolated) == (euid != 0), err
         assert "the network (including services on this machine's loopback)" in not_isolated, err
         assert "the process list in /proc" in not_isolated and "process list" not in isolated, err
         assert ("environment (API keys)" in not_isolated) == (euid != 0), err
@@ -235,7 +237,7 @@ except OSError as e:
     print('cannot kill the worker', e.errno)
 """
     rl.run_sync(code)
-    assert wait_gone(token, timeout=10) == []
+    assert pids_with(token) == []
     assert rl.run_sync("print(6*7)").stdout == "42\n"
 
 
@@ -269,5 +271,5 @@ def test_without_namespaces_runs_go_on_as_the_warning_says(rl_without_namespaces
         "print(len([p for p in os.listdir('/proc') if p.isdigit()]) > 3, os.getppid() > 1)")
     assert res.exit_code == 0 and not res.isolated_run, res.stderr
     assert res.stdout == "True True\n"
-    assert wait_gone(token) == []
+    assert pids_with(token) == []
     assert "the process list in /proc" in launch.fallback_warning()

@@ -19,7 +19,12 @@ mount, PID, IPC and network namespaces of its own (as root directly, else throug
 namespace): B is then the init of the run's PID namespace with a /proc of its own, exactly as
 above. When PhysLab is root, user code also runs as an unprivileged uid of its own. Where the
 kernel refuses the namespaces, the run's process tree is killed by cgroup (where one can be made),
-else by the run's own uid (as root), else by session + child-subreaper sweep.
+else by the run's own uid (as root), else by session.
+
+Whatever backend, a run is over only when nothing of it is left: the zygote is a child subreaper,
+so what outlives the run's manager becomes its child; after each manager exits it kills and reaps
+until it has no child at all, forks the next manager, and only then says "idle" to the pool, which
+waits for that word before the run returns.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from _zygote_confine import (
     kill_run_tree,
     probe_run_namespaces,
     reach_hidden_paths,
-    sweep,
+    reap_all,
 )
 from _zygote_run import run_init
 
@@ -226,6 +231,18 @@ def manage_one_run() -> int:
 
 
 # ---------------------------------------------------------------- the zygote
+def fork_manager() -> int:
+    """The next run's manager, forked before its request exists."""
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            code = manage_one_run()
+        finally:
+            os._exit(code)
+    return pid
+
+
 def _unhide_proc() -> None:
     """bubblewrap covers parts of /proc (sys, irq, bus...) with read-only binds; the kernel only
     lets a run mount its own /proc when an uncovered one is visible. The runs' own /proc is what
@@ -303,28 +320,20 @@ def main() -> None:
 
     gc.collect()
     gc.freeze()  # keep the preloaded heap shared with the forked runs (no GC copy-on-write)
-    write_msg(cfg.ctrl_out, {"ready": True, "pid": os.getpid(), "preloaded": loaded,
-                             "run_uid": cfg.run_uid, "cgroup": cfg.cgroup, "run_ns": cfg.run_ns})
     try:
+        # The zygote itself never reads the control pipe: each run's manager does (see above). It
+        # writes only "ready" (once) and, after each run, "idle": the run's manager has replied and
+        # exited, everything the run started is reaped, and the next run's manager is waiting.
+        pid = fork_manager()
+        write_msg(cfg.ctrl_out, {"ready": True, "pid": os.getpid(), "preloaded": loaded,
+                                 "run_uid": cfg.run_uid, "cgroup": cfg.cgroup, "run_ns": cfg.run_ns})
         while True:
-            # The zygote itself never reads the control pipe: each run's manager does (see above).
-            pid = os.fork()
-            if pid == 0:
-                code = 70
-                try:
-                    code = manage_one_run()
-                finally:
-                    os._exit(code)
-            while True:
-                try:
-                    _, st = os.waitpid(pid, 0)
-                    break
-                except InterruptedError:
-                    continue
+            _, st = os.waitpid(pid, 0)
+            reap_all()
             if not (os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0):
                 return  # the control pipe closed, or a manager died mid-reply: the pool replaces us
-            if not (cfg.ns or cfg.run_ns):  # orphans the run's kill could not name (no cgroup, no uid of its own)
-                sweep()
+            pid = fork_manager()
+            write_msg(cfg.ctrl_out, {"idle": True})
     finally:
         if cfg.cgroup is not None:
             _cgroup_kill()

@@ -112,16 +112,6 @@ def _pids() -> list[int]:
         return []
 
 
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
 def _write_file(path: str, text: str) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:

@@ -9,7 +9,6 @@ import os
 import signal
 import stat
 import sys
-import time
 
 from _zygote_common import (
     CLONE_NEWIPC,
@@ -34,7 +33,6 @@ from _zygote_common import (
     _pids,
     _prctl,
     _proc_stat,
-    _reap,
     _write_file,
     cfg,
 )
@@ -316,7 +314,12 @@ def drop_privileges() -> None:
         _libc.capset(ctypes.byref(Hdr(0x20080522, 0)), (Data * 2)())
 
 
-def set_rlimits(limits: dict) -> None:
+def set_rlimits(limits: dict, supervisors: int = 0) -> None:
+    """The run's limits, set in C. The kernel counts RLIMIT_NPROC per uid and user namespace
+    (since Linux 5.14), so ``max_processes`` is the run's own where the run has a user namespace
+    of its own or, as root, a uid of its own; ``supervisors`` are the processes of the run's
+    user namespace that are not the run's own (its manager and init), added so that the limit
+    counts the code's processes only, as the init's own count does."""
     import resource
 
     mb = 1024 * 1024
@@ -336,7 +339,7 @@ def set_rlimits(limits: dict) -> None:
         (resource.RLIMIT_AS, mem),
         (resource.RLIMIT_CPU, max(1, cpu)),
         (resource.RLIMIT_FSIZE, int(limits["max_file_mb"]) * mb),
-        (resource.RLIMIT_NPROC, int(limits["max_processes"])),
+        (resource.RLIMIT_NPROC, int(limits["max_processes"]) + supervisors),
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_NOFILE, 1024),
     ):
@@ -389,26 +392,31 @@ def kill_run_tree() -> None:
     _uid_kill()
 
 
-def sweep() -> None:
-    """Kill whatever a run left behind as our orphans (we are a child subreaper), then reap."""
+def reap_all() -> None:
+    """In the zygote, after a run's manager exited: kill and reap whatever is left below us until
+    we have no child at all. We are a child subreaper, so everything of the run that outlived its
+    manager (a run without namespaces: what left its session, its cgroup or uid killed but not yet
+    gone) is our descendant, and becomes our child when its parent ends; with no child left,
+    nothing the run started exists, zombies included. (A run with its own PID namespace leaves
+    nothing: its init's end kills and reaps the rest, so the first wait finds no child.)"""
     me = os.getpid()
-    for _ in range(20):
-        victims = []
-        for pid in _pids():
-            if pid in (me, 1):
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0]:
                 continue
+        except ChildProcessError:
+            return
+        for pid in _pids():
             st = _proc_stat(pid)
             if st is not None and st[0] == me:
-                victims.append(pid)
-        for pid in victims:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        _reap()
-        if not victims:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        try:
+            os.waitpid(-1, 0)  # one of them has ended (a process with a pending SIGKILL cannot fork)
+        except ChildProcessError:
             return
-        time.sleep(0.002)
 
 
 def _make_cgroup() -> str | None:

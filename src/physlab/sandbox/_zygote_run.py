@@ -31,7 +31,7 @@ from _zygote_confine import drop_privileges, kill_run_tree, mount_own_proc, set_
 
 
 # ---------------------------------------------------------------- the user's code (C)
-def run_user_code(req: dict, work: str, fds: dict) -> None:
+def run_user_code(req: dict, work: str, fds: dict, supervisors: int = 0) -> None:
     rc = 1
     try:
         os.dup2(fds["in_r"], 0)
@@ -57,7 +57,7 @@ def run_user_code(req: dict, work: str, fds: dict) -> None:
         os.environ["HOME"] = work
         os.environ["TMPDIR"] = work
         os.environ["MPLCONFIGDIR"] = os.path.join(work, ".config", "matplotlib")
-        set_rlimits(req["limits"])
+        set_rlimits(req["limits"], supervisors)
         if cfg.cgroup is not None:
             _write_file(os.path.join(cfg.cgroup, "cgroup.procs"), "0")
         drop_privileges()
@@ -209,7 +209,8 @@ def run_init(req: dict, fds: dict, namespaced: bool) -> None:
     if pid == 0:
         fds = dict(fds)
         fds["extra"] = [res_w]
-        run_user_code(req, work, fds)
+        # in a user namespace of the run's own, its manager (M) and init (B) share the code's uid
+        run_user_code(req, work, fds, 2 if namespaced and (cfg.ns or cfg.run_ns == "user") else 0)
     for key in ("in_r", "out_w", "err_w", "status_w"):
         os.close(fds[key])
 

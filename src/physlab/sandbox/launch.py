@@ -242,11 +242,8 @@ def fallback_warning() -> str:
         isolated.append("its own PID, IPC and network namespaces and /dev/shm (it sees only its own "
                         "processes, reaches no network, not even services on this machine's loopback, "
                         "and all its processes end with it)")
-    elif root:
-        isolated.append("its processes killed after each run")
     else:
-        isolated.append("its processes killed after each run (completely where it gets a cgroup, else a "
-                        "process that leaves its session may outlive the run)")
+        isolated.append("its processes killed after each run")
     if ns:  # (_zygote_confine builds the run's root: what bubblewrap shows, nothing else)
         isolated.append("its own root (the system and the Python installation read-only, its work directory on a "
                         "tmpfs of its own: no problem file, no /sys, no home, nothing left for the next run)")
@@ -256,6 +253,7 @@ def fallback_warning() -> str:
                    "files readable by all users (problem files with their reference answers included)"]
         if not root:
             exposed.append("your files")
+            exposed.append("its process limit (all of your processes count against it, other runs' included)")
         exposed.append("the process list in /proc" if root else
                        "the process list in /proc with your other processes' environment (API keys)")
         exposed.append("/tmp and other places it may write (a run can leave files there for the next)")

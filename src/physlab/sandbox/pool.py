@@ -21,10 +21,11 @@ import threading
 import time
 import weakref
 
-from physlab.sandbox import launch
+from physlab.sandbox import launch, reap
 
 _HDR = struct.Struct(">Q")
 GRACE_S = 10.0  # beyond the run's own timeout before a worker counts as wedged
+ORDERLY_S = 10.0  # for a killed worker's zygote to reap its run and exit, then for stragglers to end
 MAX_RESPONSE = 1 << 30
 MAX_WAIT_S = 3600.0  # one select() at most; the loop waits again until the deadline
 
@@ -38,6 +39,7 @@ class Worker:
         self.backend = backend
         self.proc, self.private = launch.start_zygote(backend)
         self.runs = 0
+        self.idle = True  # the zygote said its last run is over and reaped
         self.hello: dict = {}
         try:
             self.hello = self._read(time.monotonic() + 120)  # imports sympy/numpy/scipy: ~1 s
@@ -59,7 +61,15 @@ class Worker:
         except (BrokenPipeError, OSError) as exc:
             raise WorkerDied(f"sandbox worker is gone: {exc}") from exc
         self.runs += 1
-        return self._read(deadline)
+        reply = self._read(deadline)
+        # Then the zygote's word that the run's manager has exited, everything the run started is
+        # reaped and the next manager waits: a run returns with nothing of it left. Without that
+        # word the reply still stands, and the worker is killed (which waits for it all) instead.
+        try:
+            self.idle = self._read(deadline).get("idle") is True
+        except (TimeoutError, WorkerDied):
+            self.idle = False
+        return reply
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
         fd = self.proc.stdout.fileno()
@@ -90,38 +100,55 @@ class Worker:
         return reply
 
     def kill(self) -> None:
+        """Stop this worker and return once nothing of it, or of a run it was serving, is left.
+        What runs below the zygote (a run's manager, the run) is killed first and the zygote,
+        their child subreaper, reaps it all and exits, so each process is reaped by a living
+        parent (we cannot reap our grandchildren, and the machine's init may never do it). A
+        zygote that does not exit (stopped, wedged) is killed with everything, and waited for."""
+        tree = reap.ProcessTree(self.proc.pid)
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            self.proc.kill()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+            zygote = self.proc.pid if self.backend != "bwrap" else tree.find(self.hello.get("pid", -1))  # in bwrap's PID namespace
+            below = tree.below(zygote) if zygote is not None else []
+            tree.kill(below)
+            tree.kill([p for p in tree.parent if p not in below], signal.SIGCONT)  # a stopped zygote reaps too
+            try:
+                self.proc.wait(timeout=ORDERLY_S if below else 0)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            tree.kill()
+            self._kill_runs()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            tree.wait(ORDERLY_S)
+        finally:
+            tree.close()
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()
             except OSError:
                 pass
-        self._kill_runs()
         if self.private:
             shutil.rmtree(self.private, ignore_errors=True)
 
     def _kill_runs(self) -> None:
-        """rlimit backend: what a run left when its worker died (the run may have killed it)
-        is still in the worker's cgroup, or still runs as the runs' own uid."""
+        """rlimit backend: what a run left when its worker died (the run may have killed it) is
+        no longer below the worker, but still in the worker's cgroup, or still runs as the runs'
+        own uid: kill that and wait (at most ORDERLY_S) until it has ended."""
         cgroup, uid = self.hello.get("cgroup"), self.hello.get("run_uid")
+        end = time.monotonic() + ORDERLY_S
         if isinstance(cgroup, str) and os.path.isabs(cgroup):
             try:
                 with open(os.path.join(cgroup, "cgroup.kill"), "w") as fh:
                     fh.write("1")
             except OSError:
                 pass
-            for _ in range(100):  # the kill is asynchronous: rmdir once the last process is gone
+            while time.monotonic() < end:  # the kill is asynchronous: rmdir once the last process is gone
                 try:
                     os.rmdir(cgroup)
                     break
@@ -130,13 +157,18 @@ class Worker:
                 except OSError:
                     time.sleep(0.01)
         if isinstance(uid, int) and uid > 0 and os.geteuid() == 0:
-            for _ in range(3):
-                for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+            while time.monotonic() < end:
+                found = False
+                for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
                     try:
-                        if os.stat(f"/proc/{pid}").st_uid == uid:
-                            os.kill(int(pid), signal.SIGKILL)
+                        if os.stat(f"/proc/{pid}").st_uid == uid and reap.running(pid):
+                            found = True
+                            os.kill(pid, signal.SIGKILL)
                     except OSError:
                         pass
+                if not found:
+                    break
+                time.sleep(0.01)  # killed, not yet ended: look again
 
 
 _pools: "weakref.WeakSet[Pool]" = weakref.WeakSet()
@@ -194,7 +226,7 @@ class Pool:
         healthy = False
         try:
             resp = w.request(req, time.monotonic() + timeout_s + GRACE_S)
-            healthy = True
+            healthy = w.idle
             return resp
         except TimeoutError:
             return {"timed_out": True, "error": "the sandbox worker stopped answering; replaced"}
