@@ -64,7 +64,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                       resume: str | os.PathLike[str] | None = None, replace: bool = False,
                       events: Callable[..., None] | None = None, role_models: dict[str, str] | None = None,
                       output_mode: str | None = None, max_in_flight: int | None = None,
-                      models_config: str | os.PathLike[str] | None = None) -> RunRecord:
+                      models_config: str | os.PathLike[str] | None = None, tools: str | None = None) -> RunRecord:
     """Run ``strategy`` (default ``lab``) with ``model`` on ``problem``, exactly as ``physlab solve`` does: a run
     workspace is written (``workspace``, default ``runs/<time>-<problem>-<strategy>/``) and the
     answer graded when the problem has a reference. Returns the run's record (what metrics.json
@@ -76,14 +76,16 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     wall time (s). ``params``: the strategy's parameters (``physlab strategies show NAME`` lists them).
     ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...).
     ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
-    ``output_mode``: tool | native | prompted | auto (docs/serving.md). ``resume``: a run directory
-    to continue with the options it recorded (any given here override them)."""
+    ``output_mode``: tool | native | prompted | auto (docs/serving.md). ``tools``: the lab's tools beyond
+    Python, as ``--tools`` writes them (``"cas,literature,corpus=DIR,web"``, ``"none"``; docs/tools.md).
+    ``resume``: a run directory to continue with the options it recorded (any given here override them)."""
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
     from physlab.run.options import RunOptions, given_options, registry_path
     from physlab.run.resume import resume_options
     from physlab.run.runner import Shared, run
     from physlab.strategies import registry
+    from physlab.tools.choice import ToolChoice
 
     limits = {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens), ("max_cost_usd", max_cost),
                                 ("max_wall_s", max_wall)) if v is not None}
@@ -95,7 +97,8 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                            "max_in_flight": max_in_flight,
                            "role_models": parse_role_models(role_models, field_name="role_models"),
                            "params": dict(params or {}), "budget": budget.model_dump(exclude_none=True)
-                           if budget is not None else limits, "seed": seed})
+                           if budget is not None else limits, "seed": seed,
+                           "tools": ToolChoice.parse(tools, "tools") if tools is not None else None})
     if resume is not None:
         options, _ = resume_options(Path(resume), given)  # what it changes: a "notice" event
         prob = _problem(problem)

@@ -18,9 +18,9 @@ def qec_problem():
 
 
 async def solve(ws: Path, model: str = "scripted:lab-qec", *, problem=None, resume: bool = False,
-                events=None, budget=None, **params: Any):
+                events=None, budget=None, tools: str | None = None, **params: Any):
     return await solve_async(problem or qec_problem(), "lab", model, workspace=ws if not resume else None,
-                            resume=ws if resume else None, params=params, events=events, budget=budget)
+                            resume=ws if resume else None, params=params, events=events, budget=budget, tools=tools)
 
 
 def state_of(ws: Path) -> ResearchState:

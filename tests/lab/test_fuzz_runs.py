@@ -27,6 +27,7 @@ from physlab.llm.usage import Budget
 from physlab.run.options import RunOptions
 from physlab.run.runner import Shared, run
 from physlab.strategies import registry
+from physlab.tools.choice import ToolChoice
 from tests.lab.mini import mini_problem
 
 OUTPUTS = [Survey, planner.Plan, orchestrator.Decision, researcher.DerivationReport, computer.ComputerResult,
@@ -76,7 +77,8 @@ async def random_run(tmp_path, seed: int, chaos: bool) -> dict:
         if chaos:
             responder.attach(srv)
         options = RunOptions(strategy="lab", model="openai:standin", api_base=srv.base_url,
-                             budget=Budget(max_calls=200), params=PARAMS)
+                             budget=Budget(max_calls=200), params=PARAMS,
+                             tools=ToolChoice.parse("none"))  # the lab alone; with every tool: test_fuzz_tools.py
         attempt = await run(mini_problem(), registry.build("lab", PARAMS), options, Shared(retry=FAST_RETRY),
                             workspace=ws)
     s = ResearchState.model_validate_json((ws / "state.json").read_text())

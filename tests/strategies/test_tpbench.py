@@ -365,3 +365,52 @@ async def test_with_check_pass_steps_ran_a_step_whose_script_never_ran_cannot_pa
     assert not derivative["is_correct"] and not derivative["script_ran"]
     assert derivative["script_stdout"] == ""  # the claimed output is not kept as if it were real
     assert attempt.details["scores"] == {"0": 0.0}
+
+
+FORM_TRACE = ("Indices mu, nu, rho, sigma;\nLocal T = g_(1, mu, nu, rho, sigma);\nTrace4, 1;\nPrint;\n.end\n")
+
+
+@pytest.mark.slow
+async def test_the_sympy_verifier_checks_a_dirac_trace_step_in_form_with_param_cas(tmp_path):
+    """--param cas=form: the verifier also gets run_cas_script; a trace step checked in FORM passes on
+    what FORM really printed (Tr γ^μγ^νγ^ργ^σ = 4(g^{μν}g^{ρσ} − g^{μρ}g^{νσ} + g^{μσ}g^{νρ}))."""
+    from physlab.tools import cas
+
+    if not cas.system_status("form").available:
+        pytest.skip(cas.system_status("form").reason)
+    seen: dict = {}
+
+    def agent(role, messages, info):
+        seen["tools"] = [t.name for t in info.function_tools]
+        seen["instructions"] = "\n".join(getattr(m, "instructions", None) or "" for m in messages)
+        returns = [p.content for m in messages for p in getattr(m, "parts", []) if getattr(p, "part_kind", "") == "tool-return"]
+        if not returns:
+            return tool_call("run_cas_script", {"script": FORM_TRACE})
+        out = returns[0].split("STDOUT:\n")[1].split("\nSTDERR")[0]
+        flat = "".join(out.split())
+        right = "4*d_(mu,nu)*d_(rho,sigma)-4*d_(mu,rho)*d_(nu,sigma)+4*d_(mu,sigma)*d_(nu,rho)" in flat
+        steps = [{"step_number": 1, "calculation_description": "the trace of four gamma matrices",
+                  "sympy_script_content": FORM_TRACE, "script_stdout": out, "script_stderr": "",
+                  "is_correct": right, "error_explanation": ""}]
+        return final_answer(info, {"sympy_verification": steps, "overall_score": int(right), "general_feedback": "ok"})
+
+    ctx = make_ctx(tmp_path, _generator(["(1 - p)**2"], judge=agent))
+    attempt = await TPBenchSympy.configured({"n_samples": 1, "k_verif": 1, "cas": "form"}).run(ctx)
+    assert seen["tools"] == ["run_sympy_script", "run_cas_script"] and "Trace4" in seen["instructions"]
+    (check,) = attempt.details["checks"]["0"]
+    (step,) = check["report"]["sympy_verification"]
+    assert check["passed"] is True and step["language"] == "form" and step["script_ran"]
+    assert "d_(mu,nu)" in step["script_stdout"]       # printed by FORM in the sandbox
+
+
+def test_param_cas_names_the_system_and_a_missing_one_is_one_line(monkeypatch):
+    from physlab.tools import cas
+    from physlab.tools.cas.detect import SystemStatus
+
+    assert TPBenchSympy.configured({}).params.cas == "none"      # the paper's verifier: SymPy only
+    with pytest.raises(Exception):
+        TPBenchSympy.configured({"cas": "mathematica"})
+    missing = SystemStatus(language="form", name="FORM", available=False, reason="FORM: no 'form' on the sandbox's PATH")
+    monkeypatch.setattr(cas, "system_status", lambda language: missing)
+    with pytest.raises(UserError, match="no 'form'"):
+        TPBenchSympy.configured({"cas": "form"}).params.cas_status()

@@ -38,8 +38,6 @@ def test_what_resume_keeps_names_every_recorded_option():
             assert all(f"`{flag}`" in keeps for flag in BUDGET_FLAGS.values())
         elif field == "console":
             assert "Not kept: the progress display (`--console`" in keeps
-        elif field == "tools":
-            continue  # not chosen per run yet (always None)
         else:
             assert f"`{flags[field]}" in keeps, field
     assert "problem_spec" in keeps and "never written down" in keeps

@@ -62,6 +62,9 @@ def run_cmd(
     seed: int = typer.Option(0, "--seed"),
     name: str = typer.Option("", "--name", help="A label for this sweep in the database."),
     param: Optional[list[str]] = typer.Option(None, "--param", help="Strategy parameter KEY=VALUE (repeatable)."),
+    tools: Optional[list[str]] = typer.Option(
+        None, "--tools", help="The lab's tools beyond Python: cas,literature,corpus=DIR,web or none. Repeat for "
+        "arms: each value is another set of cells (default: cas; docs/tools.md)."),
     sandbox_workers: Optional[int] = typer.Option(None, "--sandbox-workers", min=1),
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -78,6 +81,7 @@ def run_cmd(
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
     from physlab.llm.usage import Budget
+    from physlab.tools.choice import ToolChoice
 
     suite = _suite_meant(suite, quiet=wait_for_start)
     if budget_cost is not None and budget_cost <= 0:
@@ -92,6 +96,7 @@ def run_cmd(
         db=db, workspace_root=workspace_root, api_base=api_base, api_key_env=api_key_env, seed=seed,
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
         role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode),
+        tools=[ToolChoice.parse(t) for t in tools or []],
     )
     _check_names(config)
     _check_models(config)
@@ -146,6 +151,8 @@ def worker_argv(config) -> list[str]:
         args += ["--role-model", f"{role}={spec}"]
     if config.output_mode:
         args += ["--output-mode", config.output_mode]
+    for arm in config.tools:
+        args += ["--tools", str(arm)]
     if not config.retry_failed:
         args.append("--no-retry-failed")
     return args

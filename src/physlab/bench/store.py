@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
+from physlab.tools.choice import ToolChoice
 
 if TYPE_CHECKING:
     from physlab.run.checkpoints import Checkpoint
@@ -215,7 +216,8 @@ class CellSpec:
     suite: str = ""
     sweep: str = ""
     gradable: bool = False
-    params: str = ""  # params_tag() of the sweep's --param values
+    params: str = ""  # params_tag() of the sweep's --param values (and its --tools arm, as @tools)
+    tools: ToolChoice | None = None  # the cell's tools (an arm of the sweep); None: the problem's default
 
     @functools.cached_property  # asked for ~7 times per cell; the budget tag dumps the Budget model
     def config(self) -> str:

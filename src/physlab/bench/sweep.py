@@ -30,6 +30,7 @@ from physlab.bench.store import CellResult, CellSpec, ResultsStore, params_tag, 
 from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
 from physlab.run.summary import read_calls
+from physlab.tools.choice import ToolChoice
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -56,6 +57,8 @@ class SweepConfig(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     role_models: dict[str, str] = Field(default_factory=dict, description="Roles played by another model.")
     output_mode: str | None = None
+    tools: list[ToolChoice] = Field(default_factory=list, description="The lab's tools, one arm each (cells for "
+                                                                      "every one); none: each problem's default.")
     name: str = ""
     retry_failed: bool = True
     lease_s: float = Field(default=120.0, gt=0)
@@ -181,11 +184,14 @@ class Sweep:
             raise UserError(f"problem ids are not unique: {sorted(dup)[:3]}", path=self.config.suite)
         by_id = {p.id: p for p in problems}
         # other parameters, other cells (like a budget); so are other role models and output modes
-        params = params_tag({**self.config.params, **self._model_options()})
+        # other tools, other cells: a number with literature search is another experiment (an arm)
+        arms: list[ToolChoice | None] = list(self.config.tools) or [None]
         specs = [
             CellSpec(problem_id=p.id, strategy=s, model=m, repeat=r, budget=self.config.budget,
-                     suite=label, sweep=self.config.name or label, gradable=p.gradable, params=params)
-            for p in problems for s in self.config.strategies for m in self.config.models
+                     suite=label, sweep=self.config.name or label, gradable=p.gradable,
+                     params=params_tag({**self.config.params, **self._model_options(),
+                                        **({"@tools": str(arm)} if arm is not None else {})}), tools=arm)
+            for arm in arms for p in problems for s in self.config.strategies for m in self.config.models
             for r in range(self.config.repeats)
         ]
         self.store.add_problems(problems, suite=label)
@@ -232,7 +238,7 @@ class Sweep:
                                  api_base=cfg.api_base, api_key_env=cfg.api_key_env,
                                  output_mode=cast("OutputMode | None", cfg.output_mode),  # RunOptions checks it
                                  models_config=self._models_path, params=dict(cfg.params), budget=cfg.budget,
-                                 seed=cfg.seed + spec.repeat)
+                                 seed=cfg.seed + spec.repeat, tools=spec.tools)
             shared = Shared(limiter=self.limiter, sandbox=self.sandbox, grader=self._shared_grader(),
                             providers=self._providers, registry=self._models, on_call=on_call)
             solve = cast(SolveFn, self._solve)  # set by _load, before any cell

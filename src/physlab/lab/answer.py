@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from physlab.lab.state.models import BestAnswer, ResearchState, WorkingHypothesis
+from physlab.tools.literature.models import format_reference
 
 # A hypothesis that is not established, ranked: passed review (waits for what it builds on),
 # review undecided, was established and lost it to an upheld critique.
@@ -95,6 +96,22 @@ def standing_text(s: ResearchState, best: BestAnswer) -> str:
     return f"{best.claim}{value}\n{standing_of(s, best.source)}.\n{audit}"
 
 
+def references_markdown(s: ResearchState) -> str:
+    """The literature the run's roles cited (each passage really shown by a tool), as a numbered
+    reference list with what each was used for; '' when nothing was cited."""
+    if not s.sources:
+        return ""
+    lines = ["## References", ""]
+    for n, src in enumerate(s.sources, 1):
+        uses = "; ".join(dict.fromkeys(f"{u.role}: {' '.join(u.purpose.split())[:200]}" if u.purpose else u.role
+                                       for u in src.uses))
+        passage = " ".join(src.passage.split())
+        lines.append(format_reference(src, n))
+        lines.append(f"   > “{passage[:400]}{'…' if len(passage) > 400 else ''}”" + (f" ({uses})" if uses else ""))
+        lines.append("")
+    return "\n".join(lines)
+
+
 def provisional_markdown(s: ResearchState, best: BestAnswer, *, note: str = "") -> str:
     """ANSWER.md while the run is going (or after it stopped without a final answer)."""
     lines = [f"# Provisional answer (iteration {best.iteration})", "",
@@ -106,7 +123,8 @@ def provisional_markdown(s: ResearchState, best: BestAnswer, *, note: str = "") 
     others = [e for e in s.active_ers() if e.id != best.source]
     if others:
         lines += ["Other established results:", ""] + [f"- {e.id}: {e.claim[:300]}" for e in others] + [""]
-    return "\n".join(lines)
+    refs = references_markdown(s)
+    return "\n".join(lines) + ("\n" + refs if refs else "")
 
 
 def final_markdown(s: ResearchState, body: str, *, sources: Iterable[str], complete: bool, reason: str = "") -> str:
@@ -121,7 +139,8 @@ def final_markdown(s: ResearchState, body: str, *, sources: Iterable[str], compl
     if not ids and s.best_answer is not None:
         ids = [s.best_answer.source]
     lines = [head, ">"] + [f"> - {standing_of(s, i)}" for i in ids]
-    return "\n".join(lines) + "\n\n" + body.strip() + "\n"
+    refs = references_markdown(s)
+    return "\n".join(lines) + "\n\n" + body.strip() + "\n" + ("\n" + refs if refs else "")
 
 
 def fallback_markdown(s: ResearchState, best: BestAnswer, reason: str) -> str:

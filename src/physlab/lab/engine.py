@@ -56,10 +56,12 @@ from physlab.lab.roles import (
 from physlab.lab.roles._base import NO_STANDARDS_LEVEL, LabEnv
 from physlab.lab.state import transitions as T
 from physlab.lab.state.models import Critique, ResearchState, Script
+from physlab.lab.tools import LabTools
 from physlab.lab.workspace import RunWorkspace
 from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
+from physlab.run.git import CACHE
 
 # Share of a token or cost cap kept for the forced formatter (PhysLab's choice: its prompt holds the
 # results and best hypotheses, a small part of a run's reading).
@@ -138,6 +140,7 @@ class LabEngine:
                           notify=self.emit)
         self.state = ResearchState(problem_id=ctx.problem.id)
         self.failures = 0
+        self.toolbox: LabTools | None = None
         self.summary: list[str] = []
         self.timings: list[dict[str, float]] = []     # engine overhead per iteration (benchmarks)
 
@@ -165,6 +168,7 @@ class LabEngine:
         worker thread: its processes must not stall the event loop, which other runs share in a
         sweep."""
         t0 = time.perf_counter()
+        self._take_sources()
         best = A.best_answer(self.state)
         if best != self.state.best_answer:
             self.state = T.set_best_answer(self.state, best)
@@ -186,6 +190,22 @@ class LabEngine:
 
     # ------------------------------------------------------------------ public entry
     async def run(self, *, resume: bool = False, from_iteration: int | None = None) -> LabOutcome:
+        """The research, with the run's tools beyond Python (--tools) open for its roles."""
+        async with LabTools(self.ctx.tools, self.env, self.ctx.workspace / CACHE / "literature",
+                            iteration=lambda: self.state.iteration) as toolbox:
+            self.env.toolbox = self.toolbox = toolbox
+            try:
+                return await self._research(resume=resume, from_iteration=from_iteration)
+            finally:
+                self.env.toolbox = None
+
+    def _take_sources(self) -> None:
+        """The passages roles cited since the last look, into the state (in a fixed order)."""
+        cited = self.toolbox.take_cited() if self.toolbox is not None else []
+        if cited:
+            self.state = T.cite_sources(self.state, cited)
+
+    async def _research(self, *, resume: bool, from_iteration: int | None) -> LabOutcome:
         p = self.ctx.problem
         # The forced formatter's room is kept within the budget (no request goes past a cap).
         self.ctx.usage.set_aside(calls=1, share=FORMATTER_SHARE)
@@ -209,6 +229,8 @@ class LabEngine:
             if self.state.status != "running":
                 self.state = T.set_status(self.state, "running")
             self.note("resume", f"resumed at iteration {self.state.iteration}")
+        for line in self.toolbox.notices if self.toolbox is not None else ():
+            self.note("tools", line)
         try:
             if self.state.survey is None:
                 self.state = T.set_survey(self.state, await surveyor.run(self.env))
@@ -661,6 +683,7 @@ class LabEngine:
         if out.body is None:
             return False
         code, body, sources = out.code, out.body, out.sources
+        self._take_sources()
         text = A.final_markdown(s, body, sources=sources, complete=not forced, reason=reason)
         status = "partially_complete" if forced else "complete"
         self.state = T.finish(self.state, status, answer_code=code, answer_text=text, reason=self.state.stop_reason)
@@ -692,6 +715,7 @@ class LabEngine:
                 raise
             self.note("role_failed", f"forced formatter: {_short(exc)}")
         best = self.state.best_answer
+        self._take_sources()
         if not ok and best is not None:
             text = A.fallback_markdown(self.state, best, reason)
             self.state = T.finish(self.state, "partially_complete", answer_code=None, answer_text=text, reason=reason)
@@ -711,10 +735,11 @@ class LabEngine:
                           answer_code=s.final_answer_code, answer_text=s.final_answer_text)
 
 
-def kept_scripts(runs: list[tuple[str, str]], limit: int) -> list[Script]:
-    """Every script a computer ran, as it ran and with what it printed; past ``limit`` the first
-    one (its plan in code) and the newest, with a note of how many are left out."""
-    scripts = [Script(code=code, output=out) for code, out in runs]
+def kept_scripts(runs: list[tuple[str, ...]], limit: int) -> list[Script]:
+    """Every script a computer ran, as it ran and with what it printed, in its language (Python
+    unless ``execute`` ran another); past ``limit`` the first one (its plan in code) and the newest,
+    with a note of how many are left out."""
+    scripts = [Script(code=r[0], output=r[1], language=r[2] if len(r) > 2 else "python") for r in runs]
     if len(scripts) <= limit:
         return scripts
     left_out = len(scripts) - limit

@@ -49,7 +49,7 @@ class _Entry:
 _SCENARIOS: dict[str, _Entry] = {}
 # Modules imported (lazily, once) before a scenario lookup fails: built-in scenario providers.
 _SCENARIO_MODULES: list[str] = ["physlab.strategies.oneshot", "physlab.strategies.sampling_scenarios",
-                                  "physlab.lab.scenarios.qec", "physlab.lab.scenarios.long",
+                                  "physlab.lab.scenarios.qec", "physlab.lab.scenarios.long", "physlab.lab.scenarios.dirac",
                                   "physlab.strategies.minions.scenarios", "physlab.strategies.scalar.scenarios",
                                   "physlab.strategies.student_scenarios"]
 

@@ -20,6 +20,7 @@ from physlab.llm.usage import Budget, Usage
 from physlab.problems.model import Problem
 from physlab.run.checkpoints import Checkpoint
 from physlab.sandbox.core import Sandbox
+from physlab.tools.choice import ToolChoice
 
 
 class ModelSource(Protocol):
@@ -91,3 +92,5 @@ class RunEnvironment:
     reference_solution: str | None = None
     # Best answer so far, each time it changed (runs.checkpoints.record_best appends here).
     checkpoints: list[Checkpoint] = field(default_factory=list)
+    # The tools beyond Python this run gives its roles (--tools, else the problem's default).
+    tools: ToolChoice = field(default_factory=ToolChoice)

@@ -17,6 +17,7 @@ from physlab.run.lock import LOCK, open_by
 
 _GIT_ID = ["-c", "user.name=PhysLab lab", "-c", "user.email=lab@physlab.invalid", "-c", "commit.gpgsign=false"]
 ENDED = "run ended"  # the subject of the commit a run's end adds (its answer and metrics.json)
+CACHE = ".cache"  # the run's cache directory (downloads, indexes): kept out of its history
 
 
 class RunRepo:
@@ -52,13 +53,15 @@ class RunRepo:
             (self.root / PROBLEM).write_text(problem_md, encoding="utf-8")
 
     def stage(self) -> None:
-        """Everything in the run directory but its lock, which says who runs it now, not what it did:
-        git ignores it (the repository's own exclude file, so runs made before know it too)."""
+        """Everything in the run directory but its lock, which says who runs it now, not what it did,
+        and its cache (``CACHE``: downloaded papers, the corpus index): git ignores them (the
+        repository's own exclude file, so runs made before know it too)."""
         exclude = self.root / ".git" / "info" / "exclude"
         known = exclude.read_text(encoding="utf-8", errors="replace") if exclude.is_file() else ""
-        if f"/{LOCK}" not in known.split():
+        missing = [f"/{name}" for name in (LOCK, CACHE) if f"/{name}" not in known.split()]
+        if missing:
             exclude.parent.mkdir(parents=True, exist_ok=True)
-            exclude.write_text(known + ("" if known.endswith("\n") or not known else "\n") + f"/{LOCK}\n",
+            exclude.write_text(known + ("" if known.endswith("\n") or not known else "\n") + "\n".join(missing) + "\n",
                                encoding="utf-8")
         self.git("add", "-A")
 

@@ -15,6 +15,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from physlab.llm.usage import Budget
+from physlab.tools.choice import ToolChoice
 
 OutputMode = Literal["tool", "native", "prompted", "auto"]
 ConsoleMode = Literal["live", "lines", "json", "quiet"]
@@ -50,8 +51,9 @@ class RunOptions(BaseModel):
                                                                      "them (its defaults fill the rest).")
     budget: Budget = Field(default_factory=Budget)
     max_in_flight: int | None = Field(default=None, ge=1, description="This run's own cap on requests at once.")
-    tools: list[str] | None = Field(default=None, description="The lab's tools beyond Python (not yet chosen "
-                                                              "per run: None).")
+    tools: ToolChoice | None = Field(default=None, description="The lab's tools beyond Python (--tools); None: "
+                                                                "the default for the problem (ToolChoice.default), "
+                                                                "which the runner records in its place.")
     seed: int = 0
     console: ConsoleMode | None = Field(default=None, description="The progress display the run was started "
                                                                   "with (a resume picks its own).")

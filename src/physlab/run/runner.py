@@ -65,6 +65,7 @@ from physlab.run.record import (
 )
 from physlab.run.resume import check_servers, registry_for, servers_for
 from physlab.run.status import read_run
+from physlab.tools.choice import ToolChoice
 
 if TYPE_CHECKING:
     from physlab.grading import BoundGrader, Equivalence, Grader
@@ -224,6 +225,11 @@ def problem_spec(problem: Problem) -> str | None:
     return f"{Path(problem.path).resolve()}#{problem.id}"
 
 
+def default_tools(problem: Problem) -> ToolChoice:
+    """The tools of a run that chose none: the literature only for a physicist's own Markdown question."""
+    return ToolChoice.default(open_question=problem.extra.get("format") == "markdown")
+
+
 async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared: Shared | None = None, *,
               workspace: Path | str | None = None, resume: bool = False, replace: bool = False) -> RunRecord:
     """Run ``strategy`` (built with ``options.params``; named ``options.strategy``) on ``problem``
@@ -237,6 +243,8 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
     shared = shared or Shared()
     emit = shared.events or (lambda *a, **k: None)
     name = options.strategy
+    if options.tools is None:  # the problem's default, recorded as chosen (a resume keeps it)
+        options = options.model_copy(update={"tools": default_tools(problem)})
     reference = _reference_for(problem, strategy.params)
     _check_replay(options.model, problem, name)
     registry = shared.registry or registry_for(options)
@@ -292,7 +300,8 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
         bound, equivalence = _graders(problem, shared.grader, sandbox, public)
         env = RunEnvironment(problem=public, workspace=ws, models=models, usage=meter, budget=options.budget,
                              sandbox=sandbox, grader=bound, equivalence=equivalence, seed=options.seed,
-                             resume=resuming, events=emit, reference_solution=reference)
+                             resume=resuming, events=emit, reference_solution=reference,
+                             tools=options.tools or default_tools(problem))
         emit("run_started", strategy=name, model=options.model, problem_id=problem.id, workspace=str(ws))
         if resuming and recorded is not None:  # what a flag given now changes of the run's options
             for line in differences(recorded.options, options):

@@ -160,6 +160,9 @@ def register(app: typer.Typer) -> None:
         max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1,
                                                     help="Concurrent model requests of this run."),
         seed: Optional[int] = typer.Option(None, "--seed", help="(default: 0)"),
+        tools: Optional[str] = typer.Option(
+            None, "--tools", help="The lab's tools beyond Python: any of cas,literature,corpus=DIR,web, or none "
+            "(default: cas, plus literature for a Markdown question; docs/tools.md)."),
         param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
         config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
         models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
@@ -179,6 +182,7 @@ def register(app: typer.Typer) -> None:
         from physlab.run.resume import resume_options
         from physlab.run.runner import Shared, run
         from physlab.strategies import registry
+        from physlab.tools.choice import ToolChoice
 
         if max_cost == 0 or max_wall == 0:
             raise UserError("must be > 0", field="--max-cost" if max_cost == 0 else "--max-wall")
@@ -199,6 +203,7 @@ def register(app: typer.Typer) -> None:
             "output_mode": check_output_mode(output_mode), "role_models": parse_role_models(role_model),
             "models_config": registry_path(flag("models_config", models_config), environment=False),
             "max_in_flight": max_in_flight, "seed": seed, "params": params, "console": console_mode,
+            "tools": ToolChoice.parse(tools) if tools is not None else None,
             "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
                                          ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None}})
         if resume_dir is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from pydantic_ai import Agent, ModelRetry, RunContext as CallContext
 from pydantic_ai.messages import CachePoint, UserContent
@@ -19,6 +19,16 @@ from physlab.run.environment import RunEnvironment
 from physlab.sandbox.types import SandboxLimits
 
 
+class RoleTools(Protocol):
+    """The run's tools beyond Python (physlab.lab.tools.LabTools): what each role gets of them."""
+
+    def tools(self, role: str) -> list[Any]: ...
+
+    def capabilities(self, role: str, model: Any) -> list[Any]: ...
+
+    def guide(self, role: str) -> str: ...
+
+
 @dataclass
 class LabEnv:
     """What a role call needs from the run: the RunEnvironment pieces, settings and an event hook."""
@@ -30,6 +40,10 @@ class LabEnv:
     request_limit: int = 24                   # model requests per role call (bounded tool loops)
     model_settings: dict[str, Any] | None = None
     notify: Callable[..., None] = field(default=lambda *a, **k: None)
+    toolbox: RoleTools | None = None        # --tools: computer algebra, the literature, web search
+
+    def extra_tools(self, role: str) -> list[Any]:
+        return self.toolbox.tools(role) if self.toolbox is not None else []
 
     def model(self, role: str):
         return self.ctx.models.for_role(role)
@@ -126,19 +140,22 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
     what the tools of an abandoned attempt did can be undone before it starts again."""
     build = user_prompt if callable(user_prompt) else (lambda level: user_prompt)
     model = env.model(role)
+    tools = [*tools, *env.extra_tools(role)]
+    capabilities = env.toolbox.capabilities(role, model) if env.toolbox is not None else []
+    tool_guide = env.toolbox.guide(role) if env.toolbox is not None else ""
     settings = {**cache_settings(model, bool(tools)), **(env.model_settings or {})}
     tried: dict[tuple[RolePrompt, str], BaseException] = {}  # a level that shortens nothing is not sent again
 
     async def call(level: int) -> Any:
         prompt = build(level)
-        instr = system_prompt(role, prompt.head, level)
+        instr = system_prompt(role, prompt.head, level) + (f"\n{tool_guide}\n" if tool_guide else "")
         if (prompt, instr) in tried:
             raise tried[(prompt, instr)]
         if on_attempt is not None:
             on_attempt()
         agent = Agent(model, instructions=instr, deps_type=type(deps) if deps is not None else None,
                       output_type=structured_output(model, output_type, name=output_name), tools=list(tools),
-                      retries=env.tool_retries)
+                      retries=env.tool_retries, capabilities=capabilities or None)
         if output_validator is not None:
             agent.output_validator(output_validator)
         # Tools here are state transitions (create RQ-1, then a WH that depends on it...): they must

@@ -39,7 +39,7 @@ class Ruling(BaseModel):
 class AdjudicationDesk:
     env: LabEnv
     cites_checks: list[str] = field(default_factory=list)    # the sanity checks the critique invokes
-    runs: list[tuple[str, str]] = field(default_factory=list)
+    runs: list[tuple[str, ...]] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
 
 

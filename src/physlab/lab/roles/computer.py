@@ -29,7 +29,7 @@ class Bench:
     env: LabEnv
     approach: str = ""
     approach_step: int | None = None
-    runs: list[tuple[str, str]] = field(default_factory=list)   # (code, raw output)
+    runs: list[tuple[str, ...]] = field(default_factory=list)   # (code, raw output[, language])
     refused: list[str] = field(default_factory=list)
 
 

@@ -35,7 +35,7 @@ class ReviewReport(BaseModel):
 @dataclass
 class ReviewDesk:
     env: LabEnv
-    runs: list[tuple[str, str]] = field(default_factory=list)
+    runs: list[tuple[str, ...]] = field(default_factory=list)
 
 
 async def execute_python(ctx: RunContext[ReviewDesk], code: str) -> str:

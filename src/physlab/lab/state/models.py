@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from physlab.tools.literature.models import Source
+
 Confidence = Literal["exact", "approximate", "partial"]
 ReviewVerdict = Literal["VERIFIED", "REFUTED", "INCONCLUSIVE"]
 CritiqueTarget = Literal["ER", "strategy", "coordination", "sanity_check"]
@@ -67,6 +69,23 @@ class Script(BaseModel):
 
     code: str
     output: str = ""
+    language: str = Field(default="python", description="python, form, cadabra2, maxima or wolfram "
+                                                        "(physlab.tools.cas.LANGUAGES).")
+
+
+class SourceUse(BaseModel):
+    """Who relied on a source, for what, when."""
+
+    role: str
+    purpose: str = Field(default="", description="What the role used the passage for, in its words.")
+    iteration: int = 0
+
+
+class CitedSource(Source):
+    """A passage of the literature a role relied on (a literature tool really showed it in this
+    run), with every use made of it: the run's references."""
+
+    uses: list[SourceUse] = Field(default_factory=list)
 
 
 class Evidence(BaseModel):
@@ -234,6 +253,8 @@ class ResearchState(BaseModel):
     dispatches: list[Dispatch] = Field(default_factory=list)
     human_messages: list[HumanMessage] = Field(default_factory=list)
     events: list[SystemEvent] = Field(default_factory=list)
+    sources: list[CitedSource] = Field(default_factory=list, description="The literature the roles cited, in "
+                                                                         "order of first use.")
     inbox_consumed: list[str] = Field(default_factory=list, description="Inbox message ids already taken in.")
     completion_requested: bool = False
     answer_results: list[str] = Field(default_factory=list, description="The ERs the orchestrator named as making "

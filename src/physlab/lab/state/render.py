@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from physlab.lab.state.models import ResearchState
+from physlab.tools.literature.models import format_reference
 
 
 def _clip(text: str, n: int = 600) -> str:
@@ -61,6 +62,13 @@ def render_state(s: ResearchState) -> str:
             f"[{c.status}] {_clip(c.text, 400)}" + (f" — ruling: {_clip(c.ruling, 300)}" if c.ruling else "")
             + (f" — evidence asked for: {_clip(c.scope, 300)}" if c.scope else "")
             for c in s.critiques] or ["_none_"]
+    if s.sources:
+        out += ["", "## Sources", ""]
+        for n, src in enumerate(s.sources, 1):
+            out.append(f"- **[{n}] {src.id}** {format_reference(src)}")
+            out.append(f"  - passage: “{_clip(src.passage, 500)}”")
+            out += [f"  - used by the {u.role} (it. {u.iteration})" + (f": {_clip(u.purpose, 300)}" if u.purpose else "")
+                    for u in src.uses]
     if s.dead_ends:
         out += ["", "## Dead ends", ""] + [f"- **{d.id}** {_clip(d.description, 400)}" for d in s.dead_ends]
     if s.notes:

@@ -17,6 +17,7 @@ from typing import Iterable, TypeVar
 
 from physlab.lab.state.models import (
     BestAnswer,
+    CitedSource,
     Confidence,
     Critique,
     CritiqueTarget,
@@ -33,15 +34,27 @@ from physlab.lab.state.models import (
     SanityCheck,
     Script,
     Severity,
+    SourceUse,
     Survey,
     SystemEvent,
     WorkerRole,
     WorkingHypothesis,
 )
+from physlab.tools.literature.models import Source
 
 
 class TransitionError(ValueError):
     """A transition was asked for something impossible (unknown id, wrong status, ...)."""
+
+
+_Item = TypeVar("_Item")
+
+
+def _found(item: _Item | None, msg: str) -> _Item:
+    """A lookup's result, or the TransitionError saying what was not found."""
+    if item is None:
+        raise TransitionError(msg)
+    return item
 
 
 def _copy(state: ResearchState) -> ResearchState:
@@ -62,16 +75,6 @@ def _event(s: ResearchState, kind: str, text: str) -> None:
 def _need(cond: bool, msg: str) -> None:
     if not cond:
         raise TransitionError(msg)
-
-
-_Item = TypeVar("_Item")
-
-
-def _found(item: _Item | None, msg: str) -> _Item:
-    """A lookup's result, or the TransitionError saying what was not found."""
-    if item is None:
-        raise TransitionError(msg)
-    return item
 
 
 def _known(s: ResearchState, ids: Iterable[str], kinds: tuple[str, ...], what: str) -> None:
@@ -589,6 +592,23 @@ def record_audit(state: ResearchState) -> ResearchState:
     """The senior critic audited the results as they stand now."""
     s = _copy(state)
     s.er_changes_audited = s.er_changes
+    return s
+
+
+def cite_sources(state: ResearchState, cited: Iterable[tuple[Source, SourceUse]]) -> ResearchState:
+    """Record the passages roles cited: a new source is appended (its id is derived from key and
+    passage, so the same quote is one source), a known one gains the use (once)."""
+    s = _copy(state)
+    by_id = {x.id: x for x in s.sources}
+    for source, use in cited:
+        kept = by_id.get(source.id)
+        if kept is None:
+            kept = CitedSource(**source.model_dump())
+            s.sources.append(kept)
+            by_id[kept.id] = kept
+            _event(s, "source", f"{kept.id} cited by the {use.role}: {kept.key}")
+        if use not in kept.uses:
+            kept.uses.append(use.model_copy())
     return s
 
 

@@ -9,6 +9,12 @@ of Appendix A.4 through its output tool (:class:`SympyReport`). As in the paper 
 the agent's ``overall_score`` is 1; the candidate's score is the fraction of passing checks.
 Default delta = 0.05.
 
+``--param cas=form`` (or cadabra2, maxima, wolfram) also gives the agent ``run_cas_script``, which
+runs a program in that computer algebra system in the same sandbox, for the steps SymPy cannot
+check (Dirac traces, tensor index symmetries, as the paper found for general relativity); its
+instructions get the system's tested example. A step's script may then be in that language. The
+paper's verifier has SymPy only: ``cas=none``, the default.
+
 Each reported step is matched with the scripts the tool really ran (whitespace aside) and the
 sandbox's output is recorded beside the agent's claim. ``check_pass=steps_ran`` (PhysLab's switch)
 also requires every reported step to have run through the tool without failing, and at least one
@@ -26,6 +32,7 @@ from pydantic_ai import Agent, Tool
 from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
+from physlab.errors import UserError
 from physlab.llm.output import structured_output
 from physlab.run.environment import RunEnvironment
 from physlab.sandbox import SandboxLimits
@@ -40,6 +47,7 @@ from physlab.strategies.sampling import (
 )
 from physlab.strategies.tpbench.candidates import build_pool
 from physlab.strategies.tpbench.select import Job, VerifierParams, verify_and_select
+from physlab.tools import cas as algebra
 
 _CLIP = 20_000
 
@@ -54,6 +62,19 @@ class SympyParams(VerifierParams):
                                     "PhysLab: the paper gives no limit", ge=1.0)
     max_requests_per_check: int = param(40, "Model requests one verification may make (its tool loop).",
                                         "PhysLab: the paper gives no limit", ge=2)
+    cas: Literal["none", "form", "cadabra2", "maxima", "wolfram"] = param(
+        "none", "A computer algebra system the verifier may also run steps in (run_cas_script), for what SymPy "
+                "cannot check.",
+        "paper: SymPy only (§3.5), which could not check general-relativity tensor steps; PhysLab: a switch")
+
+    def cas_status(self) -> algebra.SystemStatus | None:
+        """The chosen system as installed here; None for cas=none. Missing: one line saying how to install it."""
+        if self.cas == "none":
+            return None
+        status = algebra.system_status(self.cas)
+        if not status.available:
+            raise UserError(status.reason, field="cas")
+        return status
 
 
 class SympyStep(BaseModel):
@@ -78,8 +99,20 @@ def _clip(text: str) -> str:
     return text if len(text) <= _CLIP else text[:_CLIP] + "\n...[truncated]"
 
 
+CAS_INSTRUCTIONS = """
+
+## A computer algebra system
+
+Besides run_sympy_script you have run_cas_script, which runs a whole program in {name} in the same \
+sandbox. Use it for a step SymPy cannot check well; put that program in the step's \
+sympy_script_content, exactly as you ran it.
+
+{description}"""
+
+
 async def run_check(ctx: RunEnvironment, task: str, settings: dict[str, Any] | None, *, timeout_s: float,
-                    max_requests: int, check_pass: str = "overall_score") -> dict[str, Any]:
+                    max_requests: int, check_pass: str = "overall_score",
+                    cas: algebra.SystemStatus | None = None) -> dict[str, Any]:
     """One verification run: the agent's report, completed with the real script outputs."""
     executed: list[dict[str, Any]] = []
 
@@ -92,9 +125,24 @@ async def run_check(ctx: RunEnvironment, task: str, settings: dict[str, Any] | N
         return _clip(f"EXIT CODE: {res.exit_code}{note}\nSTDOUT:\n{res.stdout}\n"
                      f"STDERR:\n{res.stderr}")
 
+    async def run_cas_script(script: str) -> str:
+        """Run a whole program in the computer algebra system named in your instructions, in the sandbox;
+        returns STDOUT and STDERR."""
+        assert cas is not None
+        res = await algebra.execute(script, cas.language, ctx.sandbox, SandboxLimits(timeout_s=timeout_s))
+        executed.append({"script": script, "stdout": res.stdout, "stderr": res.stderr, "language": cas.language,
+                         "exit_code": res.exit_code, "timed_out": res.timed_out})
+        note = " (timed out)" if res.timed_out else ""
+        return _clip(f"EXIT CODE: {res.exit_code}{note}\n" + (f"NOTICE: {res.notice}\n" if res.notice else "")
+                     + f"STDOUT:\n{res.stdout}\nSTDERR:\n{res.stderr}")
+
+    tools = [Tool(run_sympy_script, name="run_sympy_script")]
+    instructions = load_prompt("sympy_verifier")
+    if cas is not None:
+        tools.append(Tool(run_cas_script, name="run_cas_script"))
+        instructions += CAS_INSTRUCTIONS.format(name=cas.name, description=algebra.describe([cas]))
     model = ctx.models.for_role("verifier")
-    agent = Agent(model, instructions=load_prompt("sympy_verifier"),
-                  tools=[Tool(run_sympy_script, name="run_sympy_script")],
+    agent = Agent(model, instructions=instructions, tools=tools,
                   output_type=structured_output(model, SympyReport, name="submit_report"), retries=OUTPUT_RETRIES)
     record: dict[str, Any] = {"scripts_run": 0}
     try:
@@ -139,7 +187,7 @@ def checked_step(step: dict[str, Any], executed: list[dict[str, Any]], *, strict
             step.update(is_correct=False,
                         error_explanation="not verified: this script never ran through run_sympy_script")
         return step
-    step.update(script_stdout=ran["stdout"], script_stderr=ran["stderr"])
+    step.update(script_stdout=ran["stdout"], script_stderr=ran["stderr"], language=ran.get("language", "python"))
     if strict and (ran["exit_code"] != 0 or ran["timed_out"]):
         step.update(is_correct=False, error_explanation="not verified: the script failed "
                     + ("(timed out)" if ran["timed_out"] else f"(exit code {ran['exit_code']})"))
@@ -155,6 +203,7 @@ class TPBenchSympy(Strategy[SympyParams]):
     async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
         started = time.monotonic()
+        system = p.cas_status()     # before any sample: a missing system is one line, not a failed run
         pool = await build_pool(ctx, self.name, p)
         settings = model_settings(p)
         problem = ctx.problem.statement.strip()
@@ -167,7 +216,8 @@ class TPBenchSympy(Strategy[SympyParams]):
             def job() -> Job:
                 async def run() -> dict[str, Any]:
                     return await run_check(ctx, task, settings, timeout_s=p.script_timeout_s,
-                                           max_requests=p.max_requests_per_check, check_pass=p.check_pass)
+                                           max_requests=p.max_requests_per_check, check_pass=p.check_pass,
+                                           cas=system)
                 return run
             return [job() for _ in range(k)]
 
