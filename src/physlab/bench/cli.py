@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from physlab.bench.outputs import output_dir, output_file, writing
 from physlab.errors import UserError
 
 bench_app = typer.Typer(help="Sweeps over problems x strategies x models, and their reports.",
@@ -317,42 +318,6 @@ def _check_models(config) -> None:
         check_model_name(spec)
 
 
-def _output_file(path: Optional[Path], flag: str) -> Optional[Path]:
-    """Check an output file before any work is done: not a directory; its directory is created."""
-    if path is None:
-        return None
-    if path.is_dir():
-        raise UserError("is a directory; expected a file to write", path=path, field=flag)
-    _make_dir(path.parent, flag)
-    return path
-
-
-def _output_dir(path: Optional[Path], flag: str) -> Optional[Path]:
-    if path is None:
-        return None
-    if path.exists() and not path.is_dir():
-        raise UserError("is a file; expected a directory", path=path, field=flag)
-    _make_dir(path, flag)
-    return path
-
-
-def _make_dir(path: Path, flag: str) -> None:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create the directory {path} ({exc.strerror or exc})", path=path,
-                        field=flag) from None
-
-
-def _writing(path: Path, flag: str, write) -> None:
-    """Run ``write()``; a file system error is one line naming the flag and the file (exit 2)."""
-    try:
-        write()
-    except OSError as exc:
-        raise UserError(f"cannot write ({exc.strerror or exc})", path=exc.filename or path,
-                        field=flag) from None
-
-
 @bench_app.command("report")
 def report_cmd(
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
@@ -373,7 +338,7 @@ def report_cmd(
     from physlab.bench.report_render import print_report, write_html
     from physlab.bench.store import ResultsStore
 
-    csv, html, plots = _output_file(csv, "--csv"), _output_file(html, "--html"), _output_dir(plots, "--plots")
+    csv, html, plots = output_file(csv, "--csv"), output_file(html, "--html"), output_dir(plots, "--plots")
     store = ResultsStore(db, create=False)
     try:
         report = build_report(store, equal_tokens=equal_tokens)
@@ -386,14 +351,14 @@ def report_cmd(
         print_report(report)
         _print_judgement(*judged)
     if csv:
-        _writing(csv, "--csv", lambda: write_csv(report, csv))
+        writing(csv, "--csv", lambda: write_csv(report, csv))
         typer.echo(f"wrote {csv}", err=as_json)
     if plots:
         made: dict = {}
-        _writing(plots, "--plots", lambda: made.update(plots_mod.write_all(report, plots)))
+        writing(plots, "--plots", lambda: made.update(plots_mod.write_all(report, plots)))
         typer.echo(f"wrote {len(made)} plots to {plots}", err=as_json)
     if html:
-        _writing(html, "--html", lambda: write_html(report, html, plots_dir=plots))
+        writing(html, "--html", lambda: write_html(report, html, plots_dir=plots))
         typer.echo(f"wrote {html}", err=as_json)
 
 

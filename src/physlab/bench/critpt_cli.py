@@ -43,14 +43,14 @@ def export_critpt_cmd(
                                        help="Write a batch CritPt's server would refuse (for local use)."),
 ) -> None:
     """Write CritPt submission batches: every public challenge once per repeat, in CritPt's format."""
-    from physlab.bench import cli as bench_cli
     from physlab.bench.critpt_export import repeat_file, write_directory, write_file
+    from physlab.bench.outputs import output_dir, output_file, writing
 
     if out is None and directory is None:
         raise UserError("give --out FILE (the batch JSON) and/or --dir DIR (CritPt's per-problem layout)",
                         field="--out/--dir")
-    out = bench_cli._output_file(out, "--out")
-    directory = bench_cli._output_dir(directory, "--dir")
+    out = output_file(out, "--out")
+    directory = output_dir(directory, "--dir")
     batches = _batches(db, strategy, model, repeat, config, model_label, messages, allow_partial, sending=False)
     several = len(batches) > 1
     for b in batches:
@@ -58,11 +58,11 @@ def export_critpt_cmd(
         what = f"{len(b.submissions)} submissions (repeat {b.repeat}, {empty} without code)"
         if out is not None:
             path = repeat_file(out, b.repeat, several)
-            bench_cli._writing(path, "--out", lambda: write_file(b, path))
+            writing(path, "--out", lambda: write_file(b, path))
             typer.echo(f"wrote {what} to {path}")
         if directory is not None:
             made: list[Path] = []
-            bench_cli._writing(directory, "--dir", lambda: made.append(write_directory(b, directory)))
+            writing(directory, "--dir", lambda: made.append(write_directory(b, directory)))
             typer.echo(f"wrote {what} to {made[0]}/")
 
 
