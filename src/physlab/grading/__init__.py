@@ -12,8 +12,9 @@ answer" lines, HiPhO items) are parsed in stage 1 too, by ``rt/latex.py``. See `
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from physlab.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from physlab.grading.extract import (
@@ -36,7 +37,6 @@ _FROM: dict[str, tuple[str, ...]] = {
     "physlab.grading.grader": ("BoundGrader", "CandidateAnswer", "Equivalence", "Grader", "bind"),
     "physlab.grading.template": ("TemplateSpec", "template_spec"),
 }
-_WHERE = {name: module for module, names in _FROM.items() for name in names}
 __all__ = [
     "BoundGrader",
     "CandidateAnswer",
@@ -54,14 +54,4 @@ __all__ = [
     "template_spec",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _FROM)

@@ -6,8 +6,9 @@ Entry points: :func:`resolve_problem` (a file, ``FILE#ID``, ``SUITE/ID``), :func
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from physlab.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from physlab.problems.files import load_directory, load_file
@@ -32,7 +33,6 @@ _FROM: dict[str, tuple[str, ...]] = {
                                 "user_data_dir", "user_suites_dir"),
     "physlab.problems.templates": ("TemplateInfo", "parse_template"),
 }
-_WHERE = {name: module for module, names in _FROM.items() for name in names}
 __all__ = [
     "Problem",
     "ReferenceFormat",
@@ -49,14 +49,4 @@ __all__ = [
     "user_suites_dir",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _FROM)

@@ -18,8 +18,9 @@ scipy, mpmath and matplotlib and fork a fresh child per run.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from physlab.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from physlab.sandbox.core import Sandbox, default_sandbox
@@ -31,17 +32,6 @@ _FROM: dict[str, tuple[str, ...]] = {
     "physlab.sandbox.types": ("SandboxLimits", "SandboxResult"),
     "physlab.sandbox.core": ("Sandbox", "default_sandbox"),
 }
-_WHERE = {name: module for module, names in _FROM.items() for name in names}
 __all__ = ["Sandbox", "SandboxLimits", "SandboxResult", "default_sandbox"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _FROM)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from physlab.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from physlab.strategies.base import Attempt, AttemptStatus, Strategy
@@ -15,17 +16,6 @@ _FROM: dict[str, tuple[str, ...]] = {
     "physlab.strategies.base": ("Attempt", "AttemptStatus", "Strategy"),
     "physlab.strategies.params": ("StrategyParams",),
 }
-_WHERE = {name: module for module, names in _FROM.items() for name in names}
 __all__ = ["Attempt", "AttemptStatus", "Strategy", "StrategyParams"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _FROM)
