@@ -33,3 +33,13 @@ def browser():
                                     "--disable-background-networking", "--disable-component-update", "--disable-sync"])
         yield b
         b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page of the browser at a laptop's size (a test module may define its own `page`)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    yield pg
+    ctx.close()

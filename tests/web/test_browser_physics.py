@@ -21,15 +21,6 @@ pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")]
 
 
-@pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    pg.set_default_timeout(30_000)
-    yield pg
-    ctx.close()
-
-
 def test_a_lab_run_page_shows_the_problem_the_answer_as_math_and_the_derivation(page, tmp_path):
     from playwright.sync_api import expect
 

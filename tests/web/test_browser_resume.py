@@ -19,15 +19,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")]
 
 
-@pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    pg.set_default_timeout(30_000)
-    yield pg
-    ctx.close()
-
-
 def test_resume_button_continues_on_the_recorded_server_and_shows_the_output(page, tmp_path, monkeypatch):
     from playwright.sync_api import expect
 
