@@ -34,6 +34,14 @@ def test_solve_prints_the_final_answer(tmp_path):
     assert str(tmp_path / "ising" / "ANSWER.md") in out
 
 
+def test_the_answers_path_stays_on_one_line_however_long(tmp_path):
+    ws = tmp_path / ("a-workspace-whose-name-is-as-long-as-a-timestamped-run-folder-" + "x" * 40)
+    res = runner.invoke(app, ["solve", "examples/sm_ising_1d", "--model", "scripted:examples-strong", "-s", "oneshot",
+                              "--workspace", str(ws), "--console", "quiet"])
+    assert res.exit_code == 0, res.output
+    assert f"the whole answer: {ws / 'ANSWER.md'}\n" in res.output    # copied from the terminal, it still opens
+
+
 def test_solve_prints_a_written_answer_and_says_when_there_is_none(tmp_path):
     reply = ("We use the virial theorem: $\\langle T\\rangle = -E$.\n\nSo the energy is negative.\n\n"
              "**Final answer:** $E_1 = -\\tfrac12 \\alpha^2 m_e c^2$\n")

@@ -312,7 +312,7 @@ def _print_summary(record: Any, ws: Path) -> None:
         console.print(f"  {escape(record.verdict.reason)}")
     console.print(f"calls {u.calls}, tokens {u.input_tokens:,} in / {u.output_tokens:,} out, "
                   f"${u.cost_usd:.4f}, {record.wall_s:.1f}s")
-    console.print(f"workspace: {escape(str(ws))}")
+    console.print(f"workspace: {escape(str(ws))}", soft_wrap=True)
     if record.status not in ("complete", "partially_complete") and record.error:
         console.print(f"[red]{escape(record.error)}[/]")
     _print_answer(console, record, ws)
@@ -327,7 +327,8 @@ def _print_answer(console: Any, record: Any, ws: Path) -> None:
 
     if not record.answered:
         draft = next((ws / n for n in ("DRAFT_ANSWER.md", "draft_answer.py") if (ws / n).is_file()), None)
-        console.print("no final answer" + (f" (what it had is in {draft})" if draft else ""), markup=False)
+        console.print("no final answer" + (f" (what it had is in {draft})" if draft else ""), markup=False,
+                      soft_wrap=True)
         return
     filled = filled_answer(record.answer_code)
     shown = filled if filled and filled != UNPARSED_NOTE else extract_final_answer(record.answer_text)
@@ -335,4 +336,4 @@ def _print_answer(console: Any, record: Any, ws: Path) -> None:
         console.print("answer:", style="bold")
         console.print("\n".join(f"  {line}" for line in shown.strip().splitlines()), markup=False, highlight=False,
                       soft_wrap=True)  # one line each: a formula copied from the terminal stays whole
-    console.print(f"the whole answer: {ws / 'ANSWER.md'}", markup=False, highlight=False)
+    console.print(f"the whole answer: {ws / 'ANSWER.md'}", markup=False, highlight=False, soft_wrap=True)  # a path whole
