@@ -55,7 +55,7 @@ def test_ids_come_from_the_conversation_not_the_instructions():
 
 
 FAST_RETRY = RetryPolicy(max_attempts=4, backoff_s=0.01, max_backoff_s=0.05, max_retry_after_s=0.1)
-PARAMS = {"max_iterations": 18, "critic_every": 1, "code_timeout_s": 5, "tool_retries": 2, "request_limit": 10,
+PARAMS = {"max_iterations": 24, "critic_every": 1, "code_timeout_s": 5, "tool_retries": 2, "request_limit": 10,
           "parallel_workers": 1, "max_consecutive_failures": 5}   # one worker at a time
 
 

@@ -30,13 +30,16 @@ _WORDS = ("the", "result", "check", "limit", "energy", "sign", "factor", "state"
 def request_seed(seed: int, body: dict[str, Any], occurrence: int = 0) -> int:
     """A seed for one request's random reply: from the run's seed and what the request says (and how
     often the same request was seen), never from the order requests arrive in — so concurrent
-    requests (a critic beside the workers) get the same replies in every run."""
+    requests (a critic beside the workers) get the same replies in every run. The instructions and
+    the tools' descriptions are prose, not what is said: rewording a prompt does not reshuffle a
+    seed's run (the tools' names and fields still count)."""
     def plain(x: Any) -> Any:     # the server numbers tool calls in arrival order: not part of what is said
         if isinstance(x, dict):
-            return {k: plain(v) for k, v in x.items() if k not in ("id", "tool_call_id")}
+            return {k: plain(v) for k, v in x.items() if k not in ("id", "tool_call_id", "description")}
         return [plain(v) for v in x] if isinstance(x, list) else x
 
-    said = plain([body.get("messages", []), body.get("tools", [])])
+    convo = [m for m in body.get("messages", []) if m.get("role") not in ("system", "developer")]
+    said = plain([convo, body.get("tools", [])])
     digest = hashlib.sha256(json.dumps([seed, occurrence, said], sort_keys=True, default=str).encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
