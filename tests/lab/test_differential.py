@@ -141,4 +141,65 @@ def summary(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], states_min
         "summary_after_round": any(c["summary_after_round"] for c in mine),
         "hypotheses": {h: v["status"] for h, v in last_mine["hypotheses"].items()},
         "upstream_hypotheses": {h: v["status"] for h, v in last_theirs["hypotheses"].items()},
+        "max_tokens": sorted({c["max_tokens"] for c in mine}, key=str),
     }
+
+
+# What preset=physlab does with the same replies, against what upstream did: each line one of the
+# issue's points (1: the judges compute; 2: the orchestrator's flow; 3: the critic's cadence; 4: an
+# upheld critique; 6: what roles see; 7: additions that stay on; 8: output limits; 9: completion).
+COMMON = {
+    "computes": ["adjudicator", "reviewer"],                                        # 1
+    "summary_after_round": False,                                                   # 2
+    "max_tokens": [None],                                                           # 8: the model's own limit
+}
+PHYSLAB_PRESET = {
+    "qec": COMMON | {
+        "extra_sections": {
+            "researcher": {"strategy", "sanity-checks", "known-pitfalls"},           # 6
+            "computer": {"strategy", "sanity-checks", "known-pitfalls"},             # 6
+            "reviewer": {"builds-on"},                                               # 6
+            "adjudicator": {"builds-on", "review-history"},                          # 6, 7
+            "critic": {"hypotheses", "run-signals"},                                 # 6: every claim as it stands
+            "orchestrator": {"hypotheses", "run-signals"},                           # 6
+            "planner": {"conventions", "sanity-checks"},                             # 6: its first plan sees them
+            "formatter": {"best-current-answer"},                                    # 8: the forced answer's view
+        },
+        "critic_iterations": [2, 4, 6, 8],                                          # 3: every 2 iterations
+        "hypotheses": {"H1": "established", "H2": "established"},
+        "upstream_hypotheses": {"H1": "established", "H2": "established"},
+    },
+    "upheld": COMMON | {
+        "extra_sections": {
+            "researcher": {"strategy", "sanity-checks", "known-pitfalls"},           # 6
+            "reviewer": {"builds-on"},                                               # 6
+            "adjudicator": {"review-history"},                                       # 7
+            "critic": {"hypotheses", "demoted-results", "run-signals"},              # 6
+            "orchestrator": {"hypotheses", "run-signals"},                           # 6
+            "planner": {"hypotheses"},                                               # 6
+            "formatter": {"demoted-results", "best-hypotheses", "best-current-answer"},   # 8
+        },
+        "critic_iterations": [2, 4, 6, 8, 10, 12],                                  # 3
+        "hypotheses": {"H1": "demoted", "H2": "verified", "H3": "established", "H4": "established"},   # 4
+        "upstream_hypotheses": {"H1": "abandoned", "H2": "abandoned", "H3": "established", "H4": "established"},
+    },
+}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_preset_physlab_shows_physlabs_own_choices_on_the_same_replies(name, tmp_path):
+    """The second expectation: with PhysLab's defaults the same replies run PhysLab's way. Its
+    questions stay open (upstream's hypotheses close them: 2) and, in the second scenario, the
+    overturned results wait undecided instead of being abandoned (4), so completion is refused (9)
+    until the budget ends; the forced formatter then writes the same answer."""
+    up = upstream_trace(name)
+    player, out, ws = await play(name, tmp_path, strict=False)
+    mine, theirs = canonical_calls(player.calls, upstream=False), canonical_calls(up["calls"], upstream=True)
+    states = canonical_physlab_states(physlab_history(ws))
+    assert summary(mine, theirs, states, canonical_upstream_states(up["history"])) == PHYSLAB_PRESET[name]
+    assert (out.status, out.stop_reason) == ("partially_complete", "max_iterations")
+    refused = [e.text for e in out.state.events if e.kind == "completion_refused"]
+    assert refused and "still open" in refused[0]
+    if name == "upheld":
+        assert "neither established nor abandoned" in refused[0]
+    assert normalised_code(out.answer_code) == normalised_code(up["final"]["answer_code"])
