@@ -284,3 +284,14 @@ def test_the_papers_completion_is_blocked_by_any_hypothesis_in_play_a_refuted_on
     s, other = T.propose_wh(s, claim="6*7 = 42", value="42", evidence=evs)
     s, _ = T.record_review(s, other, "VERIFIED")
     assert any("no critic pass" in b for b in gates.paper_completion_blockers(s))
+
+
+def test_output_limits_name_roles_and_a_bad_one_is_one_line():
+    import pytest
+
+    from physlab.errors import UserError
+
+    with pytest.raises(UserError, match=r"--param max_output_tokens: unknown role\(s\) oracle; the roles are surveyor"):
+        LabParams.parse("lab", {"max_output_tokens": {"oracle": 100}})
+    ours = LabParams.parse("lab", {"preset": "paper", "max_output_tokens": {"critic": 4000}}).settings()
+    assert ours.max_output_tokens == {"critic": 4000}                  # a value given explicitly wins whole

@@ -281,6 +281,7 @@ class Controls:
     max_stalled_shown: int = 4      # STALLED hypotheses shown in full (the newest); the others named
     views: str = "physlab"          # role_views: "paper" shows the roles what physics-intern shows them
     max_open_questions: int = 0     # the cap on open questions the orchestrator is told (0: none)
+    one_exit: bool = False          # one_exit_per_turn: the turn ends with one exit (its <turn> says so)
 
 
 def survey_text(s: ResearchState, w: Windows) -> str:
@@ -654,8 +655,11 @@ def for_orchestrator(p: Problem, s: ResearchState, w: Windows, *, new_evidence: 
         "new-verification-results": "\n".join(new_reviews), "system-events": ev_lines,
         "completion-gates": gate_text,
         "run-signals": run_signals(s, controls),
-        "turn": f"{where}. Integrate what is new, then either dispatch up to {max_workers} "
-                "independent task(s) (at most one per target) or declare the research complete."})
+        "turn": f"{where}. " + ("Integrate what is new, then end the turn with ONE of: propose a hypothesis (it is "
+                                "reviewed at once), dispatch one worker, or declare the research complete."
+                                if controls.one_exit else
+                                f"Integrate what is new, then either dispatch up to {max_workers} independent "
+                                "task(s) (at most one per target) or declare the research complete.")})
 
 
 def for_worker(role: str, p: Problem, s: ResearchState, w: Windows, *, target: str, instructions: str,

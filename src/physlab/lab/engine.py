@@ -38,11 +38,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from physlab.lab import answer as A, context as C, gates, inbox, integration_checks, routing
 from physlab.lab.early_reviews import EarlyReviews
 from physlab.lab.roles import (
+    ROLES,
     adjudicator,
     computer,
     critic,
@@ -162,11 +163,22 @@ class LabSettings(BaseModel):
                                                                      "labels that no review backs from the "
                                                                      "hypotheses and tell the orchestrator.")
 
+    @field_validator("max_output_tokens")
+    @classmethod
+    def _known_roles(cls, limits: dict[str, int]) -> dict[str, int]:
+        unknown = sorted(set(limits) - set(ROLES))
+        if unknown:
+            raise ValueError(f"unknown role(s) {', '.join(unknown)}; the roles are {', '.join(ROLES)}")
+        if any(n < 1 for n in limits.values()):
+            raise ValueError("an output-token limit is a positive number of tokens")
+        return limits
+
     @property
     def controls(self) -> C.Controls:
         return C.Controls(max_iterations=self.max_iterations, stall_limit=self.stall_limit,
                           budget_warning=self.budget_warning, max_refused=self.max_refused_completions,
-                          views=self.role_views, max_open_questions=self.max_open_questions)
+                          views=self.role_views, max_open_questions=self.max_open_questions,
+                          one_exit=self.one_exit_per_turn)
 
     @property
     def flow(self) -> orchestrator.Flow:
