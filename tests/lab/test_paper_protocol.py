@@ -295,3 +295,13 @@ def test_output_limits_name_roles_and_a_bad_one_is_one_line():
         LabParams.parse("lab", {"max_output_tokens": {"oracle": 100}})
     ours = LabParams.parse("lab", {"preset": "paper", "max_output_tokens": {"critic": 4000}}).settings()
     assert ours.max_output_tokens == {"critic": 4000}                  # a value given explicitly wins whole
+
+
+def test_no_early_reviews_and_no_stall_escalation_under_the_paper(tmp_path):
+    from physlab.lab.engine import LabEngine, LabSettings
+
+    ctx = make_ctx(tmp_path, {}, mini_problem())
+    assert LabEngine(ctx, LabSettings(parallel_workers=3))._early_reviews() is not None        # PhysLab
+    assert LabEngine(ctx, LabSettings(parallel_workers=3, early_reviews=False))._early_reviews() is None
+    engine = LabEngine(ctx, LabParams.parse("lab", {"preset": "paper", "parallel_workers": 3}).settings())
+    assert engine._early_reviews() is None and not engine.cfg.escalate_stalls

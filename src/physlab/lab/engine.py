@@ -437,7 +437,10 @@ class LabEngine:
                 audit_due = False                              # the audit ran alongside the workers
             if self.cfg.one_exit_per_turn:     # upstream reviews a hypothesis its worker brought evidence on now
                 await self._reviews()
-        if after_verified and not self._audited:
+        # upstream's iteration ends early, before its critic, when the orchestrator's call fails or
+        # its completion is refused (engine.py: ``continue``)
+        ended_early = decision is None or decision.complete
+        if after_verified and not self._audited and not ended_early:
             audit_due = on_demand or routing.critic_after_verified(it, self.state.last_audit_iteration,
                                                                    self.cfg.critic_every, verified=self._verified)
         if audit_due:
