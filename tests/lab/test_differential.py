@@ -111,6 +111,10 @@ async def test_preset_paper_does_what_physics_intern_did(name, tmp_path):
         # a state summary after each orchestrator round of tool calls that did not end the turn
         assert a["summary_after_round"] == b["summary_after_round"], where
 
+    # nothing refused on either side: upstream's tools returned no error, PhysLab refused no action
+    assert all(c["refused"] == 0 for c in up["calls"])
+    assert [e.text for e in out.state.events if e.kind == "refused"] == []
+
     # the same research state at the end of every iteration
     assert canonical_physlab_states(physlab_history(ws)) == canonical_upstream_states(up["history"])
 
