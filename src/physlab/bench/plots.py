@@ -30,7 +30,7 @@ def _figure(width: float = 8.0, height: float = 4.5) -> tuple[Figure, plt.Axes]:
 
 def _legend_beside(fig: Figure, ax: plt.Axes) -> None:
     if ax.get_legend_handles_labels()[0]:
-        fig.legend(loc="outside right upper", fontsize=7, frameon=False)
+        fig.legend(loc="outside right upper", fontsize=9, frameon=False)
 
 
 def accuracy_vs_cost_figure(report: Report) -> Figure | None:
@@ -78,7 +78,7 @@ def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | 
     panels: dict[str, list[BudgetCurve]] = {}
     for c in curves:
         g = groups[c.group]
-        panels.setdefault(g.model + (f" ({g.config})" if g.config != "-" else ""), []).append(c)
+        panels.setdefault(g.model + (f" ({g.setting_label})" if g.setting_label else ""), []).append(c)
     strategies = sorted({groups[c.group].strategy_label for c in curves})
     colour = {s: f"C{i % 10}" for i, s in enumerate(strategies)}
     # every step line runs across the same range: nothing held before a run's first answer
@@ -100,7 +100,7 @@ def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | 
     if axis == "tokens" and report.anytime_tokens:
         handles.append(plt.Line2D([], [], color="grey", linestyle="--",
                                   label=f"anytime column's T ({report.anytime_tokens:,.0f})"))
-    fig.legend(handles=handles, loc="outside right upper", fontsize=7, frameon=False)
+    fig.legend(handles=handles, loc="outside right upper", fontsize=9, frameon=False)
     fig.suptitle("Anytime accuracy: the answer each run held by then (not a capped run)")
     return fig
 
@@ -126,7 +126,7 @@ def accuracy_at_budget_figure(report: Report) -> Figure | None:
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, color=f"C{i % 10}", label=label)
     if any(p.budget_tokens is None for s in sweeps for p in s.points):
         ax.axvline(beyond, color="grey", linestyle=":", linewidth=1)
-        ax.annotate("no cap", (beyond, 1.0), fontsize=7, ha="center", va="bottom")
+        ax.annotate("no cap", (beyond, 1.0), fontsize=9, ha="center", va="bottom")
     ax.set_xscale("log")
     ax.set_xlabel("--budget-tokens per problem attempt (log scale)")
     ax.set_ylabel("accuracy (exact 95% CI)")
@@ -160,13 +160,29 @@ def role_share_figure(report: Report) -> Figure | None:
         vals = [g.role_share.get(role, 0.0) for g in groups]
         ax.barh(range(len(groups)), vals, left=left, label=role)
         left = [a + b for a, b in zip(left, vals)]
-    ax.set_yticks(range(len(groups)), [group_label(g, sep=" × ") for g in groups], fontsize=7)
+    ax.set_yticks(range(len(groups)), [group_label(g, sep=" × ") for g in groups], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel("share of tokens")
     ax.set_xlim(0, 1)
     ax.set_title("Tokens per role")
     _legend_beside(fig, ax)
     return fig
+
+
+# What each plot shows, in words: the HTML report's captions (the file names are for scripts).
+CAPTIONS = {
+    "accuracy_vs_cost": "Accuracy against the median spend per problem attempt: dollars where the model has a "
+                        "price, input + output tokens where it has none (exact 95% intervals).",
+    "accuracy_at_budget": "Accuracy of the sweeps run at each --budget-tokens: every run really capped there "
+                          "(the equal-budget comparison).",
+    "accuracy_vs_tokens_budget": "Anytime accuracy against tokens spent (input + output): the answer each run held "
+                                 "by then, read off its checkpoints, with a 95% band; not what a capped run would "
+                                 "have done.",
+    "accuracy_vs_input_tokens_budget": "Anytime accuracy against input tokens spent.",
+    "accuracy_vs_output_tokens_budget": "Anytime accuracy against output tokens spent.",
+    "accuracy_vs_cost_budget": "Anytime accuracy against dollars spent.",
+    "role_share": "Share of each group's tokens spent by each role.",
+}
 
 
 def figures(report: Report) -> dict[str, Figure]:
@@ -186,7 +202,7 @@ def write_all(report: Report, out_dir: str | Path) -> dict[str, Path]:
     made = {}
     for name, fig in figures(report).items():
         path = out_dir / f"{name}.png"
-        fig.savefig(path, format="png", dpi=110)
+        fig.savefig(path, format="png", dpi=120)
         plt.close(fig)
         made[name] = path
     return made
