@@ -37,6 +37,9 @@ class StrategyParams(BaseModel):
     # their defaults come from, and what they mean when the field itself does not say.
     sources: ClassVar[dict[str, str]] = {}
     descriptions: ClassVar[dict[str, str]] = {}
+    # What each protocol other than PhysLab's sets (physlab.strategies.protocols): protocol -> the
+    # values that give the published setting where a default departs from it.
+    protocols: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @property
     def sees_reference(self) -> bool:
