@@ -24,15 +24,21 @@ pytestmark = [pytest.mark.browser,
 
 LAPTOP = {"width": 1366, "height": 768}
 
-# What makes a reader scroll sideways or squint: the page wider than the window, a table shown (not
-# folded away in a closed <details>) that scrolls inside itself, a column head in snake_case.
+# What makes a reader scroll sideways or squint: the page wider than the window, a table or the box
+# around it shown (not folded away in a closed <details>) that scrolls sideways, a column head in
+# snake_case.
 SIDEWAYS = """() => {
   const out = [];
   const root = document.documentElement;
   if (root.scrollWidth > window.innerWidth) out.push(`page is ${root.scrollWidth}px wide`);
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('details:not([open])') || el.closest('.cells-scroll')) continue;
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(el).overflowX) || el.tagName === 'TABLE';
+    if (scrolls && el.scrollWidth > el.clientWidth + 1)
+      out.push(`${el.tagName.toLowerCase()}#${el.id || '?'} scrolls sideways (${el.scrollWidth} > ${el.clientWidth})`);
+  }
   for (const t of document.querySelectorAll('table')) {
     if (t.closest('details:not([open])')) continue;
-    if (t.scrollWidth > t.clientWidth + 1) out.push(`#${t.id || '?'} scrolls sideways (${t.scrollWidth} > ${t.clientWidth})`);
     for (const th of t.querySelectorAll('th'))
       if (/^[a-z0-9@]+(_[a-z0-9]+)+$/.test(th.innerText.trim())) out.push(`#${t.id || '?'} head ${th.innerText.trim()}`);
   }
@@ -69,7 +75,9 @@ def test_the_sweeps_page_fits_a_laptop_and_keeps_every_column_one_click_away(tmp
 
 
 def test_the_html_reports_plots_are_readable_and_captioned_in_words(tmp_path, browser):
-    rep = build_report(_fill(tmp_path / "r.sqlite"), equal_tokens=800)
+    store = _fill(tmp_path / "r.sqlite")
+    build_db(tmp_path / "more.sqlite")            # two more models: four panels of anytime accuracy
+    rep = build_report(_merged(store, tmp_path / "more.sqlite"), equal_tokens=800)
     path = write_html(rep, tmp_path / "report.html")
     ctx = browser.new_context(viewport=LAPTOP)
     try:
@@ -81,6 +89,7 @@ def test_the_html_reports_plots_are_readable_and_captioned_in_words(tmp_path, br
                     natural: img.naturalWidth};
         })""")
         wide = page.evaluate("document.documentElement.scrollWidth")
+        sideways = page.evaluate(SIDEWAYS)
         ARTIFACTS.mkdir(exist_ok=True)
         page.locator("figure").first.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "report_1366_plots.png"))
@@ -88,7 +97,23 @@ def test_the_html_reports_plots_are_readable_and_captioned_in_words(tmp_path, br
         page.screenshot(path=str(ARTIFACTS / "report_1366.png"))
     finally:
         ctx.close()
-    assert len(figures) >= 4 and wide <= LAPTOP["width"]
+    assert len(figures) >= 4 and wide <= LAPTOP["width"] and sideways == []
     for f in figures:
         assert "_" not in f["caption"] and len(f["caption"].split()) >= 4, f["caption"]   # words, not a file name
         assert f["shown"] >= min(f["natural"], 800), f                  # not shrunk to half a screen
+        assert f["shown"] >= 0.6 * f["natural"], f                      # its text not shrunk past reading
+
+
+def _merged(store, other):
+    """``store`` with the cells of ``other`` copied in (another sweep into the same database)."""
+    import sqlite3
+
+    con = sqlite3.connect(other)
+    for table in ("cells", "cell_roles", "problems"):
+        cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+        rows = con.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall()
+        with store.tx() as c:
+            c.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                          rows)
+    con.close()
+    return store

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from physlab.bench.report import BudgetCurve, CurvePoint, Report, group_label  # noqa: E402
 
@@ -39,21 +40,24 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
     server's model: no cost is known, and a zero cost has no place on a log axis)."""
     groups = [g for g in report.solvers if g.accuracy is not None]
     colour = {group_label(g): f"C{i % 10}" for i, g in enumerate(groups)}
+    marker = {group_label(g): "osD^v"[i // 10 % 5] for i, g in enumerate(groups)}  # past ten colours, a new mark
     priced = [(g, g.cost_median) for g in groups if (g.cost_median or 0) > 0]
     unpriced = [(g, g.tokens_median) for g in groups if not (g.cost_median or 0) > 0 and (g.tokens_median or 0) > 0]
     panels = [(points, axis) for points, axis in ((priced, "usd"), (unpriced, "tokens")) if points]
     if not panels:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 2.8, 4.5), layout="constrained",
-                             sharey=True, squeeze=False)
+    rows = -(-len(groups) // 2)  # the legend, two groups a line, goes under the panels
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(5.5 * len(panels), 10.5), 4.5 + 0.25 * rows),
+                             layout="constrained", sharey=True, squeeze=False)
     for ax, (points, axis) in zip(axes[0], panels):
         for g, x in points:
             accuracy = cast(float, g.accuracy)  # groups holds the graded ones only
             lo = accuracy - g.ci_low if g.ci_low is not None else 0.0
             hi = g.ci_high - accuracy if g.ci_high is not None else 0.0
-            ax.errorbar([x], [accuracy], yerr=[[lo], [hi]], fmt="o", capsize=4, color=colour[group_label(g)],
-                        label=group_label(g, sep=" × "))
+            ax.errorbar([x], [accuracy], yerr=[[lo], [hi]], fmt=marker[group_label(g)], capsize=4,
+                        color=colour[group_label(g)], label=group_label(g, sep=" × "))
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         if axis == "usd":
             ax.set_xlabel("median cost per problem attempt, USD (log scale)")
             ax.set_title("models with a price: dollars", fontsize=9)
@@ -63,7 +67,13 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("accuracy (exact 95% CI)")  # Clopper-Pearson, at the effective size with clusters
     fig.suptitle("Accuracy vs spend")
-    _legend_beside(fig, axes[0][0])
+    handles, labels = [], []
+    for ax in axes[0]:  # each group once, whichever panel it is in
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=9, frameon=False)
     return fig
 
 
@@ -84,18 +94,25 @@ def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | 
     # every step line runs across the same range: nothing held before a run's first answer
     left = min(p.cap for c in curves for p in c.points if p.cap > 0)
     right = max(p.cap for c in curves for p in c.points) * 1.5
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 2.5, 4.5), layout="constrained",
-                             sharey=True, squeeze=False)
-    for ax, (title, cs) in zip(axes[0], sorted(panels.items())):
+    # at most two panels a row, so each keeps a readable size on a laptop's screen
+    cols = min(2, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols + 2.5, 3.6 * rows + 0.9), layout="constrained",
+                             sharey=True, sharex=True, squeeze=False)
+    flat = list(axes.flat)
+    for ax, (title, cs) in zip(flat, sorted(panels.items())):
         for curve in cs:
             _draw_curve(ax, curve, left, right, colour[groups[curve.group].strategy_label])
         if axis == "tokens" and report.anytime_tokens:
             ax.axvline(report.anytime_tokens, color="grey", linestyle="--", linewidth=1)
         ax.set_xscale("log")
-        ax.set_xlabel(_AXIS_LABEL[axis])
-        ax.set_title(title, fontsize=9)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(title, fontsize=10)
         ax.set_ylim(-0.02, 1.02)
-    axes[0][0].set_ylabel("anytime accuracy (exact 95% band)")
+    for ax in flat[len(panels):]:
+        ax.set_visible(False)
+    fig.supxlabel(_AXIS_LABEL[axis], fontsize=10)
+    fig.supylabel("anytime accuracy (exact 95% band)", fontsize=10)
     handles = [plt.Line2D([], [], color=colour[s], label=s) for s in strategies]
     if axis == "tokens" and report.anytime_tokens:
         handles.append(plt.Line2D([], [], color="grey", linestyle="--",
@@ -126,8 +143,10 @@ def accuracy_at_budget_figure(report: Report) -> Figure | None:
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, color=f"C{i % 10}", label=label)
     if any(p.budget_tokens is None for s in sweeps for p in s.points):
         ax.axvline(beyond, color="grey", linestyle=":", linewidth=1)
-        ax.annotate("no cap", (beyond, 1.0), fontsize=9, ha="center", va="bottom")
     ax.set_xscale("log")
+    ticks = sorted(set(caps)) + ([beyond] if any(p.budget_tokens is None for s in sweeps for p in s.points) else [])
+    ax.set_xticks(ticks, [f"{t:,}" if t != beyond else "no cap" for t in ticks])  # the budgets swept, by name
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("--budget-tokens per problem attempt (log scale)")
     ax.set_ylabel("accuracy (exact 95% CI)")
     ax.set_ylim(-0.02, 1.08)
