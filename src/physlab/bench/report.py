@@ -226,7 +226,8 @@ class BudgetSweep(BaseModel):
 
     strategy: str
     model: str
-    params: str = Field(default="", description="The --param tag the cells shared (and any other budget limit).")
+    params: str = Field(default="", description="The --param tag the cells shared (and any other budget limit), "
+                                                "and the protocol when another than PhysLab's.")
     points: list[BudgetPoint]
 
 
@@ -558,16 +559,17 @@ def budget_parts(config: str) -> tuple[int | None, str]:
 
 
 def _budget_sweeps(groups: list[GroupSummary]) -> list[BudgetSweep]:
-    by: dict[tuple[str, str, str], list[tuple[int | None, GroupSummary]]] = {}
+    by: dict[tuple[str, str, str, str], list[tuple[int | None, GroupSummary]]] = {}
     for g in groups:
-        tokens, rest = budget_parts(g.config)
-        by.setdefault((g.strategy, g.model, rest), []).append((tokens, g))
+        tokens, rest = budget_parts(g.setting)
+        by.setdefault((g.strategy, g.model, rest, g.protocol), []).append((tokens, g))
     out = []
-    for (strategy, model, rest), gs in sorted(by.items()):
+    for (strategy, model, rest, protocol), gs in sorted(by.items()):
         if len({t for t, _ in gs}) < 2:
             continue
         gs.sort(key=lambda tg: math.inf if tg[0] is None else tg[0])
-        out.append(BudgetSweep(strategy=strategy, model=model, params=rest, points=[
+        shown = ", ".join(x for x in (rest, f"{protocol} protocol" if protocol != "physlab" else "") if x)
+        out.append(BudgetSweep(strategy=strategy, model=model, params=shown, points=[
             BudgetPoint(budget_tokens=t, group=group_label(g), accuracy=g.accuracy, low=g.ci_low, high=g.ci_high,
                         problems=g.problems, cut_short=g.cut_short, tokens_median=g.tokens_median)
             for t, g in gs]))
