@@ -49,6 +49,9 @@ _ADDED_CELL_COLUMNS = {
     "reference_conditioned": "INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1))",
     "judge_checks": "INTEGER",
     "judge_agreed": "INTEGER CHECK (judge_agreed <= judge_checks)",
+    # The --protocol the cell's strategy was set by. No version bump: a PhysLab that does not know
+    # the column still keeps protocols apart, by the cell key (@protocol among its parameters).
+    "protocol": "TEXT NOT NULL DEFAULT 'physlab'",
 }
 # Version 3: the prompt-cache tokens of each role and call (of their input tokens).
 _CACHE_COLUMNS = {"cache_read_tokens": "INTEGER NOT NULL DEFAULT 0", "cache_write_tokens": "INTEGER NOT NULL DEFAULT 0"}
@@ -98,7 +101,8 @@ CREATE TABLE IF NOT EXISTS cells (
     ran_as TEXT,
     reference_conditioned INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1)),
     judge_checks INTEGER,
-    judge_agreed INTEGER CHECK (judge_agreed <= judge_checks)
+    judge_agreed INTEGER CHECK (judge_agreed <= judge_checks),
+    protocol TEXT NOT NULL DEFAULT 'physlab'
 );
 CREATE INDEX IF NOT EXISTS cells_state ON cells(state);
 CREATE INDEX IF NOT EXISTS cells_group ON cells(strategy, model);
@@ -218,6 +222,7 @@ class CellSpec:
     gradable: bool = False
     params: str = ""  # params_tag() of the sweep's --param values (and its --tools arm, as @tools)
     tools: ToolChoice | None = None  # the cell's tools (an arm of the sweep); None: the problem's default
+    protocol: str = "physlab"  # --protocol (another than physlab is also in params, as @protocol, for the key)
 
     @functools.cached_property  # asked for ~7 times per cell; the budget tag dumps the Budget model
     def config(self) -> str:
@@ -409,12 +414,12 @@ class ResultsStore:
         """Insert cells not yet known (a cell's key is unique; re-adding is a no-op)."""
         now = time.time()
         rows = [(c.key, c.sweep, c.suite, c.problem_id, c.strategy, c.model, c.repeat,
-                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now) for c in cells]
+                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now, c.protocol) for c in cells]
         with self.tx() as conn:
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO cells(key, sweep, suite, problem_id, strategy, model, repeat,"
-                " budget_json, gradable, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                " budget_json, gradable, created_at, protocol) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
             return conn.total_changes - before
 
     # -- claim protocol -----------------------------------------------------------------------

@@ -129,6 +129,11 @@ class RunRecord(BaseModel):
                                      "it from the code's answer tree (graded or not); None for a written answer.")
     state_digest: str | None = Field(default=None, description="sha256 of state.json as the run ended (a state "
                                      "changed since -- a rewind, a later session -- is newer than this record).")
+    protocol: str = Field(default="physlab", description="The protocol the strategy was set by (--protocol): "
+                                                         "physlab, or paper (its published setting).")
+    strategy_params: dict[str, Any] = Field(default_factory=dict, description="Every parameter of the strategy "
+                                            "as the run used it: its defaults under the protocol, then the "
+                                            "--params given.")
     # Not in metrics.json: the answer as the run wrote it (ANSWER.md, answer.py), and where.
     answer_text: str | None = Field(default=None, exclude=True)
     answer_code: str | None = Field(default=None, exclude=True)

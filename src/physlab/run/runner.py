@@ -320,7 +320,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
         attempt.verdict = await _grade(attempt, problem, bound)
         if bound is not None:
             await grade_checkpoints(attempt.checkpoints, bound)
-        record = _record(attempt, meter, models, start, ws, datetime.now(timezone.utc))
+        record = _record(attempt, meter, models, start, ws, datetime.now(timezone.utc), strategy.params)
         record.answer_latex = await _answer_latex(attempt, equivalence)
         write_record(ws, _kept_answer(record, before[0]) if resuming else record)
         _commit_outcome(attempt, ws)
@@ -454,7 +454,7 @@ async def _answer_latex(attempt: Attempt, equivalence: Equivalence) -> str | Non
 
 
 def _record(attempt: Attempt, meter: RunMeter, models: RunModels, start: RunStart, ws: Path,
-            finished_at: datetime) -> RunRecord:
+            finished_at: datetime, params: Any = None) -> RunRecord:
     """The session's record (metrics.json), with the answer as written."""
     record = RunRecord.model_validate({
         "problem_id": attempt.problem_id,
@@ -483,9 +483,17 @@ def _record(attempt: Attempt, meter: RunMeter, models: RunModels, start: RunStar
         "problem_spec": start.problem_spec,
         "servers": start.servers,
         "state_digest": digest(read_bytes(ws / STATE)),
+        "protocol": start.options.protocol,
+        "strategy_params": _params_json(params),
     })
     record.answer_text, record.answer_code, record.workspace = attempt.answer_text, attempt.answer_code, ws
     return record
+
+
+def _params_json(params: Any) -> dict[str, Any]:
+    """A strategy's parameters, every one, as this session used them (metrics.json)."""
+    dump = getattr(params, "model_dump", None)
+    return dump(mode="json") if dump is not None else {}
 
 
 def _kept_answer(record: RunRecord, before: RunRecord | None) -> RunRecord:

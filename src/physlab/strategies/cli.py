@@ -76,17 +76,22 @@ def list_strategies() -> None:
 @strategies_app.command("show")
 def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `physlab strategies list`)."),
                   as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    """Every parameter of a strategy: its default and range, what it means, where the default comes from."""
+    """Every parameter of a strategy: its default under each --protocol and its range, what it means, where
+    the default comes from."""
     import json
 
+    from physlab.run.options import PROTOCOLS
     from physlab.strategies import registry
     from physlab.strategies.params import cite
+    from physlab.strategies.protocols import defaults_under
 
     kind = registry.get(name)
     params = kind.Params.model_json_schema().get("properties", {})
+    under = {protocol: defaults_under(kind.Params, name, protocol) for protocol in PROTOCOLS}
     for key, prop in params.items():  # fields the lab inherits from its own settings say it beside them
         prop["description"] = prop.get("description") or kind.Params.descriptions.get(key, "")
         prop["source"] = cite(prop.get("source") or kind.Params.sources.get(key, ""))
+        prop["defaults"] = {protocol: under[protocol].get(key) for protocol in PROTOCOLS}
         if presets := kind.Params.preset_values(key):      # its value under each named setting
             prop["presets"] = presets
             prop["departs"] = len({json.dumps(v, sort_keys=True) for v in presets.values()}) > 1
@@ -97,6 +102,9 @@ def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `ph
     typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):" if params else "no parameters")
     for key, prop in params.items():
         typer.echo(f"  {key} = {_shown(prop.get('default'))}  ({_kind(prop)})")
+        for protocol, value in prop["defaults"].items():  # a preset's own line below says it for the lab
+            if protocol != "physlab" and value != prop["defaults"]["physlab"] and not prop.get("departs"):
+                typer.echo(f"      --protocol {protocol}: {_shown(value)}")
         typer.echo(f"      {prop['description']}")
         typer.echo(f"      default from: {prop['source']}")
         if prop.get("departs"):
@@ -174,6 +182,9 @@ def register(app: typer.Typer) -> None:
             "(default: cas, plus literature for a Markdown question; docs/tools.md)."),
         param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
         config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
+        protocol: Optional[str] = typer.Option(
+            None, "--protocol", help="physlab (PhysLab's defaults, the default) or paper: the strategy at its "
+            "published setting (`physlab strategies show NAME` lists both); a --param given still wins."),
         models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
                                                      help="Model registry YAML (defaults, prices)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the workspace path."),
@@ -187,7 +198,7 @@ def register(app: typer.Typer) -> None:
 
         from physlab.llm.models import parse_role_models
         from physlab.llm.output import check_output_mode
-        from physlab.run.options import RunOptions, given_options, registry_path
+        from physlab.run.options import RunOptions, check_protocol, given_options, registry_path
         from physlab.run.resume import resume_options
         from physlab.run.runner import Shared, run
         from physlab.strategies import registry
@@ -212,6 +223,7 @@ def register(app: typer.Typer) -> None:
             "output_mode": check_output_mode(output_mode), "role_models": parse_role_models(role_model),
             "models_config": registry_path(flag("models_config", models_config), environment=False),
             "max_in_flight": max_in_flight, "seed": seed, "params": params, "console": console_mode,
+            "protocol": check_protocol(protocol),
             "tools": ToolChoice.parse(tools) if tools is not None else None,
             "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
                                          ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None}})
@@ -232,7 +244,10 @@ def register(app: typer.Typer) -> None:
         if resume_iteration is not None:
             once["resume_iteration"] = resume_iteration
         prob = load_problem(problem)
-        scaffold = registry.build(options.strategy, {**options.params, **once})
+        scaffold = registry.build(options.strategy, {**options.params, **once}, options.protocol)
+        if not (quiet or as_json):
+            for line in registry.protocol_notes(options.strategy, options.params, options.protocol):
+                typer.echo(f"note: {line}", err=True)
         events = _progress_sink(console_mode, type(scaffold), quiet=quiet or as_json)
         started = _Started(events)
         try:
