@@ -231,7 +231,10 @@ def register(app: typer.Typer) -> None:
                                      workspace=resume_dir if resume_dir is not None else workspace,
                                      resume=resume_dir is not None, replace=replace))
         except KeyboardInterrupt:
-            # typer would exit 130 without a word; say where the run is and how it goes on
+            # typer would exit 130 without a word; say where the run is and how it goes on, below
+            # the live panel's last frame (which redraws in place: ended first, it cannot cover the line)
+            if events is not None:
+                events.close()
             typer.echo(_interrupted(started.workspace, scaffold.resumable), err=True)
             raise typer.Exit(130) from None
         finally:
