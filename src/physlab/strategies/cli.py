@@ -178,6 +178,7 @@ def register(app: typer.Typer) -> None:
 
         from physlab.llm.models import parse_role_models
         from physlab.llm.output import check_output_mode
+        from physlab.run.files import check_run_dir
         from physlab.run.options import RunOptions, given_options, registry_path
         from physlab.run.resume import resume_options
         from physlab.run.runner import Shared, run
@@ -189,6 +190,8 @@ def register(app: typer.Typer) -> None:
         if replace and (resume is not None or workspace is None):
             raise UserError("--replace goes with --workspace DIR (and not with --resume)", field="--replace")
         resume_dir, resume_iteration = split_resume(resume)
+        if resume_dir is not None:  # a typo is said before what a resume would ask for
+            check_run_dir(resume_dir)
 
         def flag(name: str, value: Any) -> Any:
             """A value the command line gave (an environment variable's is no flag at a resume)."""
