@@ -313,7 +313,9 @@ def _print_summary(record: Any, ws: Path) -> None:
     console = Console()
     u = record.usage
     verdict = record.verdict.verdict if record.verdict else "not graded"
-    console.print(f"status: [bold]{record.status}[/] ({escape(record.stop_reason)})   verdict: [bold]{verdict}[/]")
+    invalid = record.verdict is not None and record.verdict.verdict == "invalid"
+    shown = f"[bold red]{verdict}[/]" if invalid else f"[bold]{verdict}[/]"
+    console.print(f"status: [bold]{record.status}[/] ({escape(record.stop_reason)})   verdict: {shown}")
     if record.verdict:
         console.print(f"  {escape(record.verdict.reason)}")
     console.print(f"calls {u.calls}, tokens {u.input_tokens:,} in / {u.output_tokens:,} out, "
@@ -322,6 +324,10 @@ def _print_summary(record: Any, ws: Path) -> None:
     if record.status not in ("complete", "partially_complete") and record.error:
         console.print(f"[red]{escape(record.error)}[/]")
     _print_answer(console, record, ws)
+    if invalid and record.answered:
+        # exit 0 all the same (DESIGN.md: 0 = an answer was written): said last, where it is read
+        console.print(f"[bold red]not a valid answer to this problem:[/] {escape(record.verdict.reason)} "
+                      "(exit 0 says an answer was written, not that it answers the problem)", soft_wrap=True)
 
 
 def _print_answer(console: Any, record: Any, ws: Path) -> None:
