@@ -57,16 +57,19 @@ def test_show_prints_any_strategys_answer_and_why_it_was_graded_so(runs):
 
 def test_list_shows_every_run_under_runs_or_root(runs, monkeypatch):
     monkeypatch.chdir(runs.parent)
-    res = runner.invoke(app, ["runs", "list"])                       # default root: runs/
+    res = runner.invoke(app, ["runs", "list"])                       # default root: runs/ (piped, not a terminal)
     assert res.exit_code == 0, res.output
-    header, *lines = [line.split("\t") for line in res.output.strip().splitlines()]
+    # a table, as other commands print (issue 44: it was tab-separated text when piped), one line per run
+    assert "\t" not in res.output
+    header, *lines = [[cell.strip() for cell in line.strip("│┃ ").split("│" if "│" in line else "┃")]
+                      for line in res.output.splitlines() if line.startswith(("│", "┃"))]
     assert header == ["id", "problem", "strategy", "model", "status", "verdict", "tokens", "cost USD"]
     got = {line[0]: line[1:6] for line in lines}
     assert got == {"runs/qec-lab": ["quantum_error_correction_main", "lab", "scripted:lab-qec", "complete", "correct"],
                    "runs/qec-one": ["quantum_error_correction_main", "oneshot", "scripted:oneshot-wrong", "complete",
                                     "incorrect"]}
     metrics = json.loads((runs / "qec-lab" / "metrics.json").read_text())
-    assert int(lines[0][6]) == metrics["totals"]["total_tokens"]
+    assert int(lines[0][6].replace(",", "")) == metrics["totals"]["total_tokens"]
     data = json.loads(runner.invoke(app, ["runs", "list", "--root", str(runs), "--json"]).output)
     assert [(r["path"], r["verdict"]) for r in data] == [(str(runs / "qec-lab"), "correct"),
                                                          (str(runs / "qec-one"), "incorrect")]
