@@ -68,7 +68,9 @@ def math_to_text(latex: str) -> str:
 def markdown_to_text(markdown: str) -> str:
     """``markdown`` with each formula (``$…$``, ``$$…$$``, ``\\(…\\)``, ``\\[…\\]``) written as text;
     fenced code blocks and everything outside formulas unchanged."""
-    out, chunk, fenced = [], [], False
+    out: list[str] = []
+    chunk: list[str] = []
+    fenced = False
     for line in markdown.splitlines(keepends=True):
         if _FENCE.match(line.lstrip()):
             if not fenced:
@@ -124,7 +126,7 @@ class _Reader:
             self.at += 1
 
     def sequence(self, stop: str | None) -> str:
-        out = []
+        out: list[str] = []
         while True:
             token = self.peek()
             if token is None:

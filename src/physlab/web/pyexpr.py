@@ -44,8 +44,8 @@ def python_to_tex(text: str) -> str | None:
 
 def _tex(node: ast.AST) -> tuple[str, int]:
     """(LaTeX, precedence) of one node."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return (str(node.value), _ATOM) if node.value >= 0 else (str(node.value), _UNARY)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return str(node.value), _ATOM  # (a minus sign is a UnaryOp in Python's tree)
     if isinstance(node, ast.Name):
         return _name(node.id), _ATOM
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in _MODULES:
