@@ -58,11 +58,15 @@ def list_runs(root: Path = typer.Option(Path("runs"), "--root", help="The direct
     table = Table(title=f"Runs under {root}")
     for col in cols:
         table.add_column(col, justify="right" if col in ("tokens", "cost USD") else "left", overflow="fold")
-    for *head, tokens, cost in cells:
-        table.add_row(*head, f"{tokens:,}", cost)
+    shown = [(*head, f"{tokens:,}", cost) for *head, tokens, cost in cells]
+    for row in shown:
+        table.add_row(*map(str, row))
     console = Console(highlight=False)
     if not console.is_terminal:  # a file or a pipe: as wide as its cells, no path folded (scripts: --json)
-        console.width = console.measure(table, options=console.options.update_width(10_000)).maximum
+        from rich.cells import cell_len
+
+        widths = [max(cell_len(str(v)) for v in column) for column in zip(cols, *shown)]
+        console.width = sum(widths) + 3 * len(widths) + 1  # a space either side of each cell, and the rules
     console.print(table)
 
 
