@@ -198,6 +198,7 @@ def register(app: typer.Typer) -> None:
 
         from physlab.llm.models import parse_role_models
         from physlab.llm.output import check_output_mode
+        from physlab.run.files import check_run_dir
         from physlab.run.options import RunOptions, check_protocol, given_options, registry_path
         from physlab.run.resume import resume_options
         from physlab.run.runner import Shared, run
@@ -209,6 +210,8 @@ def register(app: typer.Typer) -> None:
         if replace and (resume is not None or workspace is None):
             raise UserError("--replace goes with --workspace DIR (and not with --resume)", field="--replace")
         resume_dir, resume_iteration = split_resume(resume)
+        if resume_dir is not None:  # a typo is said before what a resume would ask for
+            check_run_dir(resume_dir)
 
         def flag(name: str, value: Any) -> Any:
             """A value the command line gave (an environment variable's is no flag at a resume)."""
@@ -255,7 +258,10 @@ def register(app: typer.Typer) -> None:
                                      workspace=resume_dir if resume_dir is not None else workspace,
                                      resume=resume_dir is not None, replace=replace))
         except KeyboardInterrupt:
-            # typer would exit 130 without a word; say where the run is and how it goes on
+            # typer would exit 130 without a word; say where the run is and how it goes on, below
+            # the live panel's last frame (which redraws in place: ended first, it cannot cover the line)
+            if events is not None:
+                events.close()
             typer.echo(_interrupted(started.workspace, scaffold.resumable), err=True)
             raise typer.Exit(130) from None
         finally:
@@ -331,7 +337,9 @@ def _print_summary(record: Any, ws: Path) -> None:
     console = Console()
     u = record.usage
     verdict = record.verdict.verdict if record.verdict else "not graded"
-    console.print(f"status: [bold]{record.status}[/] ({escape(record.stop_reason)})   verdict: [bold]{verdict}[/]")
+    invalid = record.verdict is not None and record.verdict.verdict == "invalid"
+    shown = f"[bold red]{verdict}[/]" if invalid else f"[bold]{verdict}[/]"
+    console.print(f"status: [bold]{record.status}[/] ({escape(record.stop_reason)})   verdict: {shown}")
     if record.verdict:
         console.print(f"  {escape(record.verdict.reason)}")
     console.print(f"calls {u.calls}, tokens {u.input_tokens:,} in / {u.output_tokens:,} out, "
@@ -340,6 +348,10 @@ def _print_summary(record: Any, ws: Path) -> None:
     if record.status not in ("complete", "partially_complete") and record.error:
         console.print(f"[red]{escape(record.error)}[/]")
     _print_answer(console, record, ws)
+    if invalid and record.answered:
+        # exit 0 all the same (DESIGN.md: 0 = an answer was written): said last, where it is read
+        console.print(f"[bold red]not a valid answer to this problem:[/] {escape(record.verdict.reason)} "
+                      "(exit 0 says an answer was written, not that it answers the problem)", soft_wrap=True)
 
 
 def _print_answer(console: Any, record: Any, ws: Path) -> None:
