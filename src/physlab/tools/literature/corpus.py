@@ -20,17 +20,10 @@ from pathlib import Path
 
 from physlab.errors import UserError
 from physlab.tools.literature.bibtex import BibEntry, parse_bibtex
-from physlab.tools.literature.fulltext import FulltextError, PdfLimits, pdf_text
+from physlab.tools.literature.fulltext import FulltextError, PdfLimits, latex_text, pdf_text
 from physlab.tools.literature.keys import ARXIV_ID, DOI, corpus_path
 from physlab.tools.literature.models import PaperMeta, SearchHit
-from physlab.tools.literature.text import (
-    clean_text,
-    fts_query,
-    latex_body,
-    latex_main,
-    markdown_sections,
-    split_passages,
-)
+from physlab.tools.literature.text import clean_text, fts_query, markdown_sections, split_passages
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -259,9 +252,11 @@ class CorpusIndex:
             docs = [self._bib_doc(rel, e) for e in parse_bibtex(raw)]
             return docs, (None if docs else "no BibTeX entries")
         if kind == "latex":
-            body, tex_title = latex_body(latex_main({rel: raw}))
-            return [_Doc(key, tex_title or stem, split_passages(clean_text(body, self.max_text_chars),
-                                                                self.passage_chars))], None
+            try:
+                tex = await latex_text({rel: raw}, self.max_text_chars, self.pdf)
+            except FulltextError as exc:
+                return [], str(exc)
+            return [_Doc(key, tex.title or stem, split_passages(tex.text, self.passage_chars))], None
         text = clean_text(raw, self.max_text_chars)
         title = stem
         sections = list(markdown_sections(text)) if kind == "markdown" else [(None, text)]
