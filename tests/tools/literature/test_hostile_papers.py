@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
+import subprocess
+
+import pytest
 
 from physlab.tools.literature.fulltext import PdfLimits, paper_text
 from physlab.tools.literature.standin import eprint_gzip
@@ -102,3 +107,49 @@ async def test_unclosed_figures_in_a_corpus_note_do_not_hold_the_event_loop(tmp_
     finally:
         index.close()
     assert beat.longest < 2.0, f"the event loop was held {beat.longest:.1f} s"
+
+
+# ---- special files in a corpus folder -------------------------------------------------------------
+
+VICTIM_SPECIAL = """
+import asyncio, json
+from pathlib import Path
+from physlab.tools.literature.corpus import CorpusIndex
+index = CorpusIndex(Path("notes"), Path("cache/corpus.sqlite"))
+report = asyncio.run(index.update())
+print(json.dumps({"indexed": report.indexed, "failed": report.failed, "skipped": report.skipped,
+                  "hits": [h.key for h in index.search("grant proposal")]}))
+"""
+
+
+def _fifo(path):
+    os.mkfifo(path)
+
+
+def _zero(path):
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 5))  # what /dev/zero is
+    except PermissionError:
+        pytest.skip("making a character device needs root")
+
+
+def _loop(path):
+    path.symlink_to(path.name)
+
+
+@pytest.mark.parametrize("name, make", [("paper.md", _fifo), ("zero.md", _zero), ("loop.md", _loop)],
+                         ids=["a FIFO", "a character device", "a link to itself"])
+def test_a_special_file_in_the_corpus_is_skipped_and_the_rest_indexed(tmp_path, name, make):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "mine.md").write_text("# Mine\n\nthe grant proposal draft")
+    make(notes / name)
+    try:
+        done = run_capped(VICTIM_SPECIAL, memory_mb=1024, cwd=tmp_path, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"indexing a folder with {name} in it did not end")
+    assert done.returncode == 0, done.stderr.decode()[-600:]
+    got = json.loads(done.stdout)
+    assert got["indexed"] == ["mine.md"] and got["hits"] == ["corpus:mine.md"]
+    (said,) = got["skipped"]
+    assert said.startswith(f"{name}: ") and ("not a regular file" in said or "link" in said)
