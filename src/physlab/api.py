@@ -64,7 +64,8 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                       resume: str | os.PathLike[str] | None = None, replace: bool = False,
                       events: Callable[..., None] | None = None, role_models: dict[str, str] | None = None,
                       output_mode: str | None = None, max_in_flight: int | None = None,
-                      models_config: str | os.PathLike[str] | None = None, tools: str | None = None) -> RunRecord:
+                      models_config: str | os.PathLike[str] | None = None, tools: str | None = None,
+                      yes: bool = False) -> RunRecord:
     """Run ``strategy`` (default ``lab``) with ``model`` on ``problem``, exactly as ``physlab solve`` does: a run
     workspace is written (``workspace``, default ``runs/<time>-<problem>-<strategy>/``) and the
     answer graded when the problem has a reference. Returns the run's record (what metrics.json
@@ -78,7 +79,9 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
     ``output_mode``: tool | native | prompted | auto (docs/serving.md). ``tools``: the lab's tools beyond
     Python, as ``--tools`` writes them (``"cas,literature,corpus=DIR,web"``, ``"none"``; docs/tools.md).
-    ``resume``: a run directory to continue with the options it recorded (any given here override them)."""
+    ``resume``: a run directory to continue with the options it recorded (any given here override them);
+    a record not written on this machine (or edited since) that chooses the server, the key variable,
+    the registry or the tools is refused (``UserError``) unless ``yes`` or those options are given here."""
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
     from physlab.run.options import RunOptions, given_options, registry_path
@@ -100,7 +103,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                            if budget is not None else limits, "seed": seed,
                            "tools": ToolChoice.parse(tools, "tools") if tools is not None else None})
     if resume is not None:
-        options, _ = resume_options(Path(resume), given)  # what it changes: a "notice" event
+        options, _ = resume_options(Path(resume), given, yes=yes)  # what it changes: a "notice" event
         prob = _problem(problem)
     else:
         given.setdefault("model", os.environ.get("PHYSLAB_MODEL"))
