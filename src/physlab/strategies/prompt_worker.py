@@ -77,6 +77,7 @@ def main() -> int:
     cpu_s, memory_mb = (int(a) for a in sys.argv[1:3])
     limit(cpu_s, memory_mb)
     job = json.loads(sys.stdin.buffer.read())
+    result: dict[str, object]
     try:
         result = {"texts": [render(job["values"], leaves, root, job["max_chars"]) for root, leaves in job["jobs"]]}
     except Refused as exc:
