@@ -65,7 +65,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                       events: Callable[..., None] | None = None, role_models: dict[str, str] | None = None,
                       output_mode: str | None = None, max_in_flight: int | None = None,
                       models_config: str | os.PathLike[str] | None = None, tools: str | None = None,
-                      protocol: str | None = None) -> RunRecord:
+                      protocol: str | None = None, yes: bool = False) -> RunRecord:
     """Run ``strategy`` (default ``lab``) with ``model`` on ``problem``, exactly as ``physlab solve`` does: a run
     workspace is written (``workspace``, default ``runs/<time>-<problem>-<strategy>/``) and the
     answer graded when the problem has a reference. Returns the run's record (what metrics.json
@@ -81,7 +81,9 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     Python, as ``--tools`` writes them (``"cas,literature,corpus=DIR,web"``, ``"none"``; docs/tools.md).
     ``protocol``: ``"physlab"`` (PhysLab's defaults) or ``"paper"`` (the strategy at its published setting;
     ``params`` given still win). ``resume``: a run directory to continue with the options it recorded (any
-    given here override them)."""
+    given here override them); a record not written on this machine (or edited since) that chooses the
+    server, the key variable, the registry or the tools is refused (``UserError``) unless ``yes`` or those
+    options are given here."""
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
     from physlab.run.options import RunOptions, check_protocol, given_options, registry_path
@@ -104,7 +106,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                            "tools": ToolChoice.parse(tools, "tools") if tools is not None else None,
                            "protocol": check_protocol(protocol, "protocol")})
     if resume is not None:
-        options, _ = resume_options(Path(resume), given)  # what it changes: a "notice" event
+        options, _ = resume_options(Path(resume), given, yes=yes)  # what it changes: a "notice" event
         prob = _problem(problem)
     else:
         given.setdefault("model", os.environ.get("PHYSLAB_MODEL"))

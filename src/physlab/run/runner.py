@@ -63,7 +63,7 @@ from physlab.run.record import (
     write_record,
     write_start,
 )
-from physlab.run.resume import check_servers, registry_for, servers_for
+from physlab.run.resume import check_servers, registry_for, resume_lines, servers_for
 from physlab.run.status import read_run
 from physlab.tools.choice import ToolChoice
 
@@ -303,6 +303,9 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
                              resume=resuming, events=emit, reference_solution=reference,
                              tools=options.tools or default_tools(problem))
         emit("run_started", strategy=name, model=options.model, problem_id=problem.id, workspace=str(ws))
+        if resuming:  # before the first request: where it goes, with which key variable, and the tools
+            for line in resume_lines(options, registry):
+                emit("notice", text=f"resume: {line}")
         if resuming and recorded is not None:  # what a flag given now changes of the run's options
             for line in differences(recorded.options, options):
                 emit("notice", text=f"resume: {line}")

@@ -192,6 +192,9 @@ def register(app: typer.Typer) -> None:
         console_mode: Optional[str] = typer.Option(
             None, "--console", help="Progress display: live (a live panel; the default on a terminal), lines "
             "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
+        yes: bool = typer.Option(
+            False, "--yes", help="With --resume: go on with the server, key variable, registry and tools that a "
+            "record not written on this machine (or edited since) chooses (docs/dashboard.md, 'Resume')."),
     ) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
         import asyncio
@@ -231,7 +234,7 @@ def register(app: typer.Typer) -> None:
             "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
                                          ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None}})
         if resume_dir is not None:
-            options, recorded_problem = resume_options(resume_dir, given)
+            options, recorded_problem = resume_options(resume_dir, given, yes=yes)
             problem = problem or recorded_problem
             if problem is None:
                 raise UserError("this run recorded no problem to resume on: give PROBLEM", path=resume_dir,
