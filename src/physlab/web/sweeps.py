@@ -16,8 +16,9 @@ from physlab.bench.report_render import (
     interval_note,
 )
 from physlab.bench.store import ResultsStore
+from physlab.run.discovery import NotFound, resolve_run
+from physlab.run.files import is_run_dir
 from physlab.web import svg
-from physlab.web.paths import NotFound, is_run_dir, resolve_run
 from physlab.web.render import page
 
 CELL_PREFIX = "~cell/"  # (PhysLab names no run directory "~cell", so no run under the root is hidden)
