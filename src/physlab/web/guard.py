@@ -61,7 +61,9 @@ def _host(request: Request) -> str:
 
 def _cross_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
-    return request.method == "POST" and bool(origin) and origin.split("://", 1)[-1] != request.headers.get("host")
+    if request.method != "POST" or not origin:
+        return False
+    return origin.split("://", 1)[-1] != request.headers.get("host")
 
 
 async def content_security_policy(request: Request, call_next: Next) -> Response:
