@@ -188,7 +188,8 @@ def register(app: typer.Typer) -> None:
         models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
                                                      help="Model registry YAML (defaults, prices)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the workspace path."),
-        as_json: bool = typer.Option(False, "--json", help="Print metrics.json."),
+        as_json: bool = typer.Option(False, "--json", help="Print the run's record (metrics.json, with the answer "
+                                     "as written and its workspace)."),
         console_mode: Optional[str] = typer.Option(
             None, "--console", help="Progress display: live (a live panel; the default on a terminal), lines "
             "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
@@ -199,14 +200,11 @@ def register(app: typer.Typer) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
         import asyncio
 
-        from physlab.llm.models import parse_role_models
-        from physlab.llm.output import check_output_mode
         from physlab.run.files import check_run_dir
-        from physlab.run.options import RunOptions, check_protocol, given_options, registry_path
-        from physlab.run.resume import resume_options
+        from physlab.run.options import Given, prepare
+        from physlab.run.record import recorded_options
         from physlab.run.runner import Shared, run
         from physlab.strategies import registry
-        from physlab.tools.choice import ToolChoice
 
         if max_cost == 0 or max_wall == 0:
             raise UserError("must be > 0", field="--max-cost" if max_cost == 0 else "--max-wall")
@@ -224,33 +222,25 @@ def register(app: typer.Typer) -> None:
         params = parse_params(param, config)
         if max_iterations is not None:
             params["max_iterations"] = max_iterations
-        given = given_options({
-            "strategy": strategy, "model": flag("model", model), "api_base": api_base, "api_key_env": api_key_env,
-            "output_mode": check_output_mode(output_mode), "role_models": parse_role_models(role_model),
-            "models_config": registry_path(flag("models_config", models_config), environment=False),
-            "max_in_flight": max_in_flight, "seed": seed, "params": params, "console": console_mode,
-            "protocol": check_protocol(protocol),
-            "tools": ToolChoice.parse(tools) if tools is not None else None,
-            "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
-                                         ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None}})
-        if resume_dir is not None:
-            options, recorded_problem = resume_options(resume_dir, given, yes=yes)
-            problem = problem or recorded_problem
-            if problem is None:
-                raise UserError("this run recorded no problem to resume on: give PROBLEM", path=resume_dir,
-                                field="--resume")
-        else:
+        given = Given(strategy=strategy, model=flag("model", model), api_base=api_base, api_key_env=api_key_env,
+                      output_mode=output_mode, role_models=role_model, models_config=flag("models_config", models_config),
+                      max_in_flight=max_in_flight, seed=seed, params=params, console=console_mode,
+                      protocol=protocol, tools=tools,
+                      budget={k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
+                                                ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None})
+        if resume_dir is None:
             if problem is None:
                 raise UserError("no problem given: physlab solve PROBLEM (a file, FILE#ID or SUITE/ID)")
-            if "model" not in given:
+            if model is None:
                 raise UserError("no model given: pass --model provider:model (or scripted:NAME, replay:PATH)",
                                 field="--model")
-            options = RunOptions.model_validate({"strategy": registry.DEFAULT, **given})
-        once = registry.session_params(options.params)  # where this session starts: not recorded
-        if resume_iteration is not None:
-            once["resume_iteration"] = resume_iteration
-        prob = load_problem(problem)
-        scaffold = registry.build(options.strategy, {**options.params, **once}, options.protocol)
+        session = {"resume_iteration": resume_iteration} if resume_iteration is not None else None
+        options, scaffold = prepare(given, resume_dir, registry, yes=yes, session=session)
+        spec = problem or (recorded_options(resume_dir)[1] if resume_dir is not None else None)
+        if spec is None:  # (a new run without one was refused above)
+            raise UserError("this run recorded no problem to resume on: give PROBLEM", path=resume_dir,
+                            field="--resume")
+        prob = load_problem(spec)
         if not (quiet or as_json):
             for line in registry.protocol_notes(options.strategy, options.params, options.protocol):
                 typer.echo(f"note: {line}", err=True)
@@ -271,8 +261,13 @@ def register(app: typer.Typer) -> None:
             if events is not None:
                 events.close()  # a live panel ends (and gives the cursor back) however the run ended
         ws_path = Path(record.workspace or ".")
-        if as_json:
-            typer.echo((ws_path / "metrics.json").read_text())
+        if as_json:  # the record as metrics.json holds it, with the answer as written and where
+            import json
+
+            from physlab.run.record import read_record, record_json
+
+            typer.echo(json.dumps(record_json(read_record(ws_path, answer=True) or record), indent=2,
+                                  ensure_ascii=False))
         elif quiet:
             typer.echo(str(ws_path))
         else:
