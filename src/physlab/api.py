@@ -75,7 +75,8 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     ``model``: ``provider:model``, ``scripted:NAME`` or ``replay:RUN_DIR`` (default:
     ``$PHYSLAB_MODEL``). ``budget`` or the ``max_*`` shortcuts cap calls, tokens, cost (USD) and
     wall time (s). ``params``: the strategy's parameters (``physlab strategies show NAME`` lists them).
-    ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...).
+    ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...: the kinds and fields
+    of the typed events in :mod:`physlab.run.events`).
     ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
     ``output_mode``: tool | native | prompted | auto (docs/serving.md). ``tools``: the lab's tools beyond
     Python, as ``--tools`` writes them (``"cas,literature,corpus=DIR,web"``, ``"none"``; docs/tools.md).
@@ -84,6 +85,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     given here override them); a record not written on this machine (or edited since) that chooses the
     server, the key variable, the registry or the tools is refused (``UserError``) unless ``yes`` or those
     options are given here."""
+    from physlab.run.events import Notice, legacy
     from physlab.run.options import Given, prepare
     from physlab.run.runner import Shared, run
     from physlab.strategies import registry
@@ -102,10 +104,11 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     options, scaffold = prepare(given, Path(resume) if resume is not None else None, registry,
                                 name=lambda option: option, yes=yes)
     prob = _problem(problem)
-    if events is not None:
+    sink = legacy(events) if events is not None else None  # the documented events(kind, **data)
+    if sink is not None:
         for line in registry.protocol_notes(options.strategy, options.params, options.protocol):
-            events("notice", text=line)
-    return await run(prob, scaffold, options, Shared(events=events),
+            sink(Notice(text=line))
+    return await run(prob, scaffold, options, Shared(events=sink),
                      workspace=resume if resume is not None else workspace, resume=resume is not None,
                      replace=replace)
 

@@ -1,4 +1,5 @@
-"""The lab's live panel: its state, fed by the events the engine sends through ``ctx.events``.
+"""The lab's live panel: its state, fed by the events the engine sends through ``ctx.events``
+(:mod:`physlab.run.events`).
 
 The panel is shown by :func:`physlab.run.console.make_console` (``--console live``, the default on
 a terminal); the same module gives the line, JSON and quiet modes.
@@ -9,6 +10,25 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from physlab.run.events import (
+    SEAM_EVENTS,
+    CompletionRefused,
+    CritiqueFiled,
+    CritiqueResolved,
+    EvidenceAdded,
+    ForcedFormatter,
+    FormatterBounce,
+    Iteration,
+    IterationEnd,
+    RateLimited,
+    ReviewDone,
+    RoleEnd,
+    RoleStart,
+    RunEvent,
+    RunFinished,
+    System,
+    as_event,
+)
 from physlab.run.progress import Usage, finished_text, one_line_rows
 
 
@@ -30,34 +50,38 @@ class LabView:
     tokens = property(lambda self: self.usage.tokens)
     cost = property(lambda self: self.usage.cost)
 
-    def feed(self, kind: str, data: dict[str, Any]) -> None:
-        self.usage.take(data)
-        if kind == "iteration":
-            self.iteration, self.status = int(data.get("iteration", 0)), "running"
-        elif kind == "role_start":
-            self.role, self.waiting = data.get("role"), None
-        elif kind == "role_end":
+    def feed(self, event: RunEvent | str, data: dict[str, Any] | None = None) -> None:
+        e = as_event(event, data)  # (a kind and its data: the older form)
+        self.usage.take(e)
+        if isinstance(e, Iteration):
+            self.iteration, self.status = e.iteration, "running"
+        elif isinstance(e, RoleStart):
+            self.role, self.waiting = e.role, None
+        elif isinstance(e, RoleEnd):
             self.role, self.waiting = None, None
-        elif kind == "verdict":
-            promoted = data.get("promoted") or []
-            self.verdicts.append(f"{data.get('wh')}: {data.get('verdict')}" + (f" → {', '.join(promoted)}" if promoted else ""))
-        elif kind == "critique":
-            self.critiques.append(f"{data.get('id')} on {data.get('target')}: filed")
-        elif kind == "critique_resolved":
-            self.critiques.append(f"{data.get('id')}: {data.get('status')} ({data.get('by')})")
-        elif kind in ("system", "evidence", "formatter_bounce", "forced_formatter"):
-            self.events.append(f"[{kind}] " + str(data.get("text") or data.get("reason") or data.get("id") or ""))
-        elif kind == "rate_limited":  # the model seam: a request waits out the server's rate limit
-            self.waiting = str(data.get("text") or "waiting for rate limit")
-        elif kind in ("output_mode", "notice", "context_too_long"):
-            self.events.append(f"[{kind}] " + str(data.get("text") or ""))
-        elif kind == "completion_refused":
-            self.events.append("[completion refused] " + "; ".join(map(str, data.get("blockers") or [])))
-        elif kind == "iteration_end":  # one row per thing the iteration did (whole, not cut at a width)
-            for item in data.get("items") or [data.get("summary") or "no progress"]:
-                self.events.append(f"it. {data.get('iteration')}: {item}")
-        elif kind == "run_finished":
-            self.status = finished_text(data)
+        elif isinstance(e, ReviewDone):
+            self.verdicts.append(f"{e.wh}: {e.verdict}" + (f" → {', '.join(e.promoted)}" if e.promoted else ""))
+        elif isinstance(e, CritiqueFiled):
+            self.critiques.append(f"{e.id} on {e.target}: filed")
+        elif isinstance(e, CritiqueResolved):
+            self.critiques.append(f"{e.id}: {e.status} ({e.by})")
+        elif isinstance(e, System):
+            self.events.append(f"[{e.kind}] {e.text}")
+        elif isinstance(e, (FormatterBounce, ForcedFormatter)):
+            self.events.append(f"[{e.kind}] {e.reason}")
+        elif isinstance(e, EvidenceAdded):
+            self.events.append(f"[{e.kind}] {e.id}")
+        elif isinstance(e, RateLimited):  # the model seam: a request waits out the server's rate limit
+            self.waiting = e.text or "waiting for rate limit"
+        elif isinstance(e, SEAM_EVENTS):
+            self.events.append(f"[{e.kind}] {e.text}")
+        elif isinstance(e, CompletionRefused):
+            self.events.append("[completion refused] " + "; ".join(e.blockers))
+        elif isinstance(e, IterationEnd):  # one row per thing the iteration did (whole, not cut at a width)
+            for item in e.items or [e.summary or "no progress"]:
+                self.events.append(f"it. {e.iteration}: {item}")
+        elif isinstance(e, RunFinished):
+            self.status = finished_text(e)
 
     def renderable(self):
         from rich.panel import Panel

@@ -40,6 +40,7 @@ from physlab.problems.model import Problem
 from physlab.run.attempt import Attempt
 from physlab.run.checkpoints import grade_checkpoints
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import CallDone, EventSink, Notice, RunFinished, RunStarted, ignore
 from physlab.run.files import (
     CALLS,
     OPTIONS,
@@ -194,8 +195,8 @@ def _check_replay(model: str, problem: Problem, strategy: str) -> None:
 class Shared:
     """What the caller lends a run: what it shares with other runs -- a sweep's in-flight limiter,
     sandbox, grader (bound here to each run's problem) and provider models (by spec, open until the
-    caller closes them), the model registry it read once -- and its hooks: ``events`` (progress:
-    ``events(kind, **data)``) and ``on_call`` (each calls.jsonl record as it is written). ``retry``
+    caller closes them), the model registry it read once -- and its hooks: ``events`` (progress: the typed
+    events of :mod:`physlab.run.events`) and ``on_call`` (each calls.jsonl record as it is written). ``retry``
     overrides every model's retry policy (tests)."""
 
     limiter: AbstractConcurrencyLimiter | None = None
@@ -204,7 +205,7 @@ class Shared:
     providers: dict[str, Model] = field(default_factory=dict)
     registry: ModelRegistry | None = None
     retry: RetryPolicy | None = None
-    events: Callable[..., None] | None = None
+    events: EventSink | None = None
     on_call: Callable[[CallRecord], None] | None = None
 
 
@@ -241,7 +242,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
     another server, or without the key it carried, is refused before anything changes. ``replace``
     removes what an earlier, unfinished try left in ``workspace`` (a sweep restarting a cell)."""
     shared = shared or Shared()
-    emit = shared.events or (lambda *a, **k: None)
+    emit: EventSink = shared.events or ignore
     name = options.strategy
     if options.tools is None:  # the problem's default, recorded as chosen (a resume keeps it)
         options = options.model_copy(update={"tools": default_tools(problem)})
@@ -260,7 +261,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
             shared.on_call(rec)
         try:  # the run's totals after each call: a live view's last frame agrees with the summary
             assert meter is not None
-            emit("usage", role=rec.role, failed=rec.response is None, **_totals(meter))
+            emit(CallDone(role=rec.role, failed=rec.response is None, **_totals(meter)))
         except Exception:  # noqa: BLE001 - a broken progress display must not fail a model call
             pass
 
@@ -302,13 +303,13 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
                              sandbox=sandbox, grader=bound, equivalence=equivalence, seed=options.seed,
                              resume=resuming, events=emit, reference_solution=reference,
                              tools=options.tools or default_tools(problem))
-        emit("run_started", strategy=name, model=options.model, problem_id=problem.id, workspace=str(ws))
+        emit(RunStarted(strategy=name, model=options.model, problem_id=problem.id, workspace=str(ws)))
         if resuming:  # before the first request: where it goes, with which key variable, and the tools
             for line in resume_lines(options, registry):
-                emit("notice", text=f"resume: {line}")
+                emit(Notice(text=f"resume: {line}"))
         if resuming and recorded is not None:  # what a flag given now changes of the run's options
             for line in differences(recorded.options, options):
-                emit("notice", text=f"resume: {line}")
+                emit(Notice(text=f"resume: {line}"))
         attempt = await _run_strategy(strategy, env, name, options.model, problem, options.budget, ws, models)
         attempt.wall_s = time.monotonic() - t0
         attempt.usage_by_role = meter.by_role()
@@ -327,8 +328,9 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
         record.answer_latex = await _answer_latex(attempt, equivalence)
         write_record(ws, _kept_answer(record, before[0]) if resuming else record)
         _commit_outcome(attempt, ws)
-        emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
-             verdict=attempt.verdict.verdict if attempt.verdict else None, wall_s=attempt.wall_s, **_totals(meter))
+        emit(RunFinished(status=attempt.status, stop_reason=attempt.stop_reason,
+                         verdict=attempt.verdict.verdict if attempt.verdict else None, wall_s=attempt.wall_s,
+                         **_totals(meter)))
         return record
     except UserError:
         meter.close()

@@ -279,13 +279,17 @@ class _Started:
     """The run's progress sink, passed through, noting the run directory the runner chose."""
 
     def __init__(self, sink: Any) -> None:
-        self.sink, self.workspace = sink, None
+        from physlab.run import events
 
-    def __call__(self, kind: str, **data: Any) -> None:
-        if kind == "run_started":
-            self.workspace = data.get("workspace")
+        self.sink, self.events = sink, events
+        self.workspace: str | None = None
+
+    def __call__(self, event: Any, /, **data: Any) -> None:
+        e = self.events.as_event(event, data)
+        if isinstance(e, self.events.RunStarted):
+            self.workspace = e.workspace
         if self.sink is not None:
-            self.sink(kind, **data)
+            self.sink(e)
 
 
 def _interrupted(workspace: str | None, resumable: bool) -> str:

@@ -42,6 +42,7 @@ from physlab.grading.extract import extract_code
 from physlab.llm.errors import ModelFailure, budget_error
 from physlab.llm.output import structured_output
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Iteration
 from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, ModelParams, param
@@ -331,7 +332,7 @@ class Manager(Strategy[ManagerParams]):
                                               description="Submit the final answer and end the research."))
             prompt = iteration_prompt(ctx, state, iteration, p.max_iterations, p.scratchpad_window, note)
             session.current["scratchpad_shown"] = [n for n, _, _ in state.scratch_window(p.scratchpad_window)]
-            ctx.events("iteration", strategy=self.name, iteration=iteration)
+            ctx.events(Iteration(strategy=self.name, iteration=iteration))
             try:
                 output = await session.iterate(agent, prompt)
             except (UsageLimitExceeded, _IterationOver) as exc:

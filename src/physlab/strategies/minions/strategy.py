@@ -23,6 +23,7 @@ from physlab.grading.extract import extract_code
 from physlab.llm.errors import budget_error
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Step
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.minions.common import render, requirements
 from physlab.strategies.minions.logic import LogicStudio
@@ -113,7 +114,7 @@ class Minions(Strategy[MinionsParams]):
                             raise
                         images_ok = False
                         trace["figures"].append({"image": img.name, "verified": False, "error": error_text(exc)})
-                        ctx.events("step", strategy=self.name, step="visual_failed", image=img.name)
+                        ctx.events(Step(strategy=self.name, step="visual_failed", image=img.name))
                         break
                     figures.append(fig)
                     trace["figures"].append(fig.model_dump())
@@ -134,7 +135,7 @@ class Minions(Strategy[MinionsParams]):
 
             solution = await logic.solve()
             best_so_far("solver")
-            ctx.events("step", strategy=self.name, step="solve")
+            ctx.events(Step(strategy=self.name, step="solve"))
             if self_improve:
                 solution = await logic.improve(solution)
                 best_so_far("self_improve")
@@ -145,8 +146,8 @@ class Minions(Strategy[MinionsParams]):
                 trace["iterations"].append({"iteration": it, "passed": outcome.passed, "stage": outcome.stage,
                                             "parsed": outcome.parsed, "issues": outcome.issues,
                                             "consecutive_passes": passes})
-                ctx.events("step", strategy=self.name, step="review", iteration=it, passed=outcome.passed,
-                           stage=outcome.stage, consecutive=passes)
+                ctx.events(Step(strategy=self.name, step="review", iteration=it, passed=outcome.passed,
+                                stage=outcome.stage, consecutive=passes))
                 if passes >= cv:
                     accepted, stop = True, "accepted"
                     break

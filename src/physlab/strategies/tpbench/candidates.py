@@ -13,6 +13,7 @@ from physlab.grading.extract import extract_code
 from physlab.llm.usage import Usage
 from physlab.run.checkpoints import record_as_they_came
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Candidates, Distinct
 from physlab.strategies.base import Attempt, AttemptStatus
 from physlab.strategies.params import TPBENCH, SamplingParams, param
 from physlab.strategies.sampling import (
@@ -89,7 +90,7 @@ async def generate_candidates(ctx: RunEnvironment, strategy: str, params: TPBenc
             if out.budget:
                 budget_hit = budget_hit or out.error
             candidates.append(Candidate(index=i, error=error_text(out.error)))
-    ctx.events("candidates", strategy=strategy, generated=sum(c.text is not None for c in candidates))
+    ctx.events(Candidates(strategy=strategy, generated=sum(c.text is not None for c in candidates)))
     return candidates, budget_hit
 
 
@@ -115,7 +116,7 @@ def _pool(ctx: RunEnvironment, strategy: str, candidates: list[Candidate], group
     for g, members in enumerate(groups):
         for pos in members:
             candidates[pos].group = g
-    ctx.events("distinct", strategy=strategy, groups=[len(g) for g in groups])
+    ctx.events(Distinct(strategy=strategy, groups=[len(g) for g in groups]))
     return Pool(candidates=candidates, groups=groups, budget_hit=budget_hit)
 
 
