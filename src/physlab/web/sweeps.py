@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from physlab.bench.lost import lost_spend
 from physlab.bench.report import build_report, group_label, matrix_tables, summary_rows
 from physlab.bench.report_render import difference_cell
 from physlab.bench.store import ResultsStore
@@ -17,7 +18,7 @@ from physlab.web.render import page
 FILTERS = ("strategy", "model", "suite")
 CELL_PREFIX = "~cell/"  # (PhysLab names no run directory "~cell", so no run under the root is hidden)
 _CELL_COLUMNS = "rowid AS n, suite, problem_id, strategy, model, repeat, state, status, verdict, input_tokens, " \
-                "output_tokens, cost_usd, wall_s, workspace, error"
+                "output_tokens, cost_usd, wall_s, workspace, error, node"
 
 
 class FilteredStore:
@@ -38,6 +39,17 @@ class FilteredStore:
     def checkpoints(self) -> list[dict[str, Any]]:
         keys = {c["key"] for c in self.cells()}
         return [r for r in self.store.checkpoints() if r["cell_key"] in keys]
+
+
+class FilteredLost:
+    """Adapter: the lost attempts of the chosen cells (for physlab.bench.lost)."""
+
+    def __init__(self, store: ResultsStore, filters: dict[str, str]):
+        self.store = store
+        self.filters = {k: v for k, v in filters.items() if k in FILTERS and v}
+
+    def lost_attempts(self) -> list[dict[str, Any]]:
+        return [r for r in self.store.lost_attempts() if all(r[k] == v for k, v in self.filters.items())]
 
 
 def choices(store: ResultsStore) -> dict[str, list[str]]:
@@ -112,6 +124,7 @@ def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
     store = ResultsStore(db, create=False)
     try:
         cells = cell_rows(store, filters, root)
+        lost = lost_spend(FilteredLost(store, filters))
     finally:
         store.close()
     return page("sweeps.html", "Sweeps", db=db, filters=filters, choices=data["choices"], rows=rows, report=rep,
@@ -119,4 +132,5 @@ def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
                 reference_rows=[r for r, ok in zip(rows, solver) if not ok],
                 accuracy=svg.accuracy_bars(rep.solvers),
                 curves=svg.budget_curves({k: v for k, v in rep.token_curves().items() if k in solver_labels}),
-                comparisons=rep.comparisons, matrices=matrix_tables(rep), difference=difference_cell, cells=cells)
+                comparisons=rep.comparisons, matrices=matrix_tables(rep), difference=difference_cell, cells=cells,
+                lost=lost, on_ray=any(c["node"] for c in cells))
