@@ -87,6 +87,14 @@ def _rows(db: Path, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
         con.close()
 
 
+def _done(db: Path) -> int:
+    """Cells done so far (0 while the sweep has not made its database yet)."""
+    try:
+        return len(_rows(db, "SELECT 1 FROM cells WHERE state='done'")) if db.exists() else 0
+    except sqlite3.OperationalError:
+        return 0
+
+
 def _check_artifacts_on_the_driver(db: Path, root: Path) -> None:
     """Every done cell's run directory is under the driver's --workspace-root, complete, and its
     database rows are its calls.jsonl; it was made elsewhere (on the node) and moved here."""
@@ -194,8 +202,13 @@ def test_a_node_killed_mid_sweep_loses_no_cell_and_shows_the_lost_spend(cluster,
         try:
             # six cells at once on three nodes, each holding its second request: two on every node
             assert gate.wait_held(6, timeout=180), gate.held
-            victim = c.worker_nodes and next(iter(w for w in cluster[1] if w in c.worker_nodes))
+            victim = next(w for w in cluster[1] if w in c.worker_nodes)
             c.remove_node(victim, allow_graceful=False)
+            # the driver has recorded the two attempts the node took down before any held request
+            # is answered: each lost attempt spent exactly its first call
+            deadline = time.monotonic() + 120
+            while len(_rows(db, "SELECT 1 FROM lost_attempts")) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)  # polling the database, not ordering events
         finally:
             gate.open()
             driver.join(timeout=600)
@@ -208,8 +221,9 @@ def test_a_node_killed_mid_sweep_loses_no_cell_and_shows_the_lost_spend(cluster,
     lost = _rows(db, "SELECT * FROM lost_attempts")
     # the cells that were on the dead node: each ran again elsewhere, recorded once, its first
     # (answered) request's tokens kept as the lost attempt's spend
-    assert len(lost) >= 1 and {r["node"] for r in lost} == {victim.node_id}
-    assert all(r["calls"] == 1 and r["input_tokens"] > 0 and r["output_tokens"] > 0 for r in lost)
+    assert len(lost) == 2 and {r["node"] for r in lost} == {victim.node_id}
+    assert all(r["calls"] == 1 and r["input_tokens"] > 0 and r["output_tokens"] > 0 for r in lost), \
+        [(r["calls"], r["input_tokens"], r["output_tokens"]) for r in lost]
     runs = {r["key"]: r["runs"] for r in rows}
     assert all(runs[r["cell_key"]] == 2 for r in lost) and sum(runs.values()) == 9 + len(lost)
     _check_artifacts_on_the_driver(db, db.parent / "r_runs")
@@ -241,7 +255,7 @@ def test_a_killed_driver_rerun_does_nothing_twice(cluster, tmp_path):
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
-            if len(_rows(db, "SELECT 1 FROM cells WHERE state='done'") if db.exists() else []) >= 6:
+            if _done(db) >= 6:
                 break
             time.sleep(0.05)  # polling the database, not ordering events
         proc.send_signal(signal.SIGKILL)
