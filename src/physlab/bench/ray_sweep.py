@@ -158,7 +158,10 @@ class RayCells:
     async def _watch_nodes(self) -> None:
         while True:
             await asyncio.sleep(NEW_NODES_S)
-            await self._add_runners()
+            try:
+                await self._add_runners()
+            except Exception:  # noqa: BLE001 - a node that cannot take a runner now is tried again later
+                continue
 
     async def _take_feed(self) -> None:
         """The calls the nodes reported, to each cell's live progress."""
@@ -209,7 +212,7 @@ class RayCells:
                 raise UserError(sent.user_error)
             outcome = sent.outcome
             if sent.archive is not None:
-                unpack(sent.archive, workspace)
+                await asyncio.to_thread(unpack, sent.archive, workspace)
             if outcome.result is not None:
                 outcome.result.workspace = str(workspace)
                 outcome.result.node = sent.node

@@ -5,7 +5,8 @@ One row per cell (problem, strategy, model, repeat, budget) in ``cells``, its us
 ``checkpoints`` (what the report's accuracy-against-budget curves are read from), every model
 request in ``calls`` (from the cell's calls.jsonl), and the public
 view of every problem a sweep saw in ``problems`` (for later grading and the CritPt export; the
-reference answer is never stored here).
+reference answer is never stored here). A Ray sweep adds each cell's node and, in ``lost_attempts``,
+the spend of runs a dying node took with it.
 
 Several processes may share one file: WAL journal, a busy timeout, short transactions, and a
 claim protocol on the cell's unique key. A worker claims a cell with one conditional UPDATE
