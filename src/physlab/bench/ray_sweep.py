@@ -95,21 +95,23 @@ class RayCells:
             if not any(r.alive for r in self._runners.values()):
                 raise UserError("no node of the Ray cluster has a free CPU for a cell runner", field="--ray")
             self._tasks = [asyncio.create_task(self._take_feed()), asyncio.create_task(self._watch_nodes())]
-        except BaseException:
-            await self.__aexit__(None, None, None)
+        except BaseException as exc:
+            await self.__aexit__(type(exc), exc, None)
             raise
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, exc_type: Any, *exc: Any) -> None:
         ray = import_ray()
         for task in self._tasks:
             task.cancel()
         for r in self._runners.values():
-            if r.alive:
+            if r.alive and exc_type is None:  # done: each runner closes its pool and removes its scratch
                 try:
-                    await asyncio.wait_for(r.actor.close.remote(), 30)
+                    await asyncio.wait_for(_await(r.actor.close.remote()), 30)
                 except Exception:  # noqa: BLE001 - a runner that cannot close is killed all the same
                     pass
+            # stopped or failed: cells still running are abandoned (their cells are given back);
+            # the next runner on the node removes the scratch they leave
             ray.kill(r.actor)
         if self.coordinator is not None:
             ray.kill(self.coordinator)
@@ -181,8 +183,11 @@ class RayCells:
         return min(alive, key=lambda r: (r.running / r.cpus, r.running))
 
     async def _lose(self, runner: _Runner) -> None:
+        """The runner is gone (or out of reach: then it is killed, so that no cell of it runs on
+        unseen and no slot of it is counted twice); its in-flight slots are free again."""
         if runner.alive:
             runner.alive = False
+            import_ray().kill(runner.actor)
             await _await(self.coordinator.forget.remote(runner.id))
 
     # -- one cell ------------------------------------------------------------------------------

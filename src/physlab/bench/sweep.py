@@ -218,6 +218,7 @@ class Sweep:
                 self._prog.update(self.live)
 
         async def lost(attempt: LostAttempt) -> None:  # a Ray node died under the cell: its spend kept
+            counted[:] = [0, 0.0]  # (what it showed stays shown: it was spent; the next attempt counts anew)
             await self._db(self.store.record_lost, spec.key, self.worker, attempt)
 
         try:
