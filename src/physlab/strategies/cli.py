@@ -80,12 +80,16 @@ def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `ph
     import json
 
     from physlab.strategies import registry
+    from physlab.strategies.params import cite
 
     kind = registry.get(name)
     params = kind.Params.model_json_schema().get("properties", {})
     for key, prop in params.items():  # fields the lab inherits from its own settings say it beside them
         prop["description"] = prop.get("description") or kind.Params.descriptions.get(key, "")
-        prop["source"] = prop.get("source") or kind.Params.sources.get(key, "")
+        prop["source"] = cite(prop.get("source") or kind.Params.sources.get(key, ""))
+        if presets := kind.Params.preset_values(key):      # its value under each named setting
+            prop["presets"] = presets
+            prop["departs"] = len({json.dumps(v, sort_keys=True) for v in presets.values()}) > 1
     if as_json:
         typer.echo(json.dumps({"strategy": name, "summary": _summary(kind), "params": params}, indent=2))
         return
@@ -95,6 +99,9 @@ def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `ph
         typer.echo(f"  {key} = {_shown(prop.get('default'))}  ({_kind(prop)})")
         typer.echo(f"      {prop['description']}")
         typer.echo(f"      default from: {prop['source']}")
+        if prop.get("departs"):
+            typer.echo("      departs from the paper: " + ", ".join(
+                f"preset={preset} {_shown(value)}" for preset, value in prop["presets"].items()))
 
 
 def _summary(kind: Any) -> str:
@@ -119,6 +126,8 @@ def _shown(value: Any) -> str:
         return "unset"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_shown(v)}" for k, v in value.items()) + "}" if value else "{}"
     return str(value)
 
 
