@@ -30,7 +30,6 @@ import os
 import sqlite3
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
