@@ -18,8 +18,10 @@ driver's: it runs no cell), then one-CPU worker nodes added one at a time. Print
   directory packed, sent back and unpacked, its result written): seconds per cell each way, and the
   difference. Then the same at --concurrency 8 (cells per second through the pipe).
 
-The machine's load (1-minute average) is printed before and after: other people's work on a shared
-machine changes the figures, so compare ratios run together.
+The machine's load (1-minute average) is printed with each figure, and beside each node count what
+as many bare processes doing the same enumeration get at that moment, as a ratio to one: the most any
+executor could get from the cores other people's work leaves free (on an idle 2-core machine, 2x at
+two). Compare the sweep's ratio with that one.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import os
 import sqlite3
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,26 @@ async def do_nothing(problem, strategy, options, shared, *, workspace, replace=F
     ws.mkdir(parents=True, exist_ok=True)
     (ws / "PROBLEM.md").write_text(f"# {problem.id}\n")
     return _NoRecord()
+
+
+def _enumerate(_: int) -> int:
+    """The CPU-heavy answer's work (oneshot-qec-enumerate): the 16^5 fault patterns by weight."""
+    import itertools
+
+    weights = [0] * 6
+    for pattern in itertools.product(range(16), repeat=5):
+        weights[sum(1 for f in pattern if f)] += 1
+    return weights[5]
+
+
+def _bare(n: int, rounds: int = 2) -> float:
+    """Enumerations per second with ``n`` processes at once (``rounds`` each)."""
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(n) as pool:
+        t0 = time.perf_counter()
+        pool.map(_enumerate, range(n * rounds), chunksize=rounds)
+        return n * rounds / (time.perf_counter() - t0)
 
 
 def _load() -> float:
@@ -108,13 +131,17 @@ def main() -> None:
         heavy = dict(suite="examples", strategies=["oneshot"], models=["scripted:oneshot-qec-enumerate"],
                      repeats=args.repeats, concurrency=8, executor="ray")
         rates: list[float] = []
+        bare: list[float] = []
         for n in range(1, args.nodes + 1):
             cluster.add_node(**node, num_cpus=1)
             cluster.wait_for_nodes()
+            bare.append(_bare(n))
             cells, secs = _sweep(heavy, tmp / f"cpu{n}.sqlite")
             rates.append(cells / secs * 60)
             print(f"CPU-bound, {n} one-CPU node{'s' if n > 1 else ''}: {cells} cells in {secs:.1f} s = "
-                  f"{rates[-1]:.1f} cells/min, {rates[-1] / rates[0]:.2f}x one node (load {_load():.2f})", flush=True)
+                  f"{rates[-1]:.1f} cells/min, {rates[-1] / rates[0]:.2f}x one node; {n} bare process"
+                  f"{'es' if n > 1 else ''} just before: {bare[-1] / bare[0]:.2f}x one (load {_load():.2f})",
+                  flush=True)
         for w in list(cluster.worker_nodes)[1:]:  # the overhead on one node
             cluster.remove_node(w)
         reps = max(1, args.noop_cells // len(examples))
