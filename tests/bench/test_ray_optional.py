@@ -56,3 +56,25 @@ def test_an_older_database_gains_the_ray_columns_on_open(tmp_path):
     assert {"node", "sandbox_backend"} <= cols
     assert st.conn.execute("SELECT COUNT(*) FROM lost_attempts").fetchone()[0] == 0
     st.close()
+
+
+async def test_the_cluster_limit_frees_a_dead_nodes_slots_and_a_cancelled_ask():
+    """The coordinator's slots (plain Python, no Ray needed): a node that dies holding slots gives
+    them back; an ask cancelled before its answer arrives never holds one."""
+    import asyncio
+
+    from physlab.bench.ray_coordinator import Coordinator
+
+    c = Coordinator(max_inflight=2)
+    assert await c.acquire("a", "t1") and await c.acquire("b", "t2")
+    waiting = asyncio.create_task(c.acquire("b", "t3"))
+    await asyncio.sleep(0)
+    assert not waiting.done() and await c.slots() == (2, 2)
+    await c.forget("a")  # node a died holding t1: b's waiting ask gets the slot
+    assert await waiting is True and await c.slots() == (2, 2)
+    await c.give_up("b", "t4")  # cancelled before its ask arrived: refused when it comes
+    assert await c.acquire("b", "t4") is False
+    await c.release("b", "t2")
+    await c.release("b", "t3")
+    assert await c.slots() == (0, 2)
+    assert await c.acquire("a", "t5") is False  # a forgotten node gets no slot
