@@ -7,12 +7,13 @@ costs a cell beside the in-process path.
 A local cluster (`ray.cluster_utils.Cluster`, every node on 127.0.0.1): a head with no CPU (the
 driver's: it runs no cell), then one-CPU worker nodes added one at a time. Printed:
 
-- CPU-bound: the built-in examples x `oneshot` x ``scripted:oneshot-qec-enumerate`` (its answer
-  enumerates the QEC example's 16^5 fault patterns when the grader loads it in the sandbox, about a
-  CPU-second) x ``--repeats``, at 1, 2 and 3 nodes: cells per minute from the first cell sent to the
-  last one written (the driver's worker_runs row; the nodes' start-up apart), and the ratio to one
-  node. Each node's runner holds its one CPU and a one-worker sandbox pool. Three one-CPU nodes on a
-  two-core machine share two cores: the third cannot add a core's worth.
+- CPU-bound: the built-in examples x ``--repeats`` cells, each of which runs one script in its node's
+  sandbox: the enumeration of the QEC example's 16^5 fault patterns (about a CPU-second; the code
+  ``scripted:oneshot-qec-enumerate`` answers with, run here for every cell: the grader would run it
+  once per problem and template, then reuse its result), at 1, 2 and 3 nodes: cells per minute from
+  the first cell sent to the last one written (the driver's worker_runs row; the nodes' start-up
+  apart), and the ratio to one node. Each node's runner holds its one CPU and a one-worker sandbox
+  pool. Three one-CPU nodes on a two-core machine share two cores: the third cannot add a core's worth.
 - Per-cell overhead: ``--noop-cells`` cells whose run does nothing but make its directory, one at a
   time (--concurrency 1), in this process and through a one-node cluster (sent to the node, its
   directory packed, sent back and unpacked, its result written): seconds per cell each way, and the
@@ -65,24 +66,43 @@ async def do_nothing(problem, strategy, options, shared, *, workspace, replace=F
     return _NoRecord()
 
 
-def _enumerate(_: int) -> int:
-    """The CPU-heavy answer's work (oneshot-qec-enumerate): the 16^5 fault patterns by weight."""
-    import itertools
+ENUMERATE = """import itertools
 
-    weights = [0] * 6
+for _ in range(ROUNDS):
+    weights = [0] * 6  # the QEC example's fault configurations by the number of faulty CNOTs
     for pattern in itertools.product(range(16), repeat=5):
         weights[sum(1 for f in pattern if f)] += 1
-    return weights[5]
+print(weights)
+"""
+ROUNDS = 4  # enumerations per cell (--rounds); the cell function carries it to the nodes
 
 
-def _bare(n: int, rounds: int = 2) -> float:
-    """Enumerations per second with ``n`` processes at once (``rounds`` each)."""
+async def enumerate_in_sandbox(problem, strategy, options, shared, *, workspace, replace=False, resume=False):
+    """A cell whose run is one CPU-heavy script in the node's sandbox (as model-written code is run)."""
+    from physlab.sandbox import SandboxLimits
+
+    res = await shared.sandbox.run(f"ROUNDS = {ROUNDS}\n" + ENUMERATE, limits=SandboxLimits(timeout_s=300))
+    assert res.exit_code == 0 and "759375" in res.stdout, (res.stderr, res.error)
+    ws = Path(workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "enumeration.txt").write_text(res.stdout)
+    return _NoRecord()
+
+
+def _enumerate(rounds: int) -> None:
+    exec(ENUMERATE, {"print": lambda *a: None, "ROUNDS": rounds})
+
+
+def _bare(n: int) -> float:
+    """A CPU-bound cell's script run by ``n`` bare processes at once: scripts per second."""
     import multiprocessing
 
-    with multiprocessing.get_context("fork").Pool(n) as pool:
+    # spawned, not forked: this process has Ray's threads, and a fork copies their locks held
+    with multiprocessing.get_context("spawn").Pool(n) as pool:
+        pool.map(abs, range(n), chunksize=1)  # every worker up before the clock starts
         t0 = time.perf_counter()
-        pool.map(_enumerate, range(n * rounds), chunksize=rounds)
-        return n * rounds / (time.perf_counter() - t0)
+        pool.map(_enumerate, [ROUNDS] * n, chunksize=1)
+        return n / (time.perf_counter() - t0)
 
 
 def _load() -> float:
@@ -112,7 +132,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="repeats of the examples x the CPU-heavy model")
     ap.add_argument("--nodes", type=int, default=3)
     ap.add_argument("--noop-cells", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=4, help="enumerations per CPU-bound cell (each ~0.5 CPU-s)")
     args = ap.parse_args()
+    global ROUNDS
+    ROUNDS = args.rounds
 
     # Ray reads this when it is imported: 127.0.0.1 stays loopback (a one-machine cluster).
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
@@ -128,7 +151,7 @@ def main() -> None:
     cluster = Cluster(initialize_head=True, head_node_args={**node, "num_cpus": 0, "include_dashboard": False})
     try:
         ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
-        heavy = dict(suite="examples", strategies=["oneshot"], models=["scripted:oneshot-qec-enumerate"],
+        heavy = dict(suite="examples", strategies=["oneshot"], models=["scripted:oneshot-wrong"],
                      repeats=args.repeats, concurrency=8, executor="ray")
         rates: list[float] = []
         bare: list[float] = []
@@ -136,7 +159,7 @@ def main() -> None:
             cluster.add_node(**node, num_cpus=1)
             cluster.wait_for_nodes()
             bare.append(_bare(n))
-            cells, secs = _sweep(heavy, tmp / f"cpu{n}.sqlite")
+            cells, secs = _sweep(heavy, tmp / f"cpu{n}.sqlite", solve=enumerate_in_sandbox, problems=examples)
             rates.append(cells / secs * 60)
             print(f"CPU-bound, {n} one-CPU node{'s' if n > 1 else ''}: {cells} cells in {secs:.1f} s = "
                   f"{rates[-1]:.1f} cells/min, {rates[-1] / rates[0]:.2f}x one node; {n} bare process"

@@ -151,12 +151,15 @@ def test_max_inflight_holds_across_the_cluster(cluster, tmp_path, monkeypatch):
         cfg = SweepConfig(suite=str(d), strategies=["two-step"], models=["openai:standin"], concurrency=12,
                           max_inflight=4, db=tmp_path / "r.sqlite", api_base=srv.base_url,
                           api_key_env="STANDIN_KEY", executor="ray")
-        summary = asyncio.run(Sweep(cfg, progress=False).run())
+        sweep = Sweep(cfg, progress=False)
+        summary = asyncio.run(sweep.run())
         assert summary.ran == 12
         assert srv.stats.max_in_flight == 4  # reached, never passed
         assert srv.stats.answered == 24
-    rows = _rows(tmp_path / "r.sqlite", "SELECT node FROM cells")
+    rows = _rows(tmp_path / "r.sqlite", "SELECT node, input_tokens + output_tokens AS tokens FROM cells")
     assert len({r["node"] for r in rows}) == 3
+    # the live progress counted the nodes' calls as the database did
+    assert (sweep.live.done, sweep.live.tokens) == (12, sum(r["tokens"] for r in rows)) == (12, srv.stats.total_tokens)
 
 
 class _SecondCallGate:
