@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from physlab.bench.store import SCHEMA_VERSION, CellResult, CellSpec, ResultsStore, worker_id
+from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
 
@@ -309,7 +309,7 @@ def test_a_database_from_before_checkpoints_gains_their_columns_on_open(tmp_path
     assert st.checkpoints() == []
     # the prompt-cache columns (version 3) are there, zero for what was stored before
     assert [(r["role"], r["input_tokens"], r["cache_read_tokens"]) for r in st.roles()] == [("solver", 10, 0)]
-    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
     ResultsStore(db).close()  # a second open finds the columns there and adds nothing
 
 

@@ -41,7 +41,7 @@ from physlab.tools.choice import ToolChoice
 if TYPE_CHECKING:
     from physlab.run.checkpoints import Checkpoint
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 3
 
 # Columns added since version 1: a database written before gets them on open (CREATE TABLE IF NOT
 # EXISTS leaves an existing table as it was). Same definitions as in _SCHEMA.
@@ -50,8 +50,12 @@ _ADDED_CELL_COLUMNS = {
     "reference_conditioned": "INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1))",
     "judge_checks": "INTEGER",
     "judge_agreed": "INTEGER CHECK (judge_agreed <= judge_checks)",
-    # Version 4: where the cell ran (the Ray node's id; NULL in a sweep on this machine) and the
-    # sandbox backend that ran its code there.
+    # The --protocol the cell's strategy was set by. No version bump: a PhysLab that does not know
+    # the column still keeps protocols apart, by the cell key (@protocol among its parameters).
+    "protocol": "TEXT NOT NULL DEFAULT 'physlab'",
+    # Where a Ray sweep ran the cell (the node's id; NULL on this machine) and the sandbox backend
+    # that ran its code there. No version bump either: a PhysLab that does not know them leaves
+    # them empty, and the lost_attempts table beside the cells, untouched.
     "node": "TEXT",
     "sandbox_backend": "TEXT",
 }
@@ -104,6 +108,7 @@ CREATE TABLE IF NOT EXISTS cells (
     reference_conditioned INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1)),
     judge_checks INTEGER,
     judge_agreed INTEGER CHECK (judge_agreed <= judge_checks),
+    protocol TEXT NOT NULL DEFAULT 'physlab',
     node TEXT,
     sandbox_backend TEXT
 );
@@ -238,6 +243,7 @@ class CellSpec:
     gradable: bool = False
     params: str = ""  # params_tag() of the sweep's --param values (and its --tools arm, as @tools)
     tools: ToolChoice | None = None  # the cell's tools (an arm of the sweep); None: the problem's default
+    protocol: str = "physlab"  # --protocol (another than physlab is also in params, as @protocol, for the key)
 
     @functools.cached_property  # asked for ~7 times per cell; the budget tag dumps the Budget model
     def config(self) -> str:
@@ -444,12 +450,12 @@ class ResultsStore:
         """Insert cells not yet known (a cell's key is unique; re-adding is a no-op)."""
         now = time.time()
         rows = [(c.key, c.sweep, c.suite, c.problem_id, c.strategy, c.model, c.repeat,
-                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now) for c in cells]
+                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now, c.protocol) for c in cells]
         with self.tx() as conn:
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO cells(key, sweep, suite, problem_id, strategy, model, repeat,"
-                " budget_json, gradable, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                " budget_json, gradable, created_at, protocol) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
             return conn.total_changes - before
 
     # -- claim protocol -----------------------------------------------------------------------

@@ -39,6 +39,7 @@ from physlab.bench.cell import (
 from physlab.bench.store import CellSpec, LostAttempt, ResultsStore, params_tag, worker_id
 from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord
+from physlab.run.options import ProtocolName
 from physlab.tools.choice import ToolChoice
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ class SweepConfig(BaseModel):
     output_mode: str | None = None
     tools: list[ToolChoice] = Field(default_factory=list, description="The lab's tools, one arm each (cells for "
                                                                       "every one); none: each problem's default.")
+    protocol: ProtocolName = Field(default="physlab", description="physlab: PhysLab's defaults; paper: every "
+                                                                  "strategy at its published setting (--param "
+                                                                  "given still wins). Other cells than physlab's.")
     name: str = ""
     retry_failed: bool = True
     lease_s: float = Field(default=120.0, gt=0)
@@ -179,7 +183,8 @@ class Sweep:
             CellSpec(problem_id=p.id, strategy=s, model=m, repeat=r, budget=self.config.budget,
                      suite=label, sweep=self.config.name or label, gradable=p.gradable,
                      params=params_tag({**self.config.params, **self._model_options(),
-                                        **({"@tools": str(arm)} if arm is not None else {})}), tools=arm)
+                                        **({"@tools": str(arm)} if arm is not None else {})}), tools=arm,
+                     protocol=self.config.protocol)
             for arm in arms for p in problems for s in self.config.strategies for m in self.config.models
             for r in range(self.config.repeats)
         ]
@@ -194,6 +199,8 @@ class Sweep:
             out["@role_models"] = dict(sorted(self.config.role_models.items()))
         if self.config.output_mode:
             out["@output_mode"] = self.config.output_mode
+        if self.config.protocol != "physlab":  # PhysLab's keeps the keys it always had
+            out["@protocol"] = self.config.protocol
         return out
 
     # -- one cell -------------------------------------------------------------------------------

@@ -108,6 +108,8 @@ class LabParams(StrategyParams, LabSettings):
     resume_iteration: int | None = param(None, "Continue the run from the end of iteration N (--resume DIR@N).",
                                          "PhysLab: a run continues from its last commit", ge=0)
 
+    protocols = {"paper": {"preset": "paper"}}  # --protocol paper: the lab as physics-intern runs it
+
     # Each default says whose it is: "seed: ..." (physics-intern, the paper or its public code) or
     # "PhysLab: ..." (ours, and why; where the seed has a number, preset=paper restores it).
     sources = {

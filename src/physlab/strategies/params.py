@@ -65,6 +65,9 @@ class StrategyParams(BaseModel):
             return {}
         default = cls.model_fields[key].get_default(call_default_factory=True)
         return {cls.default_preset: default, **{name: values.get(key, default) for name, values in cls.presets.items()}}
+    # What each protocol other than PhysLab's sets (physlab.strategies.protocols): protocol -> the
+    # values that give the published setting where a default departs from it.
+    protocols: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @property
     def sees_reference(self) -> bool:

@@ -308,7 +308,7 @@ class QECScenario:
             if not runs:
                 return calls(("execute_python", {"code": _value_check_script(m.group(1))}))
             ok = _all_pass(runs[-1])
-            printed = runs[-1].split("STDOUT:")[-1]
+            printed = P.printed(runs[-1])
             checks = [{"check": line.split(":")[0].split(" =")[0].strip(),
                        "outcome": "PASS" if "PASS" in line else "FAIL"}
                       for line in printed.splitlines() if line.strip().endswith(("PASS", "FAIL"))]
@@ -402,7 +402,7 @@ class QECScenario:
                 return calls(("execute_python", {"code": _value_check_script(m.group(1), at="3/4")}))
             ok = _all_pass(runs[-1])
             return tool_call(out, {"decision": "dismiss" if ok else "uphold",
-                                   "reasoning": "Evaluated the formula myself: " + runs[-1].split("STDOUT:")[-1][:600]})
+                                   "reasoning": "Evaluated the formula myself: " + P.printed(runs[-1])[:600]})
         has_code = "<code>" in prompt
         return tool_call(out, {"decision": "dismiss" if has_code else "uphold",
                                "reasoning": "The evidence has a computational check." if has_code else
