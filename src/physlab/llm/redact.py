@@ -95,7 +95,7 @@ def redact_reply(resp: ModelResponse, secrets: tuple[str, ...]) -> ModelResponse
 
 
 def _part(part: Any, secrets: tuple[str, ...]) -> Any:
-    if not secrets or not dataclasses.is_dataclass(part):
+    if not secrets or not dataclasses.is_dataclass(part) or isinstance(part, type):
         return part
     changed = {}
     for name in ("content", "args"):  # text and thinking, a tool call's arguments, a tool's return
