@@ -90,7 +90,7 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
     checkpoints: dict[str, list[dict[str, Any]]] = {}
     for cp in store.checkpoints():
         checkpoints.setdefault(cp["cell_key"], []).append(cp)
-    for cell in store.cells("state='done'"):
+    for cell in store.cells(state="done"):
         entry = answers.get(cell["problem_id"])
         if entry is None or (cell["verdict"] is not None and not regrade):
             continue

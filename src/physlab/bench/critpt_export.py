@@ -135,9 +135,8 @@ def _batch(store: ResultsStore, group: Group, repeat: int, cells: list[dict[str,
 
 def _known_sub_problems(store: ResultsStore) -> list[str]:
     """The sub-problem ids of CritPt challenges the database's problems hold."""
-    rows = store.conn.execute("SELECT problem_id, public_json FROM problems").fetchall()
-    return [r["problem_id"] for r in rows
-            if (json.loads(r["public_json"]).get("extra") or {}).get("problem_type") == "sub"]
+    return [pid for pid, public in store.problems_public().items()
+            if (public.get("extra") or {}).get("problem_type") == "sub"]
 
 
 def _iso(ts: float | None) -> str:

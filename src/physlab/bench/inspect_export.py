@@ -88,16 +88,13 @@ def records_from_db(db: Path, *, strategy: str | None = None, model: str | None 
 
     store = ResultsStore(db, create=False)
     try:
-        where, params = ["state IN ('done', 'failed')"], []
-        for column, value in (("strategy", strategy), ("model", model)):
-            if value is not None:
-                where.append(f"{column}=?")
-                params.append(value)
+        chosen = {column: value for column, value in (("strategy", strategy), ("model", model)) if value is not None}
         out = []
         roles: dict[str, dict[str, dict[str, Any]]] = {}
-        for r in store.conn.execute("SELECT * FROM cell_roles"):
-            roles.setdefault(r["cell_key"], {})[r["role"]] = {k: r[k] for k in r.keys() if k not in ("cell_key", "role")}
-        for row in store.cells(" AND ".join(where), tuple(params)):
+        of_cell = ("cell_key", "role", "key", "suite", "problem_id", "repeat", "strategy", "model")  # the join's
+        for r in store.roles(done=False):
+            roles.setdefault(r["cell_key"], {})[r["role"]] = {k: v for k, v in r.items() if k not in of_cell}
+        for row in store.cells(state=("done", "failed"), filters=chosen):
             calls, note = _calls(row["workspace"], store.iter_calls(row["key"]))
             out.append(CellRecord(
                 problem_id=row["problem_id"], suite=row["suite"], strategy=row["strategy"], model=row["model"],

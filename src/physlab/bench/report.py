@@ -180,7 +180,7 @@ class CritptScore(BaseModel):
 
 def critpt_scores(store: ResultsStore) -> list[CritptScore]:
     by_group: dict[tuple[str, str, str], list[dict]] = {}
-    for s in store.critpt_submissions("state='scored'"):
+    for s in store.critpt_submissions(state="scored"):
         by_group.setdefault((s["strategy"], s["model"], s["config"]), []).append(s)
     out = []
     for (strategy, model, config), subs in sorted(by_group.items()):
@@ -375,9 +375,9 @@ def _clusters(store: ResultsStore, problem_ids: set[str]) -> dict[str, str]:
 FILTERS = ("strategy", "model", "suite")
 
 
-def _where(filters: dict[str, str] | None) -> tuple[str, tuple[str, ...]]:
-    chosen = {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
-    return " AND ".join(f"{k} = ?" for k in chosen) or "1=1", tuple(chosen.values())  # keys from FILTERS only
+def _chosen(filters: dict[str, str] | None) -> dict[str, str]:
+    """The filters a report knows (FILTERS), those given a value."""
+    return {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
 
 
 def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
@@ -389,7 +389,7 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
     # would mix two experiments in one accuracy, and count them as repeats in pass@k. A run a cap
     # cut short stays in its group: the group's accuracy is the strategy's at that budget.
     rows = [{**r, "config": cell_config(r), **{f: bool(r.get(f)) for f in APART_CELL_FLAGS}}
-            for r in store.cells(*_where(filters))]
+            for r in store.cells(filters=_chosen(filters))]
     keys = ("strategy", "model", "config", *APART_CELL_FLAGS)
     by_group = stats.group_by(rows, *keys)
     group_of = {r["key"]: tuple(r[k] for k in keys) for r in rows}

@@ -34,7 +34,6 @@ from physlab.bench.cell import (
     SolveFn,
     open_providers,
     run_cell,
-    total_usage,
 )
 from physlab.bench.store import CellSpec, LostAttempt, ResultsStore, params_tag, worker_id
 from physlab.errors import UserError
@@ -247,7 +246,7 @@ class Sweep:
             self.summary.failed += 1
             return
         if await self._db(self.store.finish, spec.key, self.worker, outcome.result):
-            total = total_usage(outcome.result)
+            total = outcome.result.usage()
             self.live.done += 1
             # what on_call did not show yet (a solve function without it; a report still on its way)
             self.live.tokens += max(0, total.total_tokens - counted[0])
