@@ -83,7 +83,9 @@ class RayCells:
                 ray.init(address=self.cfg.ray_address, logging_level="ERROR", log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = self.cfg.ray_address or "RAY_ADDRESS or this machine"
-                raise UserError(f"cannot join the Ray cluster at {where}: {str(exc).splitlines()[0]}",
+                hint = ("; start one (ray start --head) or give its HOST:PORT (--ray local: a new Ray on this "
+                        "machine)") if self.cfg.ray_address in (None, "auto") else ""
+                raise UserError(f"cannot join the Ray cluster at {where}: {str(exc).splitlines()[0]}{hint}",
                                 field="--ray") from None
             self._joined = True
         try:
