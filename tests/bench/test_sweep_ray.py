@@ -231,11 +231,10 @@ def test_a_node_killed_mid_sweep_loses_no_cell_and_shows_the_lost_spend(cluster,
     assert all(runs[r["cell_key"]] == 2 for r in lost) and sum(runs.values()) == 9 + len(lost)
     _check_artifacts_on_the_driver(db, db.parent / "r_runs")
     # shown, not hidden: by `bench report` and on the dashboard's Sweeps page
-    from physlab.bench.lost import lost_spend
     from physlab.web.sweeps import sweeps_page
 
     spent = sum(r["input_tokens"] + r["output_tokens"] for r in lost)
-    table = lost_spend(ResultsStore(db, create=False))
+    table = build_report(ResultsStore(db, create=False)).lost
     assert table.attempts == len(lost) and table.tokens == spent
     cli = subprocess.run([sys.executable, "-m", "physlab", "bench", "report", "--db", str(db)],
                          capture_output=True, text=True, timeout=120)

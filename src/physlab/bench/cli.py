@@ -397,7 +397,6 @@ def report_cmd(
     accuracy against a token/cost cap, tokens/cost/wall, role shares (docs/sweeps.md: how to read them)."""
     from physlab.bench import plots as plots_mod
     from physlab.bench.judgement import judgement_table
-    from physlab.bench.lost import lost_spend
     from physlab.bench.report import build_report, write_csv
     from physlab.bench.report_render import print_report, write_html
     from physlab.bench.store import ResultsStore
@@ -407,7 +406,6 @@ def report_cmd(
     try:
         report = build_report(store, equal_tokens=equal_tokens)
         judged = judgement_table(store)
-        lost = lost_spend(store)
     finally:
         store.close()
     if as_json:
@@ -415,7 +413,6 @@ def report_cmd(
     else:
         print_report(report)
         _print_judgement(*judged)
-        _print_lost(lost)
     if csv:
         writing(csv, "--csv", lambda: write_csv(report, csv))
         typer.echo(f"wrote {csv}", err=as_json)
@@ -440,23 +437,6 @@ def _print_judgement(title: str, header: list[str], rows: list[list[str]]) -> No
         table.add_column(col, justify="left" if i == 0 else "right")
     for row in rows:
         table.add_row(row[0].replace("|", " × "), *row[1:])
-    Console().print(table)
-
-
-def _print_lost(lost) -> None:
-    """The spend of the attempts a Ray node took down with it, when there were any."""
-    if not lost.attempts:
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    typer.echo(lost.line())  # one line, whatever the terminal's width
-    table = Table()
-    for i, col in enumerate(("strategy", "model", "node", "attempts", "calls", "tokens", "cost $")):
-        table.add_column(col, justify="left" if i < 3 else "right")
-    for g in lost.groups:
-        table.add_row(g["strategy"], g["model"], g["node"][:12], str(g["attempts"]), str(g["calls"]),
-                      f"{g['tokens']:,}", f"{g['cost_usd']:.4f}")
     Console().print(table)
 
 
