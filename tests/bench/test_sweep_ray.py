@@ -26,6 +26,8 @@ from physlab.bench.store import ResultsStore
 from physlab.bench.sweep import Sweep, SweepConfig
 from physlab.llm.standin import StandinServer
 from physlab.problems import load_suite
+from physlab.run.record import written_here
+from physlab.run.seal import is_sealed
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +99,8 @@ def _done(db: Path) -> int:
 
 def _check_artifacts_on_the_driver(db: Path, root: Path) -> None:
     """Every done cell's run directory is under the driver's --workspace-root, complete, and its
-    database rows are its calls.jsonl; it was made elsewhere (on the node) and moved here."""
+    database rows are its calls.jsonl; it was made elsewhere (on the node) and moved here, and its
+    record says so (tests/bench/test_ray_cell_comes_home.py: with two machines' secrets)."""
     for cell in _rows(db, "SELECT * FROM cells WHERE state='done'"):
         ws = Path(cell["workspace"])
         assert ws.is_relative_to(root), ws
@@ -110,8 +113,8 @@ def _check_artifacts_on_the_driver(db: Path, root: Path) -> None:
         assert cell["input_tokens"] == sum(x["input_tokens"] for x in lines)
         metrics = json.loads((ws / "metrics.json").read_text())
         assert metrics["status"] == cell["status"]
-        ran_in = Path(metrics["details"]["workspace"])  # where the node ran it: gone, not shared
-        assert not ran_in.is_relative_to(root) and not ran_in.exists(), ran_in
+        assert metrics["details"]["workspace"] == str(ws)  # where it is now, not the node's scratch
+        assert written_here(ws) and is_sealed((ws / "metrics.json").read_bytes())  # sealed on the driver
 
 
 def test_cells_spread_over_the_nodes_and_their_run_directories_come_back(cluster, tmp_path):

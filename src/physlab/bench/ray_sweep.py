@@ -25,6 +25,7 @@ from physlab.bench.run_archive import unpack
 from physlab.bench.store import CellSpec, LostAttempt
 from physlab.errors import UserError
 from physlab.llm.usage import CallRecord
+from physlab.run.moved import moved_here
 
 if TYPE_CHECKING:
     from physlab.bench.sweep import SweepConfig
@@ -219,13 +220,20 @@ class RayCells:
                 raise UserError(sent.user_error)
             outcome = sent.outcome
             if sent.archive is not None:
-                await asyncio.to_thread(unpack, sent.archive, workspace)
+                await asyncio.to_thread(bring_back, sent.archive, sent.sealed, workspace)
             if outcome.result is not None:
                 outcome.result.workspace = str(workspace)
                 outcome.result.node = sent.node
             return outcome
         return CellOutcome(error=f"its node died under it {MAX_LOST + 1} times (the lost attempts' spend is in "
                                  "lost_attempts)")
+
+
+def bring_back(archive: bytes, sealed: list[str], workspace: Path) -> None:
+    """A cell's run directory, sent back by its node, into ``workspace`` (under ``--workspace-root``):
+    its record names where it is now, and the records its node vouched for are sealed here."""
+    unpack(archive, workspace)
+    moved_here(workspace, sealed)
 
 
 async def _await(ref: Any) -> Any:
