@@ -278,3 +278,21 @@ def test_a_killed_driver_rerun_does_nothing_twice(cluster, tmp_path):
             assert r["runs"] == 1 and r["finished_at"] == before[r["key"]]
     assert max(r["runs"] for r in rows) <= 2
     _check_artifacts_on_the_driver(db, db.parent / "r_runs")
+
+
+def test_a_file_a_node_cannot_read_stops_the_sweep_before_any_cell_runs(cluster, tmp_path):
+    """`bench run --ray SUITE` (--ray alone: the cluster RAY_ADDRESS names) with a `replay:` model
+    named relative to where the driver runs: the nodes' runners work in another directory and
+    cannot read it, so the sweep stops in one line and no cell runs (files are not shipped)."""
+    c, _ = cluster
+    d = _problem_dir(tmp_path, 2)
+    (tmp_path / "calls.jsonl").write_text(json.dumps({"role": "solver", "model": "scripted:x"}) + "\n")
+    db = tmp_path / "r.sqlite"
+    env = {**os.environ, "RAY_ADDRESS": c.address}
+    p = subprocess.run([sys.executable, "-m", "physlab", "bench", "run", "--ray", str(d), "--models",
+                        "replay:calls.jsonl", "--db", str(db), "--no-progress"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 2, p.stderr
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "calls.jsonl" in lines[0] and "not there" in lines[0], p.stderr
+    assert not _rows(db, "SELECT 1 FROM cells WHERE state != 'pending' OR runs > 0")

@@ -10,6 +10,7 @@ an attempt whose node dies). Made a Ray actor by ``physlab.bench.ray_sweep``; Ra
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from physlab.bench.cell import BoundedSandbox, CellOutcome, CellShared, SolveFn, open_providers, run_cell
 from physlab.bench.ray_coordinator import ClusterLimiter
+from physlab.bench.ray_inputs import InputFile, unseen
 from physlab.bench.run_archive import pack
 from physlab.bench.store import CellSpec
 from physlab.errors import UserError
@@ -65,11 +67,11 @@ class NodeRunner:
                                  registry_path=registry_path, solve=solve)
         self._stack = AsyncExitStack()
 
-    async def ready(self) -> tuple[str, str]:
+    async def ready(self, inputs: list[InputFile]) -> tuple[str, str, list[str]]:
         """Open the node's model clients (with the key variables the driver forwarded); (node id,
-        sandbox backend)."""
+        sandbox backend, the files of ``inputs`` this node does not read as the driver did)."""
         self.shared.providers.update(await open_providers(self.cfg, self.shared.registry, self._stack))
-        return self.node, self.sandbox.backend
+        return self.node, self.sandbox.backend, await asyncio.to_thread(unseen, inputs)
 
     async def run_cell(self, spec: CellSpec, problem: Any, rel: str, attempt: str) -> NodeCell:
         workspace = self.scratch / rel
