@@ -1,7 +1,9 @@
 """The driver's side of a sweep on a Ray cluster (``bench run --ray [ADDRESS]``): the sweep still
 claims every cell in its results database and writes every result itself (SQLite, one writer);
 each claimed cell is sent to the node runner with the most room (``physlab.bench.ray_node``), and
-its run directory comes back into ``--workspace-root``.
+its run directory comes back into ``--workspace-root``, its record rewritten to name it
+(``physlab.run.moved``). A node that does not read the files the cells read by path as this
+machine does (figures, replay files: ``physlab.bench.ray_inputs``) is given no cell.
 
 A node that dies under a cell: Ray reports the runner dead; the attempt's spend (from the
 coordinator's ledger, ``physlab.bench.ray_coordinator``) is recorded as a lost attempt beside the
