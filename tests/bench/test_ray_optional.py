@@ -78,3 +78,60 @@ async def test_the_cluster_limit_frees_a_dead_nodes_slots_and_a_cancelled_ask():
     await c.release("b", "t3")
     assert await c.slots() == (0, 2)
     assert await c.acquire("a", "t5") is False  # a forgotten node gets no slot
+
+
+def _sweep_asked(monkeypatch, capsys, *args: str):
+    """What `physlab bench run ARGS` would sweep: its SweepConfig (Ray stands in: the command is
+    only parsed and checked here; the Ray tests run it on a cluster)."""
+    import pytest
+
+    from physlab.bench import ray_sweep, sweep
+    from physlab.bench.sweep import SweepSummary
+    from physlab.cli import main
+
+    asked = []
+
+    async def run_sweep(config, **kwargs):
+        asked.append(config)
+        return SweepSummary(cells=1, grid_done=1)
+
+    monkeypatch.setattr(sweep, "run_sweep", run_sweep)
+    monkeypatch.setattr(ray_sweep, "import_ray", lambda: None)  # (this test process never imports Ray)
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "run", *args])
+    out = capsys.readouterr()
+    assert done.value.code == 0, out.err
+    return asked[0]
+
+
+def test_a_bare_ray_flag_joins_the_running_cluster_and_leaves_the_suite_alone(tmp_path, monkeypatch, capsys):
+    """`--ray [ADDRESS]`: bare, it means `auto` (the cluster RAY_ADDRESS names or `ray start` started
+    here), before the suite's name or after it; a value is taken only when it is an address."""
+    db = ["--db", str(tmp_path / "r.sqlite"), "--no-progress", "--models", "scripted:oneshot-wrong"]
+    for args, address in (
+        (["--ray", "examples", *db], "auto"),               # the suite is not taken for an address
+        (["examples", *db, "--ray"], "auto"),
+        (["examples", "--ray", "--seed", "3", *db], "auto"),
+        (["--ray", "10.0.0.5:6379", "examples", *db], "10.0.0.5:6379"),
+        (["examples", "--ray", "ray://head.cluster:10001", *db], "ray://head.cluster:10001"),
+        (["examples", "--ray", "local", *db], "local"),
+        (["examples", "--ray=auto", *db], "auto"),
+    ):
+        cfg = _sweep_asked(monkeypatch, capsys, *args)
+        assert (cfg.suite, cfg.executor, cfg.ray_address) == ("examples", "ray", address), args
+    cfg = _sweep_asked(monkeypatch, capsys, "examples", *db)
+    assert (cfg.executor, cfg.ray_address) == ("local", None)
+    # a value that follows another option's name is that option's
+    cfg = _sweep_asked(monkeypatch, capsys, "examples", "--name", "--ray", *db)
+    assert (cfg.name, cfg.executor) == ("--ray", "local")
+
+
+def test_bench_run_help_says_what_a_bare_ray_flag_does(capsys):
+    import pytest
+
+    from physlab.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["bench", "run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--ray [ADDRESS]" in text and "alone: auto" in text, text

@@ -26,6 +26,8 @@ from physlab.bench.store import ResultsStore
 from physlab.bench.sweep import Sweep, SweepConfig
 from physlab.llm.standin import StandinServer
 from physlab.problems import load_suite
+from physlab.run.record import written_here
+from physlab.run.seal import is_sealed
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +99,8 @@ def _done(db: Path) -> int:
 
 def _check_artifacts_on_the_driver(db: Path, root: Path) -> None:
     """Every done cell's run directory is under the driver's --workspace-root, complete, and its
-    database rows are its calls.jsonl; it was made elsewhere (on the node) and moved here."""
+    database rows are its calls.jsonl; it was made elsewhere (on the node) and moved here, and its
+    record says so (tests/bench/test_ray_cell_comes_home.py: with two machines' secrets)."""
     for cell in _rows(db, "SELECT * FROM cells WHERE state='done'"):
         ws = Path(cell["workspace"])
         assert ws.is_relative_to(root), ws
@@ -110,8 +113,8 @@ def _check_artifacts_on_the_driver(db: Path, root: Path) -> None:
         assert cell["input_tokens"] == sum(x["input_tokens"] for x in lines)
         metrics = json.loads((ws / "metrics.json").read_text())
         assert metrics["status"] == cell["status"]
-        ran_in = Path(metrics["details"]["workspace"])  # where the node ran it: gone, not shared
-        assert not ran_in.is_relative_to(root) and not ran_in.exists(), ran_in
+        assert metrics["details"]["workspace"] == str(ws)  # where it is now, not the node's scratch
+        assert written_here(ws) and is_sealed((ws / "metrics.json").read_bytes())  # sealed on the driver
 
 
 def test_cells_spread_over_the_nodes_and_their_run_directories_come_back(cluster, tmp_path):
@@ -231,11 +234,10 @@ def test_a_node_killed_mid_sweep_loses_no_cell_and_shows_the_lost_spend(cluster,
     assert all(runs[r["cell_key"]] == 2 for r in lost) and sum(runs.values()) == 9 + len(lost)
     _check_artifacts_on_the_driver(db, db.parent / "r_runs")
     # shown, not hidden: by `bench report` and on the dashboard's Sweeps page
-    from physlab.bench.lost import lost_spend
     from physlab.web.sweeps import sweeps_page
 
     spent = sum(r["input_tokens"] + r["output_tokens"] for r in lost)
-    table = lost_spend(ResultsStore(db, create=False))
+    table = build_report(ResultsStore(db, create=False)).lost
     assert table.attempts == len(lost) and table.tokens == spent
     cli = subprocess.run([sys.executable, "-m", "physlab", "bench", "report", "--db", str(db)],
                          capture_output=True, text=True, timeout=120)
@@ -276,3 +278,21 @@ def test_a_killed_driver_rerun_does_nothing_twice(cluster, tmp_path):
             assert r["runs"] == 1 and r["finished_at"] == before[r["key"]]
     assert max(r["runs"] for r in rows) <= 2
     _check_artifacts_on_the_driver(db, db.parent / "r_runs")
+
+
+def test_a_file_a_node_cannot_read_stops_the_sweep_before_any_cell_runs(cluster, tmp_path):
+    """`bench run --ray SUITE` (--ray alone: the cluster RAY_ADDRESS names) with a `replay:` model
+    named relative to where the driver runs: the nodes' runners work in another directory and
+    cannot read it, so the sweep stops in one line and no cell runs (files are not shipped)."""
+    c, _ = cluster
+    d = _problem_dir(tmp_path, 2)
+    (tmp_path / "calls.jsonl").write_text(json.dumps({"role": "solver", "model": "scripted:x"}) + "\n")
+    db = tmp_path / "r.sqlite"
+    env = {**os.environ, "RAY_ADDRESS": c.address}
+    p = subprocess.run([sys.executable, "-m", "physlab", "bench", "run", "--ray", str(d), "--models",
+                        "replay:calls.jsonl", "--db", str(db), "--no-progress"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 2, p.stderr
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "calls.jsonl" in lines[0] and "not there" in lines[0], p.stderr
+    assert not _rows(db, "SELECT 1 FROM cells WHERE state != 'pending' OR runs > 0")

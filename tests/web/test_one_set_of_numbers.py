@@ -17,7 +17,7 @@ from rich.console import Console
 
 from physlab.bench.report import build_report
 from physlab.bench.report_render import print_report
-from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+from physlab.bench.store import CellResult, CellSpec, LostAttempt, ResultsStore, worker_id
 from physlab.cli import main
 from physlab.llm.usage import Usage
 from physlab.problems.model import Problem
@@ -38,9 +38,17 @@ SOLVED = {  # (strategy, model) -> the challenges it solves
 }
 
 
+# Cells whose Ray node died under a first attempt (ran again, counted once): (strategy, model,
+# problem) -> the lost attempt's input and output tokens and cost.
+LOST = {("rsa", "scripted:strong", "qec_0"): (7001, 303, 0.0125),
+        ("rsa", "scripted:strong", "orbit_0"): (4100, 220, 0.0071),
+        ("oneshot", "scripted:weak", "beta_0"): (955, 45, 0.0019)}
+
+
 def build_db(path) -> None:
     """A sweep of one repeat per cell through the store's API, its problems recorded with their
-    challenge (``dataset_name``) as `bench run` records CritPt's."""
+    challenge (``dataset_name``) as `bench run` records CritPt's; three cells with a lost attempt
+    (a Ray node died under each) before they ran again."""
     st, w = ResultsStore(path), worker_id()
     problems = [Problem(id=f"{c}_{i}", statement="x", extra={"format": "critpt", "dataset_name": c})
                 for c, n in CHALLENGES.items() for i in range(n)]
@@ -50,6 +58,12 @@ def build_db(path) -> None:
             spec = CellSpec(problem_id=p.id, strategy=strategy, model=model, repeat=0, suite="t", gradable=True)
             st.add_cells([spec])
             assert st.claim(spec.key, w)
+            if (strategy, model, p.id) in LOST:
+                tin, tout, cost = LOST[(strategy, model, p.id)]
+                assert st.record_lost(spec.key, w, LostAttempt(
+                    attempt=f"a-{p.id}", node="9f3c1e2d7a6b5c4d" if strategy == "rsa" else "77aa00bb11cc22dd",
+                    reason="node lost (RayActorError)", started_at=1.0, lost_at=2.0,
+                    usage=Usage(calls=2, input_tokens=tin, output_tokens=tout, cost_usd=cost)))
             usage = {"solver": Usage(calls=1, input_tokens=900, output_tokens=100)}
             st.finish(spec.key, w, CellResult(status="complete", verdict="correct" if p.extra["dataset_name"]
                                               in solved else "incorrect", usage_by_role=usage, wall_s=1.0))
@@ -127,3 +141,56 @@ def test_the_sweeps_page_prints_what_bench_report_prints(db, tmp_path, browser):
     for row in comparisons[1:]:
         assert row[interval] in text, row[interval]
     assert len(comparisons) - 1 == len(rep.comparisons)
+
+
+LOST_TOKENS = sum(tin + tout for tin, tout, _ in LOST.values())
+
+
+def test_a_lost_attempts_spend_is_in_every_view(db, tmp_path, capsys):
+    """Counted and shown, not hidden (issue #42): the spend of the attempts a Ray node took down is
+    part of the one report -- `bench report --json`, its terminal tables, its HTML file -- and the
+    dashboard shows the same figures (the whole sweep, and the cells a filter keeps)."""
+    printed = report_json(db, capsys)["lost"]
+    assert (printed["attempts"], printed["calls"], printed["tokens"]) == (3, 6, LOST_TOKENS)
+    assert printed["cost_usd"] == pytest.approx(sum(c for *_, c in LOST.values()))
+    rsa = next(g for g in printed["groups"] if g["strategy"] == "rsa")
+    assert (rsa["node"], rsa["attempts"], rsa["tokens"]) == ("9f3c1e2d7a6b5c4d", 2, 7001 + 303 + 4100 + 220)
+
+    (tmp_path / "runs").mkdir()
+    client = TestClient(create_app(tmp_path / "runs", db=db), base_url=LOCAL)
+    assert client.get("/api/sweeps").json()["report"]["lost"] == printed
+    only_rsa = client.get("/api/sweeps", params={"strategy": "rsa"}).json()["report"]["lost"]
+    assert (only_rsa["attempts"], only_rsa["tokens"]) == (2, 7001 + 303 + 4100 + 220)
+    page = client.get("/sweeps").text
+    assert 'id="lost-attempts"' in page and f"{LOST_TOKENS:,} tokens" in page
+
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "report", "--db", str(db)])
+    assert done.value.code in (0, None)
+    terminal = capsys.readouterr().out
+    assert "3 lost attempts" in terminal and f"{LOST_TOKENS:,} tokens" in terminal
+
+    html = tmp_path / "report.html"
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "report", "--db", str(db), "--html", str(html)])
+    assert done.value.code in (0, None)
+    text = html.read_text()
+    assert 'id="lost-attempts"' in text and f"{LOST_TOKENS:,} tokens" in text
+    assert "9f3c1e2d7a6b" in text and f"{7001 + 303 + 4100 + 220:,}" in text
+
+
+def test_a_sweep_without_lost_attempts_says_nothing_of_them(tmp_path, capsys):
+    path = tmp_path / "plain.sqlite"
+    st, w = ResultsStore(path), worker_id()
+    st.add_problems([Problem(id="p", statement="x")], suite="t")
+    spec = CellSpec(problem_id="p", strategy="oneshot", model="scripted:strong", repeat=0, suite="t")
+    st.add_cells([spec])
+    assert st.claim(spec.key, w)
+    st.finish(spec.key, w, CellResult(status="complete", usage_by_role={"solver": Usage(calls=1)}, wall_s=1.0))
+    st.close()
+    assert report_json(path, capsys)["lost"]["attempts"] == 0
+    html = tmp_path / "report.html"
+    with pytest.raises(SystemExit):
+        main(["bench", "report", "--db", str(path), "--html", str(html)])
+    assert "lost attempts" not in capsys.readouterr().out.lower()
+    assert "lost-attempts" not in html.read_text()

@@ -4,10 +4,12 @@ bench/critpt_cli.py)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from physlab.bench.outputs import output_dir, output_file, writing
 from physlab.errors import UserError
@@ -36,7 +38,46 @@ def _params(values: list[str] | None) -> dict:
     return out
 
 
-@bench_app.command("run")
+RAY_ALONE = "auto"  # a bare --ray: ray.init's "auto" (RAY_ADDRESS, else the cluster `ray start` started here)
+
+
+def is_ray_address(word: str) -> bool:
+    """Whether the word after ``--ray`` is its address, in a form ray.init takes (``auto``, ``local``,
+    ``HOST:PORT``, ``ray://HOST:PORT``), rather than the next argument (the suite)."""
+    return word in ("auto", "local") or "://" in word or re.fullmatch(r"\S+:\d+", word) is not None
+
+
+def with_bare_ray(args: list[str], takes_value: set[str]) -> list[str]:
+    """``args`` with a bare ``--ray`` written ``--ray=auto``. ``takes_value``: the options whose
+    next word is their value whatever it looks like (``--name --ray`` names the sweep "--ray")."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            return out + args[i:]
+        if word == "--ray" and not (i + 1 < len(args) and is_ray_address(args[i + 1])):
+            out.append(f"--ray={RAY_ALONE}")
+            i += 1
+            continue
+        step = 2 if word in takes_value else 1
+        out += args[i:i + step]
+        i += step
+    return out
+
+
+class RunCommand(TyperCommand):
+    """`bench run`, whose ``--ray`` takes an address only when the next word is one. Typer's parser
+    has no option with an optional value (typer 0.2x accepts ``flag_value`` but ignores it), and
+    click's would take the suite after a bare ``--ray`` for its address."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        takes_value = {o for p in self.params if p.param_type_name == "option" and not getattr(p, "is_flag", False)
+                       and not getattr(p, "count", False) for o in p.opts}
+        return super().parse_args(ctx, with_bare_ray(list(args), takes_value))
+
+
+@bench_app.command("run", cls=RunCommand)
 def run_cmd(
     suite: str = typer.Argument(..., help="A built-in suite, a directory of problem files, or a problem file."),
     strategies: str = typer.Option("oneshot", "--strategies", help="Comma-separated strategy names."),
@@ -76,10 +117,11 @@ def run_cmd(
                                 help="Worker processes on this machine sharing the database and splitting "
                                      "--concurrency/--max-inflight; one per core uses every core."),
     ray: Optional[str] = typer.Option(
-        None, "--ray", metavar="ADDRESS",
-        help="Run the cells on a Ray cluster (physlab[ray]); this process writes the database. ADDRESS as ray.init "
-             "takes it: HOST:PORT of the head, auto (RAY_ADDRESS or the cluster started here), local (a new one "
-             "on this machine). --concurrency and --max-inflight are then totals for the cluster."),
+        None, "--ray", metavar="[ADDRESS]",
+        help="Run the cells on a Ray cluster (physlab[ray]); this process writes the database. --ray alone: auto, "
+             "the running cluster (RAY_ADDRESS, else the one `ray start` started on this machine; none: an error). "
+             "ADDRESS as ray.init takes it: HOST:PORT or ray://HOST:PORT of the head, auto, local (a new Ray on "
+             "this machine). --concurrency and --max-inflight are then totals for the cluster."),
     wait_for_start: bool = typer.Option(False, "--wait-for-start", hidden=True,
                                         help="(helper workers) get ready, print 'ready', wait for a line on stdin."),
 ) -> None:
@@ -355,7 +397,6 @@ def report_cmd(
     accuracy against a token/cost cap, tokens/cost/wall, role shares (docs/sweeps.md: how to read them)."""
     from physlab.bench import plots as plots_mod
     from physlab.bench.judgement import judgement_table
-    from physlab.bench.lost import lost_spend
     from physlab.bench.report import build_report, write_csv
     from physlab.bench.report_render import print_report, write_html
     from physlab.bench.store import ResultsStore
@@ -365,7 +406,6 @@ def report_cmd(
     try:
         report = build_report(store, equal_tokens=equal_tokens)
         judged = judgement_table(store)
-        lost = lost_spend(store)
     finally:
         store.close()
     if as_json:
@@ -373,7 +413,6 @@ def report_cmd(
     else:
         print_report(report)
         _print_judgement(*judged)
-        _print_lost(lost)
     if csv:
         writing(csv, "--csv", lambda: write_csv(report, csv))
         typer.echo(f"wrote {csv}", err=as_json)
@@ -398,23 +437,6 @@ def _print_judgement(title: str, header: list[str], rows: list[list[str]]) -> No
         table.add_column(col, justify="left" if i == 0 else "right")
     for row in rows:
         table.add_row(row[0].replace("|", " × "), *row[1:])
-    Console().print(table)
-
-
-def _print_lost(lost) -> None:
-    """The spend of the attempts a Ray node took down with it, when there were any."""
-    if not lost.attempts:
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    typer.echo(lost.line())  # one line, whatever the terminal's width
-    table = Table()
-    for i, col in enumerate(("strategy", "model", "node", "attempts", "calls", "tokens", "cost $")):
-        table.add_column(col, justify="left" if i < 3 else "right")
-    for g in lost.groups:
-        table.add_row(g["strategy"], g["model"], g["node"][:12], str(g["attempts"]), str(g["calls"]),
-                      f"{g['tokens']:,}", f"{g['cost_usd']:.4f}")
     Console().print(table)
 
 

@@ -10,20 +10,23 @@ an attempt whose node dies). Made a Ray actor by ``physlab.bench.ray_sweep``; Ra
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from physlab.bench.cell import BoundedSandbox, CellOutcome, CellShared, SolveFn, open_providers, run_cell
 from physlab.bench.ray_coordinator import ClusterLimiter
+from physlab.bench.ray_inputs import InputFile, unseen
 from physlab.bench.run_archive import pack
 from physlab.bench.store import CellSpec
 from physlab.errors import UserError
 from physlab.llm.usage import CallRecord
+from physlab.run.moved import sealed_records
 
 if TYPE_CHECKING:
     from physlab.bench.sweep import SweepConfig
@@ -41,6 +44,7 @@ class NodeCell:
     archive: bytes | None = None
     ran_in: str | None = None
     user_error: str | None = None
+    sealed: list[str] = field(default_factory=list)  # its records that carried the node's seal
 
 
 class NodeRunner:
@@ -63,11 +67,11 @@ class NodeRunner:
                                  registry_path=registry_path, solve=solve)
         self._stack = AsyncExitStack()
 
-    async def ready(self) -> tuple[str, str]:
+    async def ready(self, inputs: list[InputFile]) -> tuple[str, str, list[str]]:
         """Open the node's model clients (with the key variables the driver forwarded); (node id,
-        sandbox backend)."""
+        sandbox backend, the files of ``inputs`` this node does not read as the driver did)."""
         self.shared.providers.update(await open_providers(self.cfg, self.shared.registry, self._stack))
-        return self.node, self.sandbox.backend
+        return self.node, self.sandbox.backend, await asyncio.to_thread(unseen, inputs)
 
     async def run_cell(self, spec: CellSpec, problem: Any, rel: str, attempt: str) -> NodeCell:
         workspace = self.scratch / rel
@@ -80,16 +84,25 @@ class NodeRunner:
             outcome = await run_cell(self.cfg, spec, problem, workspace, self.shared, on_call)
         except UserError as exc:  # (its own type would reach the driver wrapped in Ray's)
             return NodeCell(node=self.node, user_error=str(exc))
-        try:
-            archive = pack(workspace) if workspace.is_dir() else None
-        finally:
-            shutil.rmtree(workspace, ignore_errors=True)
-        return NodeCell(node=self.node, outcome=outcome, archive=archive, ran_in=str(workspace))
+        return send_back(self.node, outcome, workspace)
 
     async def close(self) -> None:
         await self._stack.aclose()
         await self.sandbox.aclose()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def send_back(node: str, outcome: CellOutcome, workspace: Path) -> NodeCell:
+    """What goes back to the driver when a cell ends: its run directory as an archive, with the
+    names of its records that carry this node's seal (written by its runner, not edited since:
+    the driver seals those as its own, ``physlab.run.moved``); the scratch directory is removed."""
+    try:
+        if not workspace.is_dir():
+            return NodeCell(node=node, outcome=outcome, ran_in=str(workspace))
+        return NodeCell(node=node, outcome=outcome, archive=pack(workspace), ran_in=str(workspace),
+                        sealed=sealed_records(workspace))
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
 
 
 def _remove_stale_scratch() -> None:

@@ -1,7 +1,9 @@
 """The driver's side of a sweep on a Ray cluster (``bench run --ray [ADDRESS]``): the sweep still
 claims every cell in its results database and writes every result itself (SQLite, one writer);
 each claimed cell is sent to the node runner with the most room (``physlab.bench.ray_node``), and
-its run directory comes back into ``--workspace-root``.
+its run directory comes back into ``--workspace-root``, its record rewritten to name it
+(``physlab.run.moved``). A node that does not read the files the cells read by path as this
+machine does (figures, replay files: ``physlab.bench.ray_inputs``) is given no cell.
 
 A node that dies under a cell: Ray reports the runner dead; the attempt's spend (from the
 coordinator's ledger, ``physlab.bench.ray_coordinator``) is recorded as a lost attempt beside the
@@ -21,10 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from physlab.bench.cell import CellOutcome, SolveFn, provider_specs
+from physlab.bench.ray_inputs import InputFile, sweep_inputs
 from physlab.bench.run_archive import unpack
 from physlab.bench.store import CellSpec, LostAttempt
 from physlab.errors import UserError
 from physlab.llm.usage import CallRecord
+from physlab.run.moved import moved_here
 
 if TYPE_CHECKING:
     from physlab.bench.sweep import SweepConfig
@@ -61,8 +65,11 @@ class RayCells:
     """Runs the cells of one sweep on the cluster (an async context: it joins the cluster and
     starts the runners and the coordinator on entry, and stops them on exit)."""
 
-    def __init__(self, cfg: SweepConfig, *, solve: SolveFn, registry: Any, registry_path: str | None) -> None:
+    def __init__(self, cfg: SweepConfig, *, solve: SolveFn, registry: Any, registry_path: str | None,
+                 problems: list[Any]) -> None:
         self.cfg = cfg
+        self._problems = problems
+        self._inputs: list[InputFile] = []  # the files the cells read by path (figures, replay files)
         self._solve = solve
         self._registry = registry
         self._registry_path = registry_path
@@ -83,15 +90,18 @@ class RayCells:
                 ray.init(address=self.cfg.ray_address, logging_level="ERROR", log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = self.cfg.ray_address or "RAY_ADDRESS or this machine"
-                raise UserError(f"cannot join the Ray cluster at {where}: {str(exc).splitlines()[0]}",
+                hint = ("; start one (ray start --head) or give its HOST:PORT (--ray local: a new Ray on this "
+                        "machine)") if self.cfg.ray_address in (None, "auto") else ""
+                raise UserError(f"cannot join the Ray cluster at {where}: {str(exc).splitlines()[0]}{hint}",
                                 field="--ray") from None
             self._joined = True
         try:
+            self._inputs = await asyncio.to_thread(sweep_inputs, self.cfg, self._problems, self._registry)
             here = ray.get_runtime_context().get_node_id()
             self.coordinator = ray.remote(_coordinator_class()).options(
                 num_cpus=0, max_concurrency=100_000, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
             ).remote(self.cfg.max_inflight or self.cfg.concurrency)
-            await self._add_runners()
+            await self._add_runners(refuse=True)
             if not any(r.alive for r in self._runners.values()):
                 raise UserError("no node of the Ray cluster has a free CPU for a cell runner", field="--ray")
             self._tasks = [asyncio.create_task(self._take_feed()), asyncio.create_task(self._watch_nodes())]
@@ -118,8 +128,10 @@ class RayCells:
         if self._joined:
             ray.shutdown()
 
-    async def _add_runners(self) -> None:
-        """A runner on every live node with CPUs that has none yet (nodes that joined since too)."""
+    async def _add_runners(self, refuse: bool = False) -> None:
+        """A runner on every live node with CPUs that has none yet (nodes that joined since too).
+        A node that does not read the cells' files as this machine does (``physlab.bench.ray_inputs``)
+        gets no cells: at the start (``refuse``) the sweep stops in one line, later the node is left out."""
         ray = import_ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -145,13 +157,19 @@ class RayCells:
             made.append(runner)
         if not made:
             return
-        readies = {asyncio.ensure_future(_await(r.actor.ready.remote())): r for r in made}
+        readies = {asyncio.ensure_future(_await(r.actor.ready.remote(self._inputs))): r for r in made}
         done, pending = await asyncio.wait(readies, timeout=READY_TIMEOUT_S)
         for fut, runner in readies.items():
             if fut in done and fut.exception() is None:
-                runner.backend = fut.result()[1]
-                continue
-            runner.alive = False  # never came up (no room on its node, or it died starting): not used
+                _, runner.backend, unread = fut.result()
+                if not unread:
+                    continue
+                if refuse:  # (the runners are killed on the way out)
+                    raise UserError(f"node {runner.node[:12]} of the Ray cluster: {unread[0]}"
+                                    + (f" (and {len(unread) - 1} more)" if len(unread) > 1 else "")
+                                    + "; problem figures and replay: files are read at their path on every node: "
+                                    "put them where every node sees the same file (an absolute path)", field="--ray")
+            runner.alive = False  # never came up (no room on its node, or it died starting), or cannot read: not used
             fut.cancel()
             if fut in done and isinstance(fut.exception(), UserError):
                 raise fut.exception()  # type: ignore[misc]
@@ -217,13 +235,20 @@ class RayCells:
                 raise UserError(sent.user_error)
             outcome = sent.outcome
             if sent.archive is not None:
-                await asyncio.to_thread(unpack, sent.archive, workspace)
+                await asyncio.to_thread(bring_back, sent.archive, sent.sealed, workspace)
             if outcome.result is not None:
                 outcome.result.workspace = str(workspace)
                 outcome.result.node = sent.node
             return outcome
         return CellOutcome(error=f"its node died under it {MAX_LOST + 1} times (the lost attempts' spend is in "
                                  "lost_attempts)")
+
+
+def bring_back(archive: bytes, sealed: list[str], workspace: Path) -> None:
+    """A cell's run directory, sent back by its node, into ``workspace`` (under ``--workspace-root``):
+    its record names where it is now, and the records its node vouched for are sealed here."""
+    unpack(archive, workspace)
+    moved_here(workspace, sealed)
 
 
 async def _await(ref: Any) -> Any:

@@ -10,7 +10,8 @@ tokens per role. Beside them: paired comparisons of two groups on the problems b
 Holm-adjusted p-values beside the raw ones; the problem x strategy matrix; accuracy at each budget
 from sweeps run at several ``--budget-tokens`` (the real equal-budget comparison); the *anytime
 accuracy* curves read from each run's checkpoints (what a run held with at most T spent, not what a
-run capped at T would have done); and the score CritPt's grading server gave the group's batches.
+run capped at T would have done); the score CritPt's grading server gave the group's batches; and
+the spend of the attempts a Ray node took down with it (:mod:`physlab.bench.lost`).
 
 Oracles (``tpbench-bon`` reads the answer key) and runs where a role saw the reference (SCALAR's
 paper setting) are reported in a table of their own and never compared or ranked beside solvers.
@@ -28,6 +29,7 @@ import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
 from physlab.bench import stats
+from physlab.bench.lost import LostSpend, lost_spend
 from physlab.bench.store import ResultsStore, cell_config
 
 CURVE_POINTS = 120  # at most this many caps per curve (every distinct spend up to that)
@@ -273,6 +275,8 @@ class Report(BaseModel):
         default_factory=dict, description="problem id -> group label -> [correct, cells] of its repeats.")
     cells_total: int = 0
     critpt: list[CritptScore] = Field(default_factory=list, description="Scores from CritPt's grading server.")
+    lost: LostSpend = Field(default_factory=LostSpend, description="What the attempts a Ray node took down with "
+                                                                   "it spent (their cells ran again, counted once).")
 
     @property
     def solvers(self) -> list[GroupSummary]:
@@ -432,7 +436,8 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
         _roles(g, role_rows.get(key, []))
         groups.append(g)
 
-    report = Report(db=str(store.path), groups=groups, cells_total=len(rows))
+    report = Report(db=str(store.path), groups=groups, cells_total=len(rows),
+                    lost=lost_spend(store.lost_attempts(*_where(filters))))
     shown = {(g.strategy, g.model, g.config) for g in groups}
     report.critpt = [s for s in critpt_scores(store) if filters is None or (s.strategy, s.model, s.config) in shown]
     for score in report.critpt:

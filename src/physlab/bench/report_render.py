@@ -242,6 +242,23 @@ def print_report(report: Report, console=None) -> None:
             console.print(f"{group_label(g, sep=' × ')} input read from the prompt cache: "
                           + ", ".join(f"{r} {s:.0%}" for r, s in g.role_cached.items())
                           + f" ({g.cache_read_tokens:,} tokens read, {g.cache_write_tokens:,} written)")
+    if report.lost.attempts:
+        console.print(report.lost.line(), soft_wrap=True)  # one line, whatever the terminal's width
+        table = Table()
+        for i, col in enumerate(LOST_COLUMNS):
+            table.add_column(col, justify="left" if i < 3 else "right")
+        for row in lost_rows(report):
+            table.add_row(*row)
+        console.print(table)
+
+
+LOST_COLUMNS = ("strategy", "model", "node", "attempts", "calls", "tokens", "cost USD")
+
+
+def lost_rows(report: Report) -> list[list[str]]:
+    """The lost attempts' table, a row per strategy x model x node (the node's id cut to 12)."""
+    return [[g.strategy, g.model, g.node[:12], str(g.attempts), str(g.calls), f"{g.tokens:,}", f"{g.cost_usd:.4f}"]
+            for g in report.lost.groups]
 
 
 def _milestones(points, n: int = 6):
@@ -276,6 +293,7 @@ def write_html(report: Report, path: str | Path, *, plots_dir: str | Path | None
         matrices=matrix_tables(report), comparisons=comparison_table(report), apart_title=apart_title(),
         apart_note=apart_note(),
         comparisons_note=comparisons_note(report), pair_left=("a", "b", "method"),
+        lost_columns=LOST_COLUMNS, lost_rows=lost_rows(report),
         plots=[(name, plots.CAPTIONS.get(name, name.replace("_", " ")), plots.data_uri(png))
                for name, png in pngs.items()])
     path.write_text(html, encoding="utf-8")

@@ -479,11 +479,12 @@ class ResultsStore:
             c.execute("UPDATE cells SET runs=runs+1 WHERE key=?", (key,))
             return True
 
-    def lost_attempts(self) -> list[dict[str, Any]]:
-        """Every lost attempt, with its cell's strategy and model."""
+    def lost_attempts(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
+        """The lost attempts of the cells ``where`` keeps (on the cells' columns), each with its
+        cell's strategy, model, problem and suite."""
         return [dict(r) for r in self.conn.execute(
             "SELECT l.*, c.strategy, c.model, c.problem_id, c.suite FROM lost_attempts l "
-            "JOIN cells c ON c.key = l.cell_key ORDER BY l.lost_at")]
+            f"JOIN cells c ON c.key = l.cell_key WHERE {where} ORDER BY l.lost_at", params)]
 
     def fail(self, key: str, worker: str, error: str, workspace: str | None = None) -> bool:
         """Record that the cell's run crashed (not a model failure: those are results). Failed

@@ -311,7 +311,8 @@ class Sweep:
                 from physlab.bench.ray_sweep import RayCells
 
                 self._cells = await stack.enter_async_context(
-                    RayCells(cfg, solve=self._solve, registry=self._models, registry_path=self._models_path))
+                    RayCells(cfg, solve=self._solve, registry=self._models, registry_path=self._models_path,
+                             problems=list(by_id.values())))
             else:
                 from physlab.sandbox import default_sandbox
 
