@@ -437,7 +437,7 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
         groups.append(g)
 
     report = Report(db=str(store.path), groups=groups, cells_total=len(rows),
-                    lost=lost_spend(store.lost_attempts(*_where(filters))))
+                    lost=lost_spend(store.lost_attempts(filters=_chosen(filters))))
     shown = {(g.strategy, g.model, g.config) for g in groups}
     report.critpt = [s for s in critpt_scores(store) if filters is None or (s.strategy, s.model, s.config) in shown]
     for score in report.critpt:

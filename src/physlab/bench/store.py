@@ -175,16 +175,19 @@ def _check_cell_column(column: str) -> None:
         raise ValueError(f"the cells table has no column {column!r}")
 
 
-def _cell_filter(state: str | Iterable[str] | None, filters: Mapping[str, str] | None) -> tuple[str, tuple[Any, ...]]:
-    """The WHERE clause (and its parameters) of cells in ``state`` whose columns equal ``filters``."""
+def _cell_filter(state: str | Iterable[str] | None, filters: Mapping[str, str] | None,
+                 table: str | None = None) -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause (and its parameters) of cells in ``state`` whose columns equal ``filters``
+    (``table``: the cells' name in a join)."""
+    at = f"{table}." if table else ""
     parts, args = ["1=1"], []
     if state is not None:
         states = [state] if isinstance(state, str) else list(state)
-        parts.append(f"state IN ({','.join('?' * len(states))})")
+        parts.append(f"{at}state IN ({','.join('?' * len(states))})")
         args += states
     for column, value in (filters or {}).items():
         _check_cell_column(column)  # a column name goes into the SQL: only the table's own
-        parts.append(f"{column} = ?")
+        parts.append(f"{at}{column} = ?")
         args.append(value)
     return " AND ".join(parts), tuple(args)
 
@@ -479,12 +482,15 @@ class ResultsStore:
             c.execute("UPDATE cells SET runs=runs+1 WHERE key=?", (key,))
             return True
 
-    def lost_attempts(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
-        """The lost attempts of the cells ``where`` keeps (on the cells' columns), each with its
-        cell's strategy, model, problem and suite."""
+    def lost_attempts(self, where: str = "1=1", params: tuple = (), *,
+                      filters: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The lost attempts of the cells whose columns equal ``filters`` (as :meth:`cells` takes
+        them), each with its cell's strategy, model, problem and suite. ``where``: raw SQL on the
+        cells' columns (as ``c.``), for inspection by hand."""
+        clause, args = _cell_filter(None, filters, table="c")
         return [dict(r) for r in self.conn.execute(
             "SELECT l.*, c.strategy, c.model, c.problem_id, c.suite FROM lost_attempts l "
-            f"JOIN cells c ON c.key = l.cell_key WHERE {where} ORDER BY l.lost_at", params)]
+            f"JOIN cells c ON c.key = l.cell_key WHERE ({where}) AND {clause} ORDER BY l.lost_at", (*params, *args))]
 
     def fail(self, key: str, worker: str, error: str, workspace: str | None = None) -> bool:
         """Record that the cell's run crashed (not a model failure: those are results). Failed
