@@ -1,5 +1,5 @@
 """`physlab bench run | report | grade | export-inspect`, and the CritPt commands (export-critpt, submit-critpt:
-bench/critpt_cli.py)."""
+cli/critpt.py)."""
 
 from __future__ import annotations
 
@@ -482,7 +482,7 @@ def export_inspect_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    from physlab.bench import critpt_cli
+    from physlab.cli import critpt
 
-    critpt_cli.register(bench_app)
+    critpt.register(bench_app)
     app.add_typer(bench_app, name="bench")

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from physlab import __version__
 from physlab.errors import UserError
 from physlab.llm.usage import CallRecord
+from physlab.version import __version__
 
 INSTALL_HINT = "pip install 'physlab[inspect]'"
 SCORER = "physlab_grader"

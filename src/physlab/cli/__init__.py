@@ -35,12 +35,12 @@ app = typer.Typer(
 _COMMAND_MODULES = (
     "physlab.problems.cli",
     "physlab.grading.cli",
-    "physlab.sandbox.cli",
+    "physlab.cli.sandbox",
     "physlab.strategies.cli",
     "physlab.llm.cli",
     "physlab.cli.runs",
     "physlab.bench.cli",
-    "physlab.web.cli",
+    "physlab.cli.ui",
 )
 
 
