@@ -8,11 +8,12 @@ a terminal); the same module gives the line, JSON and quiet modes.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 from physlab.run.events import (
     SEAM_EVENTS,
     CompletionRefused,
+    ContextTooLong,
     CritiqueFiled,
     CritiqueResolved,
     EvidenceAdded,
@@ -20,6 +21,8 @@ from physlab.run.events import (
     FormatterBounce,
     Iteration,
     IterationEnd,
+    Notice,
+    OutputModeChanged,
     RateLimited,
     ReviewDone,
     RoleEnd,
@@ -53,35 +56,53 @@ class LabView:
     def feed(self, event: RunEvent | str, data: dict[str, Any] | None = None) -> None:
         e = as_event(event, data)  # (a kind and its data: the older form)
         self.usage.take(e)
-        if isinstance(e, Iteration):
-            self.iteration, self.status = e.iteration, "running"
-        elif isinstance(e, RoleStart):
-            self.role, self.waiting = e.role, None
-        elif isinstance(e, RoleEnd):
-            self.role, self.waiting = None, None
-        elif isinstance(e, ReviewDone):
-            self.verdicts.append(f"{e.wh}: {e.verdict}" + (f" → {', '.join(e.promoted)}" if e.promoted else ""))
-        elif isinstance(e, CritiqueFiled):
-            self.critiques.append(f"{e.id} on {e.target}: filed")
-        elif isinstance(e, CritiqueResolved):
-            self.critiques.append(f"{e.id}: {e.status} ({e.by})")
-        elif isinstance(e, System):
-            self.events.append(f"[{e.kind}] {e.text}")
-        elif isinstance(e, (FormatterBounce, ForcedFormatter)):
-            self.events.append(f"[{e.kind}] {e.reason}")
-        elif isinstance(e, EvidenceAdded):
-            self.events.append(f"[{e.kind}] {e.id}")
-        elif isinstance(e, RateLimited):  # the model seam: a request waits out the server's rate limit
-            self.waiting = e.text or "waiting for rate limit"
-        elif isinstance(e, SEAM_EVENTS):
-            self.events.append(f"[{e.kind}] {e.text}")
-        elif isinstance(e, CompletionRefused):
-            self.events.append("[completion refused] " + "; ".join(e.blockers))
-        elif isinstance(e, IterationEnd):  # one row per thing the iteration did (whole, not cut at a width)
-            for item in e.items or [e.summary or "no progress"]:
-                self.events.append(f"it. {e.iteration}: {item}")
-        elif isinstance(e, RunFinished):
-            self.status = finished_text(e)
+        for kind, show in _SHOWN:
+            if isinstance(e, kind):
+                show(self, e)
+                return
+
+    def _iteration(self, e: Iteration) -> None:
+        self.iteration, self.status = e.iteration, "running"
+
+    def _role_start(self, e: RoleStart) -> None:
+        self.role, self.waiting = e.role, None
+
+    def _role_end(self, e: RoleEnd) -> None:
+        self.role, self.waiting = None, None
+
+    def _review(self, e: ReviewDone) -> None:
+        self.verdicts.append(f"{e.wh}: {e.verdict}" + (f" → {', '.join(e.promoted)}" if e.promoted else ""))
+
+    def _critique(self, e: CritiqueFiled) -> None:
+        self.critiques.append(f"{e.id} on {e.target}: filed")
+
+    def _ruling(self, e: CritiqueResolved) -> None:
+        self.critiques.append(f"{e.id}: {e.status} ({e.by})")
+
+    def _system(self, e: System) -> None:
+        self.events.append(f"[{e.kind}] {e.text}")
+
+    def _formatter(self, e: FormatterBounce | ForcedFormatter) -> None:
+        self.events.append(f"[{e.kind}] {e.reason}")
+
+    def _evidence(self, e: EvidenceAdded) -> None:
+        self.events.append(f"[{e.kind}] {e.id}")
+
+    def _waiting(self, e: RateLimited) -> None:  # the model seam: a request waits out the server's rate limit
+        self.waiting = e.text or "waiting for rate limit"
+
+    def _seam(self, e: OutputModeChanged | Notice | ContextTooLong) -> None:
+        self.events.append(f"[{e.kind}] {e.text}")
+
+    def _refused(self, e: CompletionRefused) -> None:
+        self.events.append("[completion refused] " + "; ".join(e.blockers))
+
+    def _iteration_end(self, e: IterationEnd) -> None:  # one row per thing the iteration did (whole, not cut)
+        for item in e.items or [e.summary or "no progress"]:
+            self.events.append(f"it. {e.iteration}: {item}")
+
+    def _finished(self, e: RunFinished) -> None:
+        self.status = finished_text(e)
 
     def renderable(self):
         from rich.panel import Panel
@@ -98,3 +119,13 @@ class LabView:
         t.add_row("recent", one_line_rows(self.events))
         return Panel(t, title="PhysLab research lab")
 
+
+# What the panel does with each kind of event, the first that matches (a rate limit before the
+# other words of the model seam); any other event only moves the usage line.
+_SHOWN: tuple[tuple[Any, Callable[[LabView, Any], None]], ...] = (
+    (Iteration, LabView._iteration), (RoleStart, LabView._role_start), (RoleEnd, LabView._role_end),
+    (ReviewDone, LabView._review), (CritiqueFiled, LabView._critique), (CritiqueResolved, LabView._ruling),
+    (System, LabView._system), ((FormatterBounce, ForcedFormatter), LabView._formatter),
+    (EvidenceAdded, LabView._evidence), (RateLimited, LabView._waiting), (SEAM_EVENTS, LabView._seam),
+    (CompletionRefused, LabView._refused), (IterationEnd, LabView._iteration_end), (RunFinished, LabView._finished),
+)

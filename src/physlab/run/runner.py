@@ -37,7 +37,7 @@ from physlab.llm.models import RunModels
 from physlab.llm.prompt import problem_text
 from physlab.llm.usage import Budget, CallRecord
 from physlab.problems.model import Problem
-from physlab.run.attempt import Attempt
+from physlab.run.attempt import Attempt, AttemptStatus
 from physlab.run.checkpoints import grade_checkpoints
 from physlab.run.environment import RunEnvironment
 from physlab.run.events import CallDone, EventSink, Notice, RunFinished, RunStarted, ignore
@@ -112,10 +112,10 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
                        replace: bool = False, resumable: bool = False) -> tuple[Path, bool, RunLock]:
     """(run directory, resuming, its lock): the lock is taken before anything in the directory
     changes, so a second process on the same run is refused before it spends anything."""
-    if resume not in (None, False):
-        ws = Path(workspace) if resume is True else Path(resume)  # type: ignore[arg-type]
+    if resume is True or isinstance(resume, (str, Path)):
         if resume is True and workspace is None:
             raise UserError("resume needs the run directory", field="--resume")
+        ws = Path(resume) if not isinstance(resume, bool) else Path(workspace or "")
         if not ws.is_dir():
             raise UserError("no such run directory to resume", path=ws, field="--resume")
         _check_resumable(ws, problem, strategy, resumable)
@@ -354,8 +354,8 @@ def _restore(path: Path, data: bytes | None) -> None:
 
 async def _run_strategy(scaffold: Scaffold, ctx: RunEnvironment, strategy: str, model: str, problem: Problem,
                         budget: Budget, ws: Path, models: RunModels | None = None) -> Attempt:
-    def ended(status: str, reason: str, **details: Any) -> Attempt:
-        return Attempt(strategy=strategy, model=model, problem_id=problem.id, status=status,  # type: ignore[arg-type]
+    def ended(status: AttemptStatus, reason: str, **details: Any) -> Attempt:
+        return Attempt(strategy=strategy, model=model, problem_id=problem.id, status=status,
                        stop_reason=reason, details=details)
 
     hard = budget.max_wall_s * HARD_WALL_FACTOR + HARD_WALL_SLACK_S if budget.max_wall_s else None

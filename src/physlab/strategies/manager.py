@@ -387,7 +387,7 @@ class Manager(Strategy[ManagerParams]):
                    "scratchpad": [s for _, s in state.scratchpad], "forced_wrap_up": reason != "submitted"}
         if error:
             details["error"] = error
-        return finish(ctx, self.name, status, reason, started=started, answer_text=text,  # type: ignore[arg-type]
+        return finish(ctx, self.name, status, reason, started=started, answer_text=text,
                       answer_code=code, details=details)
 
 
