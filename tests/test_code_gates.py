@@ -198,12 +198,13 @@ def figures() -> str:
 
     conf = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     lint, mypy = conf["tool"]["ruff"]["lint"], conf["tool"]["mypy"]
-    strict = [o["module"] for o in mypy.get("overrides", []) if o.get("disallow_untyped_defs")]
+    strict = [m for o in mypy.get("overrides", []) if o.get("disallow_untyped_defs")
+              for m in ([o["module"]] if isinstance(o["module"], str) else o["module"])]
     mode = "check_untyped_defs" if mypy.get("check_untyped_defs") else "default"
     return "\n".join([
         f"ruff rules: {', '.join(lint['select'])} (ignored: {', '.join(lint.get('ignore', [])) or 'none'}); "
         f"max McCabe complexity {lint.get('mccabe', {}).get('max-complexity', '-')}",
-        f"mypy mode: {mode}" + (f"; disallow_untyped_defs for {', '.join(map(str, strict))}" if strict else ""),
+        f"mypy mode: {mode}" + (f"; disallow_untyped_defs for {', '.join(strict)}" if strict else ""),
         f"mypy errors excused: {sum(read_known().values())}",
         f"type: ignore comments: {len(type_ignores())}",
         f"functions over McCabe {AIM}: {len(complex_functions())}",

@@ -405,7 +405,7 @@ class Equivalence:
         grouped: dict[int, list[int]] = {}
         for i, c in enumerate(codes):
             if class_of[c] is not None:
-                grouped.setdefault(class_of[c], []).append(i)  # type: ignore[index]
+                grouped.setdefault(class_of[c], []).append(i)
         return list(grouped.values())
 
 

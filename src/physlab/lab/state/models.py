@@ -8,7 +8,7 @@ its last verdict.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -288,7 +288,9 @@ class ResearchState(BaseModel):
     stop_reason: str = ""
 
     # ---- lookups (read-only helpers) ----
-    def find(self, id_: str):
+    def find(self, id_: str) -> Any:
+        """The entry with this id, its own model whatever its kind (a WorkingHypothesis, an
+        EstablishedResult, ...; None: no such id)."""
         for coll in (self.rqs, self.evidence, self.whs, self.reviews, self.ers, self.dead_ends,
                      self.notes, self.critiques, self.sanity_checks, self.human_messages,
                      self.dispatches):

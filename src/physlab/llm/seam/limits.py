@@ -170,7 +170,7 @@ class LimitsModel(WrapperModel):
                                      detail=decision.detail)
             if isinstance(decision, RaiseCap):
                 raised += 1
-                settings = {**settings, "max_tokens": decision.cap}  # type: ignore[typeddict-item]
+                settings = {**settings, "max_tokens": decision.cap}
                 sent = await self._send(call, messages, settings, params)
                 continue
             continued += 1
