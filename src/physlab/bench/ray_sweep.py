@@ -18,9 +18,10 @@ import asyncio
 import os
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from physlab.bench.cell import CellOutcome, SolveFn, provider_specs
 from physlab.bench.ray_inputs import InputFile, sweep_inputs
@@ -81,7 +82,7 @@ class RayCells:
 
     # -- the cluster ---------------------------------------------------------------------------
 
-    async def __aenter__(self) -> "RayCells":
+    async def __aenter__(self) -> RayCells:
         ray = import_ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # The results schema's version, in the file's meta table: a PhysLab from before migrations were
 # recorded refuses a file whose version is above its own.

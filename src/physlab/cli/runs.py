@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -105,7 +104,7 @@ def comment(run_dir: Path, text: str, on: str = typer.Option(..., "--on", help="
 
 
 @runs_app.command("hint")
-def hint(run_dir: Path, text: str, on: Optional[str] = typer.Option(None, "--on")) -> None:
+def hint(run_dir: Path, text: str, on: str | None = typer.Option(None, "--on")) -> None:
     """Hint at an approach (orchestrator and workers see it)."""
     _post(run_dir, "hint", text, on)
 

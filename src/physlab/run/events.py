@@ -12,7 +12,8 @@ those its sender set (``data()``), so a line of ``--console json`` holds what wa
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Literal, Protocol, Union
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -229,11 +230,7 @@ class Other(RunEvent):
     """A kind none of the models above is (a strategy registered at run time, an older caller)."""
 
 
-Event = Annotated[Union[
-    RunStarted, CallDone, RunFinished, Notice, RateLimited, OutputModeChanged, ContextTooLong, Step, Round,
-    Candidates, Distinct, Iteration, IterationEnd, RoleStart, RoleEnd, System, ReviewDone, CritiqueFiled,
-    CritiqueResolved, EvidenceAdded, CompletionRefused, FormatterBounce, ForcedFormatter,
-], Field(discriminator="kind")]
+Event = Annotated[RunStarted | CallDone | RunFinished | Notice | RateLimited | OutputModeChanged | ContextTooLong | Step | Round | Candidates | Distinct | Iteration | IterationEnd | RoleStart | RoleEnd | System | ReviewDone | CritiqueFiled | CritiqueResolved | EvidenceAdded | CompletionRefused | FormatterBounce | ForcedFormatter, Field(discriminator="kind")]
 EVENT: TypeAdapter[Event] = TypeAdapter(Event)
 SEAM_EVENTS = (RateLimited, OutputModeChanged, Notice, ContextTooLong)  # what the model seam says
 

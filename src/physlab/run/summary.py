@@ -9,8 +9,9 @@ from calls.jsonl. A listing shows a damaged run as ``damaged`` with the line say
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel
 

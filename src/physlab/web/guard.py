@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, FastAPI, Request, Response

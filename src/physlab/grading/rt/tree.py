@@ -100,7 +100,7 @@ def to_tree(value, sympy_module=None):
             return {"t": "complex", "re": repr(x.real), "im": repr(x.imag)}
         if t is str:
             if len(x) > MAX_STR:
-                raise TreeError("answer contains a string longer than %d characters" % MAX_STR)
+                raise TreeError(f"answer contains a string longer than {MAX_STR} characters")
             return {"t": "str", "v": x}
         if t in (tuple, list):
             return {"t": t.__name__, "a": [walk(e, depth + 1) for e in x]}
@@ -220,7 +220,7 @@ def contains_ellipsis(tree):
     return False
 
 
-_INT = re.compile(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS)
+_INT = re.compile(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,12})?|[+-]?inf|nan")
 # functions whose arguments the trusted stage reads by position: their number is part of the shape
 ARITY = {"Pow": (2, 2), "ExprCondPair": (2, 2), "Not": (1, 1), "Interval": (2, 4), "Equality": (2, 2),

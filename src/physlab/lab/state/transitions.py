@@ -13,7 +13,8 @@ refuted ``abandon_after`` times is abandoned: a dead end, with the reviewer's re
 
 from __future__ import annotations
 
-from typing import Iterable, TypeVar, get_args
+from collections.abc import Iterable
+from typing import TypeVar, get_args
 
 from physlab.lab.state.models import (
     BestAnswer,

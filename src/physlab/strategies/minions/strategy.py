@@ -109,7 +109,7 @@ class Minions(Strategy[MinionsParams]):
                         fig = await describe_figure(ctx, img, cv=visual_cv, max_rounds=visual_max,
                                                     self_improve=self_improve, settings=settings,
                                                     context=problem.statement[-3000:])
-                    except Exception as exc:  # noqa: BLE001 - e.g. a text-only model refusing images
+                    except Exception as exc:  # e.g. a text-only model refusing images
                         if budget_error(exc) is not None:
                             raise
                         images_ok = False

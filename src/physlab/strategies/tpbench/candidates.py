@@ -6,8 +6,9 @@ plus the parameters every TPBench strategy shares and the Attempt built from a c
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from physlab.grading.extract import extract_code
 from physlab.llm.usage import Usage
