@@ -16,7 +16,8 @@ from physlab.problems.model import Problem
 from .helpers import grade_text_in_process
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "written_corpus.yaml").read_text(encoding="utf-8"))
-KINDS = {"final", "choice", "relations", "numbers", "symbols", "sets", "precision"}
+KINDS = {"final", "choice", "relations", "numbers", "symbols", "sets", "precision",
+         "options", "words", "notation", "prose"}  # the last four: issue #43
 CASES = [(group, case) for group in CORPUS for case in group["cases"]]
 
 

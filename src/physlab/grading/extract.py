@@ -126,7 +126,8 @@ def extract_boxed(text: str) -> list[str]:
 
 # "Final answer" markers ("Final Answer:", "**Final answer**", "The final answer is").
 _MARKER = re.compile(r"final\s+answer(?:\s*\*\*)?\s*(?:is\b)?\s*[:：]?", re.IGNORECASE)
-_ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE)
+# "Answer: 9", and "Answer $9$" / "Answer \[ 9 \]" (math right after the word)
+_ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*(?:[:：]|(?=\$|\\\[|\\\())", re.IGNORECASE | re.MULTILINE)
 # A conclusion in prose: "So, the required value is 5.", "Therefore, the answer is 0.35.",
 # "Thus the speed is $v = 3$ m/s." (the rest of the sentence is the answer). Ours, not Math-Verify's
 # extraction: that one lowercases symbols and falls back to the first number of the text.
@@ -135,7 +136,7 @@ _CONCLUSION = re.compile(
     r"\b(?:answer|result|value|solution)s?\b(?:\s+(?:to|for|of)\s+[^.\n]{1,80}?)?"
     r"\s+(?:is|are|equals|=|would\s+be|will\s+be|should\s+be|comes\s+out\s+to|becomes)\b\s*:?"
     r"|\b(?:therefore|thus|hence|so|finally|consequently)\b,?\s+(?:the\s+)?(?:[A-Za-z][A-Za-z' -]{0,60}?\s)?"
-    r"(?:is|are|equals|=|becomes|comes\s+out\s+to)\s+" + _HEDGE + r"(?=[$\\\d+-])"
+    r"(?:is|are|equals|=|becomes|comes\s+out\s+to|satisfies|satisfy|obeys|obey|reads)\s+" + _HEDGE + r"(?=[$\\\d+-])"
     r"|\b(?:is|are|equals)\s+(?:therefore|thus|hence|then)\s+" + _HEDGE + r"(?=[$\\\d+-])"
     r"|\b(?:therefore|thus|hence|so|finally|consequently)\b,?\s+(?:we\s+(?:get|find|obtain|have)\s*:?\s*)?(?=\$)",
     re.IGNORECASE)
@@ -260,6 +261,10 @@ def _sentence_after(text: str, i: int) -> str:
 def _trim_remark(answer: str) -> str:
     """The answer without what follows it in its sentence, outside math ("$T = mg$, as expected")."""
     answer = re.sub(r"^\s*" + _HEDGE, "", answer, flags=re.IGNORECASE)
+    m = re.match(r"\s*(\$[^$]+\$|\\\(.+?\\\))\s+(?=[A-Za-z]{2,})", answer)
+    if m and "$" not in answer[m.end():] and "\\(" not in answer[m.end():]:
+        # "$x \geq 5$ is the solution": the math, not the words after it
+        return m.group(1)
     for m in _REMARK.finditer(answer):
         if m.start() > 0 and answer.count("$", 0, m.start()) % 2 == 0:
             return answer[:m.start()]
@@ -316,6 +321,9 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
         found = list(pattern.finditer(text))
         if found:
             rest = text[found[-1].end():].strip()
+            display = _display_math(rest[:4000]) if rest.startswith(("$$", "\\[")) else []
+            if display and display[0][0] == 0:  # "Answer: $$ ... $$" over several lines
+                rest = display[0][1].strip()
             line = _clean_line(rest.split("\n\n", 1)[0].split("\n", 1)[0]) if rest else ""
             if line:
                 return WrittenAnswer((line,), (0,), how)

@@ -19,7 +19,7 @@ _DEGREE = r"(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\(?:mathrm|text|rm)\s*\{\s*[CF]
 _MARKED_ATOM = re.compile(r"(?:" + _DEGREE + "|" + _TEXT + r"|\\?%|\\(?:Omega|mu|AA|ohm)(?![A-Za-z])\s*[A-Za-z]*)" + _EXP + r"$")
 _PLAIN_ATOM = re.compile(r"(?<![\\A-Za-z])[A-Za-zµμΩÅ]+" + _EXP + r"$")
 _SEP = re.compile(r"(?:\s*(?:\\cdot|\\times|/|\*)\s*|\s*)$")
-_NUMBER = re.compile(r"^[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)(?:\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|[+-]?\d))?$"
+_NUMBER = re.compile(r"^[+-]?\s*\\frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\}$|^[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)(?:\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|[+-]?\d))?$"
                      r"|^10\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|\d)$")
 _DEG_C = r"(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\(?:mathrm|text|rm)\s*\{\s*C\s*\}|C(?![A-Za-z]))"
 # Astronomical units pint does not define (HiPhO uses them as answer units).
@@ -78,7 +78,15 @@ def to_pint(unit):
     try:
         registry().parse_units(s)
     except Exception:  # noqa: BLE001 - pint raises several kinds of errors for unknown units
-        return None
+        # a unit named as a word with a capital (Tesla, Joule, Kelvin): pint knows it in lower case
+        lower = re.sub(r"(?<![A-Za-z])([A-Z][a-z]{2,})(?![A-Za-z])", lambda m: m.group(1).lower(), s)
+        if lower == s:
+            return None
+        try:
+            registry().parse_units(lower)
+        except Exception:  # noqa: BLE001
+            return None
+        return lower
     return s
 
 

@@ -161,6 +161,10 @@ def _compare(cand, ref, opts, other_labels, kind):
         got, want = _letters(cand.get("raw", "")), _letters(ref.get("raw", ""))
         return PartResult(got == want and bool(want), f"choices {sorted(got)} " + ("match" if got == want else "differ"),
                           "choice")
+    cpol, rpol = cand.get("polarity"), ref.get("polarity")
+    if cpol != rpol and (cpol == "no" or (cpol and rpol)):
+        # "\text{no, } v = 2 m/s": the words beside the number deny it
+        return PartResult(False, f"the answer says '{cpol}' beside its value", "text")
     if ref.get("text_only") or rv.get("t") == "str":
         same = _plain(cand.get("raw", "")) == _plain(ref.get("raw", ""))
         return PartResult(same, "the same text" if same else "a different text", "text")
@@ -174,6 +178,10 @@ def _compare(cand, ref, opts, other_labels, kind):
         if cand.get("lhs") and ref.get("lhs") and (cand["lhs"].get("t"), ref["lhs"].get("t")) != ("sym", "sym"):
             return _relations(cand, ref, opts)  # "R^2 = x^2 + y^2" for "x^2 + y^2 = R^2": the same equation
         note = f" (labelled {cand['label']})"
+    if (_is_relation(rv) and rv.get("f") not in ("Equality", "Unequality") and cand.get("paren_pair")
+            and C._kind(cv) == "seq" and len(cv["a"]) == 2):
+        cv = _open_interval(cv)  # "(0, 1)" for "0 < f(x) < 1": the open interval
+        cand = dict(cand, value=cv)
     if _is_relation(rv) and rv.get("f") not in ("Equality", "Unequality") and C._kind(cv) == "interval":
         as_set = _as_set(rv, opts)  # "-2 \le x \le 7" answered "x \in [-2, 7]"
         if as_set is not None:
@@ -238,6 +246,13 @@ def _other_reading(cand, ref, cv, rv):
     ``1/e``)."""
     if _is_percent(cand.get("unit")) and not ref.get("unit"):
         return cand["value"], rv, " (as a percentage)"
+    if cand.get("comma_decimal") and C._kind(rv) == "leaf" and not _is_relation(rv):
+        return cand["comma_decimal"], rv, " (read with a decimal comma)"
+    if ref.get("comma_decimal") and C._kind(cv) == "leaf" and not _is_relation(cv):
+        return cv, ref["comma_decimal"], " (read with a decimal comma)"
+    if rv.get("t") == "sym" and len(rv.get("name", "")) >= 3 and rv["name"].isalpha() and \
+            _plain(cand.get("raw", "")) == rv["name"].lower():
+        return rv, rv, " (the same word)"  # "$odd$" for \text{odd}
     if _has_euler(rv) and _has_sym(cv, "e"):
         return _replace_sym(cv, "e", _EULER), rv, " (e read as Euler's number)"
     if _has_euler(cv) and _has_sym(rv, "e"):
