@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ReferenceFormat = Literal["python", "number", "latex"]
 
@@ -38,6 +38,10 @@ class Problem(BaseModel):
     choices: list[str] | None = Field(
         default=None, description="Multiple choice: the option letters (upper case); the reference is "
         "one or more of them and an answer is graded by the letters it names.")
+    options: dict[str, str] | None = Field(
+        default=None, description="Multiple choice: the options, letter (upper case) -> text, as the statement "
+        "lists them ((a) ... (b) ... (c) ..., recognised when the problem loads) or a problem file gives them "
+        "(choices: {A: ..., B: ...}). An answer is graded by the letter it names, the option it gives, or both.")
     images: list[Path] = Field(default_factory=list, description="Figure files (absolute paths).")
     source: str | None = None
     difficulty: int | None = None
@@ -47,6 +51,19 @@ class Problem(BaseModel):
         default_factory=dict,
         description="Format-specific data (HiPhO answer types, units, points, marking scheme...).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _options_in_statement(cls, data: Any) -> Any:
+        """Options the statement lists are recognised here, so every loader's problems have them."""
+        if isinstance(data, dict) and data.get("options") is None and isinstance(data.get("statement"), str):
+            from physlab.problems.choices import options_in_statement
+
+            found = options_in_statement(data["statement"])
+            letters = data.get("choices")
+            if found and (letters is None or sorted(letters) == sorted(found)):
+                data = {**data, "options": found}
+        return data
 
     @property
     def gradable(self) -> bool:

@@ -494,3 +494,59 @@ def grade_parts(cands, ref_parts, opts_for, *, hipho=False, choices=False):
     elif len(results) == 1:
         out["reason"] += f"; {results[0].reason}"
     return out
+
+
+# ------------------------------------------------------------------------------ options
+
+
+def _letter_set(text):
+    return {x.strip() for x in (text or "").split(",") if x.strip()}
+
+
+def _options_of(part, options, opts_for):
+    """The letters of the options whose content ``part`` equals (options that are words: none)."""
+    found = set()
+    for letter, oparts in options.items():
+        if not oparts:
+            continue
+        res = compare_part(part, oparts[0], opts_for(oparts[0]))
+        if res.correct is True:
+            found.add(letter)
+    return found
+
+
+def grade_options(job, ref_parts, options, opts_for):
+    """A problem whose options' texts are known: the letters the reference names or the option it
+    gives, against the letters the answer names or the option whose content (or wording) it gives. A
+    letter beside the content of another option is not correct. None when the reference is none of
+    the options (then the problem is graded as any other)."""
+    written = job["written"]
+    want = _letter_set(job.get("reference_letters")) or _letter_set(job.get("reference_wording"))
+    if not want and len(ref_parts) == 1:
+        want = _options_of(ref_parts[0], options, opts_for)
+    if not want:
+        return None
+    named = _letter_set(written.get("letters"))
+    box = written["boxes"][written["final"][-1]]
+    content = box["parts"][0] if written.get("has_content") and box.get("ok") and len(box["parts"]) == 1 else None
+    gives = (_options_of(content, options, opts_for) if content else set()) or _letter_set(written.get("wording"))
+    shown = ", ".join(sorted(want))
+    if named and gives and named != gives:
+        return _choice_out(False, f"the answer names {sorted(named)} beside the content of option {sorted(gives)}",
+                           shown, ", ".join(sorted(named)))
+    got = named or gives
+    if not got:
+        if content is not None and len(ref_parts) == 1:  # a value that is none of the options' contents
+            res = compare_part(content, ref_parts[0], opts_for(ref_parts[0]))
+            return _choice_out(res.correct is True, res.reason, shown, content.get("text", ""), res.method)
+        return {"verdict": "invalid", "method": "choice", "reason": "the answer names none of the options",
+                "compared": {"reference": shown, "candidate": ""}, "parts": []}
+    same = got == want
+    return _choice_out(same, f"choices {sorted(got)} " + ("match" if same else "differ"), shown, ", ".join(sorted(got)))
+
+
+def _choice_out(correct, reason, reference, candidate, method="choice"):
+    return {"verdict": "correct" if correct else "incorrect", "method": method, "reason": reason,
+            "compared": {"reference": reference, "candidate": candidate},
+            "parts": [{"index": 0, "reference": reference, "candidate": candidate, "correct": bool(correct),
+                       "reason": reason, "method": method}]}
