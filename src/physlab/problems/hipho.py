@@ -80,7 +80,9 @@ def load_hipho_data(data: Any, path: Path) -> list[Problem]:
             id=pid,
             statement="\n\n".join(parts),
             reference="\n".join(a.strip() for a in answers) if answers else None,
-            reference_format="latex" if answers else None,
+            # every answer open-ended (words): no rule reads them, a judge model may
+            reference_format=(None if not answers else "prose" if extra["answer_types"] and all(
+                str(t).lower() == "open-ended" for t in extra["answer_types"]) else "latex"),
             images=images,
             source=str(item.get("source") or "HiPhO"),
             path=path.resolve(),

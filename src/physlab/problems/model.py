@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ReferenceFormat = Literal["python", "number", "latex"]
+ReferenceFormat = Literal["python", "number", "latex", "prose"]
 
 
 class Problem(BaseModel):
@@ -64,6 +64,29 @@ class Problem(BaseModel):
             if found and (letters is None or sorted(letters) == sorted(found)):
                 data = {**data, "options": found}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prose_reference(cls, data: Any) -> Any:
+        """A reference in words is marked ``prose`` here, so every loader's problems say so: no rule
+        reads it (its answers are ungraded unless a judge model is named). An option's letter or its
+        wording is no prose: the options grade it."""
+        if not isinstance(data, dict) or data.get("reference_format") not in (None, "latex"):
+            return data
+        reference = data.get("reference")
+        if not isinstance(reference, str) or (data.get("extra") or {}).get("format") == "hipho" or data.get("choices"):
+            return data
+        from physlab.problems.choices import letters_by_wording, read_choice
+        from physlab.problems.prose import is_prose
+
+        options = data.get("options")
+        if options and (read_choice(reference, list(options)) or letters_by_wording(reference, options)):
+            return data
+        if data.get("reference_format") is None and "\\" not in reference and "$" not in reference:
+            from physlab.problems.templates import detect_reference_format
+
+            return {**data, "reference_format": "prose"} if detect_reference_format(reference) == "prose" else data
+        return {**data, "reference_format": "prose"} if is_prose(reference) else data
 
     @property
     def gradable(self) -> bool:

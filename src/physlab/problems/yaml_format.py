@@ -42,7 +42,7 @@ KNOWN_KEYS = {
     "title": "a short title",
     "source": "where the problem comes from",
     "difficulty": "an integer",
-    "reference_format": "python, number or latex",
+    "reference_format": "python, number, latex or prose",
     "answer_format": "python, number or latex",
     "tags": "a list of labels",
     "metadata": "a mapping of anything else",
