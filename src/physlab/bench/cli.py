@@ -56,6 +56,8 @@ def run_cmd(
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
     role_model: Optional[list[str]] = typer.Option(None, "--role-model",
                                                    help="ROLE=provider:model: this role's model in every cell (repeat)."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
+                                                              "prose (else ungraded); those cells are reported apart."),
     output_mode: Optional[str] = typer.Option(None, "--output-mode",
                                               help="tool | native | prompted | auto (see `physlab solve --help`)."),
     workspace_root: Optional[Path] = typer.Option(None, "--workspace-root",
@@ -97,7 +99,7 @@ def run_cmd(
         db=db, workspace_root=workspace_root, api_base=api_base, api_key_env=api_key_env, seed=seed,
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
         role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode),
-        tools=[ToolChoice.parse(t) for t in tools or []],
+        tools=[ToolChoice.parse(t) for t in tools or []], judge=judge,
     )
     _check_names(config)
     _check_models(config)
@@ -141,6 +143,7 @@ def worker_argv(config) -> list[str]:
                         ("--budget-cost", b.max_cost_usd), ("--budget-calls", b.max_calls),
                         ("--budget-wall", b.max_wall_s), ("--api-base", config.api_base),
                         ("--api-key-env", config.api_key_env), ("--workspace-root", config.workspace_root),
+                        ("--judge", config.judge),
                         ("--sandbox-workers", config.sandbox_workers)):
         if value is not None:
             args += [flag, str(value)]
@@ -382,6 +385,10 @@ def grade_cmd(
     answers: Path = typer.Option(..., "--answers", help="YAML/JSON: problem id -> reference."),
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
     regrade: bool = typer.Option(False, "--regrade", help="Grade cells that already have a verdict too."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
+                                                              "prose (else ungraded); reported apart."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="The judge's server."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="The judge's API key variable."),
 ) -> None:
     """Grade recorded answers now that references are known."""
     import asyncio
@@ -391,7 +398,8 @@ def grade_cmd(
 
     store = ResultsStore(db, create=False)
     try:
-        counts = asyncio.run(grade_db(store, answers, regrade=regrade, on_unknown=lambda ids: typer.echo(
+        counts = asyncio.run(grade_db(store, answers, regrade=regrade, judge=judge, api_base=api_base,
+                                      api_key_env=api_key_env, on_unknown=lambda ids: typer.echo(
             f"warning: {len(ids)} answer id(s) match no problem in {db}: {', '.join(ids[:5])}"
             + (", ..." if len(ids) > 5 else ""), err=True)))
     finally:

@@ -48,6 +48,12 @@ class GroupSummary(BaseModel):
     reference_conditioned: bool = Field(default=False, description="A role saw the reference: not a solver.")
     oracle: bool = Field(default=False, description="The strategy reads the answer key (tpbench-bon): an upper "
                                                     "bound, never ranked beside solvers.")
+    judge_graded: bool = Field(default=False, description="Its verdicts came from a judge model (--judge: answers "
+                                                          "to prose references), not the rules: reported apart, "
+                                                          "never ranked beside rule-graded groups.")
+    ungraded: int = Field(default=0, description="Answers to prose references no judge graded: neither right nor "
+                                                 "wrong, left out of accuracy.")
+    grading_cost: float = Field(default=0.0, description="What the judge model's calls cost (apart from total_cost).")
     cells: int = Field(description="Finished cells.")
     failed: int = 0
     pending: int = 0
@@ -105,15 +111,17 @@ class GroupSummary(BaseModel):
 
     @property
     def strategy_label(self) -> str:
-        return f"{self.strategy} (ran as {self.ran_as})" if self.ran_as else self.strategy
+        label = f"{self.strategy} (ran as {self.ran_as})" if self.ran_as else self.strategy
+        return f"{label} (judge-graded)" if self.judge_graded else label
 
     @property
     def key(self) -> tuple:
-        return (self.strategy, self.model, self.config, self.reference_conditioned)
+        return (self.strategy, self.model, self.config, self.reference_conditioned, self.judge_graded)
 
     @property
     def solver(self) -> bool:
-        return not (self.reference_conditioned or self.oracle)
+        """Ranked beside the others: not an oracle, no role saw the reference, graded by the rules."""
+        return not (self.reference_conditioned or self.oracle or self.judge_graded)
 
 
 CRITPT_PROTOCOL_RUNS = 5  # CritPt reports the mean accuracy over 5 runs of the 70 challenges (README)
@@ -315,9 +323,11 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
     # Grouped by strategy x model x config: pooling cells run at different budgets or parameters
     # would mix two experiments in one accuracy, and count them as repeats in pass@k. A run a cap
     # cut short stays in its group: the group's accuracy is the strategy's at that budget.
-    rows = [{**r, "config": cell_config(r), "reference_conditioned": bool(r.get("reference_conditioned"))}
-            for r in store.cells()]
-    keys = ("strategy", "model", "config", "reference_conditioned")
+    # A judge model's verdicts (--judge) are another kind of grading: those cells are a group of their
+    # own, kept apart as oracles and reference-conditioned runs are.
+    rows = [{**r, "config": cell_config(r), "reference_conditioned": bool(r.get("reference_conditioned")),
+             "judge_graded": bool(r.get("graded_by"))} for r in store.cells()]
+    keys = ("strategy", "model", "config", "reference_conditioned", "judge_graded")
     by_group = stats.group_by(rows, *keys)
     group_of = {r["key"]: tuple(r[k] for k in keys) for r in rows}
     role_rows: dict[tuple, list[dict]] = {}
@@ -333,16 +343,18 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
     groups: list[GroupSummary] = []
     graded_of: dict[tuple, _Graded] = {}
     for key, cells in sorted(by_group.items()):
-        strategy, model, config, ref = key
+        strategy, model, config, ref, judged = key
         done = [c for c in cells if c["state"] == "done"]
-        graded = [c for c in done if c["verdict"] is not None]
+        graded = [c for c in done if c["verdict"] not in (None, "ungraded")]
         crashed = [c for c in cells if c["state"] == "failed" and c["gradable"]]
         ran_as: dict[str, int] = {}
         for c in done:
             if c.get("ran_as"):
                 ran_as[c["ran_as"]] = ran_as.get(c["ran_as"], 0) + 1
         g = GroupSummary(
-            strategy=strategy, model=model, config=config, reference_conditioned=ref,
+            strategy=strategy, model=model, config=config, reference_conditioned=ref, judge_graded=judged,
+            ungraded=sum(c["verdict"] == "ungraded" for c in done),
+            grading_cost=sum(c.get("grading_cost_usd") or 0.0 for c in done),
             oracle=strategy in ORACLES, cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
             pending=sum(c["state"] in ("pending", "running") for c in cells),
             graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded), crashed=len(crashed),
@@ -567,6 +579,8 @@ def summary_rows(report: Report) -> list[dict[str, str]]:
             "role_cached_input": "; ".join(f"{r}={s:.0%}" for r, s in g.role_cached.items()),
             "crashed": str(g.crashed), "cut_short": str(g.cut_short), "clusters": str(g.clusters),
             "oracle": "yes" if g.oracle else "",
+            "judge_graded": "yes" if g.judge_graded else "", "ungraded": str(g.ungraded),
+            "grading_cost_usd": fmt(g.grading_cost, ".4g") if g.judge_graded else "",
             "input_tokens_median": fmt(g.input_median, ".0f"), "output_tokens_median": fmt(g.output_median, ".0f"),
             "cached_tokens_median": fmt(g.cached_median, ".0f"),
             f"anytime_accuracy_at_{fmt(report.anytime_tokens, '.0f') or 'T'}_tokens": fmt(g.anytime_accuracy, ".3f"),

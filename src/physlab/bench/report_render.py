@@ -60,7 +60,8 @@ def _done_failed(g: GroupSummary) -> str:
 
 def _solved(g: GroupSummary) -> str:
     """'correct/cells', the crashed cells (in the denominator) said."""
-    return f"{g.correct}/{g.graded + g.crashed}" + (f" ({g.crashed} crashed)" if g.crashed else "")
+    return (f"{g.correct}/{g.graded + g.crashed}" + (f" ({g.crashed} crashed)" if g.crashed else "")
+            + (f" ({g.ungraded} ungraded)" if g.ungraded else ""))
 
 
 def _cut(g: GroupSummary) -> str:
@@ -137,8 +138,9 @@ def print_report(report: Report, console=None) -> None:
                       "short counts as what it answered, a crashed cell as unsolved); 95% intervals: "
                       + "; ".join(methods or ["-"]) + " (the CSV's ci_method says which, per group)")
     if report.reference_conditioned:
-        console.print(groups_table("Oracles and reference-conditioned runs (they read the answer key or a role saw "
-                                   "the reference: not solvers, not ranked)", report.reference_conditioned,
+        console.print(groups_table("Oracles and reference-conditioned runs, and judge-graded runs (they read the "
+                                   "answer key, a role saw the reference, or a judge model graded them: not ranked)",
+                                   report.reference_conditioned,
                                    judge=any(g.judge_checks for g in report.reference_conditioned)))
     for score in report.critpt:
         label = " × ".join([score.strategy, score.model] + ([score.config] if score.config != "-" else []))

@@ -56,6 +56,8 @@ class SweepConfig(BaseModel):
     seed: int = 0
     params: dict[str, Any] = Field(default_factory=dict)
     role_models: dict[str, str] = Field(default_factory=dict, description="Roles played by another model.")
+    judge: str | None = Field(default=None, description="provider:model grading answers whose reference is prose "
+                                                        "(--judge); its cells are reported apart.")
     output_mode: str | None = None
     tools: list[ToolChoice] = Field(default_factory=list, description="The lab's tools, one arm each (cells for "
                                                                       "every one); none: each problem's default.")
@@ -238,7 +240,7 @@ class Sweep:
                                  api_base=cfg.api_base, api_key_env=cfg.api_key_env,
                                  output_mode=cast("OutputMode | None", cfg.output_mode),  # RunOptions checks it
                                  models_config=self._models_path, params=dict(cfg.params), budget=cfg.budget,
-                                 seed=cfg.seed + spec.repeat, tools=spec.tools)
+                                 seed=cfg.seed + spec.repeat, tools=spec.tools, judge=cfg.judge)
             shared = Shared(limiter=self.limiter, sandbox=self.sandbox, grader=self._shared_grader(),
                             providers=self._providers, registry=self._models, on_call=on_call)
             solve = cast(SolveFn, self._solve)  # set by _load, before any cell
@@ -275,6 +277,7 @@ class Sweep:
             usage_by_role=usage_by_role, wall_s=record.wall_s or (time.monotonic() - start),
             workspace=str(workspace), calls=calls, checkpoints=record.checkpoints, ran_as=record.ran_as,
             reference_conditioned=record.reference_conditioned, **_judge_agreement(record),
+            **_graded_by(verdict),
         )
         if await self._db(self.store.finish, spec.key, self.worker, result):
             total = Usage()
@@ -465,6 +468,15 @@ class Sweep:
 
     def _progress(self, total: int, already: int) -> "_Progress":
         return _Progress(total, already, enabled=self.show_progress)
+
+
+def _graded_by(verdict: Any) -> dict[str, Any]:
+    """Who decided the cell's verdict when a judge model did (--judge), and what its calls cost."""
+    judged = verdict.details.get("judge") if verdict is not None else None
+    if not isinstance(judged, dict) or not judged.get("verdict"):
+        return {}
+    return {"graded_by": f"judge:{judged.get('model')}", "grading_calls": int(judged.get("calls") or 0),
+            "grading_cost_usd": float(judged.get("cost_usd") or 0.0)}
 
 
 def _judge_agreement(record: Any) -> dict[str, Any]:

@@ -14,10 +14,10 @@ import re
 from typing import Any
 
 from physlab.grading.extract import extract_choice, extract_code, extract_written, outside_thinking, read_choice
-from physlab.problems.choices import letters_by_wording, split_choice
 from physlab.grading.rt import tree as T
 from physlab.grading.template import TemplateSpec
 from physlab.grading.verdict import Verdict
+from physlab.problems.choices import letters_by_wording, split_choice
 from physlab.problems.model import Problem
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from physlab.errors import ProblemFileError
 from physlab.problems.fields import (
@@ -28,7 +28,7 @@ from physlab.problems.fields import (
     slug,
     type_name,
 )
-from physlab.problems.model import Problem
+from physlab.problems.model import Problem, ReferenceFormat
 from physlab.problems.templates import check_reference, detect_reference_format, parse_template
 
 KNOWN_KEYS = {
@@ -156,7 +156,7 @@ def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str =
         statement=statement.strip(),
         answer_template=template,
         reference=reference,
-        reference_format=fmt,
+        reference_format=cast("ReferenceFormat | None", fmt),  # check_reference accepted it
         solution=get_str(data, "solution", path=path, where=where),
         rtol=get_rtol(data, "rtol", path=path, where=where),
         choices=choices,
