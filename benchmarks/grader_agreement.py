@@ -9,9 +9,15 @@ labels, and other projects' grading cases). One case a line:
     {"source": "physics", "id": "atomic/4-14", "statement": "...", "reference": "...",
      "reference_format": "latex" | "python" | "number" (optional), "template": "...", "choices": [...],
      "rtol": ..., "format": "critpt" (optional), "candidate": "<a model's whole reply, or an answer>",
-     "label": "correct" | "incorrect"}
+     "label": "correct" | "incorrect", "kind": "answers" (real model replies) | "cases" (the default:
+     other projects' grading cases)}
 
-or, instead of the problem's fields, ``"problem": "FILE#ID"`` (a problem file beside the cases, read by the
+A label found wrong on inspection is corrected in ``DIR/*.corrections.json`` (a list of ``{"source",
+"id", "label", "why"}``: the why says what the publisher's checker got wrong, or which documented
+convention of PhysLab's grader differs from the other project's); the figures are printed against
+the labels as published and against the corrected ones, and every correction is listed.
+
+Or, instead of the problem's fields, ``"problem": "FILE#ID"`` (a problem file beside the cases, read by the
 project's loaders). ``"candidate_is_answer": true`` marks a candidate that is the final answer itself
 (other projects' grading cases): it is graded as the reply ``\boxed{<answer>}``.
 
@@ -39,9 +45,19 @@ from pathlib import Path
 from typing import Any
 
 
+def load_corrections(data: Path) -> dict[tuple[str, str], dict]:
+    out = {}
+    for path in sorted(data.rglob("*.corrections.json")):
+        for c in json.loads(path.read_text(encoding="utf-8")):
+            out[(c["source"], str(c["id"]))] = c
+    return out
+
+
 def load_cases(data: Path, sources: set[str] | None = None) -> list[dict]:
     cases = []
     for path in sorted(data.rglob("*.jsonl")):
+        if path.name.endswith(".out.jsonl"):  # a previous run's verdicts (--out)
+            continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -158,11 +174,11 @@ def grade_all(cases: list[dict], jobs: int, in_sandbox: bool) -> list[dict]:
     return out
 
 
-def figures(rows: list[tuple[dict, dict]]) -> dict:
+def figures(rows: list[tuple[dict, dict]], key: str = "label") -> dict:
     graded = [(c, r) for c, r in rows if r["verdict"] != "ungraded"]
-    agree = sum((r["verdict"] == "correct") == (c["label"] == "correct") for c, r in graded)
-    right = [r for c, r in graded if c["label"] == "correct"]
-    wrong = [r for c, r in graded if c["label"] != "correct"]
+    agree = sum((r["verdict"] == "correct") == (c[key] == "correct") for c, r in graded)
+    right = [r for c, r in graded if c[key] == "correct"]
+    wrong = [r for c, r in graded if c[key] != "correct"]
     return {"n": len(rows), "graded": len(graded), "ungraded": len(rows) - len(graded),
             "agreement": agree / len(graded) if graded else float("nan"),
             "recognised": sum(r["verdict"] == "correct" for r in right) / len(right) if right else float("nan"),
@@ -182,6 +198,10 @@ def main() -> None:
     cases = load_cases(args.data, set(args.source) if args.source else None)
     if not cases:
         sys.exit(f"no cases under {args.data}")
+    corrections = load_corrections(args.data)
+    for c in cases:
+        fix = corrections.get((c["source"], str(c["id"])))
+        c["corrected"] = fix["label"] if fix else c["label"]
     start = time.monotonic()
     results = grade_all(cases, args.jobs, args.sandbox)
     took = time.monotonic() - start
@@ -191,22 +211,33 @@ def main() -> None:
     if args.out:
         args.out.write_text("".join(json.dumps({"source": c["source"], "id": c["id"], "label": c["label"], **r}) + "\n"
                                     for c, r in zip(cases, results)))
-    print(f"{'source':<22}{'cases':>7}{'graded':>8}{'agree':>9}{'right recognised':>19}{'false correct':>15}"
-          f"{'ungraded':>10}")
-    for name, rows in sorted(by_source.items()) + [("TOTAL", list(zip(cases, results)))]:
-        f = figures(rows)
-        print(f"{name:<22}{f['n']:>7}{f['graded']:>8}{f['agreement']:>9.1%}"
-              f"{f['recognised']:>10.1%} of {f['right']:<5}{f['false_correct']:>8} of {f['wrong']:<5}{f['ungraded']:>8}")
-    print(f"({len(cases)} cases in {took:.0f} s, {'sandbox' if args.sandbox else 'in process'})")
+    for key, title in (("label", "labels as published"), ("corrected", "labels corrected (see the list below)")):
+        print(f"\n{title}\n{'source':<22}{'cases':>7}{'graded':>8}{'agree':>9}{'right recognised':>19}"
+              f"{'false correct':>15}{'ungraded':>10}")
+        totals = [(f"TOTAL {kind}", [(c, r) for c, r in zip(cases, results) if c.get("kind", "cases") == kind])
+                  for kind in ("answers", "cases")]
+        for name, rows in sorted(by_source.items()) + [t for t in totals if t[1]]:
+            f = figures(rows, key)
+            print(f"{name:<22}{f['n']:>7}{f['graded']:>8}{f['agreement']:>9.1%}{f['recognised']:>10.1%} of "
+                  f"{f['right']:<5}{f['false_correct']:>8} of {f['wrong']:<5}{f['ungraded']:>8}")
+        if key == "label" and not corrections:
+            break
+    print(f"({len(cases)} cases in {took:.0f} s, {'sandbox' if args.sandbox else 'in process'}; "
+          f"verdicts {dict(Counter(r['verdict'] for r in results))})")
+    fixed = [(c, corrections[(c["source"], str(c["id"]))]) for c in cases if (c["source"], str(c["id"])) in corrections]
+    if fixed:
+        print(f"\n== {len(fixed)} labels corrected")
+        for c, fix in fixed:
+            print(f"- {c['source']} {c['id']}: {c['label']} -> {fix['label']}: {fix['why']}")
     for name, rows in sorted(by_source.items()):
         bad = [(c, r) for c, r in rows if r["verdict"] != "ungraded"
-               and (r["verdict"] == "correct") != (c["label"] == "correct")]
+               and (r["verdict"] == "correct") != (c["corrected"] == "correct")]
         if not bad or not args.show:
             continue
         print(f"\n== {name}: {len(bad)} disagreements (label -> verdict: reason)")
         for c, r in bad[:args.show]:
             tail = c["candidate"].strip().replace("\n", " ")[-160:]
-            print(f"- {c['id']}  {c['label']} -> {r['verdict']}: {r['reason'][:200]}\n"
+            print(f"- {c['id']}  {c['corrected']} -> {r['verdict']}: {r['reason'][:200]}\n"
                   f"    reference: {(c.get('reference') or c.get('problem') or '')[:160]!r}\n    candidate: ...{tail!r}"
                   + (f"\n    compared: {r['compared'][0][:120]!r} with {r['compared'][1][:120]!r}"
                      if any(r["compared"]) else ""))

@@ -563,7 +563,7 @@ def _parts(text, hints):
         raise ParseError("the answer is empty")
     if len(s) > MAX_CHARS:
         raise ParseError(f"the answer is longer than {MAX_CHARS} characters")
-    s, polarity = _leading_words(s)
+    written, (s, polarity) = s, _leading_words(s)
     if polarity and (not s or _looks_like_prose(s)):
         return [_text_part(polarity, polarity)]  # "No, the wire does not melt.": the answer is "no"
     if not s:
@@ -584,6 +584,8 @@ def _parts(text, hints):
         parts = [_piece(s, hints, label_for)]
     for part in parts:
         part["polarity"] = polarity
+        if written != s and len(parts) == 1:
+            part["raw"] = written  # as written, its opening words too (an option's letter "(c) the 2p state")
     return parts
 
 
