@@ -68,6 +68,9 @@ def run_cmd(
     tools: Optional[list[str]] = typer.Option(
         None, "--tools", help="The lab's tools beyond Python: cas,literature,corpus=DIR,web or none. Repeat for "
         "arms: each value is another set of cells (default: cas; docs/tools.md)."),
+    protocol: str = typer.Option("physlab", "--protocol",
+                                 help="physlab (PhysLab's defaults) or paper: every strategy at its published "
+                                      "setting (`physlab strategies show NAME`); a --param given still wins."),
     sandbox_workers: Optional[int] = typer.Option(None, "--sandbox-workers", min=1),
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -84,6 +87,7 @@ def run_cmd(
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
     from physlab.llm.usage import Budget
+    from physlab.run.options import check_protocol
     from physlab.tools.choice import ToolChoice
 
     suite = _suite_meant(suite, quiet=wait_for_start)
@@ -99,9 +103,10 @@ def run_cmd(
         db=db, workspace_root=workspace_root, api_base=api_base, api_key_env=api_key_env, seed=seed,
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
         role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode),
-        tools=[ToolChoice.parse(t) for t in tools or []], judge=judge,
+        tools=[ToolChoice.parse(t) for t in tools or []], protocol=check_protocol(protocol) or "physlab",
+        judge=judge,
     )
-    _check_names(config)
+    _check_names(config, say=not wait_for_start)
     _check_models(config)
     if wait_for_start:  # a helper: its Ctrl-C comes from the parent, whatever this process inherited
         import signal
@@ -157,6 +162,8 @@ def worker_argv(config) -> list[str]:
         args += ["--output-mode", config.output_mode]
     for arm in config.tools:
         args += ["--tools", str(arm)]
+    if config.protocol != "physlab":
+        args += ["--protocol", config.protocol]
     if not config.retry_failed:
         args.append("--no-retry-failed")
     return args
@@ -298,13 +305,15 @@ def _suite_meant(suite: str, *, quiet: bool) -> str:
     return meant
 
 
-def _check_names(config) -> None:
+def _check_names(config, *, say: bool = True) -> None:
     """Unknown strategies, and parameters one of them does not take, fail fast (exit 2), not as
-    N failed cells."""
+    N failed cells; a --param that departs from the --protocol is said, once per strategy."""
     from physlab.strategies import registry
 
     for strategy in config.strategies:
-        registry.get(strategy).Params.parse(strategy, config.params)
+        registry.build(strategy, config.params, config.protocol)
+        for line in registry.protocol_notes(strategy, config.params, config.protocol) if say else ():
+            typer.echo(f"note: {strategy}: {line}", err=True)
 
 
 def _check_models(config) -> None:

@@ -49,6 +49,9 @@ _ADDED_CELL_COLUMNS = {
     "reference_conditioned": "INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1))",
     "judge_checks": "INTEGER",
     "judge_agreed": "INTEGER CHECK (judge_agreed <= judge_checks)",
+    # The --protocol the cell's strategy was set by. No version bump: a PhysLab that does not know
+    # the column still keeps protocols apart, by the cell key (@protocol among its parameters).
+    "protocol": "TEXT NOT NULL DEFAULT 'physlab'",
     # version 4: who decided the verdict when a judge model did (--judge, a prose reference), and
     # what its calls cost (apart from the cell's own usage)
     "graded_by": "TEXT",
@@ -106,7 +109,8 @@ CREATE TABLE IF NOT EXISTS cells (
     judge_agreed INTEGER CHECK (judge_agreed <= judge_checks),
     graded_by TEXT,
     grading_calls INTEGER,
-    grading_cost_usd REAL
+    grading_cost_usd REAL,
+    protocol TEXT NOT NULL DEFAULT 'physlab'
 );
 CREATE INDEX IF NOT EXISTS cells_state ON cells(state);
 CREATE INDEX IF NOT EXISTS cells_group ON cells(strategy, model);
@@ -226,6 +230,7 @@ class CellSpec:
     gradable: bool = False
     params: str = ""  # params_tag() of the sweep's --param values (and its --tools arm, as @tools)
     tools: ToolChoice | None = None  # the cell's tools (an arm of the sweep); None: the problem's default
+    protocol: str = "physlab"  # --protocol (another than physlab is also in params, as @protocol, for the key)
 
     @functools.cached_property  # asked for ~7 times per cell; the budget tag dumps the Budget model
     def config(self) -> str:
@@ -426,12 +431,12 @@ class ResultsStore:
         """Insert cells not yet known (a cell's key is unique; re-adding is a no-op)."""
         now = time.time()
         rows = [(c.key, c.sweep, c.suite, c.problem_id, c.strategy, c.model, c.repeat,
-                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now) for c in cells]
+                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now, c.protocol) for c in cells]
         with self.tx() as conn:
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO cells(key, sweep, suite, problem_id, strategy, model, repeat,"
-                " budget_json, gradable, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                " budget_json, gradable, created_at, protocol) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
             return conn.total_changes - before
 
     # -- claim protocol -----------------------------------------------------------------------

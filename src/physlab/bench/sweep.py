@@ -29,6 +29,7 @@ from pydantic_ai.concurrency import ConcurrencyLimiter
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, params_tag, worker_id
 from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
+from physlab.run.options import ProtocolName
 from physlab.run.summary import read_calls
 from physlab.tools.choice import ToolChoice
 
@@ -61,6 +62,9 @@ class SweepConfig(BaseModel):
     output_mode: str | None = None
     tools: list[ToolChoice] = Field(default_factory=list, description="The lab's tools, one arm each (cells for "
                                                                       "every one); none: each problem's default.")
+    protocol: ProtocolName = Field(default="physlab", description="physlab: PhysLab's defaults; paper: every "
+                                                                  "strategy at its published setting (--param "
+                                                                  "given still wins). Other cells than physlab's.")
     name: str = ""
     retry_failed: bool = True
     lease_s: float = Field(default=120.0, gt=0)
@@ -192,7 +196,8 @@ class Sweep:
             CellSpec(problem_id=p.id, strategy=s, model=m, repeat=r, budget=self.config.budget,
                      suite=label, sweep=self.config.name or label, gradable=p.gradable,
                      params=params_tag({**self.config.params, **self._model_options(),
-                                        **({"@tools": str(arm)} if arm is not None else {})}), tools=arm)
+                                        **({"@tools": str(arm)} if arm is not None else {})}), tools=arm,
+                     protocol=self.config.protocol)
             for arm in arms for p in problems for s in self.config.strategies for m in self.config.models
             for r in range(self.config.repeats)
         ]
@@ -207,6 +212,8 @@ class Sweep:
             out["@role_models"] = dict(sorted(self.config.role_models.items()))
         if self.config.output_mode:
             out["@output_mode"] = self.config.output_mode
+        if self.config.protocol != "physlab":  # PhysLab's keeps the keys it always had
+            out["@protocol"] = self.config.protocol
         return out
 
     # -- one cell -------------------------------------------------------------------------------
@@ -240,11 +247,12 @@ class Sweep:
                                  api_base=cfg.api_base, api_key_env=cfg.api_key_env,
                                  output_mode=cast("OutputMode | None", cfg.output_mode),  # RunOptions checks it
                                  models_config=self._models_path, params=dict(cfg.params), budget=cfg.budget,
-                                 seed=cfg.seed + spec.repeat, tools=spec.tools, judge=cfg.judge)
+                                 seed=cfg.seed + spec.repeat, tools=spec.tools, protocol=cfg.protocol,
+                                 judge=cfg.judge)
             shared = Shared(limiter=self.limiter, sandbox=self.sandbox, grader=self._shared_grader(),
                             providers=self._providers, registry=self._models, on_call=on_call)
             solve = cast(SolveFn, self._solve)  # set by _load, before any cell
-            record = await solve(problem, registry.build(spec.strategy, cfg.params), options, shared,
+            record = await solve(problem, registry.build(spec.strategy, cfg.params, cfg.protocol), options, shared,
                                  workspace=workspace,
                                  replace=True)  # an unfinished earlier try: the cell restarts from scratch
         except (asyncio.CancelledError, UserError):

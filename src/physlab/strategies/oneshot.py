@@ -10,6 +10,7 @@ Also registers the built-in scripted scenarios used by tests and demos:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -33,9 +34,10 @@ class OneShot(Strategy[CritptParams]):
     async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         problem = ctx.problem
-        protocol = self.params.protocol()  # a prompt file is read now, when the run starts
+        # a prompt file is read now, when the run starts, and rendered in a child process (off the loop)
+        protocol = await asyncio.to_thread(self.params.protocol)
         style: Style = "one-step" if problem.has_template else "two-step"
-        system = protocol.system(style, problem.answer_template or "")
+        system = await asyncio.to_thread(protocol.system, style, problem.answer_template or "")
         prompt: list[Any] = [user_message(problem, with_template=problem.has_template),
                              *image_parts(problem.images)]
         ctx.events("step", strategy=self.name, step="solve")

@@ -11,6 +11,11 @@ def _clip(text: str, n: int = 600) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _item(text: str) -> str:
+    """``text`` whole as the rest of a Markdown list item: its later lines indented to stay in it."""
+    return "\n  ".join(line.rstrip() for line in (text or "").strip().splitlines())
+
+
 def render_state(s: ResearchState) -> str:
     out = [f"# Research state — {s.problem_id or 'run'}", "",
            f"Iteration {s.iteration} · status **{s.status}**" + (f" ({s.stop_reason})" if s.stop_reason else ""), ""]
@@ -56,10 +61,11 @@ def render_state(s: ResearchState) -> str:
                    f"{_clip(ev.findings, 500)}")
     out += render_derivations(s)
     out += ["", "## Reviews", ""]
-    out += [f"- **{r.id}** {r.wh}: {r.verdict} — {_clip(r.reasoning, 300)}" for r in s.reviews] or ["_none_"]
+    # reviews and rulings whole: a check cut short ("…") could end before its verdict
+    out += [f"- **{r.id}** {r.wh}: {r.verdict} — {_item(r.reasoning)}" for r in s.reviews] or ["_none_"]
     out += ["", "## Critiques", ""]
     out += [f"- **{c.id}** ({c.source}, {c.severity}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}) "
-            f"[{c.status}] {_clip(c.text, 400)}" + (f" — ruling: {_clip(c.ruling, 300)}" if c.ruling else "")
+            f"[{c.status}] {_clip(c.text, 400)}" + (f" — ruling: {_item(c.ruling)}" if c.ruling else "")
             + (f" — evidence asked for: {_clip(c.scope, 300)}" if c.scope else "")
             for c in s.critiques] or ["_none_"]
     if s.sources:

@@ -116,7 +116,7 @@ class CallLogModel(WrapperModel):
     def record(self, attempt: Attempt) -> CallRecord:
         """The calls.jsonl line of a settled try."""
         err = attempt.error
-        error = F.describe(err) if isinstance(err, BaseException) else err
+        error = F.describe(err, self.who.secrets) if isinstance(err, BaseException) else err
         rec = CallRecord(role=self.who.role, model=self.who.spec, latency_s=round(attempt.latency, 6),
                          retries=attempt.retries, error=error, note=attempt.note, request=attempt.request,
                          max_tokens=attempt.max_tokens)

@@ -234,7 +234,7 @@ class LimitsModel(WrapperModel):
                     call.settle(decision.note)
                     self.who.emit("context_too_long", text=f"{self.who.role}: {decision.notice}")
                     raise ContextTooLong(self.who.role, window=decision.window, prompt_tokens=decision.prompt_tokens,
-                                         detail=F.describe(exc)) from exc
+                                         detail=F.describe(exc, self.who.secrets)) from exc
                 raise
             attempt = call.last
             window_capped = want is not None and (wanted is None or want < wanted)

@@ -30,12 +30,12 @@ def decide_tools_refused(exc: BaseException, params: ModelRequestParameters, sta
     carried_tools = bool(params.function_tools or params.output_tools)
     if not (carried_tools and refuses_tools(exc)):
         return GiveUp()
-    if state.fall_back(f"the server refused tool calls: {F.describe(exc)}"):
+    if state.fall_back(f"the server refused tool calls: {F.describe(exc, who.secrets)}"):
         return SendAgain("tools refused by the server; output mode auto -> prompted for the rest of the run")
     if state.mode != "tool":  # another request of the run fell back meanwhile
         return SendAgain("tools refused; sent again in the run's fallback output mode")
     where = f" at {url}" if url else ""
-    return GiveUp(ModelFailure(f"{who.role}: the server{where} refused tool calls ({F.describe(exc)}); "
+    return GiveUp(ModelFailure(f"{who.role}: the server{where} refused tool calls ({F.describe(exc, who.secrets)}); "
                                f"{F.TOOLS_HINT}"))
 
 

@@ -5,13 +5,17 @@ The `arxiv` package (lukasschwab/arxiv.py) is used as its authors intend: a ``Cl
 ``Client.results``. It paces its own pages (``delay_seconds``) but sets no timeout on its requests
 (arxiv.py issue: a stalled connection blocks forever), so each call runs in a daemon thread that is
 abandoned after ``timeout_s``, and a client that timed out is replaced (its pooled connection may
-be the stalled one). The PDF and e-print URLs are built from the ``arxiv_site_url`` setting and the
-checked id, never taken from the feed.
+be the stalled one). Its requests go through a requests transport adapter of ours (requests'
+public ``HTTPAdapter`` seam) that holds them to the bounds of every other reply: the API's own host
+only (a redirect elsewhere is refused), a timeout per phase, at most ``max_response_bytes`` read.
+The PDF and e-print URLs are built from the ``arxiv_site_url`` setting and the checked id, never
+taken from the feed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 import threading
 from collections.abc import Callable
@@ -23,6 +27,7 @@ import arxiv
 import httpx
 import requests
 from pydantic import TypeAdapter
+from requests.adapters import HTTPAdapter
 
 from physlab.tools.literature.fetch import get_bytes, short_reason
 from physlab.tools.literature.fulltext import Fulltext, FulltextError, is_pdf, paper_text
@@ -49,9 +54,15 @@ class ArxivSource:
         self._cache = cache_dir / "arxiv" if cache_dir is not None else None
 
     def _new_client(self) -> arxiv.Client:
-        client = arxiv.Client(page_size=self.settings.max_results, delay_seconds=self.settings.arxiv_delay_s,
-                              num_retries=self.settings.arxiv_retries)
-        client.query_url_format = self.settings.arxiv_api_url + "?{}"
+        s = self.settings
+        client = arxiv.Client(page_size=s.max_results, delay_seconds=s.arxiv_delay_s, num_retries=s.arxiv_retries)
+        client.query_url_format = s.arxiv_api_url + "?{}"
+        session = requests.Session()
+        adapter = BoundedAdapter(urlsplit(s.arxiv_api_url).netloc, s.max_response_bytes, s.timeout_s)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        # The package takes no session parameter; its client sends every request through this one.
+        client._session = session
         return client
 
     @property
@@ -72,6 +83,12 @@ class ArxivSource:
                 raise SourceUnavailable(NAME, f"{self.host} answered HTTP {exc.status}") from None
             except arxiv.ArxivError as exc:
                 raise SourceUnavailable(NAME, f"{self.host}: {exc.message}") from None
+            except RefusedReply as exc:
+                raise SourceUnavailable(NAME, str(exc)) from None
+            except requests.Timeout:  # the adapter's own timeout, before the thread's bound
+                self._client = self._new_client()
+                raise SourceUnavailable(NAME, f"no answer from {self.host} within {self.settings.timeout_s:g} s"
+                                        ) from None
             except requests.RequestException as exc:
                 raise SourceUnavailable(NAME, f"cannot reach {self.host}: {short_reason(exc)}") from None
             except Exception as exc:  # a feed the package's parser could not turn into results
@@ -153,6 +170,42 @@ class ArxivSource:
                          url=f"{s.arxiv_site_url.rstrip('/')}/abs/{key.value}", arxiv_id=key.value,
                          doi=doi if doi and doi.startswith("10.") else None, origin="arxiv",
                          summary=clean_text(r.summary, s.summary_chars, one_line=True))
+
+
+class RefusedReply(requests.RequestException):
+    """A reply the API's adapter would not take: from another host, or larger than the cap (one line)."""
+
+
+class BoundedAdapter(HTTPAdapter):
+    """requests' transport for the arXiv API: talks to ``host`` only (so a redirect elsewhere stops
+    here), with ``timeout_s`` per phase when the caller set none, and reads at most ``max_bytes``
+    of a body (decompressed), refusing a larger one without reading it whole."""
+
+    def __init__(self, host: str, max_bytes: int, timeout_s: float) -> None:
+        super().__init__(max_retries=0)
+        self.host, self.max_bytes, self.timeout_s = host, max_bytes, timeout_s
+
+    def send(self, request, stream=False, timeout=None, verify=True, cert=None, proxies=None):  # type: ignore[override]
+        target = urlsplit(request.url or "")
+        if target.netloc != self.host:
+            raise RefusedReply(f"redirected to another host ({target.hostname})")
+        resp = super().send(request, stream=True, timeout=timeout or self.timeout_s, verify=verify, cert=cert,
+                            proxies=proxies)
+        raw, cap = resp.raw, self.max_bytes
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            resp.close()
+            raise RefusedReply(f"reply of {int(declared):,} bytes is larger than the {cap:,}-byte cap")
+        chunks, size = [], 0
+        while size <= cap and (chunk := raw.read(min(1 << 16, cap + 1 - size), decode_content=True)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > cap:
+            resp.close()
+            raise RefusedReply(f"reply larger than the {cap:,}-byte cap")
+        raw.release_conn()
+        resp.raw = io.BytesIO(b"".join(chunks))  # what the client reads: the capped, decoded body
+        return resp
 
 
 def _cap_authors(authors: list[str], most: int) -> list[str]:
