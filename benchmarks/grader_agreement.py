@@ -19,7 +19,8 @@ the labels as published and against the corrected ones, and every correction is 
 
 Or, instead of the problem's fields, ``"problem": "FILE#ID"`` (a problem file beside the cases, read by the
 project's loaders). ``"candidate_is_answer": true`` marks a candidate that is the final answer itself
-(other projects' grading cases): it is graded as the reply ``\boxed{<answer>}``.
+(other projects' grading cases): a bare answer is graded as the reply ``\boxed{<answer>}``, one with
+its own math delimiters or words as the reply it is.
 
 Each case is graded as ``physlab grade`` grades it (``Grader.grade`` on a ``Problem`` built from the
 case; the problem's loader-time reading, options in the statement and prose references included).
@@ -37,6 +38,7 @@ import argparse
 import asyncio
 import functools
 import json
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -131,8 +133,11 @@ class InProcessStages:
 
 
 def reply_of(case: dict) -> str:
+    """The reply graded: a grading case's bare answer (no math delimiters, no sentence) boxed, as the
+    final answer it is; anything else (a reply with its own delimiters or words) as written."""
     text = case["candidate"]
-    if case.get("candidate_is_answer") and "\\boxed" not in text:
+    bare = not re.search(r"\\boxed|\$|\\\[|\\\(|[A-Za-z]{2,}\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}", text)
+    if case.get("candidate_is_answer") and bare:
         return "\\boxed{" + text + "}"
     return text
 

@@ -50,7 +50,7 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _defines_function(source: str, name: str | None = "answer") -> bool:
+def defines_function(source: str, name: str | None = "answer") -> bool:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -72,9 +72,9 @@ def extract_code(text: str | None, function: str = "answer") -> str | None:
         return py[-1]
     untagged = [b for lang, b in blocks if lang == ""]
     if untagged:
-        defining = [b for b in untagged if _defines_function(b, function)]
+        defining = [b for b in untagged if defines_function(b, function)]
         return (defining or untagged)[-1]
-    if _defines_function(text, function):
+    if defines_function(text, function):
         return text
     if not blocks and re.search(rf"^[ \t]*def[ \t]+{re.escape(function)}[ \t]*\(", text, re.MULTILINE):
         return text  # looks like Python that does not parse: let the grader say why

@@ -13,7 +13,14 @@ import json
 import re
 from typing import Any
 
-from physlab.grading.extract import extract_choice, extract_code, extract_written, outside_thinking, read_choice
+from physlab.grading.extract import (
+    defines_function,
+    extract_choice,
+    extract_code,
+    extract_written,
+    outside_thinking,
+    read_choice,
+)
 from physlab.grading.rt import tree as T
 from physlab.grading.template import TemplateSpec
 from physlab.grading.verdict import Verdict
@@ -34,6 +41,9 @@ def has_options(problem: Problem) -> bool:
 def candidate_job(problem: Problem, candidate: str, spec: TemplateSpec, *, step_timeout: float) -> dict | str:
     """Stage 1's job for ``candidate``, or the reason it has no answer at all."""
     code = None if is_hipho(problem) or problem.choices or has_options(problem) else extract_code(candidate, spec.function)
+    if (code is not None and problem.answer_template is None and not defines_function(code, spec.function)
+            and extract_written(candidate) is not None):
+        code = None  # no template: a code block that defines no answer() illustrates; the written answer answers
     job: dict[str, Any] = {"mode": "candidate", "code": code, "function": spec.function,
                            "params": spec.params_json(), "step_timeout": step_timeout}
     if code is not None:

@@ -41,11 +41,11 @@ def read_choice(answer: str, letters: list[str] | tuple[str, ...]) -> str | None
 # ------------------------------------------------------------------ options written in a statement
 
 # What opens a sub-question rather than an option ("(a) Find ...", "(b) What is ..."): a question or an order.
+# (An option completing the statement may open with "can", "is", "must": a question ends with "?".)
 _ASKS = re.compile(r"(?:find|calculate|compute|determine|derive|show|explain|estimate|what|why|how|which|when|where|"
                    r"describe|discuss|sketch|prove|obtain|write|evaluate|give|state|use|draw|plot|consider|suppose|"
-                   r"assume|express|identify|list|solve|verify|check|compare|predict|indicate|is|are|does|do|can|"
-                   r"should|would|will|if)\b", re.IGNORECASE)
-_MARK = re.compile(r"(?:(?<=\s)|^)\(([A-Za-z])\)(?=\s)|^[ \t]*([A-Za-z])[.)](?=[ \t])", re.MULTILINE)
+                   r"assume|express|identify|list|solve|verify|check|compare|predict|indicate)\b", re.IGNORECASE)
+_MARK = re.compile(r"(?:(?<=\s)|^)\(\s?([A-Za-z])\s?\)(?=\s)|^[ \t]*([A-Za-z])[.)](?=[ \t])", re.MULTILINE)
 MAX_OPTION_CHARS = 300
 
 

@@ -99,6 +99,8 @@ def basic_clean(s):
     s = re.sub(r"\\(?:leq|leqslant|le)(?![A-Za-z])", r"\\le ", s)
     s = re.sub(r"\\(?:geq|geqslant|ge)(?![A-Za-z])", r"\\ge ", s)
     s = re.sub(r"\\(?:dfrac|tfrac|cfrac)(?![A-Za-z])", r"\\frac", s)
+    # "200 \textHz": a unit written after \text without braces
+    s = re.sub(r"\\text(?!rm|bf|it|normal|sf|tt|style|up|sc|md|sl)([A-Za-z]{1,4})(?![A-Za-z{])", r"\\text{\1}", s)
     s = re.sub(r"\\lt(?![A-Za-z])", "<", re.sub(r"\\gt(?![A-Za-z])", ">", s))
     s = re.sub(r">=", r"\\ge ", re.sub(r"(?<![\\])<=", r"\\le ", re.sub(r"!=", r"\\neq ", s)))  # ASCII relations
     # v^2_0 is v_0^2 (the parser reads a subscript before a power only)
