@@ -423,6 +423,14 @@ def _rebuild_now(job):
     h, hbar = cache.get("h"), cache.get("hbar")
     if h is not None and hbar is not None:  # an answer in hbar against one in h: hbar = h / 2 pi
         c, r = (x.xreplace({hbar: h / (2 * sp.pi)}) if isinstance(x, sp.Basic) else x for x in (c, r))
+    k, kb = cache.get(norm_name("k")), cache.get(norm_name("k_B"))
+    if k is not None and kb is not None and isinstance(c, sp.Basic):
+        # Boltzmann's constant written k on one side and k_B on the other (each side one name only)
+        cs, rs = c.free_symbols, r.free_symbols
+        if kb in cs and k not in cs and k in rs and kb not in rs:
+            c = c.xreplace({kb: k})
+        elif k in cs and kb not in cs and kb in rs and k not in rs:
+            r = r.xreplace({kb: k})
     return sp, c, r
 
 

@@ -31,6 +31,10 @@ _LATEX_UNITS = [(r"M_\{?\\odot\}?", "M_sun"), (r"R_\{?\\odot\}?", "R_sun"), (r"L
                 (r"\^\s*\{?\s*\\circ\s*\}?|°", " degree"), (r"\\%|%", " percent"),
                 (r"(?<![A-Za-z])pct(?![A-Za-z])", " percent")]  # pint reads "pct" as pico-carats
 
+# Letters that name a physical constant or quantity more often than a unit when written bare after a
+# number ("\frac{5}{2} R" is the gas constant, not roentgen; "2 c", "3 k", "4 G", "h"): symbols.
+_NOT_BARE_UNITS = frozenset({"R", "c", "k", "G", "h"})
+
 _REGISTRY = []  # one pint registry per process (created on first use: ~0.2 s)
 
 
@@ -123,7 +127,7 @@ def split_unit(s, hints=()):
         if not value or value.endswith(("_", "^", "\\", "{", "(")):
             continue
         all_marked = all(mk for _, mk in atoms[:k])
-        if not all_marked and not _NUMBER.match(value):
+        if not all_marked and (not _NUMBER.match(value) or unit in _NOT_BARE_UNITS):
             continue
         if to_pint(unit) is not None:
             return value, unit, all_marked
