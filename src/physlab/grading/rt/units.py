@@ -31,9 +31,10 @@ _LATEX_UNITS = [(r"M_\{?\\odot\}?", "M_sun"), (r"R_\{?\\odot\}?", "R_sun"), (r"L
                 (r"\^\s*\{?\s*\\circ\s*\}?|°", " degree"), (r"\\%|%", " percent"),
                 (r"(?<![A-Za-z])pct(?![A-Za-z])", " percent")]  # pint reads "pct" as pico-carats
 
-# Letters that name a physical constant or quantity more often than a unit when written bare after a
-# number ("\frac{5}{2} R" is the gas constant, not roentgen; "2 c", "3 k", "4 G", "h"): symbols.
-_NOT_BARE_UNITS = frozenset({"R", "c", "k", "G", "h"})
+# Letters that name a physical constant more often than a unit when written bare after a number
+# ("\frac{5}{2} R" is the gas constant, not roentgen; "2 c" twice the speed of light, "3 k"): symbols.
+# (G may be gauss and h hours: those stay units.)
+_NOT_BARE_UNITS = frozenset({"R", "c", "k"})
 
 _REGISTRY = []  # one pint registry per process (created on first use: ~0.2 s)
 
