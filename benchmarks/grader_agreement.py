@@ -136,10 +136,13 @@ def reply_of(case: dict) -> str:
     """The reply graded: a grading case's bare answer (no math delimiters, no sentence) boxed, as the
     final answer it is; anything else (a reply with its own delimiters or words) as written."""
     text = case["candidate"]
-    bare = not re.search(r"\\boxed|\$|\\\[|\\\(|[A-Za-z]{2,}\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}", text)
-    if case.get("candidate_is_answer") and bare:
-        return "\\boxed{" + text + "}"
-    return text
+    if not case.get("candidate_is_answer"):
+        return text
+    m = re.fullmatch(r"\s*(?:\$\$(.*)\$\$|\$(.*)\$|\\\[(.*)\\\]|\\\((.*)\\\))\s*\.?\s*", text, re.S)
+    inner = next((g for g in m.groups() if g is not None), "") if m else text  # "$[0,1)$": the math inside
+    if re.search(r"\\boxed|\$|\\\[|\\\(|[A-Za-z]{2,}\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}", inner):
+        return text  # a reply of its own (delimiters, a box, words): graded as written
+    return "\\boxed{" + inner + "}"
 
 
 def _grade_batch(batch: list[dict], in_sandbox: bool) -> list[dict]:
