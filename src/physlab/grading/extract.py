@@ -193,10 +193,19 @@ def _clean_line(line: str) -> str:
     return line.strip().rstrip(".").strip()
 
 
+_CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_turn|start_header_id)\|>")
+# "Final Answer: The largest $n$ is 34." -- the value after the last "is" of a sentence on the line
+_LINE_VALUE = re.compile(r"\b(?:is|are|equals)\s+(?:approximately\s+|about\s+)?(?=[$\\\d+-]|[A-Za-z_]\w*\s*=)",
+                         re.IGNORECASE)
+
+
 def outside_thinking(text: str) -> str:
     """The reply without its reasoning: what follows the last ``</think>`` (a reasoning model's
     scratch work, boxes included, is not its answer; some servers drop the opening tag), cut at a
     ``<think>`` that is never closed."""
+    special = _CHAT_TOKEN.search(text)  # a chat template's token leaked into the reply: the turn ended there
+    if special and text[:special.start()].strip():
+        text = text[:special.start()]
     tags = list(_THINK_TAG.finditer(text))
     closes = [m for m in tags if m.group(1)]
     if closes:
@@ -325,6 +334,9 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
             if display and display[0][0] == 0:  # "Answer: $$ ... $$" over several lines
                 rest = display[0][1].strip()
             line = _clean_line(rest.split("\n\n", 1)[0].split("\n", 1)[0]) if rest else ""
+            said = list(_LINE_VALUE.finditer(line))
+            if said and re.match(r"[A-Za-z]+\s+[A-Za-z]+", line):  # a sentence: what it says the value is
+                line = _clean_line(_trim_remark(line[said[-1].end():]))
             if line:
                 return WrittenAnswer((line,), (0,), how)
     display = _display_math(text)
