@@ -77,6 +77,11 @@ def run_cmd(
     workers: int = typer.Option(1, "--workers", min=1,
                                 help="Worker processes on this machine sharing the database and splitting "
                                      "--concurrency/--max-inflight; one per core uses every core."),
+    ray: Optional[str] = typer.Option(
+        None, "--ray", metavar="ADDRESS",
+        help="Run the cells on a Ray cluster (physlab[ray]); this process writes the database. ADDRESS as ray.init "
+             "takes it: HOST:PORT of the head, auto (RAY_ADDRESS or the cluster started here), local (a new one "
+             "on this machine). --concurrency and --max-inflight are then totals for the cluster."),
     wait_for_start: bool = typer.Option(False, "--wait-for-start", hidden=True,
                                         help="(helper workers) get ready, print 'ready', wait for a line on stdin."),
 ) -> None:
@@ -104,8 +109,16 @@ def run_cmd(
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
         role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode),
         tools=[ToolChoice.parse(t) for t in tools or []], protocol=check_protocol(protocol) or "physlab",
+        executor="ray" if ray is not None else "local", ray_address=ray or None,
         judge=judge,
     )
+    if ray is not None:
+        if workers > 1:
+            raise UserError("--workers splits a sweep over processes of this machine; with --ray the cluster's "
+                            "nodes run the cells: leave --workers out", field="--workers")
+        from physlab.bench.ray_sweep import import_ray
+
+        import_ray()  # not installed: one line naming the extra, before the database is touched
     _check_names(config, say=not wait_for_start)
     _check_models(config)
     if wait_for_start:  # a helper: its Ctrl-C comes from the parent, whatever this process inherited
@@ -346,6 +359,7 @@ def report_cmd(
     accuracy against a token/cost cap, tokens/cost/wall, role shares (docs/sweeps.md: how to read them)."""
     from physlab.bench import plots as plots_mod
     from physlab.bench.judgement import judgement_table
+    from physlab.bench.lost import lost_spend
     from physlab.bench.report import build_report, write_csv
     from physlab.bench.report_render import print_report, write_html
     from physlab.bench.store import ResultsStore
@@ -355,6 +369,7 @@ def report_cmd(
     try:
         report = build_report(store, equal_tokens=equal_tokens)
         judged = judgement_table(store)
+        lost = lost_spend(store)
     finally:
         store.close()
     if as_json:
@@ -362,6 +377,7 @@ def report_cmd(
     else:
         print_report(report)
         _print_judgement(*judged)
+        _print_lost(lost)
     if csv:
         writing(csv, "--csv", lambda: write_csv(report, csv))
         typer.echo(f"wrote {csv}", err=as_json)
@@ -386,6 +402,23 @@ def _print_judgement(title: str, header: list[str], rows: list[list[str]]) -> No
         table.add_column(col, justify="left" if i == 0 else "right")
     for row in rows:
         table.add_row(row[0].replace("|", " × "), *row[1:])
+    Console().print(table)
+
+
+def _print_lost(lost) -> None:
+    """The spend of the attempts a Ray node took down with it, when there were any."""
+    if not lost.attempts:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    typer.echo(lost.line())  # one line, whatever the terminal's width
+    table = Table()
+    for i, col in enumerate(("strategy", "model", "node", "attempts", "calls", "tokens", "cost $")):
+        table.add_column(col, justify="left" if i < 3 else "right")
+    for g in lost.groups:
+        table.add_row(g["strategy"], g["model"], g["node"][:12], str(g["attempts"]), str(g["calls"]),
+                      f"{g['tokens']:,}", f"{g['cost_usd']:.4f}")
     Console().print(table)
 
 

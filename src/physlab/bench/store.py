@@ -5,7 +5,8 @@ One row per cell (problem, strategy, model, repeat, budget) in ``cells``, its us
 ``checkpoints`` (what the report's accuracy-against-budget curves are read from), every model
 request in ``calls`` (from the cell's calls.jsonl), and the public
 view of every problem a sweep saw in ``problems`` (for later grading and the CritPt export; the
-reference answer is never stored here).
+reference answer is never stored here). A Ray sweep adds each cell's node and, in ``lost_attempts``,
+the spend of runs a dying node took with it.
 
 Several processes may share one file: WAL journal, a busy timeout, short transactions, and a
 claim protocol on the cell's unique key. A worker claims a cell with one conditional UPDATE
@@ -52,6 +53,11 @@ _ADDED_CELL_COLUMNS = {
     # The --protocol the cell's strategy was set by. No version bump: a PhysLab that does not know
     # the column still keeps protocols apart, by the cell key (@protocol among its parameters).
     "protocol": "TEXT NOT NULL DEFAULT 'physlab'",
+    # Where a Ray sweep ran the cell (the node's id; NULL on this machine) and the sandbox backend
+    # that ran its code there. No version bump either: a PhysLab that does not know them leaves
+    # them empty, and the lost_attempts table beside the cells, untouched.
+    "node": "TEXT",
+    "sandbox_backend": "TEXT",
     # version 4: who decided the verdict when a judge model did (--judge, a prose reference), and
     # what its calls cost (apart from the cell's own usage)
     "graded_by": "TEXT",
@@ -110,7 +116,9 @@ CREATE TABLE IF NOT EXISTS cells (
     graded_by TEXT,
     grading_calls INTEGER,
     grading_cost_usd REAL,
-    protocol TEXT NOT NULL DEFAULT 'physlab'
+    protocol TEXT NOT NULL DEFAULT 'physlab',
+    node TEXT,
+    sandbox_backend TEXT
 );
 CREATE INDEX IF NOT EXISTS cells_state ON cells(state);
 CREATE INDEX IF NOT EXISTS cells_group ON cells(strategy, model);
@@ -156,6 +164,19 @@ CREATE TABLE IF NOT EXISTS calls (
     cache_read_tokens INTEGER NOT NULL DEFAULT 0,
     cache_write_tokens INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (cell_key, idx)
+);
+CREATE TABLE IF NOT EXISTS lost_attempts (
+    cell_key TEXT NOT NULL REFERENCES cells(key) ON DELETE CASCADE,
+    attempt TEXT NOT NULL,
+    node TEXT,
+    reason TEXT NOT NULL DEFAULT '',
+    started_at REAL,
+    lost_at REAL NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (cell_key, attempt)
 );
 CREATE TABLE IF NOT EXISTS worker_runs (
     worker TEXT NOT NULL,
@@ -276,12 +297,27 @@ class CellResult:
     graded_by: str | None = None  # "judge:MODEL" when a judge model decided the verdict (else the rules)
     grading_calls: int | None = None  # the judge's calls and cost: apart from the cell's usage
     grading_cost_usd: float | None = None
+    node: str | None = None  # the Ray node that ran it (None: this machine)
+    sandbox_backend: str | None = None
 
 
 def checkpoint_verdict(verdict: str | None) -> str | None:
     """A checkpoint's verdict as its column holds it: an ``ungraded`` answer (a prose reference) has
     none, like one not graded yet (checkpoints are graded by the rules only, never by a judge)."""
     return verdict if verdict in ("correct", "incorrect", "invalid") else None
+
+
+@dataclass
+class LostAttempt:
+    """A run of a cell that ended with its node (a Ray node died under it): what it had spent by
+    then, as its model calls were reported. The cell runs again; this spend is kept beside it."""
+
+    attempt: str
+    node: str | None
+    reason: str
+    started_at: float | None
+    lost_at: float
+    usage: Usage
 
 
 def worker_id() -> str:
@@ -532,13 +568,14 @@ class ResultsStore:
             "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
             " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
             " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL, ran_as=?,"
-            " reference_conditioned=?, judge_checks=?, judge_agreed=?, graded_by=?, grading_calls=?,"
-            " grading_cost_usd=? WHERE key=? AND worker=? AND state='running'",
+            " reference_conditioned=?, judge_checks=?, judge_agreed=?, node=?, sandbox_backend=?, graded_by=?,"
+            " grading_calls=?, grading_cost_usd=? WHERE key=? AND worker=? AND state='running'",
             (result.status, result.stop_reason, result.verdict, result.verdict_reason,
              result.answer_code, result.answer_text, total.calls, total.input_tokens,
              total.output_tokens, total.cost_usd, result.wall_s, result.workspace, result.error,
              time.time(), result.ran_as, int(result.reference_conditioned), result.judge_checks,
-             result.judge_agreed, result.graded_by, result.grading_calls, result.grading_cost_usd, key, worker))
+             result.judge_agreed, result.node, result.sandbox_backend, result.graded_by, result.grading_calls,
+             result.grading_cost_usd, key, worker))
         if cur.rowcount != 1:
             return False
         c.execute("DELETE FROM checkpoints WHERE cell_key=?", (key,))
@@ -564,6 +601,28 @@ class ResultsStore:
               r.finish_reason, r.error, r.retries, r.ts, r.cache_read_tokens, r.cache_write_tokens)
              for i, r in enumerate(result.calls or [])])
         return True
+
+    def record_lost(self, key: str, worker: str, lost: LostAttempt) -> bool:
+        """Keep the spend of a run of ``key`` that its node took down with it (the cell is still
+        this worker's and runs again). Once per attempt: a second report of it changes nothing."""
+        u = lost.usage
+        with self.tx() as c:
+            if c.execute("SELECT 1 FROM cells WHERE key=? AND worker=? AND state='running'",
+                         (key, worker)).fetchone() is None:
+                return False
+            c.execute("INSERT OR IGNORE INTO lost_attempts(cell_key, attempt, node, reason, started_at, lost_at,"
+                      " calls, input_tokens, output_tokens, cost_usd) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                      (key, lost.attempt, lost.node, lost.reason, lost.started_at, lost.lost_at, u.calls,
+                       u.input_tokens, u.output_tokens, u.cost_usd))
+            # the cell's run count says how many times it was started, the lost ones included
+            c.execute("UPDATE cells SET runs=runs+1 WHERE key=?", (key,))
+            return True
+
+    def lost_attempts(self) -> list[dict[str, Any]]:
+        """Every lost attempt, with its cell's strategy and model."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT l.*, c.strategy, c.model, c.problem_id, c.suite FROM lost_attempts l "
+            "JOIN cells c ON c.key = l.cell_key ORDER BY l.lost_at")]
 
     def fail(self, key: str, worker: str, error: str, workspace: str | None = None) -> bool:
         """Record that the cell's run crashed (not a model failure: those are results). Failed

@@ -334,9 +334,9 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
             if display and display[0][0] == 0:  # "Answer: $$ ... $$" over several lines
                 rest = display[0][1].strip()
             line = _clean_line(rest.split("\n\n", 1)[0].split("\n", 1)[0]) if rest else ""
-            said = list(_LINE_VALUE.finditer(line))
-            if said and re.match(r"[A-Za-z]+\s+[A-Za-z]+", line):  # a sentence: what it says the value is
-                line = _clean_line(_trim_remark(line[said[-1].end():]))
+            stated = list(_LINE_VALUE.finditer(line))
+            if stated and re.match(r"[A-Za-z]+\s+[A-Za-z]+", line):  # a sentence: what it says the value is
+                line = _clean_line(_trim_remark(line[stated[-1].end():]))
             if line:
                 return WrittenAnswer((line,), (0,), how)
     display = _display_math(text)

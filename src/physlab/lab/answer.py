@@ -10,9 +10,9 @@ what a role said it used a source for) can open no reference heading and write n
 
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
+from physlab.lab.state.model_text import VERIFIED_LIST, inline_text, model_markdown
 from physlab.lab.state.models import BestAnswer, ResearchState, WorkingHypothesis
 from physlab.tools.literature.models import format_reference
 
@@ -100,55 +100,6 @@ def standing_text(s: ResearchState, best: BestAnswer) -> str:
 
 
 REFERENCES_HEADING = "## References (verified)"
-_REFERENCE_TITLE = re.compile(r"(?:verified\s+)?(?:references?|sources?|bibliography|citations?|works\s+cited|"
-                              r"literature(?:\s+cited)?|further\s+reading)(?:\s*\(verified\))?\s*:?", re.I)
-_ATX = re.compile(r"^[ \t]{0,3}#{1,6}(?:[ \t]+(.*?))?[ \t#]*$")
-_EMPHASIS_LINE = re.compile(r"^[ \t]{0,3}(\*\*|__|\*|_)(.+?)\1[ \t]*:?[ \t]*$")
-_HTML_HEADING = re.compile(r"<(/?h[1-6])\b", re.I)
-_SETEXT_UNDERLINE = re.compile(r"^[ \t]{0,3}(?:=+|-+)[ \t]*$")
-_ENTRY_START = re.compile(r"^([ \t]{0,3})\[(\d+)\]")
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
-_NOT_CHECKED = ("*(written by the formatter: not checked against what the literature tools showed; the verified "
-                "references are listed at the end)*")
-
-
-def _is_reference_title(text: str) -> bool:
-    return _REFERENCE_TITLE.fullmatch(text.strip().strip("*_` ").strip()) is not None
-
-
-def model_markdown(text: str) -> str:
-    """Model-written Markdown as it goes into ANSWER.md: kept as written, except that it cannot open
-    a reference list of its own -- a References/Sources/Bibliography heading (ATX, setext, HTML, or a
-    line of bold) becomes a plain line marked as not checked, and a line opening like an entry
-    (``[n] ...``) is escaped. Code blocks are left alone."""
-    lines, out, fence = text.split("\n"), [], None
-    for i, line in enumerate(lines):
-        opened = _FENCE.match(line)
-        if fence is not None or opened:
-            if opened and (fence is None or opened.group(1) == fence):
-                fence = None if fence is not None else opened.group(1)
-            out.append(line)
-            continue
-        atx = _ATX.match(line)
-        bold = _EMPHASIS_LINE.match(line)
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if atx and atx.group(1) and _is_reference_title(atx.group(1)):
-            line = f"{atx.group(1).strip()} {_NOT_CHECKED}"
-        elif bold and _is_reference_title(bold.group(2)):
-            line = f"{bold.group(2).strip()} {_NOT_CHECKED}"
-        elif line.strip() and _is_reference_title(line) and _SETEXT_UNDERLINE.match(nxt):
-            line = f"{line.strip()} {_NOT_CHECKED}\n"  # the blank line keeps the underline from making it a heading
-        line = _HTML_HEADING.sub(lambda m: f"&lt;{m.group(1)}", line)
-        out.append(_ENTRY_START.sub(lambda m: f"{m.group(1)}\\[{m.group(2)}]", line))
-    return "\n".join(out)
-
-
-def _inline(text: str, limit: int) -> str:
-    """A role's free text on one line of the reference list, unable to pass for the list's own marks
-    (an entry's number, a quoted passage, a source id's code span, a heading)."""
-    flat = " ".join(text.split())[:limit]
-    flat = flat.replace("“", '"').replace("”", '"')
-    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", flat)
 
 
 def references_markdown(s: ResearchState) -> str:
@@ -157,11 +108,9 @@ def references_markdown(s: ResearchState) -> str:
     role used it for; '' when nothing was cited."""
     if not s.sources:
         return ""
-    lines = [REFERENCES_HEADING, "",
-             "Each passage below was shown by a literature tool in this run (its source id is the one in "
-             "state.json); nothing above this list is checked against the literature.", ""]
+    lines = [REFERENCES_HEADING, "", VERIFIED_LIST, ""]
     for n, src in enumerate(s.sources, 1):
-        uses = "; ".join(dict.fromkeys(f"{u.role} ({_inline(u.purpose, 200)})" if u.purpose.strip() else u.role
+        uses = "; ".join(dict.fromkeys(f"{u.role} ({inline_text(u.purpose, 200)})" if u.purpose.strip() else u.role
                                        for u in src.uses))
         passage = " ".join(src.passage.split())
         lines.append(f"[{n}] `{src.id}` {format_reference(src)}")

@@ -97,6 +97,22 @@ def answer(p):
 '''
 
 
+# The correct answer, reached the way the QEC example's solution is checked by brute force: the
+# code enumerates every fault configuration of the five CNOT locations (16 two-qubit Paulis each,
+# 16^5 in all) when it is loaded, about a CPU-second in the sandbox; a CPU-heavy cell for sweeps
+# and their benchmarks (benchmarks/sweep_ray.py).
+_QEC_ENUMERATE = _QEC_CORRECT.replace("""import sympy as sp
+""", """import itertools
+
+import sympy as sp
+
+weights = [0] * 6  # fault configurations by the number of faulty CNOTs
+for pattern in itertools.product(range(16), repeat=5):
+    weights[sum(1 for f in pattern if f)] += 1
+assert weights == [1, 75, 2250, 33750, 253125, 759375]
+""")
+
+
 def _fixed(reply: str):
     def factory():
         def respond(role, messages, info):
@@ -109,5 +125,8 @@ def _fixed(reply: str):
 
 register_scenario("oneshot-qec-correct", _fixed(_QEC_CORRECT),
                   description="replies to any role with the correct [[4,2,2]] QEC fidelity code")
+register_scenario("oneshot-qec-enumerate", _fixed(_QEC_ENUMERATE),
+                  description="the correct [[4,2,2]] QEC fidelity code, which enumerates the 16^5 fault patterns when "
+                              "loaded (CPU-heavy in the sandbox)")
 register_scenario("oneshot-wrong", _fixed(_QEC_WRONG),
                   description="replies with the classic wrong QEC answer F = 1")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from physlab.bench.lost import lost_spend
 from physlab.bench.report import FILTERS, apart_title, build_report, group_label, matrix_tables, summary_rows
 from physlab.bench.report_render import (
     apart_note,
@@ -22,7 +23,18 @@ from physlab.web.render import page
 
 CELL_PREFIX = "~cell/"  # (PhysLab names no run directory "~cell", so no run under the root is hidden)
 _CELL_COLUMNS = "rowid AS n, suite, problem_id, strategy, model, repeat, state, status, verdict, input_tokens, " \
-                "output_tokens, cost_usd, wall_s, workspace, error"
+                "output_tokens, cost_usd, wall_s, workspace, error, node"
+
+
+class FilteredLost:
+    """Adapter: the lost attempts of the chosen cells (for physlab.bench.lost)."""
+
+    def __init__(self, store: ResultsStore, filters: dict[str, str]):
+        self.store = store
+        self.filters = {k: v for k, v in filters.items() if k in FILTERS and v}
+
+    def lost_attempts(self) -> list[dict[str, Any]]:
+        return [r for r in self.store.lost_attempts() if all(r[k] == v for k, v in self.filters.items())]
 
 
 def choices(store: ResultsStore) -> dict[str, list[str]]:
@@ -99,6 +111,7 @@ def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
     store = ResultsStore(db, create=False)
     try:
         cells = cell_rows(store, filters, root)
+        lost = lost_spend(FilteredLost(store, filters))
     finally:
         store.close()
     apart = rep.reference_conditioned
@@ -112,4 +125,5 @@ def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
                 curves=svg.budget_curves({k: v for k, v in rep.token_curves().items() if k in solver_labels}),
                 comparisons=comparison_table(rep) if rep.comparisons else None,
                 comparisons_note=comparisons_note(rep), matrices=matrix_tables(rep), cells=cells,
-                apart_title=apart_title(), apart_note=apart_note())
+                apart_title=apart_title(), apart_note=apart_note(),
+                lost=lost, on_ray=any(c["node"] for c in cells))
