@@ -105,7 +105,7 @@ async def run_cell(cfg: SweepConfig, spec: CellSpec, problem: Any, workspace: Pa
                              api_base=cfg.api_base, api_key_env=cfg.api_key_env,
                              output_mode=cast("OutputMode | None", cfg.output_mode),  # RunOptions checks it
                              models_config=shared.registry_path, params=dict(cfg.params), budget=cfg.budget,
-                             seed=cfg.seed + spec.repeat, tools=spec.tools, protocol=cfg.protocol)
+                             seed=cfg.seed + spec.repeat, tools=spec.tools, protocol=cfg.protocol, judge=cfg.judge)
         run_shared = Shared(limiter=shared.limiter, sandbox=shared.sandbox, grader=shared.grader(),
                             providers=shared.providers, registry=shared.registry, on_call=recorded)
         solve = cast(SolveFn, shared.solve)

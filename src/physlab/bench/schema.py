@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 # The results schema's version, in the file's meta table: a PhysLab from before migrations were
 # recorded refuses a file whose version is above its own.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _RESULT_COLUMNS = {  # how a cell's result was made: a cap made it something else; the answer key seen
     "ran_as": "TEXT",
@@ -41,10 +41,13 @@ _PROTOCOL_COLUMNS = {"protocol": "TEXT NOT NULL DEFAULT 'physlab'"}
 # ran its code there. No version bump either: a PhysLab that does not know them leaves them empty,
 # and the lost_attempts table beside the cells, untouched.
 _NODE_COLUMNS = {"node": "TEXT", "sandbox_backend": "TEXT"}
+# Version 4: who decided the verdict when a judge model did (--judge, a prose reference), and what
+# its calls cost (apart from the cell's own usage).
+_GRADED_BY_COLUMNS = {"graded_by": "TEXT", "grading_calls": "INTEGER", "grading_cost_usd": "REAL"}
 # Version 3: the prompt-cache tokens of each role and call (of their input tokens).
 _CACHE_COLUMNS = {"cache_read_tokens": "INTEGER NOT NULL DEFAULT 0", "cache_write_tokens": "INTEGER NOT NULL DEFAULT 0"}
 # Every column the cells table gained since version 1, in the order they were added.
-_ADDED_CELL_COLUMNS = {**_RESULT_COLUMNS, **_JUDGE_COLUMNS, **_PROTOCOL_COLUMNS, **_NODE_COLUMNS}
+_ADDED_CELL_COLUMNS = {**_RESULT_COLUMNS, **_JUDGE_COLUMNS, **_PROTOCOL_COLUMNS, **_NODE_COLUMNS, **_GRADED_BY_COLUMNS}
 
 _LOST_ATTEMPTS = """
 CREATE TABLE IF NOT EXISTS lost_attempts (
@@ -105,6 +108,9 @@ CREATE TABLE IF NOT EXISTS cells (
     reference_conditioned INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1)),
     judge_checks INTEGER,
     judge_agreed INTEGER CHECK (judge_agreed <= judge_checks),
+    graded_by TEXT,
+    grading_calls INTEGER,
+    grading_cost_usd REAL,
     protocol TEXT NOT NULL DEFAULT 'physlab',
     node TEXT,
     sandbox_backend TEXT
@@ -289,6 +295,11 @@ def _protocol(c: sqlite3.Connection) -> None:
 def _ray(c: sqlite3.Connection) -> None:
     _add_columns(c, "cells", _NODE_COLUMNS)
     c.execute(_LOST_ATTEMPTS)
+
+
+@migration("007_cells_graded_by_judge")
+def _graded_by(c: sqlite3.Connection) -> None:
+    _add_columns(c, "cells", _GRADED_BY_COLUMNS)
 
 
 _MIGRATIONS_TABLE = "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"

@@ -122,6 +122,9 @@ class CellResult:
     reference_conditioned: bool = False
     judge_checks: int | None = None  # SCALAR: turns the Judge and the grader both decided
     judge_agreed: int | None = None
+    graded_by: str | None = None  # "judge:MODEL" when a judge model decided the verdict (else the rules)
+    grading_calls: int | None = None  # the judge's calls and cost: apart from the cell's usage
+    grading_cost_usd: float | None = None
     node: str | None = None  # the Ray node that ran it (None: this machine)
     sandbox_backend: str | None = None
 
@@ -132,12 +135,15 @@ class CellResult:
         gradable problem with an answer: the grader was unavailable, left for `physlab bench grade`,
         never counted as wrong), its answer as written, its usage per role as the record counts it
         (a record without it: counted from ``calls``), its checkpoints, SCALAR's judge agreement.
-        ``wall_s``: the cell's own clock, for a record that kept none."""
+        ``wall_s``: the cell's own clock, for a record that kept none. A verdict a judge model
+        decided (--judge) names it, with its calls and cost (apart from the cell's usage)."""
         from physlab.run.summary import usage_by_role
 
         verdict = record.verdict
         agreement = record.details.get("judge_agreement") or {}
         checked = bool(agreement.get("checked"))
+        judged = verdict.details.get("judge") if verdict is not None else None
+        judged = judged if isinstance(judged, dict) and judged.get("verdict") else None
         return cls(
             status=record.status, stop_reason=record.stop_reason,
             verdict=verdict.verdict if verdict is not None else None,
@@ -147,7 +153,10 @@ class CellResult:
             wall_s=record.wall_s or wall_s, workspace=workspace, calls=calls, checkpoints=record.checkpoints,
             ran_as=record.ran_as, reference_conditioned=record.reference_conditioned,
             judge_checks=int(agreement["checked"]) if checked else None,
-            judge_agreed=int(agreement["agreed"]) if checked else None, sandbox_backend=sandbox_backend)
+            judge_agreed=int(agreement["agreed"]) if checked else None, sandbox_backend=sandbox_backend,
+            graded_by=f"judge:{judged.get('model')}" if judged else None,
+            grading_calls=int(judged.get("calls") or 0) if judged else None,
+            grading_cost_usd=float(judged.get("cost_usd") or 0.0) if judged else None)
 
     def usage(self) -> Usage:
         """The cell's totals: its roles' usage added up."""
@@ -155,6 +164,12 @@ class CellResult:
         for u in (self.usage_by_role or {}).values():
             total = total.add(u)
         return total
+
+
+def checkpoint_verdict(verdict: str | None) -> str | None:
+    """A checkpoint's verdict as its column holds it: an ``ungraded`` answer (a prose reference) has
+    none, like one not graded yet (checkpoints are graded by the rules only, never by a judge)."""
+    return verdict if verdict in ("correct", "incorrect", "invalid") else None
 
 
 @dataclass
@@ -433,13 +448,14 @@ class ResultsStore:
             "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
             " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
             " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL, ran_as=?,"
-            " reference_conditioned=?, judge_checks=?, judge_agreed=?, node=?, sandbox_backend=?"
-            " WHERE key=? AND worker=? AND state='running'",
+            " reference_conditioned=?, judge_checks=?, judge_agreed=?, node=?, sandbox_backend=?, graded_by=?,"
+            " grading_calls=?, grading_cost_usd=? WHERE key=? AND worker=? AND state='running'",
             (result.status, result.stop_reason, result.verdict, result.verdict_reason,
              result.answer_code, result.answer_text, total.calls, total.input_tokens,
              total.output_tokens, total.cost_usd, result.wall_s, result.workspace, result.error,
              time.time(), result.ran_as, int(result.reference_conditioned), result.judge_checks,
-             result.judge_agreed, result.node, result.sandbox_backend, key, worker))
+             result.judge_agreed, result.node, result.sandbox_backend, result.graded_by, result.grading_calls,
+             result.grading_cost_usd, key, worker))
         if cur.rowcount != 1:
             return False
         c.execute("DELETE FROM checkpoints WHERE cell_key=?", (key,))
@@ -447,7 +463,7 @@ class ResultsStore:
             "INSERT INTO checkpoints(cell_key, idx, step, calls, input_tokens, output_tokens, cost_usd,"
             " answer_code, answer_text, verdict, verdict_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [(key, i, cp.step, cp.calls, cp.input_tokens, cp.output_tokens, cp.cost_usd, cp.answer_code,
-              cp.answer_text, cp.verdict.verdict if cp.verdict else None,
+              cp.answer_text, checkpoint_verdict(cp.verdict.verdict if cp.verdict else None),
               cp.verdict.reason if cp.verdict else None)
              for i, cp in enumerate(result.checkpoints or [])])
         c.execute("DELETE FROM cell_roles WHERE cell_key=?", (key,))
@@ -505,13 +521,16 @@ class ResultsStore:
     # -- grading later ------------------------------------------------------------------------
 
     def set_verdict(self, key: str, verdict: str, reason: str,
-                    checkpoints: dict[int, tuple[str, str]] | None = None) -> None:
-        """The cell's verdict and, by checkpoint index, its checkpoints' (verdict, reason)."""
+                    checkpoints: dict[int, tuple[str, str]] | None = None, *, graded_by: str | None = None,
+                    grading_calls: int | None = None, grading_cost_usd: float | None = None) -> None:
+        """The cell's verdict (``graded_by`` a judge model, with its calls and cost, when one decided it)
+        and, by checkpoint index, its checkpoints' (verdict, reason)."""
         with self.tx() as c:
-            c.execute("UPDATE cells SET verdict=?, verdict_reason=?, gradable=1 WHERE key=?",
-                      (verdict, reason, key))
+            c.execute("UPDATE cells SET verdict=?, verdict_reason=?, gradable=1, graded_by=?, grading_calls=?,"
+                      " grading_cost_usd=? WHERE key=?", (verdict, reason, graded_by, grading_calls, grading_cost_usd,
+                                                         key))
             c.executemany("UPDATE checkpoints SET verdict=?, verdict_reason=? WHERE cell_key=? AND idx=?",
-                          [(v, r, key, i) for i, (v, r) in (checkpoints or {}).items()])
+                          [(checkpoint_verdict(v), r, key, i) for i, (v, r) in (checkpoints or {}).items()])
 
     # -- CritPt submissions -------------------------------------------------------------------
 

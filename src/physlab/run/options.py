@@ -37,7 +37,7 @@ PROTOCOLS: tuple[ProtocolName, ...] = ("physlab", "paper")
 FLAGS: dict[str, str] = {
     "strategy": "--strategy", "model": "--model", "api_base": "--api-base", "api_key_env": "--api-key-env",
     "output_mode": "--output-mode", "models_config": "--models-config", "max_in_flight": "--max-in-flight",
-    "seed": "--seed", "tools": "--tools", "protocol": "--protocol",
+    "seed": "--seed", "tools": "--tools", "protocol": "--protocol", "judge": "--judge",
 }
 BUDGET_FLAGS: dict[str, str] = {"max_calls": "--max-calls", "max_tokens": "--max-tokens",
                                 "max_cost_usd": "--max-cost", "max_wall_s": "--max-wall"}
@@ -68,6 +68,8 @@ class RunOptions(BaseModel):
                                                                 "the default for the problem (ToolChoice.default), "
                                                                 "which the runner records in its place.")
     seed: int = 0
+    judge: str | None = Field(default=None, description="provider:model grading an answer whose reference is prose "
+                                                        "(--judge); None: such an answer stays ungraded.")
     console: ConsoleMode | None = Field(default=None, description="The progress display the run was started "
                                                                   "with (a resume picks its own).")
     protocol: ProtocolName = Field(default="physlab", description="physlab: PhysLab's defaults; paper: every "
@@ -164,6 +166,7 @@ class Given:
     tools: str | None = None
     protocol: str | None = None
     console: str | None = None
+    judge: str | None = None
 
     def parsed(self, name: Callable[[str], str] = flag_of) -> dict[str, Any]:
         """The options given, each checked (a bad value: one UserError line naming the option as the
@@ -178,7 +181,7 @@ class Given:
             "role_models": parse_role_models(self.role_models, field_name=name("role_models")),
             "models_config": registry_path(self.models_config, environment=False),
             "max_in_flight": self.max_in_flight, "seed": self.seed, "params": dict(self.params or {}),
-            "budget": dict(self.budget or {}), "console": self.console,
+            "budget": dict(self.budget or {}), "console": self.console, "judge": self.judge,
             "tools": ToolChoice.parse(self.tools, name("tools")) if self.tools is not None else None,
             "protocol": check_protocol(self.protocol, name("protocol"))})
 

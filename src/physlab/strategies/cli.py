@@ -180,6 +180,10 @@ def register(app: typer.Typer) -> None:
         tools: Optional[str] = typer.Option(
             None, "--tools", help="The lab's tools beyond Python: any of cas,literature,corpus=DIR,web, or none "
             "(default: cas, plus literature for a Markdown question; docs/tools.md)."),
+        judge: Optional[str] = typer.Option(
+            None, "--judge", help="provider:model grading the answer when the reference is prose (no rule reads "
+            "it; without a judge the answer is ungraded). It sees the problem, the reference and the final answer "
+            "only; its calls go to judge_calls.jsonl, counted apart."),
         param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
         config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
         protocol: Optional[str] = typer.Option(
@@ -225,7 +229,7 @@ def register(app: typer.Typer) -> None:
         given = Given(strategy=strategy, model=flag("model", model), api_base=api_base, api_key_env=api_key_env,
                       output_mode=output_mode, role_models=role_model, models_config=flag("models_config", models_config),
                       max_in_flight=max_in_flight, seed=seed, params=params, console=console_mode,
-                      protocol=protocol, tools=tools,
+                      protocol=protocol, tools=tools, judge=judge,
                       budget={k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
                                                 ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None})
         if resume_dir is None:
