@@ -85,8 +85,8 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     given here override them); a record not written on this machine (or edited since) that chooses the
     server, the key variable, the registry or the tools is refused (``UserError``) unless ``yes`` or those
     options are given here."""
+    from physlab.run.entry import Given, prepare
     from physlab.run.events import Notice, legacy
-    from physlab.run.options import Given, prepare
     from physlab.run.runner import Shared, run
     from physlab.strategies import registry
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from physlab.grading.refcheck import evaluate_reference
 from physlab.problems import load_suite
-from physlab.problems.refcheck import evaluate_reference
 
 
 @pytest.fixture(scope="module")

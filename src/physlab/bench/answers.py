@@ -117,7 +117,7 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
                               for cp in checkpoints.get(cell["key"], [])}
         by: dict[str, Any] = {}
         if verdict == "ungraded" and judge:  # a prose reference: the judge model decides the cell (not its checkpoints)
-            from physlab.grading.judge import judge_with
+            from physlab.llm.judge import judge_with
 
             v = await judge_with(problem, cell["answer_text"] or cell["answer_code"] or "", judge, api_base=api_base,
                                  api_key_env=api_key_env)

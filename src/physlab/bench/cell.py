@@ -22,7 +22,7 @@ from physlab.run.summary import read_calls
 if TYPE_CHECKING:
     from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 
-    from physlab.bench.sweep import SweepConfig
+    from physlab.bench.sweep_config import SweepConfig
     from physlab.run.options import OutputMode
 
 SolveFn = Callable[..., Awaitable[Any]]  # physlab.run.runner.run's signature (tests wrap it)

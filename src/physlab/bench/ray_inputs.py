@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from physlab.errors import UserError
 
 if TYPE_CHECKING:
-    from physlab.bench.sweep import SweepConfig
+    from physlab.bench.sweep_config import SweepConfig
 
 Kind = Literal["image", "replay"]
 

@@ -32,7 +32,7 @@ from physlab.llm.usage import CallRecord
 from physlab.run.moved import moved_here
 
 if TYPE_CHECKING:
-    from physlab.bench.sweep import SweepConfig
+    from physlab.bench.sweep_config import SweepConfig
 
 # A cell whose node dies this many times is recorded failed (its error says so) instead of being
 # sent round the cluster for ever.

@@ -33,13 +33,13 @@ app = typer.Typer(
 
 # Modules that contribute commands; each defines register(app: typer.Typer).
 _COMMAND_MODULES = (
-    "physlab.problems.cli",
-    "physlab.grading.cli",
+    "physlab.cli.problems",
+    "physlab.cli.grade",
     "physlab.cli.sandbox",
-    "physlab.strategies.cli",
-    "physlab.llm.cli",
+    "physlab.cli.solve",
+    "physlab.cli.models",
     "physlab.cli.runs",
-    "physlab.bench.cli",
+    "physlab.cli.bench",
     "physlab.cli.ui",
 )
 

@@ -1,4 +1,4 @@
-"""`physlab bench export-critpt` and `physlab bench submit-critpt` (registered by bench/cli.py)."""
+"""`physlab bench export-critpt` and `physlab bench submit-critpt` (registered by cli/bench.py)."""
 
 from __future__ import annotations
 

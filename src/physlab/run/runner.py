@@ -452,7 +452,7 @@ async def _judge(attempt: Attempt, problem: Problem, options: RunOptions, regist
     """The judge model's verdict on an answer no rule reads (a prose reference): its calls go to
     judge_calls.jsonl on a meter of their own, counted apart from the run's (metrics.json keeps them in
     the verdict's ``judge``); a judge that fails leaves the answer ungraded."""
-    from physlab.grading.judge import judge_with
+    from physlab.llm.judge import judge_with
 
     assert attempt.verdict is not None and options.judge is not None
     candidate = attempt.answer_text or attempt.answer_code or ""

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 
+from physlab.lab.roles import role_markers
 from physlab.lab.scenarios import _parse as P
 from physlab.llm.scripted import final_answer, register_scenario, tool_call
 
@@ -429,4 +430,4 @@ class QECScenario:
                                    "answer_markdown": f"F_logical(p) = {value}\n\nF_logical is taken from {source}."})
 
 
-register_scenario(NAME, QECScenario, description="the lab solves the CritPt [[4,2,2]] example (all nine roles)")
+register_scenario(NAME, QECScenario, role_markers=role_markers, description="the lab solves the CritPt [[4,2,2]] example (all nine roles)")

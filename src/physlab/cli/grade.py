@@ -67,7 +67,7 @@ def grade_command(
     if verdict.verdict == "ungraded" and judge:
         import asyncio
 
-        from physlab.grading.judge import judge_with
+        from physlab.llm.judge import judge_with
 
         verdict = asyncio.run(judge_with(prob, text, judge, api_base=api_base, api_key_env=api_key_env))
     if as_json:

@@ -204,8 +204,8 @@ def register(app: typer.Typer) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
         import asyncio
 
+        from physlab.run.entry import Given, prepare
         from physlab.run.files import check_run_dir
-        from physlab.run.options import Given, prepare
         from physlab.run.record import recorded_options
         from physlab.run.runner import Shared, run
         from physlab.strategies import registry

@@ -135,7 +135,7 @@ def check_cmd(
     """Check every file: it loads (keys, template, a reference that fits the template) and its
     Python or numeric reference evaluates as the grader will evaluate it (in the sandbox, as
     grading does: a problem file's template is code). Exit 1 if any fails."""
-    from physlab.problems.check import check_target
+    from physlab.grading.problems_check import check_target
 
     report = check_target(target)
     for line in report.lines:
