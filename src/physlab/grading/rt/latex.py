@@ -178,6 +178,7 @@ def _read_group(s, i):
         return s[i + 1:j - 1], j
     if s[i] == "\\":
         m = re.match(r"\\([A-Za-z]+|.)", s[i:])
+        assert m is not None, "a backslash ends the text"
         return m.group(0), i + len(m.group(0))
     return s[i], i + 1
 
@@ -261,6 +262,7 @@ class _Protector:
                 elif cmd in ("Delta", "delta") and re.match(r"\s*(?:[A-Za-z](?![A-Za-z])|\\(?:%s)(?![A-Za-z]))" % "|".join(GREEK), s[j:]):
                     # \Delta E_F, \delta x: the change of a quantity is one symbol (DeltaE_F)
                     nxt = re.match(r"\s*([A-Za-z]|\\[A-Za-z]+)", s[j:])
+                    assert nxt is not None  # the condition above matched it
                     inner = VARIANT.get(nxt.group(1).lstrip("\\"), nxt.group(1).lstrip("\\"))
                     base, kind, j = cmd + inner, "word", j + nxt.end()
                 elif cmd in GREEK:
@@ -682,6 +684,7 @@ def _piece(s, hints, label_for):
             approximations.append(seg)
         if op_after in _APPROX_OPS:
             seen_approx = True
+    assert main is not None  # (the text has a first segment)
     value_text, unit, marked, value, unsplit, paren = _value(sp, main.strip(), hints)
     alts, literals = [], _literal_digits(sp, value_text, value)
     for seg in approximations:

@@ -465,7 +465,7 @@ def node_label(tree):
     """A short human description of a tree's top-level kind (for reasons)."""
     t = tree.get("t") if isinstance(tree, dict) else None
     return {"tuple": "a tuple", "list": "a list", "set": "a set", "dict": "a dict",
-            "matrix": "a matrix", "str": "a string", "none": "None", "bool": "a boolean"}.get(t, "an expression")
+            "matrix": "a matrix", "str": "a string", "none": "None", "bool": "a boolean"}.get(t or "", "an expression")
 
 
 def show(tree, limit=300):

@@ -18,6 +18,8 @@ written answers (``latex.parse_answer`` per box, in stage 1). This module
 * says what it compared: the normalised reference and candidate and the method, per part.
 """
 
+from typing import Any
+
 from . import compare as C, tree as T
 from .guard import StepFailed, StepTimeout, run_guarded
 from .units import factor as unit_factor, is_offset, pretty as pretty_unit
@@ -56,7 +58,7 @@ def pick(ref_parts, written):
     """For each reference part, the candidate part answering it: (box index, part) or
     (box index, {"error": ...}) or None when the candidate gave nothing for it."""
     boxes = written["boxes"]
-    flat = []  # (box index, part or {"error"}) in order
+    flat: list[tuple[int, dict[str, Any]]] = []  # (box index, part or {"error"}) in order
     for b, res in enumerate(boxes):
         if res.get("ok"):
             flat.extend((b, p) for p in res["parts"])
@@ -70,7 +72,7 @@ def pick(ref_parts, written):
                                          for v in whole["value"]["a"]]
     final = [x for x in flat if x[0] in set(written["final"])]
     labels = [_norm_label(r.get("label")) for r in ref_parts]
-    chosen = [None] * n
+    chosen: list[tuple[int, dict[str, Any]] | None] = [None] * n
     used = set()
     for i, lab in enumerate(labels):  # a part that names the quantity answers it, wherever it is
         if not lab:
@@ -505,7 +507,7 @@ def grade_parts(cands, ref_parts, opts_for, *, hipho=False, choices=False):
     parts = [{"index": i, "reference": r.reference, "candidate": r.candidate, "correct": r.correct is True,
               "reason": r.reason, "method": r.method} for i, r in enumerate(results)]
     methods = sorted({r.method for r in results})
-    out = {"verdict": verdict, "method": methods[0] if len(methods) == 1 else "+".join(methods),
+    out: dict[str, Any] = {"verdict": verdict, "method": methods[0] if len(methods) == 1 else "+".join(methods),
            "compared": {"reference": "; ".join(r.reference for r in results),
                         "candidate": "; ".join(r.candidate for r in results)},
            "parts": parts}
