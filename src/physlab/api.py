@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from physlab.errors import UserError
 

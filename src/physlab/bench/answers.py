@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
@@ -102,7 +103,8 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
         problem = Problem(**{**public, **entry})
         verdicts: dict[str, tuple[str, str]] = {}  # each distinct answer of the cell graded once
 
-        async def grade(code: str | None) -> tuple[str, str]:
+        async def grade(code: str | None, problem: Problem = problem,
+                        verdicts: dict[str, tuple[str, str]] = verdicts) -> tuple[str, str]:  # this cell's
             if not code:
                 return "invalid", "no answer code recorded"
             if code not in verdicts:

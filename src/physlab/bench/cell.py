@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from physlab.bench.store import CellResult, CellSpec
 from physlab.llm.usage import CallRecord
@@ -38,7 +39,7 @@ class BoundedSandbox:
         self.workers = workers
 
     @property
-    def trusted(self) -> "BoundedSandbox":
+    def trusted(self) -> BoundedSandbox:
         """The grader's pool for trusted code (its own workers), under the same bound."""
         return BoundedSandbox(self._inner.trusted, self.workers, self._sem)
 
@@ -114,7 +115,7 @@ async def run_cell(cfg: SweepConfig, spec: CellSpec, problem: Any, workspace: Pa
                              replace=True)  # an unfinished earlier try: the cell restarts from scratch
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a crashed cell is recorded, the sweep goes on
+    except Exception as exc:  # a crashed cell is recorded, the sweep goes on
         from physlab.errors import UserError
 
         if isinstance(exc, UserError):

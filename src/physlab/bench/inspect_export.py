@@ -19,9 +19,10 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from physlab.errors import UserError
 from physlab.llm.usage import CallRecord
@@ -144,7 +145,7 @@ def record_from_run(run: Path) -> CellRecord:
 
 
 def _iso(ts: float | None) -> str | None:
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat() if ts else None
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat() if ts else None
 
 
 def _input(problem: dict[str, Any]) -> str:
@@ -261,7 +262,7 @@ def _log(group: list[CellRecord], *, source: str, with_reference: bool):
     return EvalLog(
         status="error" if failed else "success",
         eval=EvalSpec(
-            created=_iso(started) or dt.datetime.now(dt.timezone.utc).isoformat(), task=task, task_id=ident,
+            created=_iso(started) or dt.datetime.now(dt.UTC).isoformat(), task=task, task_id=ident,
             run_id=ident, eval_id=ident, solver=first.strategy, model=first.model,
             dataset=EvalDataset(name="+".join(suites) or None, location=source, samples=len(sample_ids),
                                 sample_ids=sample_ids),

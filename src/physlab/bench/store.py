@@ -30,9 +30,10 @@ import socket
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from physlab.bench.schema import (  # noqa: F401 - the schema's names, as the store always had them
     _ADDED_CELL_COLUMNS,
@@ -325,7 +326,7 @@ class ResultsStore:
             self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
             return False
 
-    def tx(self) -> "_Tx":
+    def tx(self) -> _Tx:
         """A short write transaction (BEGIN IMMEDIATE takes the write lock up front, so two
         writers queue on the busy timeout instead of deadlocking on a lock upgrade)."""
         return self._Tx(self.conn)

@@ -19,10 +19,11 @@ import os
 import random
 import re
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 from pydantic_ai.concurrency import ConcurrencyLimiter
@@ -311,7 +312,7 @@ class Sweep:
             if self._own_store:
                 self.store.close()
 
-    async def _drive(self, specs: list[CellSpec], by_id: dict[str, Any], prog: "_Progress") -> None:
+    async def _drive(self, specs: list[CellSpec], by_id: dict[str, Any], prog: _Progress) -> None:
         """Run every claimable cell; then, while other workers still hold cells of this grid, wait
         for them (picking up any cell given back when a worker dies or its lease expires), so a
         worker returns only when the whole grid is finished."""
@@ -338,7 +339,7 @@ class Sweep:
             await asyncio.sleep(self.poll_s)
             await self._db(self.store.reap)
 
-    async def _run_cells(self, todo: list[CellSpec], by_id: dict[str, Any], prog: "_Progress",
+    async def _run_cells(self, todo: list[CellSpec], by_id: dict[str, Any], prog: _Progress,
                          retry_failed: bool) -> None:
         """Run ``todo`` with at most ``concurrency`` cells at once, claiming them in batches as
         slots free up (one transaction per batch, not per cell). If a cell raises bad input
@@ -386,7 +387,7 @@ class Sweep:
 
                 await asyncio.shield(self._db(release))
 
-    def _progress(self, total: int, already: int) -> "_Progress":
+    def _progress(self, total: int, already: int) -> _Progress:
         return _Progress(total, already, enabled=self.show_progress)
 
 
@@ -411,7 +412,7 @@ class _Progress:
         self._live = _Live()
         self._waiting = 0
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self.enabled:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -5,7 +5,6 @@ imported inside the commands."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -35,13 +34,13 @@ def register(app: typer.Typer) -> None:
     @models_app.command("check")
     def check(
         model: str = typer.Argument(..., help="provider:model, e.g. openai:qwen3-32b."),
-        api_base: Optional[str] = typer.Option(None, "--api-base", help="The model's server (as for solve)."),
-        api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
+        api_base: str | None = typer.Option(None, "--api-base", help="The model's server (as for solve)."),
+        api_key_env: str | None = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
-        problem: Optional[str] = typer.Option(
+        problem: str | None = typer.Option(
             None, "--problem", help="The problem a run would solve (file, FILE#ID or SUITE/ID): its lab prompts are "
             f"held against the context window (default: {DEFAULT_PROBLEM})."),
-        models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
+        models_config: Path | None = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
                                                      help="Model registry YAML (context window, prices, ...)."),
         as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
     ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -145,56 +145,56 @@ def register(app: typer.Typer) -> None:
     @app.command("solve")
     def solve(
         ctx: typer.Context,
-        problem: Optional[str] = typer.Argument(
+        problem: str | None = typer.Argument(
             None, help="Problem file, FILE#ID, SUITE/ID, or a Markdown question (with --resume: the run's own "
             "unless given)."),
-        strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help=STRATEGY_HELP + " (default: lab)"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", envvar="PHYSLAB_MODEL",
+        strategy: str | None = typer.Option(None, "--strategy", "-s", help=STRATEGY_HELP + " (default: lab)"),
+        model: str | None = typer.Option(None, "--model", "-m", envvar="PHYSLAB_MODEL",
                                             help="provider:model, scripted:NAME or replay:PATH."),
-        api_base: Optional[str] = typer.Option(
+        api_base: str | None = typer.Option(
             None, "--api-base", help="The models' server: any OpenAI-compatible server for openai: models (vLLM, "
             "Ollama, a LiteLLM proxy), a Messages API for anthropic:, a Gemini API for google-gla:."),
         role_model: list[str] = typer.Option(
             [], "--role-model", help="ROLE=provider:model: this role's model instead of --model (repeat; e.g. "
             "reviewer=anthropic:claude-sonnet-4-5). The roles: `physlab strategies show NAME`."),
-        output_mode: Optional[str] = typer.Option(
+        output_mode: str | None = typer.Option(
             None, "--output-mode", help="How structured answers are asked for: tool (tool calls, the default), "
             "native (a JSON-schema response format), prompted (JSON in the text; for servers without tool "
             "calling) or auto (tool, then prompted if the server refuses or ignores tools)."),
-        api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
+        api_key_env: str | None = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
-        workspace: Optional[Path] = typer.Option(None, "--workspace", help="Run directory."),
+        workspace: Path | None = typer.Option(None, "--workspace", help="Run directory."),
         replace: bool = typer.Option(False, "--replace",
                                      help="Delete the run already in --workspace and start over."),
-        resume: Optional[str] = typer.Option(
+        resume: str | None = typer.Option(
             None, "--resume", help="Continue this run directory (DIR@N: from iteration N) with the options it "
             "was made with; a flag given changes that option (and says so)."),
-        max_iterations: Optional[int] = typer.Option(None, "--max-iterations", min=1),
-        max_calls: Optional[int] = typer.Option(None, "--max-calls", min=1),
-        max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1),
-        max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0.0),
-        max_wall: Optional[float] = typer.Option(None, "--max-wall", min=0.0, help="Seconds."),
-        max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1,
+        max_iterations: int | None = typer.Option(None, "--max-iterations", min=1),
+        max_calls: int | None = typer.Option(None, "--max-calls", min=1),
+        max_tokens: int | None = typer.Option(None, "--max-tokens", min=1),
+        max_cost: float | None = typer.Option(None, "--max-cost", min=0.0),
+        max_wall: float | None = typer.Option(None, "--max-wall", min=0.0, help="Seconds."),
+        max_in_flight: int | None = typer.Option(None, "--max-in-flight", min=1,
                                                     help="Concurrent model requests of this run."),
-        seed: Optional[int] = typer.Option(None, "--seed", help="(default: 0)"),
-        tools: Optional[str] = typer.Option(
+        seed: int | None = typer.Option(None, "--seed", help="(default: 0)"),
+        tools: str | None = typer.Option(
             None, "--tools", help="The lab's tools beyond Python: any of cas,literature,corpus=DIR,web, or none "
             "(default: cas, plus literature for a Markdown question; docs/tools.md)."),
-        judge: Optional[str] = typer.Option(
+        judge: str | None = typer.Option(
             None, "--judge", help="provider:model grading the answer when the reference is prose (no rule reads "
             "it; without a judge the answer is ungraded). It sees the problem, the reference and the final answer "
             "only; its calls go to judge_calls.jsonl, counted apart."),
         param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
-        config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
-        protocol: Optional[str] = typer.Option(
+        config: Path | None = typer.Option(None, "--config", help="YAML file of strategy parameters."),
+        protocol: str | None = typer.Option(
             None, "--protocol", help="physlab (PhysLab's defaults, the default) or paper: the strategy at its "
             "published setting (`physlab strategies show NAME` lists both); a --param given still wins."),
-        models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
+        models_config: Path | None = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
                                                      help="Model registry YAML (defaults, prices)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the workspace path."),
         as_json: bool = typer.Option(False, "--json", help="Print the run's record (metrics.json, with the answer "
                                      "as written and its workspace)."),
-        console_mode: Optional[str] = typer.Option(
+        console_mode: str | None = typer.Option(
             None, "--console", help="Progress display: live (a live panel; the default on a terminal), lines "
             "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
         yes: bool = typer.Option(

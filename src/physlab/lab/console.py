@@ -8,7 +8,8 @@ a terminal); the same module gives the line, JSON and quiet modes.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from physlab.run.events import (
     SEAM_EVENTS,

@@ -36,6 +36,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -266,6 +267,11 @@ class LabEngine:
             self.ctx.events(event)
         except Exception:  # noqa: BLE001 - a broken console must not stop research
             pass
+
+    def _adjudicator_prompt(self, c: Critique, level: int) -> C.RolePrompt:
+        """The adjudicator's prompt on critique ``c``, shorter at each ``level`` it does not fit."""
+        return C.for_adjudicator(self.ctx.problem, self.state, self.windows.shrunk(level), c, views=self.views,
+                                 history=self.cfg.review_history)
 
     def note(self, kind: str, text: str) -> None:
         self.state = T.system_event(self.state, kind, text)
@@ -543,9 +549,8 @@ class LabEngine:
                 self.state = T.dismiss_stale_critique(self.state, c.id, f"{c.target} was already demoted")
                 continue
             try:
-                ruling = await adjudicator.run(self.env, lambda level: C.for_adjudicator(
-                    self.ctx.problem, self.state, self.windows.shrunk(level), c, views=self.views,
-                    history=self.cfg.review_history), cites_checks=gates.cites_sanity_checks(c, self.state))
+                ruling = await adjudicator.run(self.env, partial(self._adjudicator_prompt, c),
+                                               cites_checks=gates.cites_sanity_checks(c, self.state))
             except Exception as exc:
                 if fatal(exc):
                     raise
@@ -675,7 +680,8 @@ class LabEngine:
         for wave in routing.review_waves(self.state, T.pending_reviews(self.state)):
             snapshot, gate = self.state, asyncio.Semaphore(self.cfg.parallel_workers)
 
-            async def review(wid: str) -> reviewer.ReviewReport:
+            async def review(wid: str, snapshot: ResearchState = snapshot,
+                             gate: asyncio.Semaphore = gate) -> reviewer.ReviewReport:  # this wave's
                 begun = early.take(snapshot, wid) if early is not None else None
                 if begun is not None:
                     return await begun
@@ -890,7 +896,7 @@ class LabEngine:
         try:
             with self.ctx.usage.finishing():
                 ok = await self._format(forced=True, reason=reason)
-        except BaseException as exc:  # noqa: BLE001 - whatever happens, record and end cleanly
+        except BaseException as exc:  # whatever happens, record and end cleanly
             if not isinstance(exc, Exception) and not budget_error(exc):
                 raise
             self.note("role_failed", f"forced formatter: {_short(exc)}")

@@ -94,7 +94,7 @@ class Problem(BaseModel):
     def has_template(self) -> bool:
         return self.answer_template is not None
 
-    def public(self) -> "Problem":
+    def public(self) -> Problem:
         """The problem without its answer key: what models and sandboxed code may see."""
         if (self.reference is None and self.reference_format is None and self.solution is None
                 and self.path is None and not any(k.startswith("answer_key") for k in self.extra)):

@@ -18,10 +18,11 @@ import json
 import shutil
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import pydantic_core
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter, ConcurrencyLimiter
@@ -288,7 +289,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
         raise
     t0 = time.monotonic()
     try:
-        start = RunStart(started_at=datetime.now(timezone.utc).isoformat(), problem_id=problem.id,
+        start = RunStart(started_at=datetime.now(UTC).isoformat(), problem_id=problem.id,
                          problem_spec=problem_spec(problem), options=options, servers=servers_for(options, registry))
         await models.open()
         write_start(ws, start)
@@ -327,7 +328,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
             attempt.verdict = await _judge(attempt, problem, options, registry, ws)
         if bound is not None:
             await grade_checkpoints(attempt.checkpoints, bound)
-        record = _record(attempt, meter, models, start, ws, datetime.now(timezone.utc), strategy.params)
+        record = _record(attempt, meter, models, start, ws, datetime.now(UTC), strategy.params)
         record.answer_latex = await _answer_latex(attempt, equivalence)
         write_record(ws, _kept_answer(record, before[0]) if resuming else record)
         _commit_outcome(attempt, ws)
@@ -366,7 +367,7 @@ async def _run_strategy(scaffold: Scaffold, ctx: RunEnvironment, strategy: str, 
         return await asyncio.wait_for(scaffold.run(ctx), hard)
     except UserError:
         raise
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return ended("no_answer", "budget:max_wall", error=f"strategy cancelled {hard:.0f}s after start")
     except Exception as exc:
         # pydantic-ai / task groups may wrap ours (ExceptionGroup, __cause__): look inside first
@@ -443,7 +444,7 @@ async def _grade(attempt: Attempt, problem: Problem, bound: BoundGrader | None) 
     assert bound is not None  # a gradable problem always has one
     try:
         return await bound.grade_full(candidate)  # the run's record keeps what was compared
-    except Exception as exc:  # the grader must not lose the run's work
+    except Exception as exc:  # noqa: BLE001 - the grader must not lose the run's work
         return Verdict(verdict="invalid", reason=f"grader failed: {type(exc).__name__}: {exc}"[:500])
 
 

@@ -224,7 +224,7 @@ def _intervals(cand, ref, opts, path):
     if len(cs) != len(rs):
         return Result(False, f"{path}: expected {len(rs)} interval(s), got {len(cs)}", "interval")
     used = set()
-    for i, r in enumerate(rs):
+    for r in rs:
         for j, c in enumerate(cs):
             if j in used or (c.get("f") == "Interval") != (r.get("f") == "Interval"):
                 continue

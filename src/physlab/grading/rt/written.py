@@ -497,7 +497,7 @@ def grade_parts(cands, ref_parts, opts_for, *, hipho=False, choices=False):
         ref_parts = [dict(r, answer_type="Multiple Choice") for r in ref_parts]
     results = []
     all_labels = [r.get("label") for r in ref_parts if r.get("label")]
-    for i, (picked, ref) in enumerate(zip(cands, ref_parts)):
+    for picked, ref in zip(cands, ref_parts):
         others = [x for x in all_labels if x != ref.get("label")]
         part = picked[1] if picked else None
         results.append(compare_part(part, ref, opts_for(ref), other_labels=others,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from pydantic_ai import Agent, ModelRetry, RunContext as CallContext
 from pydantic_ai.messages import CachePoint, UserContent
