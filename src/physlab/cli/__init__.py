@@ -1,7 +1,7 @@
 """The `physlab` command line.
 
-Each capability registers its own commands (``register(app)`` in ``<capability>/cli.py``) so that
-the modules stay small; this file only assembles them and turns :class:`UserError` into one line
+Each command group registers its own commands (``register(app)`` in ``physlab/cli/<group>.py``) so
+that the modules stay small; this file only assembles them and turns :class:`UserError` into one line
 on stderr with exit code 2. Every command registers at start, so the command modules import their
 machinery inside the commands: a help text loads typer and nothing of PhysLab's own weight
 (tests/test_cli_start.py, benchmarks/cli_start.py).
