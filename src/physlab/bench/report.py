@@ -393,6 +393,29 @@ def _chosen(filters: dict[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
 
 
+def _group_summary(key: tuple, cells: list[dict], done: list[dict], graded: list[dict],
+                   crashed: list[dict]) -> GroupSummary:
+    """One group's counts (its accuracy, spending and roles are added by the report)."""
+    strategy, model, config, *flags = key
+    ran_as: dict[str, int] = {}
+    for c in done:
+        if c.get("ran_as"):
+            ran_as[c["ran_as"]] = ran_as.get(c["ran_as"], 0) + 1
+    return GroupSummary(
+        strategy=strategy, model=model, config=config, **dict(zip(APART_CELL_FLAGS, flags)),
+        protocol=str(cells[0].get("protocol") or "physlab"),  # one per group: the key holds it (@protocol)
+        ungraded=sum(c["verdict"] == "ungraded" for c in done),
+        grading_cost=sum(c.get("grading_cost_usd") or 0.0 for c in done),
+        oracle=strategy in ORACLES, cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
+        pending=sum(c["state"] in ("pending", "running") for c in cells),
+        graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded), crashed=len(crashed),
+        cut_short=sum(_cut_short(c) for c in done), ran_as_runs=dict(sorted(ran_as.items())),
+        answered=sum(bool(c["answer_code"] or c["answer_text"]) for c in done),
+        judge_checks=sum(c.get("judge_checks") or 0 for c in done),
+        judge_agreed=sum(c.get("judge_agreed") or 0 for c in done),
+    )
+
+
 def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
                  filters: dict[str, str] | None = None) -> Report:
     """The report of the cells ``filters`` keep (every cell without): the one computation every
@@ -422,27 +445,10 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
     groups: list[GroupSummary] = []
     graded_of: dict[tuple, _Graded] = {}
     for key, cells in sorted(by_group.items()):
-        strategy, model, config, *flags = key
         done = [c for c in cells if c["state"] == "done"]
         graded = [c for c in done if c["verdict"] not in (None, "ungraded")]
         crashed = [c for c in cells if c["state"] == "failed" and c["gradable"]]
-        ran_as: dict[str, int] = {}
-        for c in done:
-            if c.get("ran_as"):
-                ran_as[c["ran_as"]] = ran_as.get(c["ran_as"], 0) + 1
-        g = GroupSummary(
-            strategy=strategy, model=model, config=config, **dict(zip(APART_CELL_FLAGS, flags)),
-            protocol=str(cells[0].get("protocol") or "physlab"),  # one per group: the key holds it (@protocol)
-            ungraded=sum(c["verdict"] == "ungraded" for c in done),
-            grading_cost=sum(c.get("grading_cost_usd") or 0.0 for c in done),
-            oracle=strategy in ORACLES, cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
-            pending=sum(c["state"] in ("pending", "running") for c in cells),
-            graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded), crashed=len(crashed),
-            cut_short=sum(_cut_short(c) for c in done), ran_as_runs=dict(sorted(ran_as.items())),
-            answered=sum(bool(c["answer_code"] or c["answer_text"]) for c in done),
-            judge_checks=sum(c.get("judge_checks") or 0 for c in done),
-            judge_agreed=sum(c.get("judge_agreed") or 0 for c in done),
-        )
+        g = _group_summary(key, cells, done, graded, crashed)
         if graded or crashed:
             graded_of[key] = gr = _Graded(graded, crashed, checkpoints, cluster_of)
             _accuracy(g, gr)
