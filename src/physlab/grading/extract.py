@@ -280,6 +280,11 @@ def _trim_remark(answer: str) -> str:
     return answer
 
 
+# "valid for $x > 0$", "positive when ...": a property of the result, not its value
+_QUALIFIED = re.compile(r"[A-Za-z]{3,}\s+(?:for|if|when|whenever|only|unless|provided|because|since|as|in|at|under)\b",
+                        re.IGNORECASE)
+
+
 def _conclusion(text: str) -> tuple[int, str] | None:
     """(position, answer) of the last prose conclusion ("the answer is 0.35."), or None."""
     found = list(_CONCLUSION.finditer(text))
@@ -292,10 +297,46 @@ def _conclusion(text: str) -> tuple[int, str] | None:
                 return m.start(), display[0][1].strip().rstrip(".,").strip()
             rest = _sentence_after(text, m.end() + (len(text[m.end():]) - len(nxt)))
         answer = _clean_line(_trim_remark(rest))
-        # a value, not a remark ("... the value is positive.")
-        if answer and len(answer) <= 400 and re.search(r"[\d$\\]|^\(?[A-Za-z]\)|^(?:yes|no)\b", answer, re.I):
+        # a value, not a remark ("... the value is positive.", "the result is valid for $x > 0$.")
+        if answer and len(answer) <= 400 and re.search(r"[\d$\\]|^\(?[A-Za-z]\)|^(?:yes|no)\b", answer, re.I) \
+                and not _QUALIFIED.match(answer):
             return m.start(), answer
     return None
+
+
+# The inline math that ends a reply: "... the tension is $T$.", "We find that $x < 3$.", "Here is the
+# matrix: $...$", or a reply that is only "$28$ %". The words before it must state a result (a verb or
+# a colon); after "where", "for", "on", "as" the math names a symbol or a condition, not an answer.
+_CLOSING_UNIT = re.compile(r"(?:\\?%|percent)\Z")
+_STATES_RESULT = re.compile(r"(?:\b(?:is|are|was|were|be|becomes|equals|gives|yields|get|gets|obtain|obtains|"
+                            r"find|finds|found|have|has|that)|[:=])\s*\Z", re.IGNORECASE)
+
+
+def _closing_math(text: str) -> str | None:
+    """The inline math closing the reply's last sentence when that sentence states it as its result
+    (Math-Verify's shape), or the math of a reply that is nothing else; None otherwise. Reads the
+    end of the reply only (string operations from the end: linear)."""
+    tail = text[-4000:].rstrip().rstrip(".!").rstrip()
+    unit = _CLOSING_UNIT.search(tail)
+    if unit:
+        tail = tail[:unit.start()].rstrip()
+    if tail.endswith("$") and not tail.endswith("$$"):
+        start = tail.rfind("$", 0, len(tail) - 1)
+        body = tail[start + 1:-1] if start >= 0 else ""
+        if start > 0 and tail[start - 1] == "$":
+            return None
+    elif tail.endswith("\\)"):
+        start = tail.rfind("\\(")
+        body = tail[start + 2:-2] if start >= 0 else ""
+    else:
+        return None
+    if start < 0 or not body.strip():
+        return None
+    before = tail[:start]
+    sentence = re.split(r"[.!?](?:\s|\Z)|\n", before[-1000:])[-1]
+    if before.strip() and not _STATES_RESULT.search(sentence):
+        return None
+    return body.strip() + (" \\%" if unit else "")
 
 
 def extract_written(text: str | None) -> WrittenAnswer | None:
@@ -347,7 +388,8 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
         body = display[-1][1].strip().rstrip(".,").strip()
         if body:
             return WrittenAnswer((body,), (0,), "display math")
-    return None
+    closing = _closing_math(text)
+    return WrittenAnswer((closing,), (0,), "closing math") if closing else None
 
 
 # ---------------------------------------------------------------- multiple choice
