@@ -394,13 +394,35 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
 
 # ---------------------------------------------------------------- multiple choice
 
+_MARK_VERDICT = re.compile(r"\(?\s*([A-Za-z])\s*\)?\s*[:.)]?\s*(true|false|correct|incorrect|wrong|right)\b", re.IGNORECASE)
+_ARRAY_SYNTAX = re.compile(r"\\begin\s*\{\w+\*?\}(?:\s*\{[^{}]*\})?|\\end\s*\{\w+\*?\}|\\\\|&|[,;.*$]|\\[,;:! ]")
+
+
+def marked_true(answer: str, letters: list[str] | tuple[str, ...]) -> str | None:
+    """The options an answer marks true when it marks every option it names true or false, one by one
+    ("(a) True (b) False (c) False", an array of "(a): True" rows), as ``"A"`` or ``"A, B"``; None when
+    the answer is not such a list (or marks none true)."""
+    s = answer[:2000]
+    for _ in range(3):
+        s = re.sub(r"\\(?:text|textbf|mathrm|textrm|textit)\s*\{([^{}]*)\}", r"\1", s)
+    marks = list(_MARK_VERDICT.finditer(s))
+    if len(marks) < 2 or _ARRAY_SYNTAX.sub(" ", _MARK_VERDICT.sub(" ", s)).strip():
+        return None
+    allowed = {x.upper() for x in letters}
+    named = [m.group(1).upper() for m in marks]
+    if len(set(named)) != len(named) or not set(named) <= allowed:
+        return None
+    true = {x for x, m in zip(named, marks) if m.group(2).lower() in ("true", "correct", "right")}
+    return ", ".join(x for x in sorted(allowed) if x in true) or None
+
+
 def extract_choice(text: str | None, letters: list[str] | tuple[str, ...]) -> WrittenAnswer | None:
     """The final answer of a reply to a multiple-choice problem, as its letters (see
     :func:`read_choice`): the final answer :func:`extract_written` finds, else the last sentence
     naming an option ("Only statement (a) is correct."). None when no letter is named."""
     written = extract_written(text)
     if written is not None:
-        got = read_choice(written.last, letters)
+        got = marked_true(written.last, letters) or read_choice(written.last, letters)
         if got:
             return WrittenAnswer((got,), (0,), written.how)
     tail = outside_thinking(text or "")[-2000:]
