@@ -190,7 +190,7 @@ def read_stage1(data: bytes, *, written_path: bool) -> tuple[dict | None, dict |
 
 # What a candidate's written part may hold (``latex.parse_answer``): answer trees, text, flags.
 _PART_TREES = ("value", "lhs", "unsplit", "comma_decimal")
-_PART_TEXTS = ("label", "unit")
+_PART_TEXTS = ("label", "unit", "remark")
 _PART_REQUIRED_TEXTS = ("text", "raw")
 _PART_FLAGS = ("unit_marked", "paren_pair")
 
