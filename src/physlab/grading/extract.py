@@ -339,6 +339,16 @@ def _closing_math(text: str) -> str | None:
     return body.strip() + (" \\%" if unit else "")
 
 
+def _cut_off_after(tail: str) -> bool:
+    """Does the reply break off mid-word several words after its last display math (``tail`` starts
+    there)? Then it had not concluded: the display is a step it was still weighing ("Hmm, this seems
+    straightforward, but I'm wondering if I've missed something rel"), not its answer. A short
+    sign-off ("I hope this helps") is no reasoning."""
+    end = re.search(r"\\\]|\$\$", tail[2:])  # past the opening $$ or \[
+    words = re.findall(r"[A-Za-z']+", tail[2 + end.end():]) if end else []
+    return len(words) >= 6 and bool(re.search(r"[A-Za-z,]\Z", tail.rstrip()))
+
+
 def extract_written(text: str | None) -> WrittenAnswer | None:
     """The final answer of a written reply (pure text processing: nothing is parsed or run).
 
@@ -384,7 +394,7 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
     said = _conclusion(text)
     if said and (not display or said[0] > display[-1][0]):
         return WrittenAnswer((said[1],), (0,), "conclusion")
-    if display:
+    if display and not _cut_off_after(text[display[-1][0]:]):
         body = display[-1][1].strip().rstrip(".,").strip()
         if body:
             return WrittenAnswer((body,), (0,), "display math")
