@@ -57,7 +57,7 @@ def run_cmd(
     role_model: Optional[list[str]] = typer.Option(None, "--role-model",
                                                    help="ROLE=provider:model: this role's model in every cell (repeat)."),
     output_mode: Optional[str] = typer.Option(None, "--output-mode",
-                                              help="tool | native | prompted | auto (see `physlab solve --help`)."),
+                                              help="tool | native | constrained | prompted | auto (see `physlab solve --help`)."),
     workspace_root: Optional[Path] = typer.Option(None, "--workspace-root",
                                                   help="Where cell workspaces go (default: <db>_runs/)."),
     seed: int = typer.Option(0, "--seed"),

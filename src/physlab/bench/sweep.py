@@ -317,7 +317,7 @@ class Sweep:
         model per model name, open until the sweep ends (a missing API key stops the sweep here,
         exit 2, with every cell still pending)."""
         from physlab.llm.defaults import ModelRegistry
-        from physlab.llm.models import RunModels, open_provider, parse_spec
+        from physlab.llm.models import RunModels, cap_field_for, open_provider, parse_spec
         from physlab.strategies import registry
 
         for strategy in self.config.strategies:
@@ -333,7 +333,7 @@ class Sweep:
                 api_base = RunModels.api_base_for(spec, defaults, self.config.api_base)
                 self._providers[spec] = await stack.enter_async_context(open_provider(
                     spec, api_base=api_base, api_key_env=defaults.api_key_env or self.config.api_key_env,
-                    timeout_s=defaults.timeout_s))
+                    timeout_s=defaults.timeout_s, cap_field=cap_field_for(defaults, api_base)))
 
     async def run(self, start_gate: Callable[[], Awaitable[None]] | None = None) -> SweepSummary:
         """Run the grid. ``start_gate``, when given, is awaited once the sweep is ready and before

@@ -19,12 +19,12 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
 )
 
+from physlab.llm import advice
 from physlab.llm.defaults import RetryPolicy
 from physlab.llm.errors import BudgetExceeded, ReplayError
-from physlab.llm.server_limits import message_of
+from physlab.llm.server_limits import message_of, refused_shape
 
-TOOLS_HINT = ("try --output-mode prompted (or auto, or `output_mode:` in the model registry), or enable "
-              "tool calling on the server (vLLM: --enable-auto-tool-choice --tool-call-parser NAME)")
+TOOLS_HINT = advice.TOOLS_HINT
 
 
 def transient(exc: BaseException) -> str | None:
@@ -34,6 +34,8 @@ def transient(exc: BaseException) -> str | None:
     if isinstance(exc, ModelHTTPError):
         if exc.status_code == 429:
             return "rate_limited"
+        if refused_shape(exc) is not None:  # the same request would be refused the same way
+            return None
         if exc.status_code >= 500 or exc.status_code in (408, 409):
             return f"http_{exc.status_code}"
         return None

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from physlab.llm.usage import Budget
 from physlab.tools.choice import ToolChoice
 
-OutputMode = Literal["tool", "native", "prompted", "auto"]
+OutputMode = Literal["tool", "native", "constrained", "prompted", "auto"]
 ConsoleMode = Literal["live", "lines", "json", "quiet"]
 
 # The flag each option comes from on `physlab solve`, for what a resume says about it.

@@ -86,10 +86,18 @@ def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `ph
     for key, prop in params.items():  # fields the lab inherits from its own settings say it beside them
         prop["description"] = prop.get("description") or kind.Params.descriptions.get(key, "")
         prop["source"] = prop.get("source") or kind.Params.sources.get(key, "")
+    from physlab.llm import output_caps
+
+    cap = {"default": output_caps.DEFAULT_OUTPUT_CAP, "by_role": output_caps.ROLE_OUTPUT_CAPS,
+           "source": output_caps.SOURCE}
     if as_json:
-        typer.echo(json.dumps({"strategy": name, "summary": _summary(kind), "params": params}, indent=2))
+        typer.echo(json.dumps({"strategy": name, "summary": _summary(kind), "params": params,
+                               "output_cap": cap}, indent=2))
         return
     typer.echo(f"{name}: {_summary(kind)}")
+    typer.echo(f"output cap of each request when the model registry gives no max_output_tokens: "
+               f"{output_caps.described()}")
+    typer.echo(f"      default from: {output_caps.SOURCE}")
     typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):" if params else "no parameters")
     for key, prop in params.items():
         typer.echo(f"  {key} = {_shown(prop.get('default'))}  ({_kind(prop)})")
@@ -142,8 +150,10 @@ def register(app: typer.Typer) -> None:
             "reviewer=anthropic:claude-sonnet-4-5). The roles: `physlab strategies show NAME`."),
         output_mode: Optional[str] = typer.Option(
             None, "--output-mode", help="How structured answers are asked for: tool (tool calls, the default), "
-            "native (a JSON-schema response format), prompted (JSON in the text; for servers without tool "
-            "calling) or auto (tool, then prompted if the server refuses or ignores tools)."),
+            "native (a JSON-schema response format), constrained (the server holds the reply to the schema: "
+            "llama.cpp's json_object with a schema; small local models), prompted (JSON in the text; for servers "
+            "without tool calling) or auto (tool, then prompted if the server refuses or ignores tools). "
+            "`physlab models check` says which works."),
         api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
         workspace: Optional[Path] = typer.Option(None, "--workspace", help="Run directory."),

@@ -22,6 +22,7 @@ from pydantic_ai.settings import ModelSettings
 
 from physlab.llm import failures as F
 from physlab.llm.meter import RunMeter
+from physlab.llm.output import is_constrained
 from physlab.llm.pricing import Pricer
 from physlab.llm.seam.attempts import Attempt, Call, current_call
 from physlab.llm.seam.role import SeamRole
@@ -54,6 +55,8 @@ class CallLogModel(WrapperModel):
         if call.asked:
             request["settings"] = dump_settings(call.asked)
         request.update((k, v) for k, v in dumped.items() if k != "messages")
+        if is_constrained(settings):  # the prompted request, which the server held to the schema
+            request["output_mode"] = "constrained"
         attempt.request = request
         attempt.max_tokens = (settings or {}).get("max_tokens")
         attempt.on_settle(self._write)

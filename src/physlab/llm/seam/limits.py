@@ -24,6 +24,7 @@ from pydantic_ai.usage import RequestUsage
 from physlab.llm import failures as F
 from physlab.llm.defaults import ModelDefaults
 from physlab.llm.errors import ContextTooLong
+from physlab.llm.output import is_constrained
 from physlab.llm.seam.attempts import Attempt, Call, current_call
 from physlab.llm.seam.decisions import AskRest, GiveUp, Keep, LowerCap, OnCutReply, RaiseCap, Shorten
 from physlab.llm.seam.role import SeamRole
@@ -80,8 +81,9 @@ def decide_refusal(refusal: LimitRefusal, cap: int | None, min_reply: int) -> Lo
 
 
 def decide_cut(reply: Answered, *, joined: bool, raised: int, continued: int, defaults: ModelDefaults,
-               limits: ModelLimits, params: ModelRequestParameters) -> OnCutReply:
-    """A reply cut by ``length``: ``joined`` when it is already a continuation."""
+               limits: ModelLimits, params: ModelRequestParameters, held: bool = False) -> OnCutReply:
+    """A reply cut by ``length``: ``joined`` when it is already a continuation; ``held`` when the
+    server held it to a schema (a grammar starts again from the top: such a reply is not continued)."""
     resp, attempt = reply.response, reply.attempt
     cap = attempt.max_tokens if attempt else None
     cut_at_cap = bool(cap) and resp.usage.output_tokens >= 0.9 * (cap or 0)
@@ -97,7 +99,7 @@ def decide_cut(reply: Answered, *, joined: bool, raised: int, continued: int, de
     new_cap = raised_cap(cap, resp, limits.max_output)
     if raised < defaults.truncation_retries and new_cap is not None and not joined:
         return RaiseCap(new_cap, f"truncated (finish_reason=length); retrying with max_tokens={new_cap}")
-    if continued < defaults.continuations and continuable(resp, params):
+    if continued < defaults.continuations and not held and continuable(resp, params):
         return AskRest("truncated at the model's output limit (finish_reason=length); asking for the rest")
     return Keep("truncated (finish_reason=length); returned as is")
 
@@ -160,7 +162,8 @@ class LimitsModel(WrapperModel):
         raised = continued = 0
         while sent.response.finish_reason == "length":
             decision = decide_cut(sent, joined=bool(pieces), raised=raised, continued=continued,
-                                  defaults=self.defaults, limits=self.limits, params=params)
+                                  defaults=self.defaults, limits=self.limits, params=params,
+                                  held=is_constrained(settings))
             _settle(sent, decision.note)
             if isinstance(decision, Keep):
                 break

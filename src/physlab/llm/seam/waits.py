@@ -24,7 +24,7 @@ from physlab.llm.meter import RunMeter
 from physlab.llm.seam.attempts import current_call
 from physlab.llm.seam.decisions import GiveUp, SendAgain
 from physlab.llm.seam.role import SeamRole
-from physlab.llm.server_limits import refuses_tools, retry_after_s
+from physlab.llm.server_limits import refuses_tools, retry_after_s, silent_500
 
 
 def decide_retry(exc: BaseException, headers: Mapping[str, str], waiting: F.Waiting, *, who: SeamRole,
@@ -33,7 +33,8 @@ def decide_retry(exc: BaseException, headers: Mapping[str, str], waiting: F.Wait
     """Wait and send again, or give up (with a ModelFailure once the policy is spent; with the
     original error when the failure is not transient)."""
     kind = F.transient(exc)
-    if kind is None or (refuses_tools(exc) and (params.function_tools or params.output_tools)):
+    carries_tools = bool(params.function_tools or params.output_tools)
+    if kind is None or (carries_tools and (refuses_tools(exc) or silent_500(exc))):
         return GiveUp()  # not transient (a refusal of tools is the output mode's, even as a 5xx)
     hint = retry_after_s(exc, headers) if kind == "rate_limited" else None
     if kind != "rate_limited":
