@@ -217,3 +217,14 @@ async def test_the_wall_cap_cuts_a_request_in_flight(tmp_path):
         await models.aclose()
         srv.stop()
     assert exc.value.limit == "max_wall" and took < 3.0
+
+
+async def test_a_single_slot_server_gets_one_request_at_a_time_from_a_run(tmp_path):
+    import asyncio
+
+    with StandinServer(ScriptedResponder(["ok"], repeat_last=True), latency_s=0.2,
+                       habits=Habits.llama_cpp_python(rambles=False)) as srv:
+        models = _models(srv, RunMeter(Budget(), None), defaults=ModelDefaults(max_output_tokens=64, slots=1))
+        await asyncio.gather(*(Agent(models.for_role(r)).run("hi") for r in ("a", "b", "c")))
+        await models.aclose()
+    assert srv.stats.requests == 3 and srv.stats.max_in_flight == 1  # queued here, where a timeout does not run

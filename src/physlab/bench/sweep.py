@@ -333,7 +333,8 @@ class Sweep:
                 api_base = RunModels.api_base_for(spec, defaults, self.config.api_base)
                 self._providers[spec] = await stack.enter_async_context(open_provider(
                     spec, api_base=api_base, api_key_env=defaults.api_key_env or self.config.api_key_env,
-                    timeout_s=defaults.timeout_s, cap_field=cap_field_for(defaults, api_base)))
+                    timeout_s=defaults.timeout_s, cap_field=cap_field_for(defaults, api_base),
+                    max_reply_bytes=defaults.max_reply_bytes))
 
     async def run(self, start_gate: Callable[[], Awaitable[None]] | None = None) -> SweepSummary:
         """Run the grid. ``start_gate``, when given, is awaited once the sweep is ready and before

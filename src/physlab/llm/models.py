@@ -243,12 +243,13 @@ def _anthropic_base(api_base: str | None) -> str | None:
 
 @asynccontextmanager
 async def open_provider(spec: str, *, api_base: str | None = None, api_key_env: str | None = None,
-                        timeout_s: float = 600.0, cap_field: str | None = None) -> AsyncIterator[Model]:
+                        timeout_s: float = 600.0, cap_field: str | None = None,
+                        max_reply_bytes: int = ModelDefaults().max_reply_bytes) -> AsyncIterator[Model]:
     """A provider model for ``spec`` with the seam's HTTP client, open for the block (a sweep shares
     one between its cells)."""
-    from physlab.llm.http_capture import http_client
+    from physlab.llm.http_capture import http_client, wire_bytes
 
-    client = http_client(timeout_s)
+    client = http_client(timeout_s, wire_bytes(max_reply_bytes))
     try:
         model = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env, http_client=client,
                                      cap_field=cap_field)
@@ -275,6 +276,7 @@ class _Endpoint:
     api_base: str | None = None
     key: KeyInfo | None = None
     roles: list[str] = field(default_factory=list)
+    slots: AbstractConcurrencyLimiter | None = None  # the server's own (registry `slots`), after the run's
 
 
 class RunModels:
@@ -337,6 +339,10 @@ class RunModels:
                        defaults=defaults, state=OutputModeState(configured=mode),
                        limits=ModelLimits(declared_max_output=defaults.truncation_max_output_tokens,
                                           window=defaults.context_window))
+        if defaults.slots is not None and provider not in ("scripted", "replay"):
+            from pydantic_ai.concurrency import ConcurrencyLimiter
+
+            ep.slots = ConcurrencyLimiter(defaults.slots)  # no more out at once than the server generates
         ep.state.on_change = lambda reason, s=spec: self._say(
             "output_mode", f"{s}: {reason}; output mode auto -> prompted for the rest of the run")
         if provider == "scripted":
@@ -352,9 +358,9 @@ class RunModels:
             if spec in self._shared:
                 ep.base = self._shared[spec]
             else:
-                from physlab.llm.http_capture import http_client
+                from physlab.llm.http_capture import http_client, wire_bytes
 
-                client = http_client(defaults.timeout_s)
+                client = http_client(defaults.timeout_s, wire_bytes(defaults.max_reply_bytes))
                 self._clients.append(client)
                 ep.base = build_provider_model(spec, api_base=ep.api_base, http_client=client, key=ep.key,
                                                cap_field=cap_field_for(defaults, ep.api_base))
@@ -395,8 +401,9 @@ class RunModels:
             else:
                 assert ep.base is not None
                 base = ep.base
+            limiters = (*self.limiters, ep.slots) if ep.slots is not None else self.limiters
             self._roles[role] = seam_model(
-                base, role=role, spec=ep.spec, meter=self.meter, limiters=self.limiters,
+                base, role=role, spec=ep.spec, meter=self.meter, limiters=limiters,
                 defaults=ep.defaults, retry=self.retry or ep.defaults.retry,
                 cost=ep.pricer if ep.pricer is not None else (ep.book.cost_of if ep.book else None),
                 model_label=ep.book.model_of if ep.book else None, output_state=ep.state, limits=ep.limits,

@@ -50,7 +50,7 @@ class CallLogModel(WrapperModel):
                  params: ModelRequestParameters) -> Attempt:
         attempt = call.this_try()
         attempt.sent = True
-        dumped, _ = call.wire(messages, params)
+        dumped, attempt.prompt_estimate = call.wire(messages, params)
         request = {"messages": dumped["messages"]}
         if call.asked:
             request["settings"] = dump_settings(call.asked)
@@ -136,19 +136,26 @@ class CallLogModel(WrapperModel):
         elif http.usage:  # an unusable reply the server still served (and counted)
             rec.input_tokens, rec.output_tokens = http.input_tokens, http.output_tokens
             rec.cache_read_tokens, rec.cache_write_tokens = http.cache_read_tokens, http.cache_write_tokens
-        if resp is not None or http.usage:
-            rec.cost_usd, rec.price_source = self._price(resp, attempt)
+        elif F.timed_out(err):
+            # No reply and no usage, but the server read the prompt and (a local server goes on
+            # generating for a client that left) may spend the whole cap: counted as estimated.
+            rec.input_tokens, rec.output_tokens = attempt.prompt_estimate, attempt.max_tokens or 0
+            rec.tokens_estimated = True
+            said = "tokens estimated: no reply in time (the prompt as estimated, the output cap it was sent with)"
+            rec.note = f"{rec.note}; {said}" if rec.note else said
+        if resp is not None or http.usage or rec.tokens_estimated:
+            rec.cost_usd, rec.price_source = self._price(resp, attempt, rec)
         if self.max_record_bytes:
             fit_line(rec, self.max_record_bytes)
         return rec
 
-    def _price(self, resp: ModelResponse | None, attempt: Attempt) -> tuple[float, str | None]:
+    def _price(self, resp: ModelResponse | None, attempt: Attempt, rec: CallRecord) -> tuple[float, str | None]:
         http = attempt.http
         try:
             if self._pricer is not None:
-                return self._pricer.price(resp, http.headers, input_tokens=http.input_tokens,
-                                          output_tokens=http.output_tokens, cache_read=http.cache_read_tokens,
-                                          cache_write=http.cache_write_tokens)
+                return self._pricer.price(resp, http.headers, input_tokens=rec.input_tokens,
+                                          output_tokens=rec.output_tokens, cache_read=rec.cache_read_tokens,
+                                          cache_write=rec.cache_write_tokens)
             if self._cost_fn is not None and resp is not None:
                 return float(self._cost_fn(resp)), "replay"
         except Exception:  # noqa: BLE001, S110 - pricing must never break a run
