@@ -243,7 +243,7 @@ async def test_the_tokens_of_an_unusable_reply_are_counted(tmp_path):
         await models.aclose()
     t = meter.total()
     assert (t.input_tokens, t.output_tokens) == (srv.stats.prompt_tokens, srv.stats.completion_tokens)
-    assert t.calls == 1 and meter.failed_requests == 3
+    assert t.calls == 4 and meter.failed_requests == 3
     failed = [r for r in read_calls(tmp_path / "calls.jsonl") if r.error]
     assert [r.output_tokens for r in failed] == [11, 11, 11]
 
