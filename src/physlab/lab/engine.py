@@ -253,6 +253,9 @@ class LabEngine:
             if b is None:
                 if isinstance(exc, ModelFailure):       # provider down / replay diverged: keep the work
                     self.note("model_failure", _short(exc))
+                    # state.json and RESEARCH_STATE.md say how the run ended, as metrics.json does
+                    # (a resume sets it running again)
+                    self.state = T.set_status(self.state, "error", f"model_failure: {_short(exc)}")
                     await self.commit(f"iteration {self.state.iteration}: interrupted (model failure)")
                 raise
             self.note("budget", str(b))

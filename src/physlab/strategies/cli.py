@@ -324,7 +324,7 @@ def _print_summary(record: Any, ws: Path) -> None:
                   f"${u.cost_usd:.4f}, {record.wall_s:.1f}s")
     console.print(f"workspace: {escape(str(ws))}", soft_wrap=True)
     if record.status not in ("complete", "partially_complete") and record.error:
-        console.print(f"[red]{escape(record.error)}[/]")
+        console.print(f"[red]{escape(record.error)}[/]", soft_wrap=True)  # one line: a server's JSON stays whole
     _print_answer(console, record, ws)
 
 
