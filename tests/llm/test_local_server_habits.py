@@ -228,3 +228,22 @@ async def test_a_single_slot_server_gets_one_request_at_a_time_from_a_run(tmp_pa
         await asyncio.gather(*(Agent(models.for_role(r)).run("hi") for r in ("a", "b", "c")))
         await models.aclose()
     assert srv.stats.requests == 3 and srv.stats.max_in_flight == 1  # queued here, where a timeout does not run
+
+
+async def test_the_schema_the_server_holds_a_reply_to_requires_every_field(tmp_path):
+    """A schema whose fields all have defaults lets a grammar write ``{}``, and a small model does
+    (the surveyor answered ``{}`` four times): the server is asked to hold the reply to every field."""
+
+    class Survey(BaseModel):
+        background: str = ""
+        pitfalls: list[str] = []
+
+    with StandinServer(ScriptedResponder(["ok"], repeat_last=True), habits=Habits.llama_cpp_python()) as srv:
+        models = _models(srv, RunMeter(Budget(), None), output_mode="constrained",
+                         defaults=ModelDefaults(max_output_tokens=64))
+        model = models.for_role("surveyor")
+        out = (await Agent(model, output_type=structured_output(model, Survey, name="submit_survey")).run("go")).output
+        await models.aclose()
+    held = srv.requests[0]["response_format"]["schema"]
+    assert held["required"] == ["background", "pitfalls"]
+    assert isinstance(out, Survey)

@@ -91,10 +91,26 @@ CONSTRAINED_FORMAT = "json_object"  # llama.cpp's form: {"type": "json_object", 
 def constrained(settings: ModelSettings | None, schema: dict[str, Any]) -> ModelSettings:
     """``settings`` with the request's reply held to ``schema`` by the server: the response format
     llama.cpp's servers (llama-server, llama-cpp-python) turn into a grammar, sent in pydantic-ai's
-    ``extra_body`` (which the openai SDK merges into the request, over pydantic-ai's own format)."""
+    ``extra_body`` (which the openai SDK merges into the request, over pydantic-ai's own format).
+    Every property is required in what the server holds the reply to (:func:`every_field`)."""
     extra = dict((settings or {}).get("extra_body") or {})  # type: ignore[call-overload]
-    extra["response_format"] = {"type": CONSTRAINED_FORMAT, "schema": schema}
+    extra["response_format"] = {"type": CONSTRAINED_FORMAT, "schema": every_field(schema)}
     return {**(settings or {}), "extra_body": extra}  # type: ignore[typeddict-item]
+
+
+def every_field(schema: Any) -> Any:
+    """``schema`` with every object's properties required: a grammar lets a model write whatever the
+    schema allows, and an output whose fields all have defaults allows ``{}``, which is what a small
+    model then writes (issue #47: the surveyor answered ``{}`` four times). A reply valid under this
+    is valid under ``schema`` (a default is only the value of a field left out)."""
+    if isinstance(schema, list):
+        return [every_field(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: every_field(v) for k, v in schema.items()}
+    if isinstance(out.get("properties"), dict) and out["properties"]:
+        out["required"] = list(out["properties"])
+    return out
 
 
 def is_constrained(settings: ModelSettings | None) -> bool:

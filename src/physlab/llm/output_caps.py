@@ -1,7 +1,8 @@
-"""The output cap a request is sent with when nothing else sets one (no ``max_output_tokens`` in
-the model registry, no budget nearer): every request carries a cap, because a server that has none
-of its own lets a model that does not stop generate to the end of its context (issue #47: a 270M
-model behind llama-cpp-python wrote 8,178 tokens to "Reply with: ready"). A reply cut at the cap is
+"""The output cap a request to an OpenAI-compatible server (``openai:`` at an ``--api-base``) is sent
+with when nothing else sets one (no ``max_output_tokens`` in the model registry, no budget nearer):
+such a server may have no cap of its own and let a model that does not stop generate to the end of
+its context (issue #47: a 270M model behind llama-cpp-python wrote 8,178 tokens to "Reply with:
+ready"). A provider's own API caps each model's reply itself (pydantic-ai knows Anthropic's). A reply cut at the cap is
 asked again with twice the cap (``truncation_retries``), then continued, so a default that errs
 small costs a re-ask, not an answer.
 
@@ -18,7 +19,7 @@ ROLE_OUTPUT_CAPS: dict[str, int] = {
     "formatter": 8_192,  # the final answer written out from what the lab found
     "preflight": 256,  # `physlab models check`'s probes ask for a word or a number
 }
-SOURCE = ("PhysLab's choice: 16,384 tokens holds the seed's average reply (seed 000 §5: ~10.7K out a call) "
+SOURCE = ("PhysLab: 16,384 tokens holds the seed's average reply (seed 000 §5: ~10.7K out a call) "
           "with room; a reply cut at the cap is asked again with twice the cap")
 
 

@@ -95,14 +95,13 @@ def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `ph
                                "output_cap": cap}, indent=2))
         return
     typer.echo(f"{name}: {_summary(kind)}")
-    typer.echo(f"output cap of each request when the model registry gives no max_output_tokens: "
-               f"{output_caps.described()}")
-    typer.echo(f"      default from: {output_caps.SOURCE}")
     typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):" if params else "no parameters")
     for key, prop in params.items():
         typer.echo(f"  {key} = {_shown(prop.get('default'))}  ({_kind(prop)})")
         typer.echo(f"      {prop['description']}")
         typer.echo(f"      default from: {prop['source']}")
+    typer.echo(f"output cap of a request to an OpenAI-compatible server (--api-base) when the model registry gives "
+               f"no max_output_tokens: {output_caps.described()} ({output_caps.SOURCE})")
 
 
 def _summary(kind: Any) -> str:

@@ -86,6 +86,18 @@ def capped(n: int) -> dict[str, Any]:
     return {"max_tokens": n}
 
 
+def said_nothing(exc: BaseException) -> bool:
+    """The server answered and the model's reply was empty or unusable text (pydantic-ai refuses it:
+    a small model says nothing to "reply with: ready" at times) - an answer for a probe that asks
+    whether the server answers; a failure of the request itself (HTTP, the seam's) is not."""
+    from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
+
+    from physlab.llm.errors import BudgetExceeded, ModelFailure, find_error
+
+    return (find_error(exc, UnexpectedModelBehavior) is not None and find_error(exc, ModelFailure) is None
+            and find_error(exc, ModelAPIError) is None and find_error(exc, BudgetExceeded) is None)
+
+
 class Probes:
     """The requests of one check, in order; each adds its finding to the report."""
 
@@ -150,16 +162,19 @@ class Probes:
 
         where = self.report.api_base or "the provider's API"
         started = time.monotonic()
+        empty = ""
         try:
             await Agent(models.for_role(PROBE_ROLE), instructions=READY).run(
                 "Are you there?", model_settings=capped(WORD_CAP))
         except Exception as exc:  # noqa: BLE001 - whatever failed is the finding
-            self.report.add("reachable", "fail", cause(exc))
-            return False
+            if not said_nothing(exc):
+                self.report.add("reachable", "fail", cause(exc))
+                return False
+            empty = "; the model's reply was empty"
         key = api_key(parse_spec(self.spec)[0], self.defaults.api_key_env or self.api_key_env,
                       api_base=self.report.api_base)
         said = f"the key in {key.env} accepted" if key.key else "no key sent, none asked for"
-        self.report.add("reachable", "ok", f"{where} answered in {time.monotonic() - started:.1f} s ({said})")
+        self.report.add("reachable", "ok", f"{where} answered in {time.monotonic() - started:.1f} s ({said}{empty})")
         return True
 
     async def system_message(self, models: Any) -> None:
@@ -171,8 +186,12 @@ class Probes:
         try:
             for instructions in (SYSTEM_PROBE, None):
                 before = len(self.meter.records)
-                await Agent(models.for_role(PROBE_ROLE), instructions=instructions).run(
-                    f"{PREFLIGHT_MARK} Are you there?", model_settings=capped(4))
+                try:
+                    await Agent(models.for_role(PROBE_ROLE), instructions=instructions).run(
+                        f"{PREFLIGHT_MARK} Are you there?", model_settings=capped(4))
+                except Exception as exc:  # noqa: BLE001 - an empty reply still counted its prompt
+                    if not said_nothing(exc):
+                        raise
                 rec = next((x for x in self.meter.records[before:] if not x.error), None)
                 counts.append(rec.input_tokens if rec is not None else 0)
         except Exception as exc:  # noqa: BLE001 - whatever failed is the finding
@@ -399,14 +418,19 @@ class Probes:
         return cause(exc)
 
     async def _tools_with_auto(self, models: Any) -> bool:
+        """The same tools with ``tool_choice: "auto"`` (a reply that may be text): taken by the server,
+        whatever the model made of them."""
         from pydantic_ai import Agent
+        from pydantic_ai.exceptions import ModelHTTPError
+
+        from physlab.llm.errors import find_error
 
         try:
             await Agent(models.for_role(PROBE_ROLE), instructions=TOOL_TASK, tools=[multiply]).run(
                 "What is 6 times 7?", model_settings=capped(WORD_CAP))
-            return True
-        except Exception:  # noqa: BLE001 - refused with "auto" too
-            return False
+        except Exception as exc:  # noqa: BLE001 - refused with "auto" too, or taken and answered oddly
+            return find_error(exc, ModelHTTPError) is None
+        return True
 
     async def lab_sizes(self) -> None:
         """The lab's first requests in the output mode found, counted by the server's tokenizer."""
@@ -441,7 +465,11 @@ class Probes:
 
         async def one() -> float:
             t0 = time.monotonic()
-            await Agent(models.for_role(PROBE_ROLE), instructions=COUNT).run("Go.", model_settings=capped(24))
+            try:
+                await Agent(models.for_role(PROBE_ROLE), instructions=COUNT).run("Go.", model_settings=capped(24))
+            except Exception as exc:  # noqa: BLE001 - an empty reply was still served
+                if not said_nothing(exc):
+                    raise
             return time.monotonic() - t0
 
         try:
@@ -504,7 +532,11 @@ class Probes:
         agent = Agent(models.for_role(PROBE_ROLE), instructions=cache_instructions())
         try:
             for _ in range(2):
-                await agent.run("Are you there?", model_settings=settings)
+                try:
+                    await agent.run("Are you there?", model_settings=settings)
+                except Exception as exc:  # noqa: BLE001 - an empty reply still reported its usage
+                    if not said_nothing(exc):
+                        raise
         except Exception as exc:  # noqa: BLE001 - whatever failed is the finding
             self.report.add("cached tokens", "warn", f"the repeated prompt failed ({cause(exc)})")
             return

@@ -3,8 +3,8 @@
 It opens each request's :class:`~physlab.llm.seam.attempts.Call` (the ledger the layers below share)
 and closes it when the request is over, so every try is recorded; applies the settings the seam
 always sends under the strategy's own (the SDK's retries off: the seam retries and records every
-try; the registry's timeout, output cap (else the role's default one), prompt cache and reasoning
-effort); and turns a failure no
+try; the registry's timeout, output cap (else, at an OpenAI-compatible server, the role's default
+one), prompt cache and reasoning effort); and turns a failure no
 layer recovered from into one ModelFailure line naming the cause, the server and what to try.
 """
 
@@ -43,9 +43,12 @@ class SeamModel(WrapperModel):
     # Settings the seam always applies underneath what the strategy asked for.
     def base_settings(self) -> ModelSettings:
         s: ModelSettings = {"max_retries": 0, "timeout": self.defaults.timeout_s}  # type: ignore[typeddict-unknown-key]
-        # Always a cap: a server with none of its own lets a model that does not stop run to the end
-        # of its window (physlab.llm.output_caps).
-        s["max_tokens"] = self.defaults.max_output_tokens or default_output_cap(self.who.role)
+        if self.defaults.max_output_tokens:
+            s["max_tokens"] = self.defaults.max_output_tokens
+        elif self.who.endpoint is not None and self.wrapped.system == "openai":
+            # An OpenAI-compatible server may have no cap of its own and let a model that does not stop
+            # run to the end of its window (physlab.llm.output_caps); a provider's own API caps by model.
+            s["max_tokens"] = default_output_cap(self.who.role)
         if self.defaults.prompt_cache is not None:
             s["cache"] = self.defaults.prompt_cache  # type: ignore[typeddict-item]
         if (effort := self.defaults.reasoning_effort) is not None:

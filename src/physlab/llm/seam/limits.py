@@ -43,6 +43,13 @@ class ModelLimits:
     declared_max_output: int | None = None
     discovered_max_output: int | None = None
     window: int | None = None
+    # The server's prompt tokens per token of PhysLab's estimate (which errs high, for budgets):
+    # learned from each answered try, so a cap fitted into the window is not cut for nothing.
+    scale: float = 0.75
+
+    def learn_scale(self, prompt_tokens: int, estimate: int) -> None:
+        if prompt_tokens > 0 and estimate > 0:
+            self.scale = min(1.0, max(0.2, prompt_tokens / estimate))
 
     @property
     def max_output(self) -> int | None:
@@ -132,14 +139,15 @@ def wanted_cap(settings: ModelSettings, call_cap: int | None, limits: ModelLimit
     return int(min(caps)) if caps else None
 
 
-def fit_window(want: int | None, estimate: int, window: int | None, min_reply: int) -> int | None:
-    """Within a known context window, the cap leaves room for the prompt (estimated generously
-    here; the server's own count, when it refuses, is exact)."""
+def fit_window(want: int | None, estimate: int, window: int | None, min_reply: int,
+               scale: float = 0.75) -> int | None:
+    """Within a known context window, the cap leaves room for the prompt (``estimate`` scaled to the
+    server's own count as learned from its replies; the server's count, when it refuses, is exact)."""
     if not window:
         return want
     # The estimate errs high (for budgets); here it should not. Never below a useful reply: when
     # that does not fit, the server's refusal says exactly by how much.
-    room = max(window - int(estimate * 0.75), min_reply)
+    room = max(window - int(estimate * scale), min_reply)
     return room if want is None or want > room else want
 
 
@@ -204,9 +212,10 @@ class LimitsModel(WrapperModel):
         while True:
             wanted = wanted_cap(settings, call_cap, self.limits)
             want = wanted
+            estimate = call.wire(messages, params)[1]
             if self.limits.window:
-                want = fit_window(wanted, call.wire(messages, params)[1], self.limits.window,
-                                  self.defaults.min_reply_tokens)
+                want = fit_window(wanted, estimate, self.limits.window, self.defaults.min_reply_tokens,
+                                  self.limits.scale)
             send = dict(settings)
             if want:
                 send["max_tokens"] = want
@@ -240,6 +249,7 @@ class LimitsModel(WrapperModel):
                                          detail=F.describe(exc)) from exc
                 raise
             attempt = call.last
+            self.limits.learn_scale(resp.usage.input_tokens, estimate)
             window_capped = want is not None and (wanted is None or want < wanted)
             return Answered(resp, attempt, window_capped and not (attempt is not None and attempt.budget_capped))
 
