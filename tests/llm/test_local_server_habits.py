@@ -247,3 +247,4 @@ async def test_the_schema_the_server_holds_a_reply_to_requires_every_field(tmp_p
     held = srv.requests[0]["response_format"]["schema"]
     assert held["required"] == ["background", "pitfalls"]
     assert isinstance(out, Survey)
+

@@ -6,7 +6,9 @@
   otherwise raises ContextTooLong so the caller assembles a shorter context.
 - A reply cut by ``length`` is asked again with a higher cap (never above the model's declared or
   discovered maximum), then a text reply is continued (the model asked for the rest, the parts
-  joined); one cut by the budget's cap is returned as it is.
+  joined); one cut by the budget's cap is returned as it is; one that ran to the end of a known
+  window (a server that holds only the prompt against it stops the reply there, below the cap) asks
+  the caller for a shorter prompt.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from physlab.llm.server_limits import LimitRefusal, limit_refusal
 CONTINUE_PROMPT = ("Your previous reply was cut off by the output limit. Continue it exactly where it stopped: "
                    "no repetition, no preamble.")
 MAX_ADJUSTMENTS = 6  # lowered caps for one request before its refusal is final
+WINDOW_SLACK = 8  # tokens a server's count of prompt + reply may fall short of a window it filled
 
 
 @dataclass
@@ -96,7 +99,9 @@ def decide_cut(reply: Answered, *, joined: bool, raised: int, continued: int, de
     cut_at_cap = bool(cap) and resp.usage.output_tokens >= 0.9 * (cap or 0)
     if attempt is not None and attempt.budget_capped and cut_at_cap:
         return Keep("truncated at the budget's cap (finish_reason=length); returned as is")
-    if reply.window_capped and cut_at_cap and not joined:
+    used = resp.usage.input_tokens + resp.usage.output_tokens
+    ran_to_window = bool(limits.window and resp.usage.input_tokens and used >= limits.window - WINDOW_SLACK)
+    if (reply.window_capped and cut_at_cap or ran_to_window) and not joined:
         # No larger cap fits beside this prompt, and a continuation would only make the prompt
         # longer: the caller has to send a shorter one.
         return Shorten("truncated where the context window ends (finish_reason=length)",
