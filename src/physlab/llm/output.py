@@ -115,5 +115,6 @@ def every_field(schema: Any) -> Any:
 
 def is_constrained(settings: ModelSettings | None) -> bool:
     """The request is sent with a schema the server holds its reply to (see :func:`constrained`)."""
-    fmt = ((settings or {}).get("extra_body") or {}).get("response_format")  # type: ignore[union-attr]
+    extra = (settings or {}).get("extra_body")
+    fmt = extra.get("response_format") if isinstance(extra, dict) else None
     return isinstance(fmt, dict) and fmt.get("type") == CONSTRAINED_FORMAT and "schema" in fmt

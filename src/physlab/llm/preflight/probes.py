@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_ai.settings import ModelSettings
 
 from physlab.llm import advice
 from physlab.llm.defaults import ModelRegistry, RetryPolicy
@@ -82,8 +83,8 @@ def cache_instructions() -> str:
             "Reply with the single word: ready")
 
 
-def capped(n: int) -> dict[str, Any]:
-    return {"max_tokens": n}
+def capped(n: int) -> ModelSettings:
+    return ModelSettings(max_tokens=n)
 
 
 def said_nothing(exc: BaseException) -> bool:
@@ -228,7 +229,7 @@ class Probes:
         if not (honoured or ignored):  # the model stopped before the cap either way: nothing learned
             return
         self.cap_said = (f"requests carry their cap as {r.output_cap_field}"
-                         + (f", which it honours" if r.output_cap_field in honoured else "")
+                         + (", which it honours" if r.output_cap_field in honoured else "")
                          + (f"; it ignores {' and '.join(ignored)} (a reply asked for {CAP_PROBE} tokens under it "
                             "ran on)" if ignored else ""))
 
@@ -523,7 +524,7 @@ class Probes:
 
     async def cache(self, models: Any) -> None:
         from pydantic_ai import Agent
-        from pydantic_ai.settings import CacheConfig, ModelSettings
+        from pydantic_ai.settings import CacheConfig
 
         # As the lab asks for its one-request calls (lab/roles/_base.cache_settings), unless the registry says.
         settings = ModelSettings(cache=CacheConfig(messages=False)) if self.defaults.prompt_cache is None \

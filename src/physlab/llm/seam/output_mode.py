@@ -16,8 +16,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from physlab.llm import advice
-from physlab.llm import failures as F
+from physlab.llm import advice, failures as F
 from physlab.llm.errors import ModelFailure
 from physlab.llm.output import OutputModeState, constrained
 from physlab.llm.seam.attempts import current_call

@@ -56,10 +56,10 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
 from physlab.llm.standin.fuzz_schema import instance as schema_instance
