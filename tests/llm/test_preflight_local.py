@@ -218,3 +218,31 @@ def test_a_port_that_accepts_and_never_answers_is_bounded(capsys, tmp_path):
     finally:
         s.close()
     assert code == 1 and f["reachable"][0] == "FAIL" and took < 15, out
+
+
+async def test_a_run_refused_tools_advises_the_mode_the_check_recommends():
+    """Issue #44 item 4: the check recommended native where solve's hint said prompted; one source of
+    advice now, so the first mode a failed run names is the one the check picks for that server."""
+    import re as _re
+
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+
+    from physlab.llm.errors import ModelFailure
+    from physlab.llm.meter import RunMeter
+    from physlab.llm.models import RunModels
+    from physlab.llm.output import structured_output
+    from physlab.llm.preflight import check_model
+
+    class Answer(BaseModel):
+        value: int
+
+    with StandinServer(ModelResponder(), habits=Habits(refuse_tools=True)) as srv:
+        report = await check_model("openai:qwen3-32b", api_base=srv.base_url)
+        models = RunModels("openai:qwen3-32b", meter=RunMeter(), api_base=srv.base_url)
+        model = models.for_role("solver")
+        with pytest.raises(ModelFailure) as exc:
+            await Agent(model, output_type=structured_output(model, Answer)).run("go")
+        await models.aclose()
+    first = _re.search(r"--output-mode (\w+)", str(exc.value)).group(1)
+    assert report.output_mode == "native" and first == report.output_mode
