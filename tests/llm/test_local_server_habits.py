@@ -248,3 +248,16 @@ async def test_the_schema_the_server_holds_a_reply_to_requires_every_field(tmp_p
     assert held["required"] == ["background", "pitfalls"]
     assert isinstance(out, Survey)
 
+
+
+async def test_a_long_request_shows_it_is_still_under_way(tmp_path, monkeypatch):
+    from physlab.llm.seam import call_log
+
+    monkeypatch.setattr(call_log, "WAIT_NOTICE_S", 0.3)
+    seen = []
+    with StandinServer(ScriptedResponder(["ok"], repeat_last=True), latency_s=1.0) as srv:
+        models = _models(srv, RunMeter(Budget(), None), events=lambda kind, **d: seen.append((kind, d)))
+        await Agent(models.for_role("solver")).run("hi")
+        await models.aclose()
+    waits = [d["text"] for kind, d in seen if kind == "waiting"]
+    assert waits and waits[0].startswith("solver: waiting for the model (")

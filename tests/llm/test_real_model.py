@@ -128,21 +128,21 @@ def _assert_readable_run(ws: Path, tap: UsageTap, out: str, *, strategy: str) ->
     assert "Traceback" not in out, out
     assert not (ws / "error.log").exists(), (ws / "error.log").read_text()
     metrics = json.loads((ws / "metrics.json").read_text())
-    assert metrics["status"] in ("complete", "partially_complete", "no_answer"), metrics["status"]
+    assert metrics["status"] in ("complete", "partially_complete", "no_answer"), (metrics["status"], out)
     assert metrics["output_modes"] == {SPEC: "constrained"}
-    # every token PhysLab counted is one the server reported, and the other way round
+    # every token PhysLab counted is one the server reported, and every request that went out is a call
     totals = metrics["totals"]
     assert (totals["input_tokens"], totals["output_tokens"]) == (tap.prompt_tokens, tap.completion_tokens), \
         (totals, tap.prompt_tokens, tap.completion_tokens)
     assert totals["calls"] == tap.requests
     calls = [json.loads(x) for x in (ws / "calls.jsonl").read_text().splitlines()]
-    # every reply was parsed, or sent back with what was wrong within the call's retries
+    # every reply was parsed, or sent back with what was wrong within the call's retries: no request
+    # failed but for a prompt the window could not hold (the lab then builds it shorter)
     for rec in calls:
-        assert rec["error"] is None or "max_calls" in rec["error"] or "cancelled" in rec["error"], rec["error"]
-    # a forced answer at the end, written where a physicist looks
-    answer = (ws / "ANSWER.md").read_text()
-    assert answer.strip()
-    assert metrics["has_answer"], metrics
+        assert rec["error"] is None or "maximum context length" in rec["error"], rec["error"]
+    # a run a physicist can read: what it answered (or had) where the summary says, and `runs show`
+    kept = [ws / n for n in ("ANSWER.md", "DRAFT_ANSWER.md") if (ws / n).is_file()]
+    assert kept and kept[0].read_text().strip(), out
     code, shown = physlab("runs", "show", str(ws))
     assert code == 0 and "Traceback" not in shown and strategy in shown, shown
     return metrics
@@ -167,9 +167,9 @@ def test_the_lab_through_the_real_server_ends_with_a_forced_answer(server, regis
     assert code in (0, 1), out
     metrics = _assert_readable_run(ws, tap, out, strategy="lab")
     assert metrics["stop_reason"].startswith("budget:") or metrics["status"] == "complete", metrics["stop_reason"]
+    calls = [json.loads(x) for x in (ws / "calls.jsonl").read_text().splitlines()]
+    assert calls[-1]["role"] == "formatter"  # the answer forced at the end of the budget, from the room kept for it
     state = json.loads((ws / "state.json").read_text())
-    assert state["status"] != "running"
-    assert any(e["kind"] == "forced_formatter" or e["kind"] == "finish" for e in state["events"]) or \
-        metrics["status"] == "complete"
+    assert state["status"] == metrics["status"] and state["events"][-1]["kind"] == "finish"
     research = (ws / "RESEARCH_STATE.md").read_text()
-    assert "status **running**" not in research
+    assert f"status **{metrics['status']}**" in research and "## Background survey" in research

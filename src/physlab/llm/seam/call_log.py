@@ -30,6 +30,7 @@ from physlab.llm.usage import CallRecord
 from physlab.llm.wire import dump_response, dump_settings
 
 CANCELLED = "cancelled: its answer was no longer needed"
+WAIT_NOTICE_S = 60.0  # a request out longer than this says so on the console, and again each time this passes
 
 
 class CallLogModel(WrapperModel):
@@ -66,6 +67,7 @@ class CallLogModel(WrapperModel):
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
         attempt = self._sending(current_call(), messages, model_settings, model_request_parameters)
         start = time.monotonic()
+        beat = asyncio.create_task(self._still_waiting(start, attempt.max_tokens))
         try:
             resp = await self.wrapped.request(messages, model_settings, model_request_parameters)
         except asyncio.CancelledError:
@@ -76,8 +78,20 @@ class CallLogModel(WrapperModel):
         except Exception as exc:
             attempt.latency, attempt.error = time.monotonic() - start, exc
             raise
+        finally:
+            beat.cancel()
         attempt.latency, attempt.response = time.monotonic() - start, resp
         return resp
+
+    async def _still_waiting(self, start: float, cap: int | None) -> None:
+        """A long request shows it is still under way (a small model on a CPU takes minutes for a long
+        prompt): the console's ``waiting`` event, every WAIT_NOTICE_S."""
+        while True:
+            await asyncio.sleep(WAIT_NOTICE_S)
+            waited = time.monotonic() - start
+            said = f", up to {cap:,} tokens" if cap else ""
+            self.who.emit("waiting", wait_s=round(waited), text=f"{self.who.role}: waiting for the model "
+                                                                f"({waited:.0f} s so far{said})")
 
     @asynccontextmanager
     async def request_stream(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
