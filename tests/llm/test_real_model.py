@@ -140,9 +140,7 @@ def _assert_readable_run(ws: Path, tap: UsageTap, out: str, *, strategy: str) ->
     # failed but for a prompt the window could not hold (the lab then builds it shorter)
     for rec in calls:
         assert rec["error"] is None or "maximum context length" in rec["error"], rec["error"]
-    # a run a physicist can read: what it answered (or had) where the summary says, and `runs show`
-    kept = [ws / n for n in ("ANSWER.md", "DRAFT_ANSWER.md") if (ws / n).is_file()]
-    assert kept and kept[0].read_text().strip(), out
+    # a run a physicist can read: `runs show`, and what the summary points at
     code, shown = physlab("runs", "show", str(ws))
     assert code == 0 and "Traceback" not in shown and strategy in shown, shown
     return metrics
@@ -155,7 +153,10 @@ def test_oneshot_through_the_real_server(server, registry, tmp_path):
                             "--models-config", str(registry), "--max-calls", "4", "--workspace", str(ws),
                             "--console", "lines")
     assert code in (0, 1), out
-    _assert_readable_run(ws, tap, out, strategy="oneshot")
+    metrics = _assert_readable_run(ws, tap, out, strategy="oneshot")
+    # CritPt's one-step protocol is one request: the reply is the answer, or the draft kept beside it
+    kept = ws / ("ANSWER.md" if metrics["has_answer"] else "DRAFT_ANSWER.md")
+    assert kept.read_text().strip() and str(kept) in out.replace("\n", ""), out
 
 
 def test_the_lab_through_the_real_server_ends_with_a_forced_answer(server, registry, tmp_path):
@@ -173,3 +174,6 @@ def test_the_lab_through_the_real_server_ends_with_a_forced_answer(server, regis
     assert state["status"] == metrics["status"] and state["events"][-1]["kind"] == "finish"
     research = (ws / "RESEARCH_STATE.md").read_text()
     assert f"status **{metrics['status']}**" in research and "## Background survey" in research
+    # the formatter's answer is written only when it rests on something reviewed (the lab's rule): then
+    # ANSWER.md holds it; a 270M model rarely gets a hypothesis reviewed in ten calls
+    assert metrics["has_answer"] == (ws / "ANSWER.md").is_file()
