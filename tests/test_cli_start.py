@@ -51,3 +51,19 @@ def test_grading_a_written_answer_loads_no_model_machinery(tmp_path):
     p, imported = physlab_imports("grade", "examples/qft_compton_scattering", str(cand))
     assert (p.returncode, p.stdout.split(":")[0]) == (0, "correct"), p.stdout + p.stderr[-2000:]
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+def test_the_top_help_loads_neither_pydantic_nor_typers_rich_layout():
+    """`physlab --help` ≤ 12x `python -c pass` (issue 44; benchmarks/cli_start.py): pydantic came
+    through physlab.llm.usage, and typer's Rich help layout (Markdown, syntax highlighting, Rich
+    tracebacks) costs more to import than the rest of the help text together."""
+    env = {**os.environ, "COLUMNS": "100"}
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "physlab", "--help"], capture_output=True,
+                       text=True, timeout=300, env=env)
+    modules = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines()
+               if line.startswith("import time:") and "|" in line}
+    assert p.returncode == 0 and "typer" in modules  # the report was read
+    heavy = sorted(m for m in modules if m in ("pydantic", "typer.rich_utils"))
+    assert not heavy, f"`physlab --help` imported {heavy}"
+    # the plain layout still gives each command its whole summary, not click's "..." cut
+    assert "writes a run workspace (exit 0" in " ".join(p.stdout.split())

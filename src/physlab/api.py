@@ -64,7 +64,8 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                       resume: str | os.PathLike[str] | None = None, replace: bool = False,
                       events: Callable[..., None] | None = None, role_models: dict[str, str] | None = None,
                       output_mode: str | None = None, max_in_flight: int | None = None,
-                      models_config: str | os.PathLike[str] | None = None, tools: str | None = None) -> RunRecord:
+                      models_config: str | os.PathLike[str] | None = None, tools: str | None = None,
+                      protocol: str | None = None, yes: bool = False) -> RunRecord:
     """Run ``strategy`` (default ``lab``) with ``model`` on ``problem``, exactly as ``physlab solve`` does: a run
     workspace is written (``workspace``, default ``runs/<time>-<problem>-<strategy>/``) and the
     answer graded when the problem has a reference. Returns the run's record (what metrics.json
@@ -78,10 +79,14 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
     ``output_mode``: tool | native | constrained | prompted | auto (docs/serving.md). ``tools``: the lab's tools beyond
     Python, as ``--tools`` writes them (``"cas,literature,corpus=DIR,web"``, ``"none"``; docs/tools.md).
-    ``resume``: a run directory to continue with the options it recorded (any given here override them)."""
+    ``protocol``: ``"physlab"`` (PhysLab's defaults) or ``"paper"`` (the strategy at its published setting;
+    ``params`` given still win). ``resume``: a run directory to continue with the options it recorded (any
+    given here override them); a record not written on this machine (or edited since) that chooses the
+    server, the key variable, the registry or the tools is refused (``UserError``) unless ``yes`` or those
+    options are given here."""
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
-    from physlab.run.options import RunOptions, given_options, registry_path
+    from physlab.run.options import RunOptions, check_protocol, given_options, registry_path
     from physlab.run.resume import resume_options
     from physlab.run.runner import Shared, run
     from physlab.strategies import registry
@@ -98,9 +103,10 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
                            "role_models": parse_role_models(role_models, field_name="role_models"),
                            "params": dict(params or {}), "budget": budget.model_dump(exclude_none=True)
                            if budget is not None else limits, "seed": seed,
-                           "tools": ToolChoice.parse(tools, "tools") if tools is not None else None})
+                           "tools": ToolChoice.parse(tools, "tools") if tools is not None else None,
+                           "protocol": check_protocol(protocol, "protocol")})
     if resume is not None:
-        options, _ = resume_options(Path(resume), given)  # what it changes: a "notice" event
+        options, _ = resume_options(Path(resume), given, yes=yes)  # what it changes: a "notice" event
         prob = _problem(problem)
     else:
         given.setdefault("model", os.environ.get("PHYSLAB_MODEL"))
@@ -111,7 +117,10 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
         options = RunOptions.model_validate({"strategy": registry.DEFAULT, **given})
         prob = _problem(problem)
     once = registry.session_params(options.params)  # where this session starts (resume_iteration): not recorded
-    scaffold = registry.build(options.strategy, {**options.params, **once})
+    scaffold = registry.build(options.strategy, {**options.params, **once}, options.protocol)
+    if events is not None:
+        for line in registry.protocol_notes(options.strategy, options.params, options.protocol):
+            events("notice", text=line)
     return await run(prob, scaffold, options, Shared(events=events),
                      workspace=resume if resume is not None else workspace, resume=resume is not None,
                      replace=replace)

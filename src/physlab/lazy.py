@@ -1,8 +1,8 @@
 """A package's front door that imports each name it hands on from its module on first use (PEP 562).
 
 The command line imports every capability's package to register its commands; a help text should
-not pay for the grader, the sandbox or the strategies. ``problems``, ``sandbox``, ``grading`` and
-``strategies`` open this way.
+not pay for the grader, the sandbox, the model seam or the strategies. ``problems``, ``sandbox``,
+``grading``, ``llm`` and ``strategies`` open this way.
 """
 
 from __future__ import annotations

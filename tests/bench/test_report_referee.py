@@ -255,3 +255,38 @@ def test_the_dashboard_sweeps_page_shows_the_referees_statistics(tmp_path):
     solvers = re.search(r'id="summary-table".*?</table>', page, re.S).group(0)
     assert "tpbench-bon" not in solvers
     assert "Oracles and reference-conditioned runs" in page
+
+
+def test_the_difference_intervals_are_adjusted_like_the_p_values(tmp_path):
+    """Issue #44: the p-values were Holm-adjusted and the intervals beside them were not, so an
+    interval clear of 0 among many comparisons read as evidence its p (Holm) denied. The interval
+    shown is adjusted too (Bonferroni: all of the report's intervals hold together with 95%), the
+    one-comparison interval stays in the JSON, and the report says which is which."""
+    from physlab.bench import stats
+    from physlab.bench.report_render import write_html
+
+    st, w = ResultsStore(tmp_path / "r.sqlite"), worker_id()
+    solved = {"a": 12, "b": 7, "c": 3}
+    for s, k in solved.items():
+        for i in range(20):
+            _cell(st, w, problem=f"p{i}", strategy=s, verdict="correct" if i < k else "incorrect")
+    rep = build_report(st)
+    assert len(rep.comparisons) == 3
+    for c in rep.comparisons:
+        xa, xb = [i < solved[c.a.split("|")[0]] for i in range(20)], [i < solved[c.b.split("|")[0]] for i in range(20)]
+        both = sum(x and y for x, y in zip(xa, xb))
+        a_only, b_only = sum(x and not y for x, y in zip(xa, xb)), sum(y and not x for x, y in zip(xa, xb))
+        table = (both, a_only, b_only, 20 - both - a_only - b_only)
+        assert (c.low, c.high) == pytest.approx(stats.newcombe_paired(*table))
+        assert (c.low_adjusted, c.high_adjusted) == pytest.approx(stats.newcombe_paired(*table, 1 - 0.05 / 3))
+        assert c.low_adjusted < c.low and c.high_adjusted > c.high
+    a_b = next(c for c in rep.comparisons if (c.a, c.b) == ("a|m", "b|m"))
+    assert a_b.low > 0 > a_b.low_adjusted                  # clear of 0 alone; not among three
+    out = Console(width=250, record=True)
+    print_report(rep, out)
+    text = out.export_text()
+    shown = f"{a_b.difference:+.3f} [{a_b.low_adjusted:+.3f}, {a_b.high_adjusted:+.3f}]"
+    assert shown in text and f"[{a_b.low:+.3f}, {a_b.high:+.3f}]" not in text
+    assert "adjusted for the 3 comparisons" in text
+    html = write_html(rep, tmp_path / "report.html").read_text()
+    assert shown in html and "adjusted for the 3 comparisons" in html

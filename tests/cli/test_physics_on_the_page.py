@@ -1,6 +1,7 @@
 """The researcher's derivation (Markdown with LaTeX, kept in state.json) is readable where a
 physicist looks: RESEARCH_STATE.md holds every derivation whole, and `physlab runs show` prints the
-ones the answer rests on, with the answer as LaTeX (as the grader read it) beside its code."""
+ones the answer rests on, with the answer's value (as the grader read it) beside its code, formulas
+written as text on the terminal and as LaTeX in `--json`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from physlab.lab.state import transitions as T
 from physlab.lab.state.models import ResearchState
 from physlab.lab.state.render import render_state
 from physlab.problems import resolve_problem
+from physlab.run.math_text import markdown_to_text, math_to_text
 
 QEC = "examples/quantum_error_correction_main"
 runner = CliRunner()
@@ -78,16 +80,17 @@ def test_the_lab_writes_its_derivations_into_research_state_md(lab_run):
     assert derivation.strip() in (lab_run / "RESEARCH_STATE.md").read_text()
 
 
-def test_runs_show_prints_the_derivation_behind_the_answer_and_the_answer_as_latex(lab_run):
+def test_runs_show_prints_the_derivation_behind_the_answer_and_the_answers_value(lab_run):
+    """Whole, with its formulas written as text (issue 44: not raw LaTeX); the LaTeX is in --json."""
     state = ResearchState.model_validate_json((lab_run / "state.json").read_text())
     ev = next(e for e in state.evidence if e.derivation)
     res = runner.invoke(app, ["runs", "show", str(lab_run)])
     assert res.exit_code == 0, res.output
-    out = squeeze(res.output)  # (the terminal wraps long lines where it likes)
-    assert f"Derivation{ev.id}" in out and "theanswerrestsonit" in out
-    assert squeeze(ev.derivation) in out                            # whole, to its last line
+    out = squeeze(res.output)
+    assert f"Evidence{ev.id}" in out and "Theevidencetheanswerrestson" in out
+    assert squeeze(markdown_to_text(ev.derivation)) in out          # whole, to its last line
     latex = json.loads((lab_run / "metrics.json").read_text())["verdict"]["candidate_latex"]
-    assert "\\frac{" in latex and squeeze(latex) in out             # the answer as LaTeX
+    assert "\\frac{" in latex and squeeze(math_to_text(latex)) in out and "\\frac{" not in out
     data = json.loads(runner.invoke(app, ["runs", "show", str(lab_run), "--json"]).output)
     shown = {d["id"]: d for d in data["derivations"]}
     assert shown[ev.id]["derivation"] == ev.derivation and shown[ev.id]["behind_answer"] is True
@@ -116,6 +119,6 @@ def test_an_ungraded_answer_is_shown_as_math_too(tmp_path):
     metrics = json.loads((ws / "metrics.json").read_text())
     assert metrics["verdict"] is None and metrics["answer_latex"] == "\\frac{\\hbar \\omega}{2}"
     shown = runner.invoke(app, ["runs", "show", str(ws)]).output
-    assert "\\frac{\\hbar \\omega}{2}" in shown
+    assert "(ħ ω)/2" in shown and "\\frac" not in shown                  # the value, as text
     page = TestClient(create_app(tmp_path / "runs"), base_url="http://127.0.0.1").get("/runs/osc").text
     assert 'id="answer-math"' in page and "<mfrac>" in page.split('id="answer-math"')[1].split("</div>")[0]

@@ -25,9 +25,9 @@ pytestmark = pytest.mark.skipif(not QEC_FILE.is_file(), reason="shared CritPt da
 @pytest.fixture
 def cli(grading_sandbox, monkeypatch):
     """The CLI in-process, on the session's warm sandbox."""
-    import physlab.sandbox.core as core
+    import physlab.grading.cli as grading_cli
 
-    monkeypatch.setattr(core, "_default", grading_sandbox)
+    monkeypatch.setattr(grading_cli, "command_sandbox", lambda: grading_sandbox)
     runner = CliRunner()
 
     def run(*args):

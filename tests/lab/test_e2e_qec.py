@@ -96,3 +96,17 @@ async def test_the_demo_with_preset_paper_runs_one_worker_at_a_time(tmp_path):
     s = state_of(ws)
     per_iteration = collections.Counter(d.iteration for d in s.dispatches)
     assert max(per_iteration.values()) == 1 and check(s) == []
+    # issue 41: physics-intern's way. The judges ran no code; the upheld critique abandoned the noiseless
+    # result (and nothing was built on it yet); the lab established it again by computation, under a new
+    # hypothesis the fidelity builds on; the false alarm on the fidelity was dismissed from the record.
+    judged = [c for c in calls(ws) if c["role"] in ("reviewer", "adjudicator")]
+    assert judged and all(c["request"]["tools"] == [] for c in judged)
+    assert {c["max_tokens"] for c in calls(ws) if c["role"] == "orchestrator"} == {16384}   # per-role output limits
+    upheld = next(c for c in s.critiques if c.status == "upheld")
+    first = s.er(upheld.target).wh
+    assert s.wh(first).status == "abandoned" and any(first in d.related for d in s.dead_ends)
+    fidelity = next(w for w in s.whs if w.value)
+    again = s.wh(fidelity.depends_on[0])
+    assert again.id != first and again.status == "established" and fidelity.status == "established"
+    assert any(e.role == "computer" and "ideal-state check: PASS" in e.output for e in s.evidence)
+    assert any(c.status == "dismissed" and c.severity == "HIGH" for c in s.critiques)

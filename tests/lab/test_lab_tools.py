@@ -79,7 +79,8 @@ def test_cited_sources_are_kept_once_with_every_use_and_shown_in_the_state_and_t
     md = render_state(s)
     assert "## Sources" in md and "used by the reviewer (it. 0): checked c" in md
     refs = references_markdown(s)
-    assert refs.startswith("## References") and "[1] “Notes on Dirac traces”" in refs and "[2]" in refs
+    assert refs.startswith("## References (verified)") and "[1] `src-0000000001` “Notes on Dirac traces”" in refs
+    assert "[2] `src-0000000002`" in refs and "used by: surveyor (the expected form); reviewer (checked c)" in refs
     assert refs in final_markdown(s, "c = 4", sources=[], complete=False)
     assert references_markdown(ResearchState()) == ""
 

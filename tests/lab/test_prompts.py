@@ -233,14 +233,17 @@ def test_docs_say_what_each_role_sees_and_the_parameters_as_the_code_does():
         assert C.ROLE_SECTIONS[role] == C.HEAD + stable + volatile, role
         assert (cells[2], cells[3]) == (", ".join(stable) or "—", ", ".join(volatile)), role
         assert (cells[1] == "✓") == (role in WITH_STANDARDS), role
+    from physlab.strategies.cli import _shown
+
+    def shown(value):     # as `strategies show` writes it (a whole float without its .0)
+        return _shown(int(value) if isinstance(value, float) and value == int(value) else value)
     for name, field in LabSettings.model_fields.items():
         if name != "windows":
-            default = int(field.default) if field.default == int(field.default) else field.default
-            assert f"| `{name}` | {default}" in doc, name
+            assert f"| `{name}` | {shown(field.get_default(call_default_factory=True))}" in doc, name
     from physlab.lab.engine import PAPER
     for name, value in PAPER.items():                  # the preset=paper column
         row = next(line for line in doc.splitlines() if line.startswith(f"| `{name}` |"))
-        assert row.rstrip(" |").endswith(f"| {value}"), name
+        assert row.rstrip(" |").endswith(f"| {shown(value)}"), name
     for name in C.SECTION_GUIDE:
         if any(name in sections for sections in C.ROLE_SECTIONS.values()):
             assert f"| {name} |" in sees, f"docs/lab.md does not say what <{name}> holds"

@@ -58,3 +58,51 @@ def test_strategies_show_lab_marks_each_default_as_the_seeds_or_physlabs():
     assert by_key["parallel_workers"].startswith("default from: PhysLab:")
     assert "preset=paper" in by_key["parallel_workers"]
     assert by_key["max_refutations"].startswith("default from: seed:")
+
+
+def test_strategies_show_lab_gives_each_departure_from_the_paper_with_its_default_under_each_preset():
+    """Issue 41: every PhysLab choice where physics-intern does otherwise is a parameter of its own,
+    listed with its default under preset=physlab and under preset=paper and where each comes from."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from physlab.cli import app
+    from physlab.lab.engine import PAPER
+
+    out = CliRunner().invoke(app, ["strategies", "show", "lab", "--json"])
+    assert out.exit_code == 0, out.output
+    params = json.loads(out.output)["params"]
+    ours = LabStrategy.configured({}).params.settings()
+    for key, paper in PAPER.items():
+        p = params[key]
+        assert p["presets"] == {"physlab": getattr(ours, key), "paper": paper}, key
+        assert p["departs"] is (getattr(ours, key) != paper), key
+        if p["departs"]:      # ours, with the reason, and the paper's code it departs from
+            assert p["source"].startswith("PhysLab:") and "physics-intern" in p["source"], key
+    for key in ("judges_compute", "role_views", "one_exit_per_turn", "max_open_questions", "critic_cadence",
+                "upheld_abandons", "completion_gates", "forced_answer", "best_guess_every", "max_output_tokens",
+                "post_integration_checks", "standards", "computer_algebra", "review_history"):
+        assert params[key]["departs"], key
+    text = CliRunner().invoke(app, ["strategies", "show", "lab"]).output
+    assert "  judges_compute = true  (boolean)\n" in text
+    assert "      departs from the paper: preset=physlab true, preset=paper false\n" in text
+    assert "      departs from the paper: preset=physlab 12, preset=paper 40\n" in text        # max_iterations
+
+
+def test_strategies_show_names_the_papers_not_the_seed_files():
+    """Issue 44, item 8: a default's source names the paper it comes from, never a seed file."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from physlab.cli import app
+    from physlab.strategies import registry
+
+    for name in registry.names():
+        out = CliRunner().invoke(app, ["strategies", "show", name])
+        assert out.exit_code == 0, out.output
+        assert not re.search(r"\d{3}_[0-9a-f]{16}\.txt", out.output), name
+    lab = CliRunner().invoke(app, ["strategies", "show", "lab"]).output
+    assert "the physics-intern paper §5" in lab
+    assert "PhysicsMinions (arXiv:2509.24855)" in CliRunner().invoke(app, ["strategies", "show", "minions"]).output

@@ -34,5 +34,5 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
             {"problem_id": "p", "strategy": "oneshot", "model": "scripted:x", "status": "complete"}))
     for args in (["runs", "list"], ["runs", "list", "--json"]):
         line, err, rc = piped_to_head(args, tmp_path)
-        assert line in ("id\tproblem\tstrategy\tmodel\tstatus\tverdict\ttokens\tcost USD", "[") and err == "", args
+        assert line.strip() in ("Runs under runs", "[") and err == "", args   # the table's title, or the JSON
         assert rc in (0, 1, 141), rc

@@ -57,16 +57,19 @@ def test_show_prints_any_strategys_answer_and_why_it_was_graded_so(runs):
 
 def test_list_shows_every_run_under_runs_or_root(runs, monkeypatch):
     monkeypatch.chdir(runs.parent)
-    res = runner.invoke(app, ["runs", "list"])                       # default root: runs/
+    res = runner.invoke(app, ["runs", "list"])                       # default root: runs/ (piped, not a terminal)
     assert res.exit_code == 0, res.output
-    header, *lines = [line.split("\t") for line in res.output.strip().splitlines()]
+    # a table, as other commands print (issue 44: it was tab-separated text when piped), one line per run
+    assert "\t" not in res.output
+    header, *lines = [[cell.strip() for cell in line.strip("│┃ ").split("│" if "│" in line else "┃")]
+                      for line in res.output.splitlines() if line.startswith(("│", "┃"))]
     assert header == ["id", "problem", "strategy", "model", "status", "verdict", "tokens", "cost USD"]
     got = {line[0]: line[1:6] for line in lines}
     assert got == {"runs/qec-lab": ["quantum_error_correction_main", "lab", "scripted:lab-qec", "complete", "correct"],
                    "runs/qec-one": ["quantum_error_correction_main", "oneshot", "scripted:oneshot-wrong", "complete",
                                     "incorrect"]}
     metrics = json.loads((runs / "qec-lab" / "metrics.json").read_text())
-    assert int(lines[0][6]) == metrics["totals"]["total_tokens"]
+    assert int(lines[0][6].replace(",", "")) == metrics["totals"]["total_tokens"]
     data = json.loads(runner.invoke(app, ["runs", "list", "--root", str(runs), "--json"]).output)
     assert [(r["path"], r["verdict"]) for r in data] == [(str(runs / "qec-lab"), "correct"),
                                                          (str(runs / "qec-one"), "incorrect")]
@@ -80,3 +83,45 @@ def test_list_of_a_missing_root_is_one_line(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no such runs directory" in err[0]
+
+
+def test_show_redirected_keeps_every_line_whole(runs):
+    """`runs show > file` (issue 44): no line is broken at 80 columns, the answer's code least of all."""
+    lab = runs / "qec-lab"
+    out = runner.invoke(app, ["runs", "show", str(lab)]).output      # not a terminal, as when redirected
+    lines = set(out.splitlines())
+    code = (lab / "answer.py").read_text()
+    longest = max(code.splitlines(), key=len)
+    assert len(longest) > 120 and longest in lines                     # the filled-in line, whole
+    state = ResearchState.model_validate_json((lab / "state.json").read_text())
+    claim = max(state.active_ers(), key=lambda e: len(e.claim))
+    assert any(claim.claim in line for line in lines)
+
+
+def test_show_writes_the_formulas_as_text_not_latex(runs):
+    out = runner.invoke(app, ["runs", "show", str(runs / "qec-lab")]).output
+    outside_code = "".join(part for i, part in enumerate(out.split("```")) if i % 2 == 0)
+    assert "|00000⟩ → |0⟩|+⟩|000⟩" in outside_code                   # the derivation's $...$, as text
+    assert "(229376 p⁵ - 1116160 p⁴" in outside_code                   # the answer's value, as text
+    for raw in ("\\rangle", "\\frac", "\\mathrm", "\\left("):
+        assert raw not in outside_code, raw
+
+
+def test_show_gives_the_evidence_the_answer_rests_on_with_its_scripts_and_output(runs):
+    """The QEC answer rests on the computer's enumeration of 16^5 fault patterns: its script and
+    what it printed are shown (they were only in state.json and the dashboard), with the
+    researcher's derivation; `--json` gives the same chain."""
+    lab = runs / "qec-lab"
+    state = ResearchState.model_validate_json((lab / "state.json").read_text())
+    out = runner.invoke(app, ["runs", "show", str(lab)]).output
+    enumeration = next(ev for ev in state.evidence if ev.scripts and "1048576" in ev.scripts[0].output)
+    script = enumeration.scripts[0]
+    assert f"Evidence {enumeration.id}" in out
+    assert all(line in out.splitlines() for line in script.code.splitlines() if line.strip())  # whole, line by line
+    assert "configurations: 1048576 dense cross-check: 400 ok" in out   # what it printed
+    assert "Derivation" in out or "derivation" in out
+    data = json.loads(runner.invoke(app, ["runs", "show", str(lab), "--json"]).output)
+    chain = {ev["id"]: ev for ev in data["evidence_behind_answer"]}
+    assert enumeration.id in chain and chain[enumeration.id]["scripts"][0]["code"] == script.code
+    assert chain[enumeration.id]["scripts"][0]["output"] == script.output
+    assert any(ev["derivation"] for ev in chain.values())

@@ -61,3 +61,20 @@ def test_memory_beyond_the_kernel_limit_runs_unlimited(tmp_path):
     out = physlab("sandbox", "run", str(script), "--memory-mb", str(10**14), "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(out.stdout)["stdout"] == "hello\n"
+
+
+LOADED = "import sys\nprint(sorted(m for m in ('sympy', 'numpy', 'scipy', 'matplotlib') if m in sys.modules))\n"
+
+
+def test_a_script_run_from_the_command_line_pays_only_for_what_it_imports(tmp_path):
+    """`sandbox run` starts one worker for one script: it preloads the stack's modules the script
+    names (as the lab's warm workers have them), not the whole stack (issue 44: seconds of CPU for a
+    `print(1+1)`)."""
+    plain = tmp_path / "plain.py"
+    plain.write_text(LOADED)
+    out = physlab("sandbox", "run", str(plain))
+    assert (out.returncode, out.stdout) == (0, "[]\n"), out.stderr
+    numeric = tmp_path / "numeric.py"
+    numeric.write_text("from numpy import linalg\n" + LOADED)
+    out = physlab("sandbox", "run", str(numeric))
+    assert (out.returncode, out.stdout) == (0, "['numpy']\n"), out.stderr

@@ -23,7 +23,7 @@ from .test_rlimit_namespaces import NOBODY, SYSTEM_PYTHON, _as, _can_be_nobody
 SETUPS = ["bwrap", "rlimit", "rlimit-without-namespaces", "rlimit-as-a-user"]
 
 
-def _nobody_zygote(backend: str):
+def _nobody_zygote(backend: str, preload: tuple[str, ...] = launch.SCIENTIFIC_STACK):
     """A worker as PhysLab started by an unprivileged user would have it (see test_rlimit_namespaces)."""
     import subprocess
 
@@ -32,7 +32,7 @@ def _nobody_zygote(backend: str):
     os.chmod(private, 0o711)
     proc = subprocess.Popen(_as(NOBODY) + [SYSTEM_PYTHON, "-I", str(launch.ZYGOTE_SRC)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            cwd=private, env=launch.zygote_env("rlimit", private), start_new_session=True)
+                            cwd=private, env=launch.zygote_env("rlimit", private, preload=preload), start_new_session=True)
     return proc, private
 
 

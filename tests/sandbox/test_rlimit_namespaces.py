@@ -164,13 +164,14 @@ def nobody_box(monkeypatch):
     """The rlimit sandbox as PhysLab started by an unprivileged user: its workers run as nobody
     (on the system Python, which that user can run), everything else as in production."""
 
-    def start(backend):
+    def start(backend, preload=launch.SCIENTIFIC_STACK):
         private = tempfile.mkdtemp(prefix="physlab-sb-")
         os.chown(private, NOBODY, NOBODY)
         os.chmod(private, 0o711)
         proc = subprocess.Popen(_as(NOBODY) + [SYSTEM_PYTHON, "-I", str(launch.ZYGOTE_SRC)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                cwd=private, env=launch.zygote_env("rlimit", private), start_new_session=True)
+                                cwd=private, env=launch.zygote_env("rlimit", private, preload=preload),
+                                start_new_session=True)
         return proc, private
 
     monkeypatch.setattr(launch, "_start_zygote", start)

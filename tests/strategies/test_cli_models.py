@@ -21,7 +21,7 @@ def test_strategies_show_lists_every_parameter_with_its_default_and_its_paper():
     for line in ("population = 6  (integer >= 1)", "subset_size = 2  (integer >= 1)", "rounds = 4  (integer >= 1)",
                  "temperature = unset  (number in [0, 2] or unset)", "concurrency = 8  (integer in [1, 256])"):
         assert f"  {line}\n" in text, line
-    assert text.count("default from: seed 000_dd0601bf2cd9213d.txt (physics-intern) §4") == 3
+    assert text.count("default from: the physics-intern paper §4") == 3     # the paper, not its seed file
 
 
 def test_every_default_says_where_it_comes_from_and_the_seeds_numbers_are_the_defaults():
@@ -35,14 +35,14 @@ def test_every_default_says_where_it_comes_from_and_the_seeds_numbers_are_the_de
         params = json.loads(out.output)["params"]
         assert all(p["source"] and p["description"] for p in params.values()), name
         defaults[name] = {key: (p.get("default"), p["source"]) for key, p in params.items()}
-    papers = {  # (strategy, parameter): (the seed's number, its seed file)
-        ("minions", "cv"): (2, "001_"), ("minions", "max_iterations"): (5, "001_"),
-        ("minions", "temperature"): (0.6, "001_"), ("tpbench-weak", "n_samples"): (50, "002_"),
-        ("tpbench-weak", "n_points"): (5, "002_"), ("tpbench-weak", "k_verif"): (10, "002_"),
-        ("tpbench-sympy", "delta"): (0.05, "002_"), ("multi-round", "extra_rounds"): (4, "002_"),
-        ("rsa", "population"): (6, "000_"), ("rsa", "subset_size"): (2, "000_"), ("rsa", "rounds"): (4, "000_"),
-        ("manager", "scratchpad_window"): (5, "000_"), ("scalar", "max_iterations"): (4, "003_"),
-        ("scalar", "temperature"): (0.7, "003_"), ("scalar", "stagnation_delta"): (5.0, "003_"),
+    papers = {  # (strategy, parameter): (the seed's number, its paper)
+        ("minions", "cv"): (2, "PhysicsMinions"), ("minions", "max_iterations"): (5, "PhysicsMinions"),
+        ("minions", "temperature"): (0.6, "PhysicsMinions"), ("tpbench-weak", "n_samples"): (50, "TPBench"),
+        ("tpbench-weak", "n_points"): (5, "TPBench"), ("tpbench-weak", "k_verif"): (10, "TPBench"),
+        ("tpbench-sympy", "delta"): (0.05, "TPBench"), ("multi-round", "extra_rounds"): (4, "TPBench"),
+        ("rsa", "population"): (6, "physics-intern paper"), ("rsa", "subset_size"): (2, "physics-intern paper"), ("rsa", "rounds"): (4, "physics-intern paper"),
+        ("manager", "scratchpad_window"): (5, "physics-intern paper"), ("scalar", "max_iterations"): (4, "SCALAR"),
+        ("scalar", "temperature"): (0.7, "SCALAR"), ("scalar", "stagnation_delta"): (5.0, "SCALAR"),
     }
     for (strategy, key), (number, seed) in papers.items():
         default, source = defaults[strategy][key]

@@ -10,9 +10,9 @@ import re
 from fastapi.testclient import TestClient
 
 from physlab.bench.report import build_report, matrix_tables
+from physlab.bench.report_render import difference_cell
 from physlab.bench.store import ResultsStore
 from physlab.web import create_app
-from physlab.web.sweeps import FilteredStore
 from tests.web.helpers import build_results_db
 
 
@@ -36,7 +36,7 @@ def test_the_sweeps_page_shows_the_paired_comparisons_and_the_matrix(tmp_path):
     assert len(shown) == len(rep.comparisons) >= 2
     for row, cmp in zip(shown, rep.comparisons):
         assert row[:3] == [cmp.a.replace("|", " × "), cmp.b.replace("|", " × "), str(cmp.problems)]
-        assert f"{cmp.difference:+.3f}" in row[5] and row[7] == f"{cmp.p_value:.3g}"
+        assert row[5] == difference_cell(cmp) and row[7] == f"{cmp.p_value:.3g}"
     tables = matrix_tables(rep)
     for i, (title, heads, rows) in enumerate(tables):
         shown = rows_of(page, f"matrix-{i}")
@@ -45,7 +45,7 @@ def test_the_sweeps_page_shows_the_paired_comparisons_and_the_matrix(tmp_path):
     assert 'class="solved-all"' in page and 'class="solved-none"' in page or 'class="solved-some"' in page
 
     page = c.get("/sweeps", params={"model": "scripted:a"}).text         # the filters apply to both
-    filtered = build_report(FilteredStore(store, {"model": "scripted:a"}))  # type: ignore[arg-type]
+    filtered = build_report(store, filters={"model": "scripted:a"})
     store.close()
     assert len(rows_of(page, "comparisons")) - 1 == len(filtered.comparisons)
     assert "scripted:b" not in page.split('id="comparisons"')[1].split("</table>")[0]

@@ -4,10 +4,12 @@ bench/critpt_cli.py)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from physlab.bench.outputs import output_dir, output_file, writing
 from physlab.errors import UserError
@@ -36,7 +38,46 @@ def _params(values: list[str] | None) -> dict:
     return out
 
 
-@bench_app.command("run")
+RAY_ALONE = "auto"  # a bare --ray: ray.init's "auto" (RAY_ADDRESS, else the cluster `ray start` started here)
+
+
+def is_ray_address(word: str) -> bool:
+    """Whether the word after ``--ray`` is its address, in a form ray.init takes (``auto``, ``local``,
+    ``HOST:PORT``, ``ray://HOST:PORT``), rather than the next argument (the suite)."""
+    return word in ("auto", "local") or "://" in word or re.fullmatch(r"\S+:\d+", word) is not None
+
+
+def with_bare_ray(args: list[str], takes_value: set[str]) -> list[str]:
+    """``args`` with a bare ``--ray`` written ``--ray=auto``. ``takes_value``: the options whose
+    next word is their value whatever it looks like (``--name --ray`` names the sweep "--ray")."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            return out + args[i:]
+        if word == "--ray" and not (i + 1 < len(args) and is_ray_address(args[i + 1])):
+            out.append(f"--ray={RAY_ALONE}")
+            i += 1
+            continue
+        step = 2 if word in takes_value else 1
+        out += args[i:i + step]
+        i += step
+    return out
+
+
+class RunCommand(TyperCommand):
+    """`bench run`, whose ``--ray`` takes an address only when the next word is one. Typer's parser
+    has no option with an optional value (typer 0.2x accepts ``flag_value`` but ignores it), and
+    click's would take the suite after a bare ``--ray`` for its address."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        takes_value = {o for p in self.params if p.param_type_name == "option" and not getattr(p, "is_flag", False)
+                       and not getattr(p, "count", False) for o in p.opts}
+        return super().parse_args(ctx, with_bare_ray(list(args), takes_value))
+
+
+@bench_app.command("run", cls=RunCommand)
 def run_cmd(
     suite: str = typer.Argument(..., help="A built-in suite, a directory of problem files, or a problem file."),
     strategies: str = typer.Option("oneshot", "--strategies", help="Comma-separated strategy names."),
@@ -66,12 +107,21 @@ def run_cmd(
     tools: Optional[list[str]] = typer.Option(
         None, "--tools", help="The lab's tools beyond Python: cas,literature,corpus=DIR,web or none. Repeat for "
         "arms: each value is another set of cells (default: cas; docs/tools.md)."),
+    protocol: str = typer.Option("physlab", "--protocol",
+                                 help="physlab (PhysLab's defaults) or paper: every strategy at its published "
+                                      "setting (`physlab strategies show NAME`); a --param given still wins."),
     sandbox_workers: Optional[int] = typer.Option(None, "--sandbox-workers", min=1),
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
     workers: int = typer.Option(1, "--workers", min=1,
                                 help="Worker processes on this machine sharing the database and splitting "
                                      "--concurrency/--max-inflight; one per core uses every core."),
+    ray: Optional[str] = typer.Option(
+        None, "--ray", metavar="[ADDRESS]",
+        help="Run the cells on a Ray cluster (physlab[ray]); this process writes the database. --ray alone: auto, "
+             "the running cluster (RAY_ADDRESS, else the one `ray start` started on this machine; none: an error). "
+             "ADDRESS as ray.init takes it: HOST:PORT or ray://HOST:PORT of the head, auto, local (a new Ray on "
+             "this machine). --concurrency and --max-inflight are then totals for the cluster."),
     wait_for_start: bool = typer.Option(False, "--wait-for-start", hidden=True,
                                         help="(helper workers) get ready, print 'ready', wait for a line on stdin."),
 ) -> None:
@@ -82,6 +132,7 @@ def run_cmd(
     from physlab.llm.models import parse_role_models
     from physlab.llm.output import check_output_mode
     from physlab.llm.usage import Budget
+    from physlab.run.options import check_protocol
     from physlab.tools.choice import ToolChoice
 
     suite = _suite_meant(suite, quiet=wait_for_start)
@@ -97,9 +148,17 @@ def run_cmd(
         db=db, workspace_root=workspace_root, api_base=api_base, api_key_env=api_key_env, seed=seed,
         name=name, params=_params(param), sandbox_workers=sandbox_workers, retry_failed=retry_failed,
         role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode),
-        tools=[ToolChoice.parse(t) for t in tools or []],
+        tools=[ToolChoice.parse(t) for t in tools or []], protocol=check_protocol(protocol) or "physlab",
+        executor="ray" if ray is not None else "local", ray_address=ray or None,
     )
-    _check_names(config)
+    if ray is not None:
+        if workers > 1:
+            raise UserError("--workers splits a sweep over processes of this machine; with --ray the cluster's "
+                            "nodes run the cells: leave --workers out", field="--workers")
+        from physlab.bench.ray_sweep import import_ray
+
+        import_ray()  # not installed: one line naming the extra, before the database is touched
+    _check_names(config, say=not wait_for_start)
     _check_models(config)
     if wait_for_start:  # a helper: its Ctrl-C comes from the parent, whatever this process inherited
         import signal
@@ -154,6 +213,8 @@ def worker_argv(config) -> list[str]:
         args += ["--output-mode", config.output_mode]
     for arm in config.tools:
         args += ["--tools", str(arm)]
+    if config.protocol != "physlab":
+        args += ["--protocol", config.protocol]
     if not config.retry_failed:
         args.append("--no-retry-failed")
     return args
@@ -295,13 +356,15 @@ def _suite_meant(suite: str, *, quiet: bool) -> str:
     return meant
 
 
-def _check_names(config) -> None:
+def _check_names(config, *, say: bool = True) -> None:
     """Unknown strategies, and parameters one of them does not take, fail fast (exit 2), not as
-    N failed cells."""
+    N failed cells; a --param that departs from the --protocol is said, once per strategy."""
     from physlab.strategies import registry
 
     for strategy in config.strategies:
-        registry.get(strategy).Params.parse(strategy, config.params)
+        registry.build(strategy, config.params, config.protocol)
+        for line in registry.protocol_notes(strategy, config.params, config.protocol) if say else ():
+            typer.echo(f"note: {strategy}: {line}", err=True)
 
 
 def _check_models(config) -> None:

@@ -28,6 +28,7 @@ from physlab.bench.critpt_format import wire_payload
 from physlab.bench.critpt_server import DAILY_LIMIT
 from physlab.bench.store import ResultsStore
 from physlab.errors import UserError
+from physlab.llm.redact import redact
 
 DAY_S = 24 * 3600.0
 
@@ -49,7 +50,6 @@ def key_id(api_key: str) -> str:
     return hashlib.sha256(api_key.encode()).hexdigest()[:16]
 
 
-REDACTED = "[redacted]"
 
 
 def check_url(url: str, *, allow_http: bool = False) -> str:
@@ -88,20 +88,6 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def redact(value: Any, secret: str) -> Any:
-    """``value`` (a server's answer, a message) with every occurrence of ``secret`` replaced: a server
-    may echo the key it was sent, and what it says is printed and stored."""
-    if not secret:
-        return value
-    if isinstance(value, str):
-        return value.replace(secret, REDACTED)
-    if isinstance(value, dict):
-        return {redact(k, secret): redact(v, secret) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v, secret) for v in value]
-    return value
 
 
 def clock(ts: float) -> str:

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from physlab.bench.report import BudgetCurve, CurvePoint, Report, group_label  # noqa: E402
 
@@ -30,7 +31,7 @@ def _figure(width: float = 8.0, height: float = 4.5) -> tuple[Figure, plt.Axes]:
 
 def _legend_beside(fig: Figure, ax: plt.Axes) -> None:
     if ax.get_legend_handles_labels()[0]:
-        fig.legend(loc="outside right upper", fontsize=7, frameon=False)
+        fig.legend(loc="outside right upper", fontsize=9, frameon=False)
 
 
 def accuracy_vs_cost_figure(report: Report) -> Figure | None:
@@ -39,21 +40,24 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
     server's model: no cost is known, and a zero cost has no place on a log axis)."""
     groups = [g for g in report.solvers if g.accuracy is not None]
     colour = {group_label(g): f"C{i % 10}" for i, g in enumerate(groups)}
+    marker = {group_label(g): "osD^v"[i // 10 % 5] for i, g in enumerate(groups)}  # past ten colours, a new mark
     priced = [(g, g.cost_median) for g in groups if (g.cost_median or 0) > 0]
     unpriced = [(g, g.tokens_median) for g in groups if not (g.cost_median or 0) > 0 and (g.tokens_median or 0) > 0]
     panels = [(points, axis) for points, axis in ((priced, "usd"), (unpriced, "tokens")) if points]
     if not panels:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 2.8, 4.5), layout="constrained",
-                             sharey=True, squeeze=False)
+    rows = -(-len(groups) // 2)  # the legend, two groups a line, goes under the panels
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(5.5 * len(panels), 10.5), 4.5 + 0.25 * rows),
+                             layout="constrained", sharey=True, squeeze=False)
     for ax, (points, axis) in zip(axes[0], panels):
         for g, x in points:
             accuracy = cast(float, g.accuracy)  # groups holds the graded ones only
             lo = accuracy - g.ci_low if g.ci_low is not None else 0.0
             hi = g.ci_high - accuracy if g.ci_high is not None else 0.0
-            ax.errorbar([x], [accuracy], yerr=[[lo], [hi]], fmt="o", capsize=4, color=colour[group_label(g)],
-                        label=group_label(g, sep=" × "))
+            ax.errorbar([x], [accuracy], yerr=[[lo], [hi]], fmt=marker[group_label(g)], capsize=4,
+                        color=colour[group_label(g)], label=group_label(g, sep=" × "))
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         if axis == "usd":
             ax.set_xlabel("median cost per problem attempt, USD (log scale)")
             ax.set_title("models with a price: dollars", fontsize=9)
@@ -63,7 +67,13 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("accuracy (exact 95% CI)")  # Clopper-Pearson, at the effective size with clusters
     fig.suptitle("Accuracy vs spend")
-    _legend_beside(fig, axes[0][0])
+    handles, labels = [], []
+    for ax in axes[0]:  # each group once, whichever panel it is in
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=9, frameon=False)
     return fig
 
 
@@ -78,29 +88,36 @@ def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | 
     panels: dict[str, list[BudgetCurve]] = {}
     for c in curves:
         g = groups[c.group]
-        panels.setdefault(g.model + (f" ({g.config})" if g.config != "-" else ""), []).append(c)
+        panels.setdefault(g.model + (f" ({g.setting_label})" if g.setting_label else ""), []).append(c)
     strategies = sorted({groups[c.group].strategy_label for c in curves})
     colour = {s: f"C{i % 10}" for i, s in enumerate(strategies)}
     # every step line runs across the same range: nothing held before a run's first answer
     left = min(p.cap for c in curves for p in c.points if p.cap > 0)
     right = max(p.cap for c in curves for p in c.points) * 1.5
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 2.5, 4.5), layout="constrained",
-                             sharey=True, squeeze=False)
-    for ax, (title, cs) in zip(axes[0], sorted(panels.items())):
+    # at most two panels a row, so each keeps a readable size on a laptop's screen
+    cols = min(2, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols + 2.5, 3.6 * rows + 0.9), layout="constrained",
+                             sharey=True, sharex=True, squeeze=False)
+    flat = list(axes.flat)
+    for ax, (title, cs) in zip(flat, sorted(panels.items())):
         for curve in cs:
             _draw_curve(ax, curve, left, right, colour[groups[curve.group].strategy_label])
         if axis == "tokens" and report.anytime_tokens:
             ax.axvline(report.anytime_tokens, color="grey", linestyle="--", linewidth=1)
         ax.set_xscale("log")
-        ax.set_xlabel(_AXIS_LABEL[axis])
-        ax.set_title(title, fontsize=9)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(title, fontsize=10)
         ax.set_ylim(-0.02, 1.02)
-    axes[0][0].set_ylabel("anytime accuracy (exact 95% band)")
+    for ax in flat[len(panels):]:
+        ax.set_visible(False)
+    fig.supxlabel(_AXIS_LABEL[axis], fontsize=10)
+    fig.supylabel("anytime accuracy (exact 95% band)", fontsize=10)
     handles = [plt.Line2D([], [], color=colour[s], label=s) for s in strategies]
     if axis == "tokens" and report.anytime_tokens:
         handles.append(plt.Line2D([], [], color="grey", linestyle="--",
                                   label=f"anytime column's T ({report.anytime_tokens:,.0f})"))
-    fig.legend(handles=handles, loc="outside right upper", fontsize=7, frameon=False)
+    fig.legend(handles=handles, loc="outside right upper", fontsize=9, frameon=False)
     fig.suptitle("Anytime accuracy: the answer each run held by then (not a capped run)")
     return fig
 
@@ -126,8 +143,10 @@ def accuracy_at_budget_figure(report: Report) -> Figure | None:
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, color=f"C{i % 10}", label=label)
     if any(p.budget_tokens is None for s in sweeps for p in s.points):
         ax.axvline(beyond, color="grey", linestyle=":", linewidth=1)
-        ax.annotate("no cap", (beyond, 1.0), fontsize=7, ha="center", va="bottom")
     ax.set_xscale("log")
+    ticks = sorted(set(caps)) + ([beyond] if any(p.budget_tokens is None for s in sweeps for p in s.points) else [])
+    ax.set_xticks(ticks, [f"{t:,}" if t != beyond else "no cap" for t in ticks])  # the budgets swept, by name
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("--budget-tokens per problem attempt (log scale)")
     ax.set_ylabel("accuracy (exact 95% CI)")
     ax.set_ylim(-0.02, 1.08)
@@ -160,13 +179,29 @@ def role_share_figure(report: Report) -> Figure | None:
         vals = [g.role_share.get(role, 0.0) for g in groups]
         ax.barh(range(len(groups)), vals, left=left, label=role)
         left = [a + b for a, b in zip(left, vals)]
-    ax.set_yticks(range(len(groups)), [group_label(g, sep=" × ") for g in groups], fontsize=7)
+    ax.set_yticks(range(len(groups)), [group_label(g, sep=" × ") for g in groups], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel("share of tokens")
     ax.set_xlim(0, 1)
     ax.set_title("Tokens per role")
     _legend_beside(fig, ax)
     return fig
+
+
+# What each plot shows, in words: the HTML report's captions (the file names are for scripts).
+CAPTIONS = {
+    "accuracy_vs_cost": "Accuracy against the median spend per problem attempt: dollars where the model has a "
+                        "price, input + output tokens where it has none (exact 95% intervals).",
+    "accuracy_at_budget": "Accuracy of the sweeps run at each --budget-tokens: every run really capped there "
+                          "(the equal-budget comparison).",
+    "accuracy_vs_tokens_budget": "Anytime accuracy against tokens spent (input + output): the answer each run held "
+                                 "by then, read off its checkpoints, with a 95% band; not what a capped run would "
+                                 "have done.",
+    "accuracy_vs_input_tokens_budget": "Anytime accuracy against input tokens spent.",
+    "accuracy_vs_output_tokens_budget": "Anytime accuracy against output tokens spent.",
+    "accuracy_vs_cost_budget": "Anytime accuracy against dollars spent.",
+    "role_share": "Share of each group's tokens spent by each role.",
+}
 
 
 def figures(report: Report) -> dict[str, Figure]:
@@ -186,7 +221,7 @@ def write_all(report: Report, out_dir: str | Path) -> dict[str, Path]:
     made = {}
     for name, fig in figures(report).items():
         path = out_dir / f"{name}.png"
-        fig.savefig(path, format="png", dpi=110)
+        fig.savefig(path, format="png", dpi=120)
         plt.close(fig)
         made[name] = path
     return made

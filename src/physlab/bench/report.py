@@ -10,7 +10,8 @@ tokens per role. Beside them: paired comparisons of two groups on the problems b
 Holm-adjusted p-values beside the raw ones; the problem x strategy matrix; accuracy at each budget
 from sweeps run at several ``--budget-tokens`` (the real equal-budget comparison); the *anytime
 accuracy* curves read from each run's checkpoints (what a run held with at most T spent, not what a
-run capped at T would have done); and the score CritPt's grading server gave the group's batches.
+run capped at T would have done); the score CritPt's grading server gave the group's batches; and
+the spend of the attempts a Ray node took down with it (:mod:`physlab.bench.lost`).
 
 Oracles (``tpbench-bon`` reads the answer key) and runs where a role saw the reference (SCALAR's
 paper setting) are reported in a table of their own and never compared or ranked beside solvers.
@@ -22,18 +23,45 @@ import csv
 import math
 import statistics
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
 from physlab.bench import stats
+from physlab.bench.lost import LostSpend, lost_spend
 from physlab.bench.store import ResultsStore, cell_config
 
 CURVE_POINTS = 120  # at most this many caps per curve (every distinct spend up to that)
 # Strategies that read the answer key to choose. Cells recorded before the runner marked such runs
 # are known by name.
 ORACLES = frozenset({"tpbench-bon"})
+
+
+class Apart(NamedTuple):
+    """A kind of group the report keeps apart from the solvers: in a table of its own, never
+    compared, ranked or plotted beside them."""
+
+    label: str  # plural, for the table's title
+    why: str  # one clause, for the line under it
+
+
+# Each kind is a bool field of GroupSummary. Those that are also a column of the cells table
+# (APART_CELL_FLAGS) split groups: such cells never pool with a solver's. A new kind is one entry
+# here (and one there when the cells carry it), then the views show it in the table kept apart.
+APART: dict[str, Apart] = {
+    "oracle": Apart("oracles", "they read the answer key (tpbench-bon chooses with the grader: an upper bound)"),
+    "reference_conditioned": Apart("reference-conditioned runs", "a role saw the reference answer (SCALAR's "
+                                                                 "paper setting)"),
+}
+APART_CELL_FLAGS: tuple[str, ...] = ("reference_conditioned",)
+
+
+def apart_title() -> str:
+    """'Oracles and reference-conditioned runs': the table of the groups kept apart."""
+    labels = [a.label for a in APART.values()]
+    text = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    return text[:1].upper() + text[1:]
 Axis = Literal["tokens", "input_tokens", "output_tokens", "cost_usd"]
 AXES: tuple[Axis, ...] = ("tokens", "input_tokens", "output_tokens", "cost_usd")
 
@@ -46,6 +74,8 @@ class GroupSummary(BaseModel):
     ran_as: str | None = Field(default=None, description="Kept for readers of the first release: groups are no "
                                                          "longer split by what a cap made of a run (ran_as_runs).")
     reference_conditioned: bool = Field(default=False, description="A role saw the reference: not a solver.")
+    protocol: str = Field(default="physlab", description="The --protocol its strategy ran under: physlab "
+                                                         "(PhysLab's defaults) or paper (its published setting).")
     oracle: bool = Field(default=False, description="The strategy reads the answer key (tpbench-bon): an upper "
                                                     "bound, never ranked beside solvers.")
     cells: int = Field(description="Finished cells.")
@@ -109,11 +139,28 @@ class GroupSummary(BaseModel):
 
     @property
     def key(self) -> tuple:
-        return (self.strategy, self.model, self.config, self.reference_conditioned)
+        return (self.strategy, self.model, self.config, *(getattr(self, f) for f in APART_CELL_FLAGS))
+
+    @property
+    def setting(self) -> str:
+        """The config as a reader is shown it: the budget and the --params, the protocol said apart."""
+        return shown_config(self.config)
+
+    @property
+    def setting_label(self) -> str:
+        """'max_tokens=2000, paper protocol': what besides strategy and model sets the group apart
+        ('' for PhysLab's protocol with no budget or parameter)."""
+        return ", ".join(x for x in (self.setting if self.setting != "-" else "",
+                                     f"{self.protocol} protocol" if self.protocol != "physlab" else "") if x)
+
+    @property
+    def apart(self) -> list[str]:
+        """Why the group is kept apart from the solvers (the APART kinds it is); empty for a solver."""
+        return [kind for kind in APART if getattr(self, kind)]
 
     @property
     def solver(self) -> bool:
-        return not (self.reference_conditioned or self.oracle)
+        return not self.apart
 
 
 CRITPT_PROTOCOL_RUNS = 5  # CritPt reports the mean accuracy over 5 runs of the 70 challenges (README)
@@ -181,7 +228,8 @@ class BudgetSweep(BaseModel):
 
     strategy: str
     model: str
-    params: str = Field(default="", description="The --param tag the cells shared (and any other budget limit).")
+    params: str = Field(default="", description="The --param tag the cells shared (and any other budget limit), "
+                                                "and the protocol when another than PhysLab's.")
     points: list[BudgetPoint]
 
 
@@ -204,6 +252,12 @@ class PairedComparison(BaseModel):
     p_holm: float = Field(default=1.0, description="p_value adjusted by Holm's method for every comparison of "
                                                    "the report.")
     method: str = ""
+    low_adjusted: float | None = Field(default=None, description="The interval of the difference adjusted for "
+                                                                 "every comparison of the report (Bonferroni: each "
+                                                                 "at 1 - 0.05/adjusted_for, so all of them hold "
+                                                                 "together with 95%): what the report shows.")
+    high_adjusted: float | None = None
+    adjusted_for: int = Field(default=1, description="The comparisons the interval and p_holm are adjusted for.")
 
 
 class Report(BaseModel):
@@ -221,6 +275,8 @@ class Report(BaseModel):
         default_factory=dict, description="problem id -> group label -> [correct, cells] of its repeats.")
     cells_total: int = 0
     critpt: list[CritptScore] = Field(default_factory=list, description="Scores from CritPt's grading server.")
+    lost: LostSpend = Field(default_factory=LostSpend, description="What the attempts a Ray node took down with "
+                                                                   "it spent (their cells ran again, counted once).")
 
     @property
     def solvers(self) -> list[GroupSummary]:
@@ -228,7 +284,7 @@ class Report(BaseModel):
 
     @property
     def reference_conditioned(self) -> list[GroupSummary]:
-        """Oracles and reference-conditioned groups: reported apart, never ranked."""
+        """The groups kept apart (oracles, reference-conditioned runs: APART), never ranked."""
         return [g for g in self.groups if not g.solver]
 
     def token_curves(self) -> dict[str, list[tuple[float, float]]]:
@@ -242,9 +298,20 @@ class Report(BaseModel):
         return self.token_curves()
 
 
+def shown_config(config: str) -> str:
+    """A config without its ``@protocol`` entry (the cell key keeps it; the report says the
+    protocol in a column of its own): '-' when nothing else is left."""
+    tag, sep, params = config.partition("|")
+    kept = [item for item in params.split(",") if item and not item.startswith("@protocol=")] if sep else []
+    text = "|".join([tag, ",".join(kept)]) if kept else tag
+    return text or "-"
+
+
 def group_label(g: GroupSummary, *, sep: str = "|") -> str:
-    """'strategy|model', plus '|config' for a group run at a budget or with parameters."""
-    parts = [g.strategy_label, g.model] + ([g.config] if g.config != "-" else [])
+    """'strategy|model', plus '|config' for a group run at a budget or with parameters, and
+    '|paper protocol' for one run under another protocol than PhysLab's."""
+    parts = [g.strategy_label, g.model] + ([g.setting] if g.setting != "-" else []) + (
+        [f"{g.protocol} protocol"] if g.protocol != "physlab" else [])
     return sep.join(parts)
 
 
@@ -298,26 +365,36 @@ class _Graded:
         return [x for ts in self.traces["tokens"].values() for t in ts for x, ok in t if ok]
 
 
-def _clusters(store: Any, problem_ids: set[str]) -> dict[str, str]:
+def _clusters(store: ResultsStore, problem_ids: set[str]) -> dict[str, str]:
     """problem id -> its challenge: CritPt's sub-problems share their challenge (``dataset_name``);
-    every other problem is its own unit. A store without the problems table (the dashboard's
-    filtered view) gives every problem its own."""
-    public = getattr(store, "problem_public", None)
+    every other problem is its own unit."""
     out = {}
     for pid in problem_ids:
-        data = public(pid) if public is not None else None
-        extra = (data or {}).get("extra") or {}
+        extra = (store.problem_public(pid) or {}).get("extra") or {}
         out[pid] = str(extra.get("dataset_name") or extra.get("challenge") or pid)
     return out
 
 
-def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> Report:
+# What a report may be restricted to (the dashboard's filters): cell columns, each one value.
+FILTERS = ("strategy", "model", "suite")
+
+
+def _where(filters: dict[str, str] | None) -> tuple[str, tuple[str, ...]]:
+    chosen = {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
+    return " AND ".join(f"{k} = ?" for k in chosen) or "1=1", tuple(chosen.values())  # keys from FILTERS only
+
+
+def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
+                 filters: dict[str, str] | None = None) -> Report:
+    """The report of the cells ``filters`` keep (every cell without): the one computation every
+    view renders -- `bench report` (terminal, HTML, CSV, JSON) and the dashboard's Sweeps page --
+    so one database gives one set of numbers wherever it is shown."""
     # Grouped by strategy x model x config: pooling cells run at different budgets or parameters
     # would mix two experiments in one accuracy, and count them as repeats in pass@k. A run a cap
     # cut short stays in its group: the group's accuracy is the strategy's at that budget.
-    rows = [{**r, "config": cell_config(r), "reference_conditioned": bool(r.get("reference_conditioned"))}
-            for r in store.cells()]
-    keys = ("strategy", "model", "config", "reference_conditioned")
+    rows = [{**r, "config": cell_config(r), **{f: bool(r.get(f)) for f in APART_CELL_FLAGS}}
+            for r in store.cells(*_where(filters))]
+    keys = ("strategy", "model", "config", *APART_CELL_FLAGS)
     by_group = stats.group_by(rows, *keys)
     group_of = {r["key"]: tuple(r[k] for k in keys) for r in rows}
     role_rows: dict[tuple, list[dict]] = {}
@@ -333,7 +410,7 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
     groups: list[GroupSummary] = []
     graded_of: dict[tuple, _Graded] = {}
     for key, cells in sorted(by_group.items()):
-        strategy, model, config, ref = key
+        strategy, model, config, *flags = key
         done = [c for c in cells if c["state"] == "done"]
         graded = [c for c in done if c["verdict"] is not None]
         crashed = [c for c in cells if c["state"] == "failed" and c["gradable"]]
@@ -342,7 +419,8 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
             if c.get("ran_as"):
                 ran_as[c["ran_as"]] = ran_as.get(c["ran_as"], 0) + 1
         g = GroupSummary(
-            strategy=strategy, model=model, config=config, reference_conditioned=ref,
+            strategy=strategy, model=model, config=config, **dict(zip(APART_CELL_FLAGS, flags)),
+            protocol=str(cells[0].get("protocol") or "physlab"),  # one per group: the key holds it (@protocol)
             oracle=strategy in ORACLES, cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
             pending=sum(c["state"] in ("pending", "running") for c in cells),
             graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded), crashed=len(crashed),
@@ -358,13 +436,14 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None) -> R
         _roles(g, role_rows.get(key, []))
         groups.append(g)
 
-    report = Report(db=str(store.path), groups=groups, cells_total=len(rows))
-    if isinstance(store, ResultsStore):  # a view of the cells only (the dashboard's filter) has no CritPt record
-        report.critpt = critpt_scores(store)
-        for score in report.critpt:
-            for g in groups:
-                if (g.strategy, g.model, g.config) == (score.strategy, score.model, score.config):
-                    g.critpt_runs, g.critpt_mean, g.critpt_sd = len(score.runs), score.mean, score.sd
+    report = Report(db=str(store.path), groups=groups, cells_total=len(rows),
+                    lost=lost_spend(store.lost_attempts(*_where(filters))))
+    shown = {(g.strategy, g.model, g.config) for g in groups}
+    report.critpt = [s for s in critpt_scores(store) if filters is None or (s.strategy, s.model, s.config) in shown]
+    for score in report.critpt:
+        for g in groups:
+            if (g.strategy, g.model, g.config) == (score.strategy, score.model, score.config):
+                g.critpt_runs, g.critpt_mean, g.critpt_sd = len(score.runs), score.mean, score.sd
     solvers = {g.key: graded_of[g.key] for g in report.solvers if g.key in graded_of}
     if graded_of:
         cap = equal_tokens if equal_tokens is not None else _default_cap(
@@ -485,16 +564,17 @@ def budget_parts(config: str) -> tuple[int | None, str]:
 
 
 def _budget_sweeps(groups: list[GroupSummary]) -> list[BudgetSweep]:
-    by: dict[tuple[str, str, str], list[tuple[int | None, GroupSummary]]] = {}
+    by: dict[tuple[str, str, str, str], list[tuple[int | None, GroupSummary]]] = {}
     for g in groups:
-        tokens, rest = budget_parts(g.config)
-        by.setdefault((g.strategy, g.model, rest), []).append((tokens, g))
+        tokens, rest = budget_parts(g.setting)
+        by.setdefault((g.strategy, g.model, rest, g.protocol), []).append((tokens, g))
     out = []
-    for (strategy, model, rest), gs in sorted(by.items()):
+    for (strategy, model, rest, protocol), gs in sorted(by.items()):
         if len({t for t, _ in gs}) < 2:
             continue
         gs.sort(key=lambda tg: math.inf if tg[0] is None else tg[0])
-        out.append(BudgetSweep(strategy=strategy, model=model, params=rest, points=[
+        shown = ", ".join(x for x in (rest, f"{protocol} protocol" if protocol != "physlab" else "") if x)
+        out.append(BudgetSweep(strategy=strategy, model=model, params=shown, points=[
             BudgetPoint(budget_tokens=t, group=group_label(g), accuracy=g.accuracy, low=g.ci_low, high=g.ci_high,
                         problems=g.problems, cut_short=g.cut_short, tokens_median=g.tokens_median)
             for t, g in gs]))
@@ -504,27 +584,40 @@ def _budget_sweeps(groups: list[GroupSummary]) -> list[BudgetSweep]:
 def _comparisons(groups: list[GroupSummary], graded: dict[tuple, _Graded],
                  cluster_of: dict[str, str]) -> list[PairedComparison]:
     """Every two solver groups that differ in one thing, strategy or model (same config), with
-    Holm's adjustment over all of them."""
-    out = []
+    Holm's adjustment of the p-values over all of them and Bonferroni's of the intervals (each at
+    1 - 0.05/m for m comparisons; Holm has no interval of its own), so the interval shown and the
+    p beside it answer the same question: does this difference stand among all the report tests?"""
+    def pair(a: GroupSummary, b: GroupSummary, confidence: float = stats.CONFIDENCE) -> stats.Paired | None:
+        ga, gb = graded[a.key], graded[b.key]
+        return stats.paired_comparison(ga.final(), gb.final(), cells_a={p: len(cs) for p, cs in ga.by_problem.items()},
+                                       cells_b={p: len(cs) for p, cs in gb.by_problem.items()}, clusters=cluster_of,
+                                       confidence=confidence)
+
+    out: list[PairedComparison] = []
+    pairs: list[tuple[GroupSummary, GroupSummary]] = []
     for i, a in enumerate(groups):
         for b in groups[i + 1:]:
             same_model = (a.model, a.config) == (b.model, b.config)
             same_strategy = (a.strategy_label, a.config) == (b.strategy_label, b.config)
-            if not (same_model or same_strategy):
+            # one strategy under two protocols: what PhysLab's defaults change against the paper's
+            other_protocol = (a.strategy_label, a.model, a.setting) == (b.strategy_label, b.model, b.setting) \
+                and a.protocol != b.protocol
+            if not (same_model or same_strategy or other_protocol):
                 continue
-            ga, gb = graded[a.key], graded[b.key]
-            res = stats.paired_comparison(
-                ga.final(), gb.final(), cells_a={p: len(cs) for p, cs in ga.by_problem.items()},
-                cells_b={p: len(cs) for p, cs in gb.by_problem.items()}, clusters=cluster_of)
+            res = pair(a, b)
             if res is None:
                 continue
+            pairs.append((a, b))
             out.append(PairedComparison(a=group_label(a), b=group_label(b), problems=res.problems,
                                         clusters=res.clusters, accuracy_a=res.mean_a, accuracy_b=res.mean_b,
                                         difference=res.difference, low=res.low, high=res.high,
                                         a_better=res.a_better, b_better=res.b_better, p_value=res.p_value,
                                         method=res.method))
-    for c, adjusted in zip(out, stats.holm([c.p_value for c in out])):
-        c.p_holm = adjusted
+    family = 1 - (1 - stats.CONFIDENCE) / max(len(out), 1)
+    for c, adjusted, (a, b) in zip(out, stats.holm([c.p_value for c in out]), pairs):
+        c.p_holm, c.adjusted_for = adjusted, len(out)
+        wide = pair(a, b, family) if len(out) > 1 else None
+        c.low_adjusted, c.high_adjusted = (wide.low, wide.high) if wide is not None else (c.low, c.high)
     return out
 
 
@@ -570,6 +663,7 @@ def summary_rows(report: Report) -> list[dict[str, str]]:
             "input_tokens_median": fmt(g.input_median, ".0f"), "output_tokens_median": fmt(g.output_median, ".0f"),
             "cached_tokens_median": fmt(g.cached_median, ".0f"),
             f"anytime_accuracy_at_{fmt(report.anytime_tokens, '.0f') or 'T'}_tokens": fmt(g.anytime_accuracy, ".3f"),
+            "protocol": g.protocol,
         })
         out.append(row)
     return out
@@ -594,14 +688,15 @@ def matrix_tables(report: Report) -> list[tuple[str, list[str], list[list[Any]]]
     for g in report.groups:
         if g.graded or g.crashed:  # oracles and reference-conditioned groups in tables of their own
             by_mc.setdefault((not g.solver, g.model, g.config), []).append(g)
-    for (apart, model, config), gs in sorted(by_mc.items()):
+    for (apart, model, _), gs in sorted(by_mc.items()):
         labels = [group_label(g) for g in gs]
+        config = gs[0].setting_label
         rows = []
         for pid, results in report.matrix.items():
             cells = [results.get(lb) for lb in labels]
             if any(cells):
                 rows.append([pid] + ["" if c is None else f"{c[0]}/{c[1]}" for c in cells])
-        title = model + (f" ({config})" if config != "-" else "") + (", oracles and reference-conditioned"
-                                                                      if apart else "")
+        title = model + (f" ({config})" if config else "") + (
+            f", {apart_title().lower()}" if apart else "")
         out.append((title, [g.strategy_label for g in gs], rows))
     return out

@@ -10,9 +10,12 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader
 
 from physlab.bench.report import (
+    APART,
     CRITPT_PROTOCOL_RUNS,
     GroupSummary,
+    PairedComparison,
     Report,
+    apart_title,
     fmt,
     group_label,
     matrix_tables,
@@ -67,17 +70,44 @@ def _cut(g: GroupSummary) -> str:
     return f"{g.cut_short}/{g.cells}" if g.cut_short else ""
 
 
-def difference_cell(c) -> str:
-    """A paired comparison's difference with its interval: '+0.133 [-0.133, +0.467]'."""
-    ci = f" [{c.low:+.3f}, {c.high:+.3f}]" if c.low is not None and c.high is not None else ""
+def difference_cell(c: PairedComparison) -> str:
+    """A paired comparison's difference with its interval adjusted for the report's comparisons
+    (the one beside p (Holm)): '+0.133 [-0.133, +0.467]'."""
+    low, high = (c.low_adjusted, c.high_adjusted) if c.low_adjusted is not None else (c.low, c.high)
+    ci = f" [{low:+.3f}, {high:+.3f}]" if low is not None and high is not None else ""
     return f"{c.difference:+.3f}{ci}"
+
+
+COMPARISON_HEADS = ("a", "b", "problems", "acc a", "acc b", "a − b [95% CI, adjusted]", "a better / b better",
+                    "p (exact)", "p (Holm)", "method")
+
+
+def comparison_table(report: Report) -> tuple[tuple[str, ...], list[list[str]]]:
+    """The paired comparisons as every view shows them: (column heads, rows)."""
+    return COMPARISON_HEADS, [
+        [c.a.replace("|", " × "), c.b.replace("|", " × "), str(c.problems), f"{c.accuracy_a:.3f}",
+         f"{c.accuracy_b:.3f}", difference_cell(c), f"{c.a_better} / {c.b_better}", f"{c.p_value:.3g}",
+         f"{c.p_holm:.3g}", c.method] for c in report.comparisons]
+
+
+def comparisons_note(report: Report) -> str:
+    """Which of the comparisons' figures to read, said under the table in every view."""
+    m = len(report.comparisons)
+    if m <= 1:
+        return ("One comparison: its interval and p need no adjustment. Read the interval first: if it holds 0 "
+                "the sweep cannot tell the two apart.")
+    family = 1 - 0.05 / m
+    return (f"The interval and p (Holm) are adjusted for the {m} comparisons of this report (each interval at "
+            f"{family:.2%}, Bonferroni: all {m} hold together with 95%): read those. If the interval holds 0 the "
+            "sweep cannot tell the two apart. p (exact), and the unadjusted interval in --json (low, high), are "
+            "for one comparison chosen before the sweep.")
 
 
 def _budget_label(tokens: int | None) -> str:
     return "no cap" if tokens is None else f"{tokens:,} tokens"
 
 
-LEFT_COLUMNS = ("strategy", "model", "budget|params")
+LEFT_COLUMNS = ("strategy", "model", "protocol", "budget|params")
 
 
 def anytime_head(report: Report) -> str:
@@ -92,14 +122,16 @@ def group_table(report: Report, groups: list[GroupSummary], *, judge: bool = Fal
     (budget|params when groups differ by it, cut short when a cap stopped a run, anytime accuracy
     when there is a cap T, cost when a model has a price, CritPt when its server graded). Every
     figure is in the CSV."""
-    configs = any(g.config != "-" for g in report.groups)  # the column only when it tells groups apart
+    configs = any(g.setting != "-" for g in report.groups)  # the column only when it tells groups apart
+    protocols = any(g.protocol != "physlab" for g in report.groups)
     costs = any((g.cost_median or 0) > 0 for g in report.groups)
     cut = any(g.cut_short for g in groups)
     anytime = report.anytime_tokens is not None or any(g.anytime_accuracy is not None for g in groups)
     critpt = bool(report.critpt)
     columns: list[tuple[str, bool, object]] = [
         ("strategy", True, lambda g: g.strategy_label), ("model", True, lambda g: g.model),
-        ("budget|params", configs, lambda g: g.config), ("done/crashed", True, _done_failed),
+        ("protocol", protocols, lambda g: g.protocol),
+        ("budget|params", configs, lambda g: g.setting), ("done/crashed", True, _done_failed),
         ("correct/cells", True, _solved), ("accuracy [95% CI]", True, accuracy_cell), ("cut short", cut, _cut),
         ("pass@k", True, lambda g: " ".join(f"@{k} {v:.2f}" for k, v in g.pass_at_k.items())),
         ("input/output/cached med", True,
@@ -110,6 +142,23 @@ def group_table(report: Report, groups: list[GroupSummary], *, judge: bool = Fal
     ]
     shown = [(head, cell) for head, on, cell in columns if on]
     return [h for h, _ in shown], [[str(cell(g)) for _, cell in shown] for g in groups]  # type: ignore[operator]
+
+
+def apart_note() -> str:
+    """Why the groups of the table kept apart are there: each kind's reason."""
+    return "; or ".join(a.why for a in APART.values())
+
+
+def interval_note(report: Report) -> str:
+    """What the accuracy column is and how its intervals were made, and which protocol the groups
+    ran when the table has no column for it, said under the table."""
+    methods = sorted({re.sub(r"\b\d+ ", "N ", g.ci_method) for g in report.solvers if g.ci_method})
+    protocol = ("" if any(g.protocol != "physlab" for g in report.groups) else
+                "protocol: physlab, PhysLab's defaults, for every group (--protocol paper: each strategy at its "
+                "published setting). ")
+    return (protocol + "accuracy: mean over problems of the share of each problem's cells solved (a run a cap cut "
+            "short counts as what it answered, a crashed cell as unsolved); 95% intervals: "
+            + "; ".join(methods or ["-"]) + " (the CSV's ci_method says which, per group)")
 
 
 def print_report(report: Report, console=None) -> None:
@@ -132,13 +181,10 @@ def print_report(report: Report, console=None) -> None:
 
     if report.solvers:
         console.print(groups_table(f"PhysLab sweep report ({report.db})", report.solvers, judge=False))
-        methods = sorted({re.sub(r"\b\d+ ", "N ", g.ci_method) for g in report.solvers if g.ci_method})
-        console.print("accuracy: mean over problems of the share of each problem's cells solved (a run a cap cut "
-                      "short counts as what it answered, a crashed cell as unsolved); 95% intervals: "
-                      + "; ".join(methods or ["-"]) + " (the CSV's ci_method says which, per group)")
+        console.print(interval_note(report))
     if report.reference_conditioned:
-        console.print(groups_table("Oracles and reference-conditioned runs (they read the answer key or a role saw "
-                                   "the reference: not solvers, not ranked)", report.reference_conditioned,
+        console.print(groups_table(f"{apart_title()} ({apart_note()}: not solvers, not ranked)",
+                                   report.reference_conditioned,
                                    judge=any(g.judge_checks for g in report.reference_conditioned)))
     for score in report.critpt:
         label = " × ".join([score.strategy, score.model] + ([score.config] if score.config != "-" else []))
@@ -163,14 +209,13 @@ def print_report(report: Report, console=None) -> None:
                       "have done; for that, sweep with --budget-tokens.")
     if report.comparisons:
         table = Table(title="Paired comparisons (same problems)")
-        for col in ("a", "b", "problems", "acc a", "acc b", "a − b [95% CI]", "a better / b better", "p (exact)",
-                    "p (Holm)", "method"):
+        pair_heads, pair_rows = comparison_table(report)
+        for col in pair_heads:
             table.add_column(col, justify="left" if col in ("a", "b", "method") else "right")
-        for c in report.comparisons:
-            table.add_row(c.a.replace("|", " × "), c.b.replace("|", " × "), str(c.problems), f"{c.accuracy_a:.3f}",
-                          f"{c.accuracy_b:.3f}", difference_cell(c), f"{c.a_better} / {c.b_better}",
-                          f"{c.p_value:.3g}", f"{c.p_holm:.3g}", c.method)
+        for row in pair_rows:
+            table.add_row(*row)
         console.print(table)
+        console.print(comparisons_note(report))
     for title, heads, rows in matrix_tables(report):
         console.print(f"Problems × strategies: {title} (correct/cells)")  # a title would wrap
         table = Table()
@@ -197,6 +242,23 @@ def print_report(report: Report, console=None) -> None:
             console.print(f"{group_label(g, sep=' × ')} input read from the prompt cache: "
                           + ", ".join(f"{r} {s:.0%}" for r, s in g.role_cached.items())
                           + f" ({g.cache_read_tokens:,} tokens read, {g.cache_write_tokens:,} written)")
+    if report.lost.attempts:
+        console.print(report.lost.line(), soft_wrap=True)  # one line, whatever the terminal's width
+        table = Table()
+        for i, col in enumerate(LOST_COLUMNS):
+            table.add_column(col, justify="left" if i < 3 else "right")
+        for row in lost_rows(report):
+            table.add_row(*row)
+        console.print(table)
+
+
+LOST_COLUMNS = ("strategy", "model", "node", "attempts", "calls", "tokens", "cost USD")
+
+
+def lost_rows(report: Report) -> list[list[str]]:
+    """The lost attempts' table, a row per strategy x model x node (the node's id cut to 12)."""
+    return [[g.strategy, g.model, g.node[:12], str(g.attempts), str(g.calls), f"{g.tokens:,}", f"{g.cost_usd:.4f}"]
+            for g in report.lost.groups]
 
 
 def _milestones(points, n: int = 6):
@@ -228,7 +290,11 @@ def write_html(report: Report, path: str | Path, *, plots_dir: str | Path | None
                               judge=any(g.judge_checks for g in report.reference_conditioned)),
         solver_rows=[r for r, g in zip(rows, report.groups) if g.solver],
         reference_rows=[r for r, g in zip(rows, report.groups) if not g.solver],
-        matrices=matrix_tables(report), difference=difference_cell,
-        plots=[(name, plots.data_uri(png)) for name, png in pngs.items()])
+        matrices=matrix_tables(report), comparisons=comparison_table(report), apart_title=apart_title(),
+        apart_note=apart_note(),
+        comparisons_note=comparisons_note(report), pair_left=("a", "b", "method"),
+        lost_columns=LOST_COLUMNS, lost_rows=lost_rows(report),
+        plots=[(name, plots.CAPTIONS.get(name, name.replace("_", " ")), plots.data_uri(png))
+               for name, png in pngs.items()])
     path.write_text(html, encoding="utf-8")
     return path

@@ -5,7 +5,8 @@ One row per cell (problem, strategy, model, repeat, budget) in ``cells``, its us
 ``checkpoints`` (what the report's accuracy-against-budget curves are read from), every model
 request in ``calls`` (from the cell's calls.jsonl), and the public
 view of every problem a sweep saw in ``problems`` (for later grading and the CritPt export; the
-reference answer is never stored here).
+reference answer is never stored here). A Ray sweep adds each cell's node and, in ``lost_attempts``,
+the spend of runs a dying node took with it.
 
 Several processes may share one file: WAL journal, a busy timeout, short transactions, and a
 claim protocol on the cell's unique key. A worker claims a cell with one conditional UPDATE
@@ -49,6 +50,14 @@ _ADDED_CELL_COLUMNS = {
     "reference_conditioned": "INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1))",
     "judge_checks": "INTEGER",
     "judge_agreed": "INTEGER CHECK (judge_agreed <= judge_checks)",
+    # The --protocol the cell's strategy was set by. No version bump: a PhysLab that does not know
+    # the column still keeps protocols apart, by the cell key (@protocol among its parameters).
+    "protocol": "TEXT NOT NULL DEFAULT 'physlab'",
+    # Where a Ray sweep ran the cell (the node's id; NULL on this machine) and the sandbox backend
+    # that ran its code there. No version bump either: a PhysLab that does not know them leaves
+    # them empty, and the lost_attempts table beside the cells, untouched.
+    "node": "TEXT",
+    "sandbox_backend": "TEXT",
 }
 # Version 3: the prompt-cache tokens of each role and call (of their input tokens).
 _CACHE_COLUMNS = {"cache_read_tokens": "INTEGER NOT NULL DEFAULT 0", "cache_write_tokens": "INTEGER NOT NULL DEFAULT 0"}
@@ -98,7 +107,10 @@ CREATE TABLE IF NOT EXISTS cells (
     ran_as TEXT,
     reference_conditioned INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1)),
     judge_checks INTEGER,
-    judge_agreed INTEGER CHECK (judge_agreed <= judge_checks)
+    judge_agreed INTEGER CHECK (judge_agreed <= judge_checks),
+    protocol TEXT NOT NULL DEFAULT 'physlab',
+    node TEXT,
+    sandbox_backend TEXT
 );
 CREATE INDEX IF NOT EXISTS cells_state ON cells(state);
 CREATE INDEX IF NOT EXISTS cells_group ON cells(strategy, model);
@@ -144,6 +156,19 @@ CREATE TABLE IF NOT EXISTS calls (
     cache_read_tokens INTEGER NOT NULL DEFAULT 0,
     cache_write_tokens INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (cell_key, idx)
+);
+CREATE TABLE IF NOT EXISTS lost_attempts (
+    cell_key TEXT NOT NULL REFERENCES cells(key) ON DELETE CASCADE,
+    attempt TEXT NOT NULL,
+    node TEXT,
+    reason TEXT NOT NULL DEFAULT '',
+    started_at REAL,
+    lost_at REAL NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (cell_key, attempt)
 );
 CREATE TABLE IF NOT EXISTS worker_runs (
     worker TEXT NOT NULL,
@@ -218,6 +243,7 @@ class CellSpec:
     gradable: bool = False
     params: str = ""  # params_tag() of the sweep's --param values (and its --tools arm, as @tools)
     tools: ToolChoice | None = None  # the cell's tools (an arm of the sweep); None: the problem's default
+    protocol: str = "physlab"  # --protocol (another than physlab is also in params, as @protocol, for the key)
 
     @functools.cached_property  # asked for ~7 times per cell; the budget tag dumps the Budget model
     def config(self) -> str:
@@ -260,6 +286,21 @@ class CellResult:
     reference_conditioned: bool = False
     judge_checks: int | None = None  # SCALAR: turns the Judge and the grader both decided
     judge_agreed: int | None = None
+    node: str | None = None  # the Ray node that ran it (None: this machine)
+    sandbox_backend: str | None = None
+
+
+@dataclass
+class LostAttempt:
+    """A run of a cell that ended with its node (a Ray node died under it): what it had spent by
+    then, as its model calls were reported. The cell runs again; this spend is kept beside it."""
+
+    attempt: str
+    node: str | None
+    reason: str
+    started_at: float | None
+    lost_at: float
+    usage: Usage
 
 
 def worker_id() -> str:
@@ -409,12 +450,12 @@ class ResultsStore:
         """Insert cells not yet known (a cell's key is unique; re-adding is a no-op)."""
         now = time.time()
         rows = [(c.key, c.sweep, c.suite, c.problem_id, c.strategy, c.model, c.repeat,
-                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now) for c in cells]
+                 c.budget.model_dump_json(exclude_none=True), int(c.gradable), now, c.protocol) for c in cells]
         with self.tx() as conn:
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO cells(key, sweep, suite, problem_id, strategy, model, repeat,"
-                " budget_json, gradable, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                " budget_json, gradable, created_at, protocol) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
             return conn.total_changes - before
 
     # -- claim protocol -----------------------------------------------------------------------
@@ -510,13 +551,13 @@ class ResultsStore:
             "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
             " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
             " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL, ran_as=?,"
-            " reference_conditioned=?, judge_checks=?, judge_agreed=?"
+            " reference_conditioned=?, judge_checks=?, judge_agreed=?, node=?, sandbox_backend=?"
             " WHERE key=? AND worker=? AND state='running'",
             (result.status, result.stop_reason, result.verdict, result.verdict_reason,
              result.answer_code, result.answer_text, total.calls, total.input_tokens,
              total.output_tokens, total.cost_usd, result.wall_s, result.workspace, result.error,
              time.time(), result.ran_as, int(result.reference_conditioned), result.judge_checks,
-             result.judge_agreed, key, worker))
+             result.judge_agreed, result.node, result.sandbox_backend, key, worker))
         if cur.rowcount != 1:
             return False
         c.execute("DELETE FROM checkpoints WHERE cell_key=?", (key,))
@@ -542,6 +583,29 @@ class ResultsStore:
               r.finish_reason, r.error, r.retries, r.ts, r.cache_read_tokens, r.cache_write_tokens)
              for i, r in enumerate(result.calls or [])])
         return True
+
+    def record_lost(self, key: str, worker: str, lost: LostAttempt) -> bool:
+        """Keep the spend of a run of ``key`` that its node took down with it (the cell is still
+        this worker's and runs again). Once per attempt: a second report of it changes nothing."""
+        u = lost.usage
+        with self.tx() as c:
+            if c.execute("SELECT 1 FROM cells WHERE key=? AND worker=? AND state='running'",
+                         (key, worker)).fetchone() is None:
+                return False
+            c.execute("INSERT OR IGNORE INTO lost_attempts(cell_key, attempt, node, reason, started_at, lost_at,"
+                      " calls, input_tokens, output_tokens, cost_usd) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                      (key, lost.attempt, lost.node, lost.reason, lost.started_at, lost.lost_at, u.calls,
+                       u.input_tokens, u.output_tokens, u.cost_usd))
+            # the cell's run count says how many times it was started, the lost ones included
+            c.execute("UPDATE cells SET runs=runs+1 WHERE key=?", (key,))
+            return True
+
+    def lost_attempts(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
+        """The lost attempts of the cells ``where`` keeps (on the cells' columns), each with its
+        cell's strategy, model, problem and suite."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT l.*, c.strategy, c.model, c.problem_id, c.suite FROM lost_attempts l "
+            f"JOIN cells c ON c.key = l.cell_key WHERE {where} ORDER BY l.lost_at", params)]
 
     def fail(self, key: str, worker: str, error: str, workspace: str | None = None) -> bool:
         """Record that the cell's run crashed (not a model failure: those are results). Failed

@@ -8,6 +8,8 @@ connections); sandbox work
 starving the model I/O. Cells are claimed in the results database before they run (see
 ``physlab.bench.store``), so an interrupted sweep resumes where it stopped and several worker
 processes (on one machine or many, sharing one database file) each run a disjoint set of cells.
+With ``executor="ray"`` the cells run on the nodes of a Ray cluster instead (``physlab.bench.ray_sweep``):
+this process still claims them, writes every result and shows the progress.
 """
 
 from __future__ import annotations
@@ -17,25 +19,33 @@ import os
 import random
 import re
 import time
-import traceback
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_ai.concurrency import ConcurrencyLimiter
 
-from physlab.bench.store import CellResult, CellSpec, ResultsStore, params_tag, worker_id
+from physlab.bench.cell import (
+    BoundedSandbox,
+    CellOutcome,
+    CellShared,
+    SolveFn,
+    open_providers,
+    run_cell,
+    total_usage,
+)
+from physlab.bench.store import CellSpec, LostAttempt, ResultsStore, params_tag, worker_id
 from physlab.errors import UserError
-from physlab.llm.usage import Budget, CallRecord, Usage
-from physlab.run.summary import read_calls
+from physlab.llm.usage import Budget, CallRecord
+from physlab.run.options import ProtocolName
 from physlab.tools.choice import ToolChoice
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from physlab.run.options import OutputMode
+__all__ = ["BoundedSandbox", "SolveFn", "Sweep", "SweepConfig", "SweepSummary", "run_sweep"]
 
 
 class SweepConfig(BaseModel):
@@ -59,9 +69,17 @@ class SweepConfig(BaseModel):
     output_mode: str | None = None
     tools: list[ToolChoice] = Field(default_factory=list, description="The lab's tools, one arm each (cells for "
                                                                       "every one); none: each problem's default.")
+    protocol: ProtocolName = Field(default="physlab", description="physlab: PhysLab's defaults; paper: every "
+                                                                  "strategy at its published setting (--param "
+                                                                  "given still wins). Other cells than physlab's.")
     name: str = ""
     retry_failed: bool = True
     lease_s: float = Field(default=120.0, gt=0)
+    executor: Literal["local", "ray"] = Field(
+        default="local", description="local: the cells run in this process; ray: on the nodes of a Ray cluster "
+                                     "(physlab[ray]), this process writing the database.")
+    ray_address: str | None = Field(default=None, description="The Ray cluster to join (ray.init's address; "
+                                                               "None: Ray's own choice, RAY_ADDRESS or a local one).")
 
     def runs_dir(self) -> Path:
         if self.workspace_root is not None:
@@ -107,31 +125,6 @@ def _config_dirname(config: str) -> str:
     return safe[:32] + "_" + hashlib.sha1(config.encode()).hexdigest()[:12]
 
 
-class BoundedSandbox:
-    """The shared sandbox behind a semaphore: at most ``workers`` sandbox runs at once across all
-    cells of this process. Other attributes pass through to the wrapped sandbox."""
-
-    def __init__(self, inner: Any, workers: int, _sem: asyncio.Semaphore | None = None):
-        self._inner = inner
-        self._sem = _sem or asyncio.Semaphore(workers)
-        self.workers = workers
-
-    @property
-    def trusted(self) -> "BoundedSandbox":
-        """The grader's pool for trusted code (its own workers), under the same bound."""
-        return BoundedSandbox(self._inner.trusted, self.workers, self._sem)
-
-    async def run(self, *args, **kwargs):
-        async with self._sem:
-            return await self._inner.run(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-SolveFn = Callable[..., Awaitable[Any]]  # physlab.run.runner.run's signature (tests wrap it)
-
-
 @dataclass
 class _Live:
     done: int = 0
@@ -151,6 +144,7 @@ class Sweep:
         self._models: Any = None  # the model registry, read once before the first cell
         self._models_path: str | None = None
         self._providers: dict[str, Any] = {}  # model name -> the provider model its cells share
+        self._cells: Any = None  # the Ray cluster's cells (RayCells); None: run_cell in this process
         self._own_store = store is None
         self.worker = worker_id()
         self._solve = solve
@@ -159,7 +153,6 @@ class Sweep:
         self.live = _Live()
         self._prog = _Progress(0, 0, enabled=False)
         self.summary = SweepSummary()
-        self._grader: Any = None  # a Grader, made for the first cell that grades
         self.wait_for_others = wait_for_others
         self.poll_s = poll_s
 
@@ -190,7 +183,8 @@ class Sweep:
             CellSpec(problem_id=p.id, strategy=s, model=m, repeat=r, budget=self.config.budget,
                      suite=label, sweep=self.config.name or label, gradable=p.gradable,
                      params=params_tag({**self.config.params, **self._model_options(),
-                                        **({"@tools": str(arm)} if arm is not None else {})}), tools=arm)
+                                        **({"@tools": str(arm)} if arm is not None else {})}), tools=arm,
+                     protocol=self.config.protocol)
             for arm in arms for p in problems for s in self.config.strategies for m in self.config.models
             for r in range(self.config.repeats)
         ]
@@ -205,6 +199,8 @@ class Sweep:
             out["@role_models"] = dict(sorted(self.config.role_models.items()))
         if self.config.output_mode:
             out["@output_mode"] = self.config.output_mode
+        if self.config.protocol != "physlab":  # PhysLab's keeps the keys it always had
+            out["@protocol"] = self.config.protocol
         return out
 
     # -- one cell -------------------------------------------------------------------------------
@@ -215,87 +211,50 @@ class Sweep:
         return await asyncio.get_running_loop().run_in_executor(self._db_pool, lambda: fn(*args, **kwargs))
 
     async def _run_cell(self, spec: CellSpec, problem: Any) -> None:
-        cfg = self.config
         workspace = self._runs_dir / _safe(spec.suite) / _safe(
             f"{spec.problem_id}__{spec.strategy}__{spec.model}__r{spec.repeat}__{_config_dirname(spec.config)}")
         workspace.parent.mkdir(parents=True, exist_ok=True)
-        start = time.monotonic()
-        seen: list[CallRecord] = []
+        counted = [0, 0.0]  # this cell's tokens and cost already in the live display
 
         def on_call(rec: CallRecord) -> None:  # live tokens/cost while the cell runs
-            seen.append(rec.model_copy(update={"request": None, "response": None}))
             if rec.input_tokens or rec.output_tokens or rec.cost_usd:  # an unusable reply's tokens too
+                counted[0] += rec.input_tokens + rec.output_tokens
+                counted[1] += rec.cost_usd
                 self.live.tokens += rec.input_tokens + rec.output_tokens
                 self.live.cost += rec.cost_usd
                 self._prog.update(self.live)
 
-        from physlab.run.options import RunOptions
-        from physlab.run.runner import Shared
-        from physlab.strategies import registry
+        async def lost(attempt: LostAttempt) -> None:  # a Ray node died under the cell: its spend kept
+            counted[:] = [0, 0.0]  # (what it showed stays shown: it was spent; the next attempt counts anew)
+            await self._db(self.store.record_lost, spec.key, self.worker, attempt)
 
         try:
-            options = RunOptions(strategy=spec.strategy, model=spec.model, role_models=dict(cfg.role_models),
-                                 api_base=cfg.api_base, api_key_env=cfg.api_key_env,
-                                 output_mode=cast("OutputMode | None", cfg.output_mode),  # RunOptions checks it
-                                 models_config=self._models_path, params=dict(cfg.params), budget=cfg.budget,
-                                 seed=cfg.seed + spec.repeat, tools=spec.tools)
-            shared = Shared(limiter=self.limiter, sandbox=self.sandbox, grader=self._shared_grader(),
-                            providers=self._providers, registry=self._models, on_call=on_call)
-            solve = cast(SolveFn, self._solve)  # set by _load, before any cell
-            record = await solve(problem, registry.build(spec.strategy, cfg.params), options, shared,
-                                 workspace=workspace,
-                                 replace=True)  # an unfinished earlier try: the cell restarts from scratch
+            if self._cells is None:
+                outcome = await run_cell(self.config, spec, problem, workspace, self._shared, on_call)
+            else:
+                outcome = await self._cells.run(spec, problem, workspace, on_call, lost)
         except (asyncio.CancelledError, UserError):
             # interrupted, or bad input (an unknown model, a missing key...): the cell goes back
             # to pending and bad input stops the whole sweep (exit 2) instead of failing every cell
             await asyncio.shield(self._db(self.store.release, spec.key, self.worker))
             raise
-        except Exception as exc:  # noqa: BLE001 - a crashed cell is recorded, the sweep goes on
-            tb = "".join(traceback.format_exception(exc))
-            await self._db(self.store.fail, spec.key, self.worker, tb, str(workspace))
+        await self._record(spec, workspace, outcome, counted)
+
+    async def _record(self, spec: CellSpec, workspace: Path, outcome: CellOutcome, counted: list) -> None:
+        if outcome.result is None:  # crashed (an exception in the run, not a model failure)
+            await self._db(self.store.fail, spec.key, self.worker, outcome.error or "", str(workspace))
             self.live.failed += 1
             self.summary.failed += 1
             return
-        verdict = record.verdict
-        vkind = verdict.verdict if verdict is not None else None
-        vreason = verdict.reason if verdict is not None else None
-        # No verdict on a gradable problem with an answer means the grader was unavailable: left
-        # ungraded (NULL) for `physlab bench grade`, never counted as wrong.
-        counted_live = bool(seen)  # on_call already added this cell's tokens to the live display
-        calls = seen
-        if not calls:  # a solve function without on_call
-            calls = read_calls(workspace)
-        usage_by_role = dict(record.usage_by_role)
-        if not usage_by_role and calls:
-            for c in calls:
-                usage_by_role[c.role] = usage_by_role.get(c.role, Usage()).add(c.usage())
-        result = CellResult(
-            status=record.status, stop_reason=record.stop_reason, verdict=vkind,
-            verdict_reason=vreason, answer_code=record.answer_code, answer_text=record.answer_text,
-            usage_by_role=usage_by_role, wall_s=record.wall_s or (time.monotonic() - start),
-            workspace=str(workspace), calls=calls, checkpoints=record.checkpoints, ran_as=record.ran_as,
-            reference_conditioned=record.reference_conditioned, **_judge_agreement(record),
-        )
-        if await self._db(self.store.finish, spec.key, self.worker, result):
-            total = Usage()
-            for u in usage_by_role.values():
-                total = total.add(u)
+        if await self._db(self.store.finish, spec.key, self.worker, outcome.result):
+            total = total_usage(outcome.result)
             self.live.done += 1
-            if not counted_live:
-                self.live.tokens += total.total_tokens
-                self.live.cost += total.cost_usd
+            # what on_call did not show yet (a solve function without it; a report still on its way)
+            self.live.tokens += max(0, total.total_tokens - counted[0])
+            self.live.cost += max(0.0, total.cost_usd - counted[1])
             self.summary.ran += 1
             self.summary.tokens += total.total_tokens
             self.summary.cost_usd += total.cost_usd
-
-    def _shared_grader(self) -> Any:
-        """One grader for the whole sweep, on the bounded sandbox (so grading work queues with the
-        other sandbox work instead of oversubscribing cores); each run binds it to its problem."""
-        if self._grader is None:
-            from physlab.grading import Grader
-
-            self._grader = Grader(sandbox=cast(Any, self.sandbox))  # a BoundedSandbox: a Sandbox behind a bound
-        return self._grader
 
     async def _show_grid(self, keys: list[str], since: float) -> None:
         """Once a second: the grid's counts from the database, so the display includes the cells
@@ -317,7 +276,6 @@ class Sweep:
         model per model name, open until the sweep ends (a missing API key stops the sweep here,
         exit 2, with every cell still pending)."""
         from physlab.llm.defaults import ModelRegistry
-        from physlab.llm.models import RunModels, cap_field_for, open_provider, parse_spec
         from physlab.strategies import registry
 
         for strategy in self.config.strategies:
@@ -326,15 +284,9 @@ class Sweep:
 
         self._models_path = registry_path(None)  # $PHYSLAB_MODELS_CONFIG, recorded in each cell's options
         self._models = ModelRegistry.load(self._models_path)
-        specs = dict.fromkeys([*self.config.models, *self._models.roles.values(), *self.config.role_models.values()])
-        for spec in specs:
-            if parse_spec(spec)[0] not in ("scripted", "replay"):
-                defaults = self._models.defaults_for(spec)
-                api_base = RunModels.api_base_for(spec, defaults, self.config.api_base)
-                self._providers[spec] = await stack.enter_async_context(open_provider(
-                    spec, api_base=api_base, api_key_env=defaults.api_key_env or self.config.api_key_env,
-                    timeout_s=defaults.timeout_s, cap_field=cap_field_for(defaults, api_base),
-                    max_reply_bytes=defaults.max_reply_bytes))
+        # (on Ray each node opens its own clients; the driver opens them too, so that a missing
+        # key stops the sweep here all the same)
+        self._providers.update(await open_providers(self.config, self._models, stack))
 
     async def run(self, start_gate: Callable[[], Awaitable[None]] | None = None) -> SweepSummary:
         """Run the grid. ``start_gate``, when given, is awaited once the sweep is ready and before
@@ -351,15 +303,25 @@ class Sweep:
                 from physlab.run.runner import run
 
                 self._solve = run
-            self.limiter = ConcurrencyLimiter(cfg.max_inflight or cfg.concurrency, name="sweep")
-            from physlab.sandbox import default_sandbox
-
-            self.sandbox = BoundedSandbox(default_sandbox(), cfg.sandbox_workers or os.cpu_count() or 2)
             self.summary.cells = len(specs)
             await self._db(self.store.reap)
             states = await self._db(self.store.cell_states, [s.key for s in specs])
             self.summary.skipped_done = sum(states.get(s.key) == "done" for s in specs)
             await self._prepare(stack)
+            if cfg.executor == "ray":  # Ray is imported here and nowhere else
+                from physlab.bench.ray_sweep import RayCells
+
+                self._cells = await stack.enter_async_context(
+                    RayCells(cfg, solve=self._solve, registry=self._models, registry_path=self._models_path,
+                             problems=list(by_id.values())))
+            else:
+                from physlab.sandbox import default_sandbox
+
+                self.limiter = ConcurrencyLimiter(cfg.max_inflight or cfg.concurrency, name="sweep")
+                self.sandbox = BoundedSandbox(default_sandbox(), cfg.sandbox_workers or os.cpu_count() or 2)
+                self._shared = CellShared(limiter=self.limiter, sandbox=self.sandbox, providers=self._providers,
+                                          registry=self._models, registry_path=self._models_path,
+                                          solve=self._solve)
             if start_gate is not None:
                 await start_gate()
             started, cpu0 = time.time(), time.process_time()
@@ -466,14 +428,6 @@ class Sweep:
 
     def _progress(self, total: int, already: int) -> "_Progress":
         return _Progress(total, already, enabled=self.show_progress)
-
-
-def _judge_agreement(record: Any) -> dict[str, Any]:
-    """SCALAR's count of turns where its Judge and the grader both decided, and agreed."""
-    agreement = record.details.get("judge_agreement") or {}
-    if not agreement.get("checked"):
-        return {}
-    return {"judge_checks": int(agreement["checked"]), "judge_agreed": int(agreement["agreed"])}
 
 
 def _si(n: float) -> str:

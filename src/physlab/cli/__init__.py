@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 
+from physlab.cli.help import list_commands_whole
 from physlab.errors import UserError
 
 app = typer.Typer(
@@ -25,6 +26,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help layout: typer's Rich one imports more than all the rest of a help text
+    # (`physlab --help` 15x `python -c pass` with it, 9x without; benchmarks/cli_start.py)
+    rich_markup_mode=None,
 )
 
 # Modules that contribute commands; each defines register(app: typer.Typer).
@@ -43,6 +47,7 @@ _COMMAND_MODULES = (
 def _register_all() -> None:
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(app)
+    list_commands_whole(app)
 
 
 _register_all()
@@ -140,7 +145,5 @@ def _one_line(exc: Any) -> str:  # a click exception (typer's own copy of click)
 
 
 def _typer_error(exc: Any) -> None:
-    from typer import rich_utils
-
-    rich_utils.rich_format_error(exc)
+    typer.echo(exc.format_message())  # the group's help, as its --help shows it
     sys.exit(exc.exit_code)

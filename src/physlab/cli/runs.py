@@ -17,7 +17,6 @@ next `--resume`). Resuming from an earlier iteration: `physlab runs rewind DIR -
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -53,19 +52,22 @@ def list_runs(root: Path = typer.Option(Path("runs"), "--root", help="The direct
     # the id as a path `physlab runs show` takes
     cells = [(str(root / r["id"]), r["problem"], r["strategy"], r["model"], r["status"], r["verdict"] or "-",
               r["tokens"], f"{r['cost_usd'] or 0:.4f}") for r in rows]
-    if not sys.stdout.isatty():  # a pipe (grep, awk, a file): one tab-separated line per run
-        for line in (cols, *cells):
-            typer.echo("\t".join(map(str, line)))
-        return
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"Runs under {root}")
     for col in cols:
         table.add_column(col, justify="right" if col in ("tokens", "cost USD") else "left", overflow="fold")
-    for *head, tokens, cost in cells:
-        table.add_row(*head, f"{tokens:,}", cost)
-    Console(highlight=False).print(table)
+    shown = [(*head, f"{tokens:,}", cost) for *head, tokens, cost in cells]
+    for row in shown:
+        table.add_row(*map(str, row))
+    console = Console(highlight=False)
+    if not console.is_terminal:  # a file or a pipe: as wide as its cells, no path folded (scripts: --json)
+        from rich.cells import cell_len
+
+        widths = [max(cell_len(str(v)) for v in column) for column in zip(cols, *shown)]
+        console.width = sum(widths) + 3 * len(widths) + 1  # a space either side of each cell, and the rules
+    console.print(table)
 
 
 @runs_app.command("show")

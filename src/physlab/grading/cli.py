@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from physlab.errors import UserError
 from physlab.sandbox.bounds import MAX_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from physlab.sandbox import Sandbox
 
 
 def _resolve(spec: str):
@@ -17,6 +21,15 @@ def _resolve(spec: str):
     except ImportError as exc:  # the problem loaders are not installed/built
         raise UserError(f"cannot load problems ({exc})") from None
     return resolve_problem(spec)
+
+
+def command_sandbox() -> Sandbox:
+    """One grade is two runs: a worker for the candidate and one for the comparison, each importing
+    what the grader's stages use rather than the whole stack the lab's code may
+    (``physlab.sandbox.preload``); isolated and limited as every sandbox run."""
+    from physlab.sandbox import Sandbox, preload
+
+    return Sandbox(workers=1, preload=preload.GRADING)
 
 
 def grade_command(
@@ -40,12 +53,8 @@ def grade_command(
         text = candidate.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UserError(f"cannot read the candidate ({exc.strerror or exc})", path=candidate) from None
-    from physlab.sandbox import default_sandbox
-
-    sandbox = default_sandbox()
-    warm = getattr(sandbox, "warm", None)
-    if warm is not None:  # a worker for the candidate and one for the trusted comparison, side by side
-        warm(1, trusted=True)
+    sandbox = command_sandbox()
+    sandbox.warm(1, trusted=True)  # a worker for the candidate and one for the comparison, side by side
     verdict = Grader(sandbox, timeout_s=timeout).grade_sync(prob, text)
     if as_json:
         typer.echo(json.dumps({**verdict.contract_json(), "problem": prob.id}))

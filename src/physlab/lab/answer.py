@@ -3,13 +3,16 @@
 ``best_answer`` is recomputed at every iteration boundary and committed with it (state.json and a
 provisional ANSWER.md), so a run killed anywhere leaves an answer that says what it rests on.
 The final ANSWER.md opens with the same kind of standing, computed here from the state and never
-taken from a model's word.
+taken from a model's word. Its reference list is the lab's alone: marked verified, each entry with
+the source id of a passage a literature tool showed; model text (the formatter's Markdown, claims,
+what a role said it used a source for) can open no reference heading and write no entry.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
+from physlab.lab.state.model_text import VERIFIED_LIST, inline_text, model_markdown
 from physlab.lab.state.models import BestAnswer, ResearchState, WorkingHypothesis
 from physlab.tools.literature.models import format_reference
 
@@ -96,18 +99,24 @@ def standing_text(s: ResearchState, best: BestAnswer) -> str:
     return f"{best.claim}{value}\n{standing_of(s, best.source)}.\n{audit}"
 
 
+REFERENCES_HEADING = "## References (verified)"
+
+
 def references_markdown(s: ResearchState) -> str:
     """The literature the run's roles cited (each passage really shown by a tool), as a numbered
-    reference list with what each was used for; '' when nothing was cited."""
+    reference list, marked verified, each entry with its source id (as in state.json) and what each
+    role used it for; '' when nothing was cited."""
     if not s.sources:
         return ""
-    lines = ["## References", ""]
+    lines = [REFERENCES_HEADING, "", VERIFIED_LIST, ""]
     for n, src in enumerate(s.sources, 1):
-        uses = "; ".join(dict.fromkeys(f"{u.role}: {' '.join(u.purpose.split())[:200]}" if u.purpose else u.role
+        uses = "; ".join(dict.fromkeys(f"{u.role} ({inline_text(u.purpose, 200)})" if u.purpose.strip() else u.role
                                        for u in src.uses))
         passage = " ".join(src.passage.split())
-        lines.append(format_reference(src, n))
-        lines.append(f"   > “{passage[:400]}{'…' if len(passage) > 400 else ''}”" + (f" ({uses})" if uses else ""))
+        lines.append(f"[{n}] `{src.id}` {format_reference(src)}")
+        lines.append(f"   > “{passage[:400]}{'…' if len(passage) > 400 else ''}”")
+        if uses:  # a paragraph of its own: a role's words never run on inside the quoted passage
+            lines += ["", f"   used by: {uses}"]
         lines.append("")
     return "\n".join(lines)
 
@@ -124,7 +133,7 @@ def provisional_markdown(s: ResearchState, best: BestAnswer, *, note: str = "") 
     if others:
         lines += ["Other established results:", ""] + [f"- {e.id}: {e.claim[:300]}" for e in others] + [""]
     refs = references_markdown(s)
-    return "\n".join(lines) + ("\n" + refs if refs else "")
+    return model_markdown("\n".join(lines)) + ("\n" + refs if refs else "")
 
 
 def final_markdown(s: ResearchState, body: str, *, sources: Iterable[str], complete: bool, reason: str = "") -> str:
@@ -140,7 +149,7 @@ def final_markdown(s: ResearchState, body: str, *, sources: Iterable[str], compl
         ids = [s.best_answer.source]
     lines = [head, ">"] + [f"> - {standing_of(s, i)}" for i in ids]
     refs = references_markdown(s)
-    return "\n".join(lines) + "\n\n" + body.strip() + "\n" + ("\n" + refs if refs else "")
+    return model_markdown("\n".join(lines) + "\n\n" + body.strip()) + "\n" + ("\n" + refs if refs else "")
 
 
 def fallback_markdown(s: ResearchState, best: BestAnswer, reason: str) -> str:

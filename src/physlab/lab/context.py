@@ -255,6 +255,11 @@ def problem_sections(p: Problem) -> dict[str, str]:
              "The problem is well-posed and has a definite answer: do not question its formulation or its "
              "constraints; work out what it asks within them. A parameter named in the template need not appear "
              "in the answer.")
+    if p.answer_template and not open_question(p):
+        # physics-intern's problem guideline (rendering/shared.py), in our words
+        posed += (" A function the template asks for must hold at every point of each parameter's declared domain "
+                  "(its docstring says which): where a general formula is undefined at a point of that domain, a "
+                  "boundary point say, the result itself must give the limiting value there.")
     return {
         "problem-statement": p.statement,
         "answer-template": ("```python\n" + p.answer_template.strip() + "\n```") if p.answer_template else
@@ -274,6 +279,9 @@ class Controls:
     budget_warning: int = 3         # iterations left at which the orchestrator is told to synthesise
     max_refused: int = 3            # completions refused in a row before the circuit breaker
     max_stalled_shown: int = 4      # STALLED hypotheses shown in full (the newest); the others named
+    views: str = "physlab"          # role_views: "paper" shows the roles what physics-intern shows them
+    max_open_questions: int = 0     # the cap on open questions the orchestrator is told (0: none)
+    one_exit: bool = False          # one_exit_per_turn: the turn ends with one exit (its <turn> says so)
 
 
 def survey_text(s: ResearchState, w: Windows) -> str:
@@ -489,9 +497,10 @@ def run_signals(s: ResearchState, c: Controls, *, for_critic: bool = False) -> s
     lines = []
     if c.max_iterations is not None:
         left = max(0, c.max_iterations - s.iteration)
-        lines.append(f"Iteration {s.iteration} of {c.max_iterations}: {left} "
-                     f"{'iteration remains' if left == 1 else 'iterations remain'}.")
-        if left <= c.budget_warning and not for_critic:
+        if c.views != "paper":    # physics-intern tells the budget in its state summary (orchestrator.summary)
+            lines.append(f"Iteration {s.iteration} of {c.max_iterations}: {left} "
+                         f"{'iteration remains' if left == 1 else 'iterations remain'}.")
+        if left <= c.budget_warning and not for_critic and c.views != "paper":
             lines.append("BUDGET: the run is nearly over. Synthesise now: turn the evidence you have into "
                          "hypotheses, complete on the established results when they determine the answer, and "
                          "leave what stays unresolved as a stated limitation rather than starting new lines.")
@@ -504,7 +513,7 @@ def run_signals(s: ResearchState, c: Controls, *, for_critic: bool = False) -> s
         lines.append(f"STALLED: {wid} has had {n} verdicts in a row short of VERIFIED. Do not send the same kind "
                      "of evidence again: an independent route (the other worker, another method), a corrected "
                      "claim, or abandon it (the planner has been told).")
-    if s.refused_completions:
+    if s.refused_completions and c.views != "paper":      # upstream: its TERMINATION BLOCKED banner (an event)
         lines.append(f"Completion refused {s.refused_completions} time(s) in a row; at {c.max_refused} the lab "
                      "abandons the hypotheses left unresolved and drops the open questions.")
     twice = [w.id for w in s.whs if s.refutations(w.id) >= 2]
@@ -542,7 +551,9 @@ def demotions_text(s: ResearchState, rulings: list[Critique], w: Windows) -> str
 
 
 def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Windows,
-                demotions: Sequence[Critique] = ()) -> RolePrompt:
+                demotions: Sequence[Critique] = (), views: str = "physlab") -> RolePrompt:
+    """``views="paper"``: physics-intern's planner sees the survey alone when it first plans, and no
+    hypotheses when it revises (agents/planner/context.py)."""
     crit = "\n".join(_critique_line(c) for c in critiques)
     checks = "\n".join(f"{c.id} [{c.status}, from the {c.source}]: {c.predicate}"
                        + (f" (why: {c.rationale})" if c.rationale else "") for c in s.sanity_checks)
@@ -553,18 +564,26 @@ def for_planner(p: Problem, s: ResearchState, critiques: list[Critique], w: Wind
     if critiques:
         ask += (" Give a verdict on every critique in <critiques-to-answer> by its id "
                 f"({', '.join(c.id for c in critiques)}).")
-    return render("planner", problem_sections(p) | {
+    sections = problem_sections(p) | {
         "background-survey": survey_text(s, w), "conventions": conventions_text(s),
         "strategy": (f"v{s.strategy_version}: " + s.strategy) if s.strategy else "", "sanity-checks": checks,
         "established-results": ers_text(s, w), "hypotheses": hypotheses_text(s, w),
         "research-questions": rqs_text(s, w), "dead-ends": dead_ends_text(s, w),
         "demotions": demotions_text(s, list(demotions), w),
-        "critiques-to-answer": crit, "turn": f"Iteration {s.iteration}. {ask}"})
+        "critiques-to-answer": crit, "turn": f"Iteration {s.iteration}. {ask}"}
+    if views == "paper":
+        if not s.strategy:
+            sections = {k: v for k, v in sections.items() if k in (*HEAD, "background-survey", "turn")}
+        sections["hypotheses"] = ""
+    return render("planner", sections)
 
 
-def orchestrator_sections(p: Problem, s: ResearchState, w: Windows) -> dict[str, str]:
+def orchestrator_sections(p: Problem, s: ResearchState, w: Windows, controls: Controls = Controls()
+                          ) -> dict[str, str]:
     """The parts of the orchestrator's prompt that describe the research state (the engine adds
-    what is new since its last successful turn)."""
+    what is new since its last successful turn). ``controls.views == "paper"``: the hypotheses still
+    in play only (the established are among the results, the abandoned among the dead ends) and the
+    cap on open questions, as physics-intern shows them (agents/orchestrator/context.py)."""
     d0 = window_start(len(s.dispatches), w.dispatches)
     dispatches = ([f"({d0} older dispatches not shown)"] if d0 else []) + [
         f"iteration {d.iteration}: {d.role} on {d.target} -> {d.evidence or d.outcome or 'pending'}"
@@ -574,9 +593,45 @@ def orchestrator_sections(p: Problem, s: ResearchState, w: Windows) -> dict[str,
     return problem_sections(p) | {
         "background-survey": survey_text(s, w), "conventions": conventions_text(s), "strategy": s.strategy,
         "sanity-checks": checks_text(s), "established-results": ers_text(s, w),
-        "hypotheses": hypotheses_text(s, w), "research-questions": rqs_text(s, w),
+        "hypotheses": working_text(s, w) if controls.views == "paper" else hypotheses_text(s, w),
+        "research-questions": questions_cap(s, controls) + rqs_text(s, w),
         "dead-ends": dead_ends_text(s, w), "research-notes": "\n".join(notes),
         "dispatch-history": "\n".join(dispatches)}
+
+
+def working_text(s: ResearchState, w: Windows, *, reviews: bool = False) -> str:
+    """The hypotheses neither established nor abandoned, as they stand (with their evidence and last
+    review in one line each when ``reviews``: what physics-intern's critic is shown)."""
+    out = []
+    for h in s.whs:
+        if h.status in ("established", "abandoned"):
+            continue
+        out.append(wh_line(h, w, s) + (claim_record(s, h.evidence, h.reviews) if reviews else ""))
+    return "\n".join(out)
+
+
+def claim_record(s: ResearchState, evidence: Sequence[str], reviews: Sequence[str]) -> str:
+    """A claim's evidence, one line each, and its last review: what physics-intern's critic reads
+    of each claim (agents/critic/context.py)."""
+    lines = []
+    for ev in (e for e in s.evidence if e.id in evidence):
+        how = ev.method or ("derivation" if ev.derivation else "computation" if ev.scripts else "not specified")
+        lines.append(f"\n  evidence {ev.id} ({ev.role}, {clip(how, 120)}, confidence {ev.confidence}): "
+                     f"{clip(ev.findings, 300)}")
+    last = next((r for r in s.reviews if reviews and r.id == reviews[-1]), None)
+    if last is not None:
+        lines.append(f"\n  reviewer's verdict {last.id}: {last.verdict} — {clip(last.reasoning, 1000)}")
+    return "".join(lines)
+
+
+def questions_cap(s: ResearchState, c: Controls) -> str:
+    """The cap on open questions, as the orchestrator is told it (empty when there is none)."""
+    if c.views != "paper" or c.max_open_questions <= 0:
+        return ""
+    n = sum(r.status == "open" for r in s.rqs)
+    full = " — the cap is reached: turn one into a hypothesis or drop it before asking another" \
+        if n >= c.max_open_questions else ""
+    return f"At most {c.max_open_questions} open question(s) at a time ({n} open now{full}).\n"
 
 
 def for_orchestrator(p: Problem, s: ResearchState, w: Windows, *, new_evidence: list[Evidence],
@@ -589,19 +644,28 @@ def for_orchestrator(p: Problem, s: ResearchState, w: Windows, *, new_evidence: 
     if controls.max_iterations is not None:
         left = max(0, controls.max_iterations - s.iteration)
         where += f" of {controls.max_iterations} ({left} remain{'s' if left == 1 else ''})"
-    return render("orchestrator", orchestrator_sections(p, s, w) | {
+    if gates:
+        gate_text = "\n".join(f"- {g}" for g in gates)
+    else:  # physics-intern shows what is pending only when something is (its PENDING WORK)
+        gate_text = "" if controls.views == "paper" else \
+            "none: completion would be accepted now (if the established results determine the answer)"
+    return render("orchestrator", orchestrator_sections(p, s, w, controls) | {
         "messages-from-the-physicist": "\n".join(human[-w.humans:]),
         "new-evidence": "\n".join(evidence_text(e, w, with_code=False) for e in new_evidence),
         "new-verification-results": "\n".join(new_reviews), "system-events": ev_lines,
-        "completion-gates": "\n".join(f"- {g}" for g in gates) if gates else
-                            "none: completion would be accepted now (if the established results determine the answer)",
+        "completion-gates": gate_text,
         "run-signals": run_signals(s, controls),
-        "turn": f"{where}. Integrate what is new, then either dispatch up to {max_workers} "
-                "independent task(s) (at most one per target) or declare the research complete."})
+        "turn": f"{where}. " + ("Integrate what is new, then end the turn with ONE of: propose a hypothesis (it is "
+                                "reviewed at once), dispatch one worker, or declare the research complete."
+                                if controls.one_exit else
+                                f"Integrate what is new, then either dispatch up to {max_workers} independent "
+                                "task(s) (at most one per target) or declare the research complete.")})
 
 
 def for_worker(role: str, p: Problem, s: ResearchState, w: Windows, *, target: str, instructions: str,
-               method_hints: str, relevant: list[str]) -> RolePrompt:
+               method_hints: str, relevant: list[str], views: str = "physlab") -> RolePrompt:
+    """``views="paper"``: physics-intern's workers see the conventions and the established results,
+    not the strategy, the sanity checks, the pitfalls or earlier attempts (agents/evidence_base.py)."""
     tgt = s.find(target)
     target_text = getattr(tgt, "question", None) or getattr(tgt, "claim", "")
     if getattr(tgt, "value", ""):
@@ -612,12 +676,13 @@ def for_worker(role: str, p: Problem, s: ResearchState, w: Windows, *, target: s
     ask = ("Derive what the instructions ask. Write the derivation as Markdown with LaTeX in the text of your "
            "reply, then submit its findings with submit_derivation." if role == "researcher" else
            "Call document_approach first, then compute with execute_python, then submit_result.")
+    paper = views == "paper"
     return render(role, problem_sections(p) | {
-        "conventions": conventions_text(s), "strategy": clip(s.strategy, w.field_chars),
-        "sanity-checks": checks_text(s), "known-pitfalls": pitfalls_text(s),
+        "conventions": conventions_text(s), "strategy": "" if paper else clip(s.strategy, w.field_chars),
+        "sanity-checks": "" if paper else checks_text(s), "known-pitfalls": "" if paper else pitfalls_text(s),
         "established-results": ers_text(s, w), "target": f"{target}: {target_text}",
         "relevant-results": "\n".join(er_line(e, w) for e in rel),
-        "earlier-attempts": earlier_attempts(s, target, w), "instructions": instructions,
+        "earlier-attempts": "" if paper else earlier_attempts(s, target, w), "instructions": instructions,
         "method-hints": method_hints, "turn": ask})
 
 
@@ -641,18 +706,22 @@ def _the_er(s: ResearchState, er_id: str | None) -> EstablishedResult:
     return e
 
 
-def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str) -> RolePrompt:
+def for_reviewer(p: Problem, s: ResearchState, w: Windows, wh_id: str, *, views: str = "physlab",
+                 history: bool = True) -> RolePrompt:
+    """``views="paper"``: no <builds-on> (physics-intern's reviewer is not shown its dependencies'
+    status); ``history=False``: no <review-history> (it sees the claim and its evidence only)."""
     h = _the_wh(s, wh_id)
     evs = [e for e in s.evidence if e.id in h.evidence]
     again = (f" It was judged before ({', '.join(h.reviews)}; see <review-history>): judge it afresh on all the "
-             "evidence, and say whether the new evidence answers the earlier objections." if h.reviews else "")
+             "evidence, and say whether the new evidence answers the earlier objections."
+             if h.reviews and history else "")
     return render("reviewer", problem_sections(p) | {
         "conventions": conventions_text(s), "sanity-checks": checks_text(s), "known-pitfalls": pitfalls_text(s),
         "established-results": ers_text(s, w), "question": questions_of(s, h),
         "claim": f"{h.id}: {h.claim}" + (f"\nvalue: {h.value}" if h.value else ""),
-        "builds-on": "\n".join(dependency_status(s, d) for d in h.depends_on),
+        "builds-on": "" if views == "paper" else "\n".join(dependency_status(s, d) for d in h.depends_on),
         "supporting-evidence": "\n".join(evidence_text(e, w) for e in evs),
-        "review-history": review_history(s, wh_id, w),
+        "review-history": review_history(s, wh_id, w) if history else "",
         "turn": f"Examine {h.id} adversarially and give your verdict.{again}"})
 
 
@@ -665,28 +734,42 @@ def for_critic(p: Problem, s: ResearchState, w: Windows, *, max_critiques: int,
         f"{c.id} [{c.status}] ({c.source}, {c.severity}, {c.target_type}{' ' + c.target if c.target else ''}, "
         f"{c.kind}): " + (c.text if c.status == "open" else clip(c.text, 400))
         + (f"\n  ruling: {clip(c.ruling, 400)}" if c.ruling else "") for c in shown])
+    paper = controls.views == "paper"       # physics-intern's critic: each claim with its evidence and review
+    if paper and s.clean_audits:            # and its own audits that filed nothing
+        prev += ("\n" if prev else "") + "Audits that filed no critique:\n" + "\n".join(
+            f"iteration {a.iteration}: {clip(a.assessment, 400) or '(no assessment)'}" for a in s.clean_audits[-w.critiques:])
+    ers = "\n".join(er_line(e, w) + claim_record(s, e.evidence, [e.review]) for e in s.active_ers()) if paper \
+        else ers_text(s, w)
     return render("critic", problem_sections(p) | {
         "background-survey": survey_text(s, w), "conventions": conventions_text(s), "strategy": s.strategy,
-        "sanity-checks": checks_text(s), "established-results": ers_text(s, w), "demoted-results": demoted_text(s, w),
-        "hypotheses": hypotheses_text(s, w), "research-questions": rqs_text(s, w),
-        "dead-ends": dead_ends_text(s, w), "previous-critiques": prev,
-        "run-signals": run_signals(s, controls, for_critic=True),
+        "sanity-checks": checks_text(s), "established-results": ers,
+        "demoted-results": "" if paper else demoted_text(s, w),
+        "hypotheses": working_text(s, w, reviews=True) if paper else hypotheses_text(s, w),
+        "research-questions": rqs_text(s, w),
+        "dead-ends": "" if paper else dead_ends_text(s, w), "previous-critiques": prev,
+        "run-signals": "" if paper else run_signals(s, controls, for_critic=True),
         "turn": f"Iteration {s.iteration}. Audit the research as a whole. File at most {max_critiques} "
                 "critiques, the most important first; if you file none, say in the assessment what you checked "
                 "and why it holds."})
 
 
-def for_adjudicator(p: Problem, s: ResearchState, w: Windows, critique: Critique) -> RolePrompt:
+def for_adjudicator(p: Problem, s: ResearchState, w: Windows, critique: Critique, *, views: str = "physlab",
+                    history: bool = True) -> RolePrompt:
+    """``views="paper"``: the other established results (not the one under challenge, which has its
+    own section) and no <builds-on>, as physics-intern's adjudicator; ``history=False``: no
+    <review-history>."""
     e = _the_er(s, critique.target)
     evs = [x for x in s.evidence if x.id in e.evidence]
     rv = next((r for r in s.reviews if r.id == e.review), None)
     verified = f"\nverified by {rv.id}: {clip(rv.reasoning, 800)}" if rv is not None and rv.reasoning else ""
     return render("adjudicator", problem_sections(p) | {
         "conventions": conventions_text(s), "sanity-checks": checks_text(s), "known-pitfalls": pitfalls_text(s),
-        "established-results": ers_text(s, w), "established-result": er_line(e, w) + verified,
-        "builds-on": "\n".join(dependency_status(s, d) for d in e.depends_on),
+        "established-results": "\n".join(er_line(x, w) for x in s.active_ers() if x.id != e.id)
+                               if views == "paper" else ers_text(s, w),
+        "established-result": er_line(e, w) + verified,
+        "builds-on": "" if views == "paper" else "\n".join(dependency_status(s, d) for d in e.depends_on),
         "supporting-evidence": "\n".join(evidence_text(x, w) for x in evs),
-        "review-history": review_history(s, e.wh, w),
+        "review-history": review_history(s, e.wh, w) if history else "",
         "critique": _critique_line(critique),
         "turn": f"Rule on {critique.id}: uphold (then {e.id} is demoted), dismiss, or needs_evidence (then {e.id} "
                 "is demoted until the evidence you name is in)."})
@@ -702,8 +785,17 @@ def answer_structure(s: ResearchState, w: Windows, *, forced: bool) -> str:
     return ""
 
 
-def for_formatter(p: Problem, s: ResearchState, w: Windows, *, forced: bool, reason: str = "") -> RolePrompt:
-    if forced:
+def for_formatter(p: Problem, s: ResearchState, w: Windows, *, forced: bool, reason: str = "",
+                  views: str = "physlab", always: bool = False) -> RolePrompt:
+    """``always``: the forced formatter must fill the template from whatever the lab has, unreviewed
+    hypotheses too, and is shown every hypothesis still in play (physics-intern's forced formatter,
+    agents/formatter/context.py); ``views="paper"``: no demoted results or standing."""
+    if forced and always:
+        ask = (f"The run is ending ({reason or 'budget exhausted'}). You MUST fill the template: take each part "
+               "from the established results where they have it, otherwise from the hypotheses in "
+               "<best-hypotheses> (reviewed or not), marking in the code a value that is not established with a "
+               "comment naming its WH-n. Name in `sources` what you used.")
+    elif forced:
         ask = (f"The run is ending ({reason or 'budget exhausted'}). Write the best answer the lab has: from the "
                "established results where they suffice, otherwise from the demoted results or the best hypotheses. "
                "Name in `sources` every ER-n or WH-n you used (an answer that names none is no answer); say "
@@ -715,12 +807,18 @@ def for_formatter(p: Problem, s: ResearchState, w: Windows, *, forced: bool, rea
     return render("formatter", problem_sections(p) | {
         "conventions": conventions_text(s), "sanity-checks": checks_text(s), "established-results": ers_text(s, w),
         "answer-structure": answer_structure(s, w, forced=forced),
-        "demoted-results": demoted_text(s, w) if forced else "",
-        "best-hypotheses": "\n".join(wh_line(h, w) + f"\n  reviews: {', '.join(_verdicts(s, h))}"
-                                     for h in best_hypotheses(s)) if forced else "",
-        "best-current-answer": standing_text(s, s.best_answer) if forced and s.best_answer else "",
+        "demoted-results": demoted_text(s, w) if forced and views != "paper" else "",
+        "best-hypotheses": ("\n".join(wh_line(h, w) + f"\n  reviews: {', '.join(_verdicts(s, h))}"
+                                      for h in (in_play(s) if always else best_hypotheses(s))) if forced else ""),
+        "best-current-answer": standing_text(s, s.best_answer) if forced and s.best_answer and views != "paper"
+                               else "",
         "turn": f"Iteration {s.iteration}. {ask}"})
 
 
 def _verdicts(s: ResearchState, h: WorkingHypothesis) -> list[str]:
     return [f"{r.id} {r.verdict}" for r in s.reviews if r.wh == h.id] or ["none yet"]
+
+
+def in_play(s: ResearchState) -> list[WorkingHypothesis]:
+    """Every hypothesis neither established nor abandoned, newest first."""
+    return [h for h in reversed(s.whs) if h.status not in ("established", "abandoned")]

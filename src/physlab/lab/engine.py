@@ -36,13 +36,14 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from physlab.lab import answer as A, context as C, gates, inbox, routing
+from physlab.lab import answer as A, context as C, gates, inbox, integration_checks, routing
 from physlab.lab.early_reviews import EarlyReviews
 from physlab.lab.roles import (
+    ROLES,
     adjudicator,
     computer,
     critic,
@@ -84,8 +85,7 @@ class LabSettings(BaseModel):
     request_limit: int = Field(default=24, ge=2, description="Model requests allowed in one role call.")
     max_consecutive_failures: int = Field(default=3, ge=1)
     stall_limit: int = Field(default=2, ge=0, description="Verdicts short of VERIFIED in a row after which a "
-                                                          "hypothesis is STALLED and escalated to the planner "
-                                                          "(0 = never).")
+                                                          "hypothesis is STALLED (0 = never).")
     critique_expiry: int = Field(default=3, ge=0, description="Iterations after which an unresolved MEDIUM or LOW "
                                                               "critique expires (0 = never; HIGH never expires).")
     max_refused_completions: int = Field(default=3, ge=1, description="Completions refused in a row before the "
@@ -96,17 +96,116 @@ class LabSettings(BaseModel):
     max_scripts: int = Field(default=12, ge=1, description="Scripts a computer's evidence keeps (the first and the "
                                                            "newest when it ran more).")
     windows: dict[str, int] = Field(default_factory=dict, description="Overrides of context.Windows.")
+    # What the roles may do and see, and the loop's controls, where PhysLab departs from
+    # physics-intern (each listed with its source in strategies/lab.py; preset=paper gives upstream's).
+    judges_compute: bool = Field(default=True, description="The reviewer and the adjudicator may run code "
+                                                           "(execute_python, computer algebra) and are asked to "
+                                                           "re-compute; false: no tools, they assess what is given.")
+    computer_algebra: bool = Field(default=True, description="Offer the computer algebra systems the run's --tools "
+                                                             "choose (false: Python only).")
+    standards: bool = Field(default=True, description="Open the instructions of the roles that do or judge physics "
+                                                      "with the lab's physics standards (roles/standards.md).")
+    review_history: bool = Field(default=True, description="Show the reviewer and the adjudicator everything earlier "
+                                                           "judges said about the claim.")
+    early_reviews: bool = Field(default=True, description="Start reviews while the orchestrator is still at work "
+                                                          "(with parallel_workers > 1).")
+    role_views: Literal["physlab", "paper"] = Field(
+        default="physlab", description="What each role is shown: PhysLab's sections, or physics-intern's (workers "
+                                       "without the strategy, checks, pitfalls and earlier attempts; the critic with "
+                                       "each claim's evidence and reviews; the judges without the dependencies' "
+                                       "status).")
+    one_exit_per_turn: bool = Field(default=False, description="An orchestrator turn ends with one of: a hypothesis "
+                                                               "(reviewed at once), one dispatch, or completion; new "
+                                                               "evidence on a hypothesis is reviewed in the same "
+                                                               "iteration.")
+    max_working_hypotheses: int = Field(default=0, ge=0, description="Hypotheses neither established nor abandoned "
+                                                                     "at a time (0 = no cap).")
+    max_open_questions: int = Field(default=0, ge=0, description="Open research questions at a time (0 = no cap).")
+    question_evidence_cap: int = Field(default=0, ge=0, description="Evidence on one open question after which no "
+                                                                    "worker is dispatched until it becomes a "
+                                                                    "hypothesis or is dropped (0 = no cap).")
+    serial_questions: bool = Field(default=False, description="Work one question at a time: no worker on a question "
+                                                              "while another open question has evidence.")
+    unresolved_blocks_dispatch: bool = Field(default=False, description="No worker on a question while a refuted "
+                                                                        "or inconclusive hypothesis is unresolved.")
+    high_critique_blocks: bool = Field(default=False, description="No new question or hypothesis while a HIGH "
+                                                                  "critique is open.")
+    state_summary: bool = Field(default=False, description="After each round of the orchestrator's tool calls that "
+                                                           "does not end its turn, show it the state and what is "
+                                                           "pending.")
+    hypothesis_closes_question: bool = Field(default=False, description="Proposing a hypothesis closes the open "
+                                                                        "questions its evidence answered.")
+    critic_cadence: Literal["fixed", "after_verified"] = Field(
+        default="fixed", description="fixed: every critic_every iterations; after_verified: after every VERIFIED "
+                                     "review, and when critic_every iterations passed since the last audit.")
+    upheld_abandons: bool = Field(default=False, description="An upheld critique abandons the demoted result's "
+                                                             "hypothesis and what builds on it (false: they wait for "
+                                                             "new evidence).")
+    keep_refuted_evidence: bool = Field(default=True, description="Keep a refuted hypothesis's evidence when new "
+                                                                  "evidence arrives (false: the new replaces it).")
+    completion_gates: Literal["physlab", "paper"] = Field(
+        default="physlab", description="physlab: PhysLab's gates (something established, nothing awaiting review, "
+                                       "no open critique or question, no undecided hypothesis, an audit since the "
+                                       "results changed); paper: physics-intern's (every question closed, every "
+                                       "hypothesis established or abandoned, a critic pass once something passed "
+                                       "review).")
+    escalate_stalls: bool = Field(default=True, description="File a STALLED hypothesis as a HIGH critique for the "
+                                                            "planner.")
+    forced_answer: Literal["reviewed", "always"] = Field(
+        default="reviewed", description="The forced formatter's answer at the end of a budget: reviewed (it must "
+                                        "rest on a reviewed claim) or always (it fills the template from whatever "
+                                        "the lab has, unreviewed hypotheses too).")
+    best_guess_every: int = Field(default=0, ge=0, description="Write BEST_GUESS.md with the forced formatter every "
+                                                               "N iterations (0 = never); no role reads it.")
+    max_output_tokens: dict[str, int] = Field(default_factory=dict, description="Output-token limit per role (a role "
+                                                                                "not named: the model's default).")
+    post_integration_checks: bool = Field(default=False, description="After each orchestrator turn, strip VERIFIED "
+                                                                     "labels that no review backs from the "
+                                                                     "hypotheses and tell the orchestrator.")
+
+    @field_validator("max_output_tokens")
+    @classmethod
+    def _known_roles(cls, limits: dict[str, int]) -> dict[str, int]:
+        unknown = sorted(set(limits) - set(ROLES))
+        if unknown:
+            raise ValueError(f"unknown role(s) {', '.join(unknown)}; the roles are {', '.join(ROLES)}")
+        if any(n < 1 for n in limits.values()):
+            raise ValueError("an output-token limit is a positive number of tokens")
+        return limits
 
     @property
     def controls(self) -> C.Controls:
         return C.Controls(max_iterations=self.max_iterations, stall_limit=self.stall_limit,
-                          budget_warning=self.budget_warning, max_refused=self.max_refused_completions)
+                          budget_warning=self.budget_warning, max_refused=self.max_refused_completions,
+                          views=self.role_views, max_open_questions=self.max_open_questions,
+                          one_exit=self.one_exit_per_turn)
+
+    @property
+    def flow(self) -> orchestrator.Flow:
+        return orchestrator.Flow(one_exit=self.one_exit_per_turn, max_working=self.max_working_hypotheses,
+                                 max_open_questions=self.max_open_questions,
+                                 evidence_cap=self.question_evidence_cap, serial=self.serial_questions,
+                                 unresolved_blocks=self.unresolved_blocks_dispatch,
+                                 high_blocks=self.high_critique_blocks, summary=self.state_summary,
+                                 closes_question=self.hypothesis_closes_question,
+                                 max_iterations=self.max_iterations, budget_warning=self.budget_warning,
+                                 max_refutations=self.max_refutations)
 
 
-# The seed's setting (``--param preset=paper``): physics-intern is sequential within a problem (seed
-# §6) and its code's defaults (config.default.yaml: max_iterations 40, critic_every_n 4, two
-# critiques per audit, one dispatch per orchestrator turn).
-PAPER = {"parallel_workers": 1, "max_dispatches": 1, "max_iterations": 40, "critic_every": 4, "max_critiques": 2}
+# The seed's setting (``--param preset=paper``): physics-intern as its public code runs it
+# (config.default.yaml and the modules each parameter's source in strategies/lab.py names).
+PAPER: dict[str, Any] = {
+    "parallel_workers": 1, "max_dispatches": 1, "max_iterations": 40, "critic_every": 4, "max_critiques": 2,
+    "judges_compute": False, "computer_algebra": False, "standards": False, "review_history": False,
+    "early_reviews": False, "role_views": "paper", "one_exit_per_turn": True, "max_working_hypotheses": 2,
+    "max_open_questions": 1, "question_evidence_cap": 3, "serial_questions": True,
+    "unresolved_blocks_dispatch": True, "high_critique_blocks": True, "state_summary": True,
+    "hypothesis_closes_question": True, "critic_cadence": "after_verified", "upheld_abandons": True,
+    "keep_refuted_evidence": False, "completion_gates": "paper", "escalate_stalls": False,
+    "forced_answer": "always", "best_guess_every": 10, "post_integration_checks": True,
+    "max_output_tokens": {"orchestrator": 16384, "formatter": 16384, "computer": 65536, "reviewer": 65536,
+                          "critic": 65536, "planner": 65536, "adjudicator": 65536},
+}
 
 
 @dataclass
@@ -137,7 +236,10 @@ class LabEngine:
         self.windows = C.Windows(**self.cfg.windows)
         self.env = LabEnv(ctx, code_timeout_s=self.cfg.code_timeout_s, code_memory_mb=self.cfg.code_memory_mb,
                           tool_retries=self.cfg.tool_retries, request_limit=self.cfg.request_limit,
-                          notify=self.emit)
+                          notify=self.emit, judges_compute=self.cfg.judges_compute, standards=self.cfg.standards,
+                          max_output_tokens=dict(self.cfg.max_output_tokens))
+        self.views = self.cfg.role_views
+        self._verified = False       # a review this iteration said VERIFIED (critic_cadence after_verified)
         self.state = ResearchState(problem_id=ctx.problem.id)
         self.failures = 0
         self.toolbox: LabTools | None = None
@@ -191,7 +293,8 @@ class LabEngine:
     # ------------------------------------------------------------------ public entry
     async def run(self, *, resume: bool = False, from_iteration: int | None = None) -> LabOutcome:
         """The research, with the run's tools beyond Python (--tools) open for its roles."""
-        async with LabTools(self.ctx.tools, self.env, self.ctx.workspace / CACHE / "literature",
+        choice = self.ctx.tools if self.cfg.computer_algebra else self.ctx.tools.model_copy(update={"cas": False})
+        async with LabTools(choice, self.env, self.ctx.workspace / CACHE / "literature",
                             iteration=lambda: self.state.iteration) as toolbox:
             self.env.toolbox = self.toolbox = toolbox
             try:
@@ -309,14 +412,17 @@ class LabEngine:
             await self.commit(f"iteration {it}: stopped by the physicist")
             return await self._forced("stopped by the physicist")
         await self._route_critiques()
+        self._verified = False
         early = self._early_reviews()
         try:
             decision = await self._orchestrate(early)
+            self._check_integration()
             await self._reviews(early)
         finally:
             if early is not None:
                 await early.discard()
-        self._escalate_stalls()
+        if self.cfg.escalate_stalls:
+            self._escalate_stalls()
         if decision is not None and not decision.complete:
             self.state = T.turn_without_completion(self.state)
         if decision is not None and decision.complete:
@@ -325,17 +431,28 @@ class LabEngine:
                 return self._outcome()
             if self.state.format_bounces >= self.cfg.max_format_bounces:
                 return await self._forced("formatter_bounces")
-        audit_due = not self._audited and routing.critic_due(it, self.cfg.critic_every,
-                                                             on_demand=bool(decision and decision.request_audit))
+        on_demand = bool(decision and decision.request_audit)
+        after_verified = self.cfg.critic_cadence == "after_verified"
+        audit_due = not self._audited and not after_verified and routing.critic_due(it, self.cfg.critic_every,
+                                                                                      on_demand=on_demand)
         if decision is not None and decision.dispatches:      # (with a refused completion too)
             if await self._dispatch(decision.dispatches, with_critic=audit_due):
                 audit_due = False                              # the audit ran alongside the workers
+            if self.cfg.one_exit_per_turn:     # upstream reviews a hypothesis its worker brought evidence on now
+                await self._reviews()
+        # upstream's iteration ends early, before its critic, when the orchestrator's call fails or
+        # its completion is refused (engine.py: ``continue``)
+        ended_early = decision is None or decision.complete
+        if after_verified and not self._audited and not ended_early:
+            audit_due = on_demand or routing.critic_after_verified(it, self.state.last_audit_iteration,
+                                                                   self.cfg.critic_every, verified=self._verified)
         if audit_due:
             await self._critic()
             await self._route_critiques()
         items = list(self.summary)          # (the commit starts the next iteration's summary)
         summary = "; ".join(items) or "no progress"
         await self.commit(f"iteration {it}: {summary}")
+        await self._best_guess()
         total = time.perf_counter() - t_start
         self.emit("iteration_end", iteration=it, summary=summary, items=items, **self._usage_data())
         self.emit("step", strategy="lab", step=f"iteration {it}: {summary}")
@@ -358,7 +475,8 @@ class LabEngine:
 
     async def _plan(self, critiques: list[Critique], demotions: Sequence[Critique] = ()) -> None:
         try:
-            plan, desk = await planner.run(self.env, self.state, critiques, self.windows, list(demotions))
+            plan, desk = await planner.run(self.env, self.state, critiques, self.windows, list(demotions),
+                                           views=self.views)
         except Exception as exc:
             if fatal(exc):
                 raise
@@ -415,16 +533,17 @@ class LabEngine:
                 continue
             try:
                 ruling = await adjudicator.run(self.env, lambda level: C.for_adjudicator(
-                    self.ctx.problem, self.state, self.windows.shrunk(level), c),
-                    cites_checks=gates.cites_sanity_checks(c, self.state))
+                    self.ctx.problem, self.state, self.windows.shrunk(level), c, views=self.views,
+                    history=self.cfg.review_history), cites_checks=gates.cites_sanity_checks(c, self.state))
             except Exception as exc:
                 if fatal(exc):
                     raise
                 self.note("role_failed", f"adjudicator on {c.id}: {_short(exc)} (it stays open; retried next iteration)")
                 continue
             self.state = T.rule_on_critique(self.state, c.id, ruling.decision, ruling.reasoning,
-                                            scope=ruling.investigation_scope)
-            done = {"uphold": f"upheld: {c.target} demoted", "dismiss": "dismissed",
+                                            scope=ruling.investigation_scope, abandon=self.cfg.upheld_abandons)
+            done = {"uphold": f"upheld: {c.target} demoted" + (" and abandoned" if self.cfg.upheld_abandons else ""),
+                    "dismiss": "dismissed",
                     "needs_evidence": f"needs evidence: {c.target} demoted until it is in"}[ruling.decision]
             self.summary.append(f"{c.id} on {c.target} {done}")
             ruled = self.state.critique(c.id)
@@ -434,6 +553,40 @@ class LabEngine:
                      and c.id not in self.state.planner_seen_rulings]
         if for_plan or demotions:      # the planner is consulted on every demotion (upstream's revision trigger)
             await self._plan(for_plan, demotions)
+
+    def _check_integration(self) -> None:
+        """physics-intern's post-integration checks after the orchestrator's turn (they report to
+        its next turn)."""
+        if not self.cfg.post_integration_checks:
+            return
+        self.state, found = integration_checks.check(self.state)
+        for line in found:
+            self.note("violation", line)
+
+    async def _best_guess(self) -> None:
+        """Every ``best_guess_every`` iterations the forced formatter writes BEST_GUESS.md: the answer
+        if the run stopped now, which no role reads (physics-intern's periodic snapshot). A failure
+        is recorded and the research goes on."""
+        n, s = self.cfg.best_guess_every, self.state
+        if n <= 0 or s.iteration % n != 0:
+            return
+        template, always = self.ctx.problem.answer_template, self.cfg.forced_answer == "always"
+        desk = formatter.Desk(s, template, True, always=always)
+        try:
+            ans = await formatter.run(self.env, desk, lambda level: C.for_formatter(
+                self.ctx.problem, s, self.windows.shrunk(level), forced=True, reason="a best-guess snapshot",
+                views=self.views, always=always))
+        except Exception as exc:
+            if fatal(exc):
+                raise
+            self.note("role_failed", f"best-guess formatter: {_short(exc)}")
+            return
+        out = formatter.assess(ans, s, template, forced=True, always=always)
+        if out.body is None:
+            self.note("best_guess", "the best-guess formatter wrote nothing usable")
+            return
+        (self.ws.root / "BEST_GUESS.md").write_text(out.body.strip() + "\n", encoding="utf-8")
+        await asyncio.to_thread(self.ws.commit, self.state, f"iteration {s.iteration}: best-guess snapshot")
 
     def _escalate_stalls(self) -> None:
         """A hypothesis whose verdicts keep falling short is escalated to the planner once."""
@@ -445,13 +598,16 @@ class LabEngine:
 
     async def _orchestrate(self, early: EarlyReviews | None = None) -> orchestrator.Decision | None:
         s = self.state
+        shown = routing.events_for_orchestrator(s.events[s.seen_events:], views=self.views)
+        blockers = gates.paper_completion_blockers(s) if self.cfg.completion_gates == "paper" else \
+            gates.completion_blockers(s)
         prompt = lambda level: C.for_orchestrator(  # noqa: E731 - rebuilt shorter if it does not fit
             self.ctx.problem, s, self.windows.shrunk(level), new_evidence=s.evidence[s.seen_evidence:],
             new_reviews=[f"{r.wh}: {r.verdict} — {C.clip(r.reasoning, 800)}" for r in s.reviews[s.seen_reviews:]],
-            events=[f"[{e.kind}] {e.text}" for e in s.events[s.seen_events:] if e.kind not in ("review",)],
-            human=routing.human_lines_for_orchestrator(s, s.seen_humans), gates=gates.completion_blockers(s),
+            events=[f"[{e.kind}] {e.text}" for e in shown],
+            human=routing.human_lines_for_orchestrator(s, s.seen_humans), gates=blockers,
             max_workers=self.cfg.max_dispatches, controls=self.cfg.controls)
-        desk = orchestrator.Desk(state=s, max_dispatches=self.cfg.max_dispatches)
+        desk = orchestrator.Desk(state=s, max_dispatches=self.cfg.max_dispatches, flow=self.cfg.flow)
         decision, failure = None, None
         try:
             decision = await orchestrator.run(self.env, desk, prompt,
@@ -480,12 +636,13 @@ class LabEngine:
 
     def _review(self, state: ResearchState, wid: str) -> Any:
         return reviewer.run(self.env, lambda level: C.for_reviewer(
-            self.ctx.problem, state, self.windows.shrunk(level), wid))
+            self.ctx.problem, state, self.windows.shrunk(level), wid, views=self.views,
+            history=self.cfg.review_history))
 
     def _early_reviews(self) -> EarlyReviews | None:
         """Reviews that start while the orchestrator is still at work (``early_reviews``), unless
         the lab runs one call at a time."""
-        if self.cfg.parallel_workers < 2:
+        if self.cfg.parallel_workers < 2 or not self.cfg.early_reviews:
             return None
         gate = asyncio.Semaphore(self.cfg.parallel_workers)
 
@@ -494,7 +651,8 @@ class LabEngine:
                 return await self._review(state, wid)
 
         return EarlyReviews(view=lambda state, wid: tuple(
-            C.for_reviewer(self.ctx.problem, state, self.windows.shrunk(level), wid)
+            C.for_reviewer(self.ctx.problem, state, self.windows.shrunk(level), wid, views=self.views,
+                           history=self.cfg.review_history)
             for level in range(NO_STANDARDS_LEVEL + 1)), review=review)
 
     async def _reviews(self, early: EarlyReviews | None = None) -> None:
@@ -534,6 +692,7 @@ class LabEngine:
         abandoned = self.state.wh(wid).status == "abandoned"
         self.summary.append(f"{wid} {rep.verdict}" + (f" -> {', '.join(promoted)}" if promoted else "")
                             + (" (abandoned as a dead end)" if abandoned else ""))
+        self._verified = self._verified or rep.verdict == "VERIFIED"
         self.emit("verdict", wh=wid, verdict=rep.verdict, promoted=promoted)
 
     async def _complete(self, answer_results: Sequence[str] = ()) -> bool:
@@ -541,11 +700,14 @@ class LabEngine:
         that is missing), then the formatter. True when the final answer is written. Refused again
         and again, the circuit breaker gives up what the orchestrator keeps leaving unresolved."""
         self.state = T.request_completion(self.state, answer_results)
-        blockers = gates.completion_blockers(self.state, audit=False)
-        if not blockers and gates.needs_audit(self.state):
-            await self._critic()
-            await self._route_critiques()
-            blockers = gates.completion_blockers(self.state)
+        if self.cfg.completion_gates == "paper":      # physics-intern's gates: it runs no audit of its own here
+            blockers = gates.paper_completion_blockers(self.state)
+        else:
+            blockers = gates.completion_blockers(self.state, audit=False)
+            if not blockers and gates.needs_audit(self.state):
+                await self._critic()
+                await self._route_critiques()
+                blockers = gates.completion_blockers(self.state)
         if blockers:
             self.state = T.refuse_completion(self.state, blockers)
             self.summary.append("completion refused (" + "; ".join(blockers) + ")")
@@ -558,10 +720,11 @@ class LabEngine:
         return False
 
     def _circuit_breaker(self) -> None:
-        if self.state.refused_completions < self.cfg.max_refused_completions or not self.state.active_ers():
+        paper = self.cfg.completion_gates == "paper"   # upstream: every working hypothesis, the questions stay
+        if self.state.refused_completions < self.cfg.max_refused_completions or not (paper or self.state.active_ers()):
             return
-        unresolved = [w.id for w in gates.unresolved_hypotheses(self.state)]
-        self.state = T.break_circuit(self.state, unresolved)
+        unresolved = [w.id for w in (gates.in_play(self.state) if paper else gates.unresolved_hypotheses(self.state))]
+        self.state = T.break_circuit(self.state, unresolved, drop_questions=not paper)
         self.summary.append("circuit breaker: " + (f"{', '.join(unresolved)} abandoned" if unresolved else
                                                    "completion refused again and again"))
         self.emit("system", what="circuit_breaker", text=self.state.events[-1].text)
@@ -593,7 +756,7 @@ class LabEngine:
                 hints = "\n".join(x for x in (o.method_hints, routing.hints_for_workers(snapshot)) if x)
                 prompt = lambda level: C.for_worker(  # noqa: E731 - rebuilt shorter if it does not fit
                     o.worker, self.ctx.problem, snapshot, self.windows.shrunk(level), target=o.target,
-                    instructions=o.instructions, method_hints=hints, relevant=o.relevant_results)
+                    instructions=o.instructions, method_hints=hints, relevant=o.relevant_results, views=self.views)
                 if o.worker == "computer":
                     bench = computer.Bench(self.env)
                     try:
@@ -619,7 +782,8 @@ class LabEngine:
                     budget = budget or budget_error(res) or res
                 self.state = T.dispatch_failed(self.state, did, _short(res))
                 continue
-            self.state, eid = T.add_evidence(self.state, target=o.target, role=o.worker, dispatch=did, **res)
+            self.state, eid = T.add_evidence(self.state, target=o.target, role=o.worker, dispatch=did,
+                                             drop_refuted=not self.cfg.keep_refuted_evidence, **res)
             self.summary.append(f"{o.worker} on {o.target} -> {eid}")
             self.emit("evidence", id=eid, role=o.worker, target=o.target)
         if budget is not None:
@@ -646,7 +810,7 @@ class LabEngine:
 
     def _file_audit(self, audit: critic.Audit, desk: critic.Desk) -> None:
         self._audited = True
-        self.state = T.record_audit(self.state)
+        self.state = T.record_audit(self.state, None if audit.critiques else audit.assessment)
         for why in desk.dropped:
             self.note("refused", f"critic: {why} (dropped from its audit)")
         filed = []
@@ -663,9 +827,11 @@ class LabEngine:
 
     async def _format(self, *, forced: bool, reason: str = "") -> bool:
         s, template = self.state, self.ctx.problem.answer_template
-        desk = formatter.Desk(s, template, forced)
+        always = forced and self.cfg.forced_answer == "always"
+        desk = formatter.Desk(s, template, forced, always=always)
         prompt = lambda level: C.for_formatter(  # noqa: E731 - rebuilt shorter if it does not fit
-            self.ctx.problem, s, self.windows.shrunk(level), forced=forced, reason=reason)
+            self.ctx.problem, s, self.windows.shrunk(level), forced=forced, reason=reason, views=self.views,
+            always=always)
         try:
             ans = await formatter.run(self.env, desk, prompt)
         except Exception as exc:
@@ -677,7 +843,7 @@ class LabEngine:
             return False
         for d in desk.dropped:
             self.note("refused", f"formatter: {d}")
-        out = formatter.assess(ans, s, template, forced=forced)
+        out = formatter.assess(ans, s, template, forced=forced, always=always)
         if out.bounce:
             self.state = T.bounce_completion(self.state, out.bounce)
             self.summary.append(f"formatter bounced back to the orchestrator ({out.bounce})")

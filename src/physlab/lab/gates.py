@@ -47,6 +47,31 @@ def completion_blockers(s: ResearchState, *, audit: bool = True) -> list[str]:
     return out
 
 
+def in_play(s: ResearchState) -> list[WorkingHypothesis]:
+    """Hypotheses neither established nor abandoned: physics-intern's working hypotheses."""
+    return [w for w in s.whs if w.status not in ("established", "abandoned")]
+
+
+def paper_completion_blockers(s: ResearchState) -> list[str]:
+    """physics-intern's completion gates (control/validation.py ``can_terminate``): a critic pass
+    once something passed review, every question closed, and every hypothesis established or
+    abandoned — a refuted one too. Nothing else: it needs no established result and no closed
+    critique (its critiques are routed in the iteration they are filed)."""
+    out: list[str] = []
+    if s.audits == 0 and any(r.verdict == "VERIFIED" for r in s.reviews):
+        out.append("no critic pass has occurred yet (one runs after every VERIFIED review)")
+    out += [f"{r.id} is still open: close it (answered or dropped) before completing" for r in s.rqs
+            if r.status == "open"]
+    for w in in_play(s):
+        if w.status == "verified":
+            out.append(f"{w.id} is VERIFIED but not promoted: it builds on {', '.join(unestablished(s, w.depends_on))};"
+                       f" establish that or abandon {w.id} (abandon_hypothesis)")
+        else:
+            out.append(f"{w.id} has no VERIFIED review ({w.status}): settle it with new evidence or abandon it "
+                       "(abandon_hypothesis)")
+    return out
+
+
 def unestablished(s: ResearchState, ids: Iterable[str]) -> list[str]:
     """The ids among ``ids`` (ER-n or WH-n) that are not established now, each with its status."""
     out = []

@@ -3,7 +3,7 @@ and when the critic runs."""
 
 from __future__ import annotations
 
-from physlab.lab.state.models import Critique, ResearchState
+from physlab.lab.state.models import Critique, ResearchState, SystemEvent
 
 
 def route_of(c: Critique) -> str:
@@ -55,6 +55,29 @@ def critic_reads_no_worker_output(targets: list[str]) -> bool:
 def critic_due(iteration: int, every: int, *, on_demand: bool = False) -> bool:
     """The critic audits every ``every`` iterations (0 disables the schedule) and on demand."""
     return on_demand or (every > 0 and iteration > 0 and iteration % every == 0)
+
+
+def critic_after_verified(iteration: int, last_audit: int, every: int, *, verified: bool) -> bool:
+    """physics-intern's cadence (engine.py): the critic after every iteration with a VERIFIED
+    review, and when ``every`` iterations have passed since its last audit (0: never on schedule)."""
+    return verified or (every > 0 and iteration - last_audit >= every)
+
+
+# The lab's events physics-intern shows its orchestrator (its SYSTEM EVENTS, AGENT FAILURES and
+# POST-INTEGRATION VIOLATIONS banners): rulings, the planner's answers and revisions, demotions and
+# what was given up, refused completions, failed calls, the physicist's messages.
+UPSTREAM_EVENTS = {"ruling", "planner", "demotion", "abandoned", "obsolete", "completion_refused", "formatter_bounce",
+                   "role_failed", "worker_failed", "violation", "circuit_breaker", "human", "model_failure"}
+
+
+def events_for_orchestrator(events: list[SystemEvent], *, views: str = "physlab") -> list[SystemEvent]:
+    """The system events the orchestrator is shown: all but the reviews (their verdicts have their
+    own section); with ``views="paper"`` only those physics-intern reports to it (a revised
+    strategy, not the first one)."""
+    if views != "paper":
+        return [e for e in events if e.kind not in ("review",)]
+    return [e for e in events if e.kind in UPSTREAM_EVENTS
+            or (e.kind == "strategy" and not e.text.startswith("strategy v1 "))]
 
 
 def human_lines_for_orchestrator(s: ResearchState, start: int) -> list[str]:

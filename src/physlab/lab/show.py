@@ -15,6 +15,7 @@ from physlab.lab.state.models import ResearchState
 from physlab.lab.workspace import RunWorkspace
 from physlab.run.files import STATE, is_run_dir
 from physlab.run.git import ENDED
+from physlab.run.math_text import markdown_to_text, math_to_text
 from physlab.run.status import read_run
 from physlab.run.summary import answer_files, read_calls, summarize, usage_by_role as run_usage_by_role
 
@@ -77,6 +78,24 @@ def evidence_behind(s: ResearchState) -> list[str]:
     return [ev.id for ev in s.evidence if ev.id in ids]
 
 
+def evidence_chain(s: ResearchState) -> list[dict[str, Any]]:
+    """The evidence the run's best answer rests on, whole: each worker's findings, derivation and
+    checks, and every script it ran with what the script printed (`runs show`, issue 44: the QEC
+    enumeration was only in state.json and the dashboard)."""
+    behind = set(evidence_behind(s))
+    chain = []
+    for ev in s.evidence:
+        if ev.id not in behind:
+            continue
+        scripts = [{"language": x.language, "code": x.code, "output": x.output} for x in ev.scripts]
+        if not scripts and ev.code.strip():  # evidence recorded before scripts were kept one by one
+            scripts = [{"language": "python", "code": ev.code, "output": ev.output}]
+        chain.append({"id": ev.id, "target": ev.target, "role": ev.role, "confidence": ev.confidence,
+                      "iteration": ev.iteration, "findings": ev.findings, "method": ev.method,
+                      "derivation": ev.derivation, "checks": ev.checks, "scripts": scripts})
+    return chain
+
+
 def derivations(s: ResearchState) -> list[dict[str, Any]]:
     """Every researcher's derivation (Markdown with LaTeX, whole), marked when the answer rests on it."""
     behind = set(evidence_behind(s))
@@ -112,6 +131,7 @@ def summary(run_dir: str | Path, last: int = 5) -> dict[str, Any]:
         "human_messages": [{"id": h.id, "kind": h.kind, "on": h.on, "routed_to": h.routed_to} for h in s.human_messages],
         "last_iterations": [subject for _, subject in ws.history() if not subject.startswith(ENDED)][:last],
         "derivations": derivations(s),
+        "evidence_behind_answer": evidence_chain(s),
     }
 
 
@@ -119,6 +139,9 @@ def render(data: dict[str, Any]) -> None:
     from rich.console import Console
 
     con = Console(highlight=False)
+    # Redirected (a file, a pager, grep), lines stay whole: code and formulas are not broken at 80
+    # columns. On a terminal, the terminal's width.
+    con.soft_wrap = not con.is_terminal
     if "iteration" not in data:  # not a lab run: its outcome and usage
         con.print(f"[bold]{data['problem_id']}[/] — {data['strategy']} with {data['model']}, status "
                   f"[bold]{data['status']}[/]" + _outcome(data))
@@ -133,27 +156,27 @@ def render(data: dict[str, Any]) -> None:
     con.print(f"run: {data['run']}")
     con.print("\n[bold]Established results[/]")
     for e in data["established_results"]:  # whole: a result cut short could end mid-formula
-        con.print(f"  {e['id']} ({e['wh']}): {e['claim']}"
+        con.print(f"  {e['id']} ({e['wh']}): {text(e['claim'])}"
                   + (f"\n      value: {e['value']}" if e.get("value") else ""), markup=False)
     if not data["established_results"]:
         con.print("  (none)")
     if data.get("best_answer"):
         con.print(f"[bold]Best current answer[/] (iteration {data['best_answer']['iteration']}): "
-                  f"{escape(data['best_answer']['standing_text'])}")
+                  f"{escape(text(data['best_answer']['standing_text']))}")
     if data["hypotheses"]:
         con.print("[bold]Working hypotheses[/]")
         for w in data["hypotheses"]:
-            con.print(f"  {w['id']} ({w['status']}): {clip(w['claim'], 240)}", markup=False)
+            con.print(f"  {w['id']} ({w['status']}): {clip(text(w['claim']), 240)}", markup=False)
     if data["open_questions"]:
         con.print("[bold]Open questions[/]")
         for r in data["open_questions"]:
-            con.print(f"  {r['id']}: {clip(r['question'], 240)}", markup=False)
+            con.print(f"  {r['id']}: {clip(text(r['question']), 240)}", markup=False)
     if data["critiques"]:
         con.print("[bold]Critiques[/]  " + ", ".join(f"{c['id']}→{c['target']} {c['status']}" for c in data["critiques"]))
     con.print("\n[bold]Last iterations[/]")
     for subject in data["last_iterations"]:
         con.print(f"  {clip(subject, 300)}", markup=False)
-    _derivations(con, data["derivations"])
+    _evidence(con, data.get("evidence_behind_answer") or [], data["derivations"])
     _answer(con, data)
     _usage_table(con, data)
 
@@ -187,29 +210,63 @@ def _answer(con: Any, data: dict[str, Any]) -> None:
         title = "Final answer[/]"
     con.print("\n[bold]" + title)
     if answer:
-        con.print(answer.rstrip(), markup=False)
+        con.print(text(answer.rstrip()), markup=False)
     if code and (not answer or code.strip() not in answer):
         con.print(f"\n{code.rstrip()}", markup=False)
-    if data.get("answer_latex"):
-        con.print("\n[bold]The answer as LaTeX[/] (its value, as the grader read it)")
-        con.print(data["answer_latex"], markup=False, soft_wrap=True)
+    if data.get("answer_latex"):  # the LaTeX itself is in `--json` (answer_latex)
+        con.print("\n[bold]The answer's value[/] (as the grader read it)")
+        con.print(math_to_text(data["answer_latex"]), markup=False, soft_wrap=True)
 
 
-def _derivations(con: Any, items: list[dict[str, Any]]) -> None:
-    """The derivations the answer rests on, whole (the latest one when it rests on none); the
-    others are counted, and are whole in RESEARCH_STATE.md and `--json`."""
-    shown = [d for d in items if d["behind_answer"]] or items[-1:]
-    if not shown:
-        return
-    for d in shown:
-        why = "the answer rests on it" if d["behind_answer"] else "the latest"
-        con.print(f"\n[bold]Derivation {d['id']}[/] ({escape(d['role'])} on {escape(d['target'])}, "
-                  f"{escape(d['confidence'])}, iteration {d['iteration']}; {why})")
-        con.print(d["derivation"].strip(), markup=False)
-        for check in d["checks"]:
-            con.print(f"  check: {check}", markup=False)
-    if len(items) > len(shown):
-        con.print(f"({len(items) - len(shown)} more derivations in RESEARCH_STATE.md and `runs show --json`)")
+def text(markdown: str) -> str:
+    """Markdown as a terminal shows it: each formula written as text (``physlab.run.math_text``)."""
+    return markdown_to_text(markdown)
+
+
+def _evidence(con: Any, chain: list[dict[str, Any]], derivations: list[dict[str, Any]]) -> None:
+    """The evidence the answer rests on, whole: findings, derivation, checks, and each script with
+    what it printed. When it rests on none (no answer yet), the latest derivation. The other
+    derivations are counted; they are whole in RESEARCH_STATE.md and `--json`."""
+    if not chain:
+        latest = derivations[-1:]
+        for d in latest:
+            con.print(f"\n[bold]Derivation {d['id']}[/] ({escape(d['role'])} on {escape(d['target'])}, "
+                      f"{escape(d['confidence'])}, iteration {d['iteration']}; the latest)")
+            _derivation(con, d)
+        shown = len(latest)
+    else:
+        con.print("\n[bold]The evidence the answer rests on[/]")
+        for ev in chain:
+            con.print(f"\n[bold]Evidence {ev['id']}[/] ({escape(ev['role'])} on {escape(ev['target'])}, "
+                      f"{escape(ev['confidence'])}, iteration {ev['iteration']})")
+            if ev["findings"].strip():
+                con.print(f"findings: {text(ev['findings'].strip())}", markup=False)
+            if ev["method"].strip():
+                con.print(f"method: {text(ev['method'].strip())}", markup=False)
+            if ev["derivation"].strip():
+                con.print("[bold]Derivation[/]")
+            _derivation(con, ev)
+            for n, script in enumerate(ev["scripts"], 1):
+                con.print(f"[bold]Script {n} of {len(ev['scripts'])}[/] ({escape(script['language'])}), as it ran:")
+                con.print(f"```{script['language']}\n{script['code'].rstrip()}\n```", markup=False)
+                con.print("what it printed:", style="bold")
+                con.print(script_output(script["output"]), markup=False)
+        shown = sum(1 for d in derivations if d["id"] in {ev["id"] for ev in chain})
+    if len(derivations) > shown:
+        con.print(f"({len(derivations) - shown} more derivations in RESEARCH_STATE.md and `runs show --json`)")
+
+
+def _derivation(con: Any, d: dict[str, Any]) -> None:
+    if d["derivation"].strip():
+        con.print(text(d["derivation"].strip()), markup=False)
+    for check in d["checks"]:
+        con.print(f"  check: {text(check)}", markup=False)
+
+
+def script_output(raw: str) -> str:
+    """A script's recorded output as it printed it, without the empty ``STDERR:`` header the
+    tool return carries when the script wrote nothing there."""
+    return re.sub(r"\n?STDERR:\n?\s*\Z", "", raw.rstrip()).rstrip() or "(nothing)"
 
 
 def _outcome(data: dict[str, Any]) -> str:

@@ -111,7 +111,8 @@ class LabTools:
 
     def tools(self, role: str) -> list[Tool[Any]]:
         out: list[Tool[Any]] = []
-        if role in CAS_ROLES and self.choice.cas and len(self.languages()) > 1:
+        judge_without_tools = role in ("reviewer", "adjudicator") and not self.env.judges_compute
+        if role in CAS_ROLES and self.choice.cas and len(self.languages()) > 1 and not judge_without_tools:
             out.append(Tool(self._execute, takes_ctx=True, name="execute", description=CAS_TOOL.format(
                 languages=", ".join(self.languages()), systems=cas.describe(self.statuses))))
         if role in LITERATURE_ROLES and self.library is not None:

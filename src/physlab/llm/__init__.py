@@ -7,39 +7,43 @@
 - :func:`problem_prompt_parts`: user prompt parts (text + images) for a problem.
 - :mod:`physlab.llm.standin`: the OpenAI-compatible stand-in server for tests and benchmarks.
 
-Heavy imports (pydantic-ai) are deferred until one of these names is used.
+Every name is imported on first use (pydantic and pydantic-ai are not paid by a help text).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from physlab.llm.usage import Budget, CallRecord, Usage
+from physlab.lazy import lazy_exports
 
-_LAZY = {
-    "RunModels": "physlab.llm.models",
-    "build_provider_model": "physlab.llm.models",
-    "parse_spec": "physlab.llm.models",
-    "RunMeter": "physlab.llm.meter",
-    "read_calls": "physlab.llm.meter",
-    "ModelDefaults": "physlab.llm.defaults",
-    "ModelRegistry": "physlab.llm.defaults",
-    "RecordingModel": "physlab.llm.recording",
-    "seam_model": "physlab.llm.seam",
-    "RetryPolicy": "physlab.llm.defaults",
-    "register_scenario": "physlab.llm.scripted",
-    "register_scenario_module": "physlab.llm.scripted",
-    "problem_prompt_parts": "physlab.llm.prompt",
-    "structured_output": "physlab.llm.output",
-    "fitting": "physlab.llm.context_fit",
+if TYPE_CHECKING:
+    from physlab.llm.context_fit import fitting
+    from physlab.llm.defaults import ModelDefaults, ModelRegistry, RetryPolicy
+    from physlab.llm.meter import RunMeter, read_calls
+    from physlab.llm.models import RunModels, build_provider_model, parse_spec
+    from physlab.llm.output import structured_output
+    from physlab.llm.prompt import problem_prompt_parts
+    from physlab.llm.recording import RecordingModel
+    from physlab.llm.scripted import register_scenario, register_scenario_module
+    from physlab.llm.seam import seam_model
+    from physlab.llm.usage import Budget, CallRecord, Usage
+
+# Each name is imported from its module on first use: the command line imports this package to
+# register its commands (and `physlab.llm.usage` is pydantic), and a help text should not pay for it.
+_FROM: dict[str, tuple[str, ...]] = {
+    "physlab.llm.usage": ("Budget", "CallRecord", "Usage"),
+    "physlab.llm.models": ("RunModels", "build_provider_model", "parse_spec"),
+    "physlab.llm.meter": ("RunMeter", "read_calls"),
+    "physlab.llm.defaults": ("ModelDefaults", "ModelRegistry", "RetryPolicy"),
+    "physlab.llm.recording": ("RecordingModel",),
+    "physlab.llm.seam": ("seam_model",),
+    "physlab.llm.scripted": ("register_scenario", "register_scenario_module"),
+    "physlab.llm.prompt": ("problem_prompt_parts",),
+    "physlab.llm.output": ("structured_output",),
+    "physlab.llm.context_fit": ("fitting",),
 }
+__all__ = ["Budget", "CallRecord", "Usage", "RunModels", "build_provider_model", "parse_spec", "RunMeter",
+           "read_calls", "ModelDefaults", "ModelRegistry", "RetryPolicy", "RecordingModel", "seam_model",
+           "register_scenario", "register_scenario_module", "problem_prompt_parts", "structured_output", "fitting"]
 
-__all__ = ["Budget", "CallRecord", "Usage", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'physlab.llm' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _FROM)

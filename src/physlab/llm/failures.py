@@ -23,6 +23,7 @@ from physlab.llm import advice
 from physlab.llm.defaults import RetryPolicy
 from physlab.llm.errors import BudgetExceeded, ReplayError, find_error
 from physlab.llm.http_capture import ReplyDeadline, ReplyOverflow
+from physlab.llm.redact import redact_text
 from physlab.llm.server_limits import message_of, refused_shape
 
 TOOLS_HINT = advice.TOOLS_HINT
@@ -58,28 +59,29 @@ def timed_out(exc: BaseException | str | None) -> bool:
     return isinstance(exc, ModelRequestTimeout) or find_error(exc, ReplyDeadline) is not None
 
 
-def describe(exc: BaseException) -> str:
-    """The exception's type and its server's message, on one line (calls.jsonl ``error``)."""
+def describe(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
+    """The exception's type and its server's message, on one line (calls.jsonl ``error``), with the
+    keys in use (``secrets``) and token-shaped strings redacted: a server may echo the key it got."""
     status = getattr(exc, "status_code", None)
     text = message_of(exc) if isinstance(exc, ModelAPIError) else (str(exc).splitlines()[0] if str(exc) else "")
-    return (f"{type(exc).__name__}: " + (f"HTTP {status}: " if status else "") + text)[:500]
+    return redact_text(f"{type(exc).__name__}: " + (f"HTTP {status}: " if status else "") + text, secrets)[:500]
 
 
 def named_cause(exc: BaseException, *, role: str, url: str | None, key_note: str | None,
-                model: str) -> str:
+                model: str, secrets: tuple[str, ...] = ()) -> str:
     """One line for a failure that will not be retried (or no longer): what happened, where, and
-    what to try."""
-    where = f" at {url}" if url else ""
+    what to try (the server's words redacted: :func:`describe`)."""
+    where, said = (f" at {url}" if url else ""), describe(exc, secrets)
     if isinstance(exc, ModelAuthenticationError) or getattr(exc, "status_code", None) in (401, 403):
         hint = key_note or "check the API key (--api-key-env NAME names the variable that holds it)"
-        return f"{role}: the server{where} refused the credentials ({describe(exc)}); {hint}"
+        return f"{role}: the server{where} refused the credentials ({said}); {hint}"
     if isinstance(exc, ModelNotFoundError) or getattr(exc, "status_code", None) == 404:
         return (f"{role}: the server{where} does not serve model '{model.split(':', 1)[-1]}' "
-                f"({describe(exc)}); check the name it serves (GET {url or ''}/models)")
+                f"({said}); check the name it serves (GET {url or ''}/models)")
     if isinstance(exc, (ModelConnectionError, ModelRequestTimeout)):
         what = "timed out" if isinstance(exc, ModelRequestTimeout) else "could not be reached"
-        return f"{role}: {url or 'the model server'} {what} ({describe(exc)})"
-    return f"{role}: model request failed{where}: {describe(exc)}"
+        return f"{role}: {url or 'the model server'} {what} ({said})"
+    return f"{role}: model request failed{where}: {said}"
 
 
 @dataclass

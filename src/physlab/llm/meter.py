@@ -60,6 +60,9 @@ def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
             if line.lstrip().startswith("{"):  # a record cut short; anything else is not calls.jsonl
                 continue
             raise UserError(f"line {n} is not JSON: not a calls.jsonl file", path=path) from None
+        except RecursionError:  # nested deeper than any record PhysLab writes: made to crash the reader
+            raise UserError(f"line {n} is nested too deeply to be a call record: not a calls.jsonl file",
+                            path=path) from None
         if not isinstance(data, dict):
             raise UserError(f"line {n} is not a call record (expected a JSON object): not a calls.jsonl file",
                             path=path)
@@ -68,6 +71,9 @@ def read_calls(path: str | Path, *, bodies: bool = True) -> list[CallRecord]:
             data.pop("response", None)
         try:
             out.append(CallRecord.model_validate(data))
+        except RecursionError:
+            raise UserError(f"line {n} is nested too deeply to be a call record: not a calls.jsonl file",
+                            path=path) from None
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(x) for x in err["loc"])

@@ -407,7 +407,8 @@ class RunModels:
                 defaults=ep.defaults, retry=self.retry or ep.defaults.retry,
                 cost=ep.pricer if ep.pricer is not None else (ep.book.cost_of if ep.book else None),
                 model_label=ep.book.model_of if ep.book else None, output_state=ep.state, limits=ep.limits,
-                events=self.events, endpoint=ep.api_base, key_note=ep.key.note if ep.key else None)
+                events=self.events, endpoint=ep.api_base, key_note=ep.key.note if ep.key else None,
+                secrets=(ep.key.key,) if ep.key and ep.key.key else ())
         return self._roles[role]
 
     def limits(self, spec: str | None = None) -> ModelLimits:

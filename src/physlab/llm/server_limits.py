@@ -17,9 +17,12 @@ from typing import Any, Mapping
 
 from pydantic_ai.exceptions import ModelAPIError, ModelContextWindowExceededError, ModelHTTPError
 
+from physlab.llm.redact import redact_text
+
 
 def message_of(exc: BaseException) -> str:
-    """The server's error text (the body's message when there is one), on one line."""
+    """The server's error text (the body's message when there is one), on one line, token-shaped
+    strings redacted (:mod:`physlab.llm.redact`)."""
     body = getattr(exc, "body", None)
     text = ""
     if isinstance(body, dict):
@@ -29,7 +32,7 @@ def message_of(exc: BaseException) -> str:
             text = json.dumps(body)[:2000]
     elif isinstance(body, (str, bytes)):
         text = body.decode(errors="replace") if isinstance(body, bytes) else body
-    return " ".join((text or str(exc)).split())
+    return redact_text(" ".join((text or str(exc)).split()))
 
 
 # ---- rate limits -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 
 import pydantic_core
 
-from physlab.errors import naming_the_file
+from physlab.errors import UserError, naming_the_file
 
 PROBLEM = "PROBLEM.md"
 CALLS = "calls.jsonl"
@@ -40,6 +40,16 @@ MARKERS = (STATE, METRICS, CALLS, OPTIONS)
 def is_run_dir(path: Path) -> bool:
     """A directory a run made, not any directory a typo names."""
     return path.is_dir() and any((path / m).is_file() for m in (*MARKERS, PROBLEM))
+
+
+def check_run_dir(path: Path, field: str = "--resume") -> None:
+    """One line (a ``UserError``) when ``path`` is not a run's directory: a typo or a folder of
+    something else is said first, before anything a resume would ask for (its model, its problem)."""
+    if not path.exists():
+        raise UserError("no such run directory", path=path, field=field)
+    if not is_run_dir(path):
+        what = "a file" if not path.is_dir() else f"it holds none of {', '.join((OPTIONS, METRICS, STATE, CALLS, PROBLEM))}"
+        raise UserError(f"not a run directory ({what})", path=path, field=field)
 
 
 def default_workspace(problem_id: str, strategy: str, root: Path | str = "runs") -> Path:

@@ -14,17 +14,23 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from physlab.errors import UserError
 from physlab.llm.usage import Budget
 from physlab.tools.choice import ToolChoice
 
 OutputMode = Literal["tool", "native", "constrained", "prompted", "auto"]
 ConsoleMode = Literal["live", "lines", "json", "quiet"]
+# How every strategy is set: PhysLab's defaults (its improvements on, each a switch), or each
+# strategy's published setting (`--protocol paper`; the strategies' own parameter tables say what
+# that sets). A --param given explicitly wins over either.
+ProtocolName = Literal["physlab", "paper"]
+PROTOCOLS: tuple[ProtocolName, ...] = ("physlab", "paper")
 
 # The flag each option comes from on `physlab solve`, for what a resume says about it.
 FLAGS: dict[str, str] = {
     "strategy": "--strategy", "model": "--model", "api_base": "--api-base", "api_key_env": "--api-key-env",
     "output_mode": "--output-mode", "models_config": "--models-config", "max_in_flight": "--max-in-flight",
-    "seed": "--seed", "tools": "--tools",
+    "seed": "--seed", "tools": "--tools", "protocol": "--protocol",
 }
 BUDGET_FLAGS: dict[str, str] = {"max_calls": "--max-calls", "max_tokens": "--max-tokens",
                                 "max_cost_usd": "--max-cost", "max_wall_s": "--max-wall"}
@@ -57,6 +63,19 @@ class RunOptions(BaseModel):
     seed: int = 0
     console: ConsoleMode | None = Field(default=None, description="The progress display the run was started "
                                                                   "with (a resume picks its own).")
+    protocol: ProtocolName = Field(default="physlab", description="physlab: PhysLab's defaults; paper: every "
+                                                                  "strategy at its published setting (params "
+                                                                  "given explicitly win).")
+
+
+def check_protocol(value: str | None, flag: str = "--protocol") -> ProtocolName | None:
+    """A protocol's name as given (None: not given), or one UserError line naming the choices."""
+    if value is None:
+        return None
+    for name in PROTOCOLS:
+        if value == name:
+            return name
+    raise UserError(f"expected one of {', '.join(PROTOCOLS)}, got '{value}'", field=flag)
 
 
 def registry_path(path: str | os.PathLike[str] | None, *, environment: bool = True) -> str | None:

@@ -14,6 +14,7 @@ line, exit 2). A listing of many runs shows such a run as ``damaged`` with that 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from physlab.run.attempt import AttemptStatus
 from physlab.run.checkpoints import Checkpoint
 from physlab.run.files import METRICS, OPTIONS, read_bytes, read_text, write_atomic
 from physlab.run.options import RunOptions
+from physlab.run.seal import is_sealed, sealed_json
 
 RECORD_VERSION = 1
 
@@ -84,6 +86,8 @@ class RunStart(BaseModel):
                                                                "`physlab solve` takes it (None: built in code).")
     options: RunOptions
     servers: dict[str, Server] = Field(default_factory=dict)
+    seal: str | None = Field(default=None, exclude=True, description="This machine's HMAC of the file "
+                                                                     "(physlab.run.seal); added when written.")
 
 
 class RunRecord(BaseModel):
@@ -129,6 +133,13 @@ class RunRecord(BaseModel):
                                      "it from the code's answer tree (graded or not); None for a written answer.")
     state_digest: str | None = Field(default=None, description="sha256 of state.json as the run ended (a state "
                                      "changed since -- a rewind, a later session -- is newer than this record).")
+    protocol: str = Field(default="physlab", description="The protocol the strategy was set by (--protocol): "
+                                                         "physlab, or paper (its published setting).")
+    strategy_params: dict[str, Any] = Field(default_factory=dict, description="Every parameter of the strategy "
+                                            "as the run used it: its defaults under the protocol, then the "
+                                            "--params given.")
+    seal: str | None = Field(default=None, exclude=True, description="This machine's HMAC of the file "
+                                                                     "(physlab.run.seal); added when written.")
     # Not in metrics.json: the answer as the run wrote it (ANSWER.md, answer.py), and where.
     answer_text: str | None = Field(default=None, exclude=True)
     answer_code: str | None = Field(default=None, exclude=True)
@@ -235,12 +246,25 @@ def read_start(ws: Path) -> RunStart | None:
 
 
 def write_record(ws: Path, record: RunRecord) -> None:
-    """metrics.json, replaced whole: whoever reads it meanwhile sees the old record or the new one."""
-    write_atomic(Path(ws) / METRICS, record.model_dump_json(indent=2) + "\n")
+    """metrics.json, replaced whole: whoever reads it meanwhile sees the old record or the new one.
+    Sealed as written on this machine (:mod:`physlab.run.seal`)."""
+    write_atomic(Path(ws) / METRICS, sealed_json(json.loads(record.model_dump_json())))
 
 
 def write_start(ws: Path, start: RunStart) -> None:
-    write_atomic(Path(ws) / OPTIONS, start.model_dump_json(indent=2) + "\n")
+    """run.json, sealed as written on this machine."""
+    write_atomic(Path(ws) / OPTIONS, sealed_json(json.loads(start.model_dump_json())))
+
+
+def options_file(ws: Path) -> Path:
+    """The file a resume takes the run's options from: run.json, else (a run made before PhysLab
+    wrote it) metrics.json."""
+    return Path(ws) / OPTIONS if (Path(ws) / OPTIONS).is_file() else Path(ws) / METRICS
+
+
+def written_here(ws: Path) -> bool:
+    """Whether the file the run's options come from was written on this machine and not edited since."""
+    return is_sealed(read_bytes(options_file(ws)))
 
 
 def recorded_options(ws: Path) -> tuple[RunOptions | None, str | None]:

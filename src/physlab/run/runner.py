@@ -63,7 +63,7 @@ from physlab.run.record import (
     write_record,
     write_start,
 )
-from physlab.run.resume import check_servers, registry_for, servers_for
+from physlab.run.resume import check_servers, registry_for, resume_lines, servers_for
 from physlab.run.status import read_run
 from physlab.tools.choice import ToolChoice
 
@@ -303,6 +303,9 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
                              resume=resuming, events=emit, reference_solution=reference,
                              tools=options.tools or default_tools(problem))
         emit("run_started", strategy=name, model=options.model, problem_id=problem.id, workspace=str(ws))
+        if resuming:  # before the first request: where it goes, with which key variable, and the tools
+            for line in resume_lines(options, registry):
+                emit("notice", text=f"resume: {line}")
         if resuming and recorded is not None:  # what a flag given now changes of the run's options
             for line in differences(recorded.options, options):
                 emit("notice", text=f"resume: {line}")
@@ -320,7 +323,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
         attempt.verdict = await _grade(attempt, problem, bound)
         if bound is not None:
             await grade_checkpoints(attempt.checkpoints, bound)
-        record = _record(attempt, meter, models, start, ws, datetime.now(timezone.utc))
+        record = _record(attempt, meter, models, start, ws, datetime.now(timezone.utc), strategy.params)
         record.answer_latex = await _answer_latex(attempt, equivalence)
         write_record(ws, _kept_answer(record, before[0]) if resuming else record)
         _commit_outcome(attempt, ws)
@@ -454,7 +457,7 @@ async def _answer_latex(attempt: Attempt, equivalence: Equivalence) -> str | Non
 
 
 def _record(attempt: Attempt, meter: RunMeter, models: RunModels, start: RunStart, ws: Path,
-            finished_at: datetime) -> RunRecord:
+            finished_at: datetime, params: Any = None) -> RunRecord:
     """The session's record (metrics.json), with the answer as written."""
     record = RunRecord.model_validate({
         "problem_id": attempt.problem_id,
@@ -483,9 +486,17 @@ def _record(attempt: Attempt, meter: RunMeter, models: RunModels, start: RunStar
         "problem_spec": start.problem_spec,
         "servers": start.servers,
         "state_digest": digest(read_bytes(ws / STATE)),
+        "protocol": start.options.protocol,
+        "strategy_params": _params_json(params),
     })
     record.answer_text, record.answer_code, record.workspace = attempt.answer_text, attempt.answer_code, ws
     return record
+
+
+def _params_json(params: Any) -> dict[str, Any]:
+    """A strategy's parameters, every one, as this session used them (metrics.json)."""
+    dump = getattr(params, "model_dump", None)
+    return dump(mode="json") if dump is not None else {}
 
 
 def _kept_answer(record: RunRecord, before: RunRecord | None) -> RunRecord:

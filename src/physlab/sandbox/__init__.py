@@ -13,7 +13,8 @@ Backends: ``bwrap`` (bubblewrap; no network, own PID/mount/user namespaces per r
 and Python, private tmpfs work dir, scrubbed environment) and the weaker ``rlimit`` fallback (limits,
 scrubbed environment, private temp dir, process cleanup). ``auto`` probes bubblewrap once;
 ``PHYSLAB_SANDBOX_BACKEND`` forces one. Runs go to warm workers that have imported sympy, numpy,
-scipy, mpmath and matplotlib and fork a fresh child per run.
+scipy, mpmath and matplotlib (or, for a one-run command, only what ``preload`` names) and fork a
+fresh child per run.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Warm sandbox worker ("zygote"). Standard library only: this file runs *inside* the sandbox.
 
-It pre-imports the scientific stack once; then, for every run, it forks a one-run manager *before*
-any request arrives, and the manager reads the request:
+It pre-imports the scientific stack once (or the part of it its pool asked for); then, for every
+run, it forks a one-run manager *before* any request arrives, and the manager reads the request:
 
     zygote ── M  (reads ONE request; new user+mount+PID+IPC namespaces, fresh /tmp and /dev/shm;
               │   relays the run's output, enforces the deadline, writes the reply, exits)
@@ -47,7 +47,9 @@ from _zygote_common import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
     PR_SET_PDEATHSIG,
+    PRELOAD_ENV,
     RUN_UID_BASE,
+    SCIENTIFIC_STACK,
     _libc,
     _prctl,
     b64,
@@ -256,6 +258,19 @@ def _unhide_proc() -> None:
         _libc.umount2(t.encode(), MNT_DETACH)
 
 
+def preload_names() -> tuple[str, ...]:
+    """What the launcher asked this worker to import (the whole stack unless it said otherwise);
+    only names of the stack, whatever else the variable holds."""
+    raw = os.environ.pop(PRELOAD_ENV, None)
+    if raw is None:
+        return SCIENTIFIC_STACK
+    try:
+        asked = json.loads(raw)
+    except ValueError:
+        return SCIENTIFIC_STACK
+    return tuple(n for n in SCIENTIFIC_STACK if isinstance(asked, list) and n in asked)
+
+
 def preload() -> list[str]:
     cache = os.environ.pop("PHYSLAB_ZYGOTE_MPLCACHE", "")
     mine = os.environ.get("MPLCONFIGDIR", "")
@@ -264,10 +279,7 @@ def preload() -> list[str]:
 
         shutil.copytree(cache, mine, dirs_exist_ok=True)
     loaded = []
-    for name in ("sympy", "numpy", "scipy", "scipy.integrate", "scipy.special", "scipy.linalg",
-                 "scipy.optimize", "mpmath", "matplotlib", "matplotlib.pyplot",
-                 # the grader's reader of written (LaTeX) answers runs in the sandbox too
-                 "latex2sympy2_extended", "pint"):
+    for name in preload_names():
         try:
             __import__(name)
             loaded.append(name)

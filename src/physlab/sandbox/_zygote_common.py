@@ -20,6 +20,15 @@ MNT_DETACH = 2
 SANDBOX_UID = 1000  # the uid the user's code sees inside a nested user namespace
 RUN_UID_BASE = 1_600_000_000  # rlimit backend as root: user code runs as RUN_UID_BASE + worker pid
 
+# What a warm worker imports before its first run, so that each run forked from it starts with them
+# loaded: the scientific stack the lab's code uses, and the grader's reader of written (LaTeX)
+# answers. A pool may ask for fewer (``physlab.sandbox.preload``): a one-run command pays only for
+# what its run uses. The launcher passes the choice in PRELOAD_ENV (a JSON list of these names).
+SCIENTIFIC_STACK = ("sympy", "numpy", "scipy", "scipy.integrate", "scipy.special", "scipy.linalg",
+                    "scipy.optimize", "mpmath", "matplotlib", "matplotlib.pyplot",
+                    "latex2sympy2_extended", "pint")
+PRELOAD_ENV = "PHYSLAB_ZYGOTE_PRELOAD"
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _HDR = struct.Struct(">Q")
 MAX_REQUEST = 512 * 1024 * 1024

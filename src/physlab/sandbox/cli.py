@@ -28,6 +28,7 @@ def run_cmd(
                                                 "extension; Python for any other)"),
 ) -> None:
     """Run SCRIPT in the sandbox; exit with its exit code (124 on timeout)."""
+    from physlab.sandbox import preload
     from physlab.sandbox.core import Sandbox
     from physlab.sandbox.types import SandboxLimits
     from physlab.tools import cas  # the CLI sits above both layers
@@ -51,7 +52,9 @@ def run_cmd(
         raise UserError(f"cannot read the script as UTF-8 text ({exc.__class__.__name__})", path=script)
     if language != "python" and not cas.system_status(language).available:
         raise cas.SystemUnavailable(cas.system_status(language).reason)  # before starting any worker
-    sb = Sandbox(backend, workers=1)
+    # One run: its worker imports the stack's modules the script names (as the lab's warm workers
+    # have them), not the whole stack (physlab.sandbox.preload).
+    sb = Sandbox(backend, workers=1, preload=preload.for_script(code) if language == "python" else preload.NONE)
     try:
         res = cas.execute_sync(code, language, sb, SandboxLimits(timeout_s=timeout, memory_mb=memory_mb))
     finally:

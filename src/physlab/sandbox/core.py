@@ -1,7 +1,8 @@
 """Sandbox front door: run untrusted Python, isolated, limited, fast.
 
 ``Sandbox(backend="auto"|"bwrap"|"rlimit")``. Every run goes to a warm worker (a "zygote" that
-has imported sympy/numpy/scipy/mpmath/matplotlib); for each run the worker forks a one-run manager
+has imported sympy/numpy/scipy/mpmath/matplotlib, or only what ``preload`` names: a one-run
+command's workers import what its run uses); for each run the worker forks a one-run manager
 *before* the request exists, and only that manager reads it (see ``_zygote.py``):
 
 * bwrap backend — the zygote lives inside bubblewrap (no network, own PID/IPC/UTS namespaces,
@@ -32,7 +33,7 @@ import threading
 import weakref
 
 from physlab.errors import UserError
-from physlab.sandbox import launch
+from physlab.sandbox import launch, preload as preloads
 from physlab.sandbox._zygote_common import bad_name
 from physlab.sandbox.pool import Pool, _close_all, warm_pools
 from physlab.sandbox.types import SandboxLimits, SandboxResult
@@ -50,11 +51,14 @@ class Sandbox:
     """Runs untrusted Python on warm workers. ``trusted`` is a second sandbox with workers of its
     own for trusted code that holds secrets (the grader's comparisons with the reference)."""
 
-    def __init__(self, backend: str = "auto", *, workers: int | None = None, _model: "Sandbox | None" = None) -> None:
+    def __init__(self, backend: str = "auto", *, workers: int | None = None, preload: tuple[str, ...] | None = None,
+                 _model: "Sandbox | None" = None) -> None:
         self.requested = backend
         self.backend = launch.resolve_backend(backend) if _model is None else _model.backend
         self.workers = workers or os.cpu_count() or 2
-        self._pool = Pool(self.backend, self.workers)
+        # what its workers import before their first run (``physlab.sandbox.preload``; None: the whole stack)
+        self.preload = preloads.FULL if preload is None else preloads.check(preload)
+        self._pool = Pool(self.backend, self.workers, self.preload)
         self._trusted: Sandbox | None = self if _model is not None else None
         self._trusted_lock = threading.Lock()
         # a Sandbox dropped without close() must not leave its warm workers running
@@ -62,10 +66,10 @@ class Sandbox:
 
     @property
     def trusted(self) -> "Sandbox":
-        """The sandbox for trusted code, made on first use: same backend and size, its own pool."""
+        """The sandbox for trusted code, made on first use: same backend, size and preload, its own pool."""
         with self._trusted_lock:
             if self._trusted is None:
-                self._trusted = Sandbox(self.requested, workers=self.workers, _model=self)
+                self._trusted = Sandbox(self.requested, workers=self.workers, preload=self.preload, _model=self)
             return self._trusted
 
     def _request(self, code: str, limits: SandboxLimits, files, collect, stdin) -> dict:

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from physlab.errors import UserError
+from physlab.sandbox._zygote_common import PRELOAD_ENV, SCIENTIFIC_STACK
 
 BACKENDS = ("auto", "bwrap", "rlimit")
 ENV_VAR = "PHYSLAB_SANDBOX_BACKEND"
@@ -110,10 +111,12 @@ def run_env() -> dict[str, str]:
     }
 
 
-def zygote_env(backend: str, run_root: str, rebind: list[list[str]] | None = None) -> dict[str, str]:
+def zygote_env(backend: str, run_root: str, rebind: list[list[str]] | None = None, *,
+               preload: tuple[str, ...] = SCIENTIFIC_STACK) -> dict[str, str]:
     import json
 
     env = dict(run_env())
+    env[PRELOAD_ENV] = json.dumps(list(preload))
     env["HOME"] = run_root
     env["MPLCONFIGDIR"] = os.path.join(run_root, ".mpl-zygote")
     env["PHYSLAB_ZYGOTE_MPLCACHE"] = MPL_CACHE_IN_BOX if backend == "bwrap" else (mpl_cache() or "")
@@ -306,15 +309,16 @@ def resolve_backend(backend: str | None) -> str:
 _spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="physlab-sandbox-spawn")
 
 
-def start_zygote(backend: str) -> tuple[subprocess.Popen, str | None]:
-    """Start one warm worker. Returns the process and (rlimit backend) its private directory."""
-    return _spawner.submit(_start_zygote, backend).result()
+def start_zygote(backend: str, preload: tuple[str, ...] = SCIENTIFIC_STACK) -> tuple[subprocess.Popen, str | None]:
+    """Start one warm worker that imports ``preload`` (``physlab.sandbox.preload``). Returns the
+    process and (rlimit backend) its private directory."""
+    return _spawner.submit(_start_zygote, backend, preload).result()
 
 
-def _start_zygote(backend: str) -> tuple[subprocess.Popen, str | None]:
+def _start_zygote(backend: str, preload: tuple[str, ...] = SCIENTIFIC_STACK) -> tuple[subprocess.Popen, str | None]:
     python = python_executable()
     if backend == "bwrap":
-        env = zygote_env("bwrap", RUN_ROOT_IN_BOX, python_mounts()[1])
+        env = zygote_env("bwrap", RUN_ROOT_IN_BOX, python_mounts()[1], preload=preload)
         argv = bwrap_argv([python, "-I", ZYGOTE_IN_BOX], env)
         cwd, private = "/", None
         proc_env = {"PATH": "/usr/bin:/bin"}
@@ -323,7 +327,7 @@ def _start_zygote(backend: str) -> tuple[subprocess.Popen, str | None]:
 
         private = tempfile.mkdtemp(prefix="physlab-sb-")
         os.chmod(private, 0o711)  # the runs' own uid (when we are root) enters its work dir here
-        env = zygote_env("rlimit", private)
+        env = zygote_env("rlimit", private, preload=preload)
         argv = [python, "-I", str(ZYGOTE_SRC)]
         cwd, proc_env = private, env
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None if os.environ.get("PHYSLAB_SANDBOX_DEBUG") else subprocess.DEVNULL,

@@ -22,6 +22,7 @@ import time
 import weakref
 
 from physlab.sandbox import launch, reap
+from physlab.sandbox._zygote_common import SCIENTIFIC_STACK
 
 _HDR = struct.Struct(">Q")
 GRACE_S = 10.0  # beyond the run's own timeout before a worker counts as wedged
@@ -35,14 +36,14 @@ class WorkerDied(Exception):
 
 
 class Worker:
-    def __init__(self, backend: str):
+    def __init__(self, backend: str, preload: tuple[str, ...] = SCIENTIFIC_STACK):
         self.backend = backend
-        self.proc, self.private = launch.start_zygote(backend)
+        self.proc, self.private = launch.start_zygote(backend, preload)
         self.runs = 0
         self.idle = True  # the zygote said its last run is over and reaped
         self.hello: dict = {}
         try:
-            self.hello = self._read(time.monotonic() + 120)  # imports sympy/numpy/scipy: ~1 s
+            self.hello = self._read(time.monotonic() + 120)  # the whole stack: ~1 s of CPU
         except BaseException:
             self.kill()
             raise
@@ -175,9 +176,10 @@ _pools: "weakref.WeakSet[Pool]" = weakref.WeakSet()
 
 
 class Pool:
-    def __init__(self, backend: str, size: int):
+    def __init__(self, backend: str, size: int, preload: tuple[str, ...] = SCIENTIFIC_STACK):
         self.backend = backend
         self.size = max(1, size)
+        self.preload = preload  # what each of its workers imports before its first run
         self._idle: list[Worker] = []
         self._count = 0  # workers alive or being started
         self._cond = threading.Condition()
@@ -200,7 +202,7 @@ class Pool:
                     break
                 self._cond.wait()
         try:
-            return Worker(self.backend)
+            return Worker(self.backend, self.preload)
         except BaseException:
             with self._cond:
                 self._count -= 1

@@ -76,16 +76,25 @@ def list_strategies() -> None:
 @strategies_app.command("show")
 def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `physlab strategies list`)."),
                   as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    """Every parameter of a strategy: its default and range, what it means, where the default comes from."""
+    """Every parameter of a strategy: its default under each --protocol and its range, what it means, where
+    the default comes from."""
     import json
 
+    from physlab.run.options import PROTOCOLS
     from physlab.strategies import registry
+    from physlab.strategies.params import cite
+    from physlab.strategies.protocols import defaults_under
 
     kind = registry.get(name)
     params = kind.Params.model_json_schema().get("properties", {})
+    under = {protocol: defaults_under(kind.Params, name, protocol) for protocol in PROTOCOLS}
     for key, prop in params.items():  # fields the lab inherits from its own settings say it beside them
         prop["description"] = prop.get("description") or kind.Params.descriptions.get(key, "")
-        prop["source"] = prop.get("source") or kind.Params.sources.get(key, "")
+        prop["source"] = cite(prop.get("source") or kind.Params.sources.get(key, ""))
+        prop["defaults"] = {protocol: under[protocol].get(key) for protocol in PROTOCOLS}
+        if presets := kind.Params.preset_values(key):      # its value under each named setting
+            prop["presets"] = presets
+            prop["departs"] = len({json.dumps(v, sort_keys=True) for v in presets.values()}) > 1
     from physlab.llm import output_caps
 
     cap = {"default": output_caps.DEFAULT_OUTPUT_CAP, "by_role": output_caps.ROLE_OUTPUT_CAPS,
@@ -98,8 +107,14 @@ def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `ph
     typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):" if params else "no parameters")
     for key, prop in params.items():
         typer.echo(f"  {key} = {_shown(prop.get('default'))}  ({_kind(prop)})")
+        for protocol, value in prop["defaults"].items():  # a preset's own line below says it for the lab
+            if protocol != "physlab" and value != prop["defaults"]["physlab"] and not prop.get("departs"):
+                typer.echo(f"      --protocol {protocol}: {_shown(value)}")
         typer.echo(f"      {prop['description']}")
         typer.echo(f"      default from: {prop['source']}")
+        if prop.get("departs"):
+            typer.echo("      departs from the paper: " + ", ".join(
+                f"preset={preset} {_shown(value)}" for preset, value in prop["presets"].items()))
     typer.echo(f"output cap of a request to an OpenAI-compatible server (--api-base) when the model registry gives "
                f"no max_output_tokens: {output_caps.described()} ({output_caps.SOURCE})")
 
@@ -126,6 +141,8 @@ def _shown(value: Any) -> str:
         return "unset"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_shown(v)}" for k, v in value.items()) + "}" if value else "{}"
     return str(value)
 
 
@@ -174,6 +191,9 @@ def register(app: typer.Typer) -> None:
             "(default: cas, plus literature for a Markdown question; docs/tools.md)."),
         param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
         config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
+        protocol: Optional[str] = typer.Option(
+            None, "--protocol", help="physlab (PhysLab's defaults, the default) or paper: the strategy at its "
+            "published setting (`physlab strategies show NAME` lists both); a --param given still wins."),
         models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
                                                      help="Model registry YAML (defaults, prices)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the workspace path."),
@@ -181,13 +201,17 @@ def register(app: typer.Typer) -> None:
         console_mode: Optional[str] = typer.Option(
             None, "--console", help="Progress display: live (a live panel; the default on a terminal), lines "
             "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
+        yes: bool = typer.Option(
+            False, "--yes", help="With --resume: go on with the server, key variable, registry and tools that a "
+            "record not written on this machine (or edited since) chooses (docs/dashboard.md, 'Resume')."),
     ) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
         import asyncio
 
         from physlab.llm.models import parse_role_models
         from physlab.llm.output import check_output_mode
-        from physlab.run.options import RunOptions, given_options, registry_path
+        from physlab.run.files import check_run_dir
+        from physlab.run.options import RunOptions, check_protocol, given_options, registry_path
         from physlab.run.resume import resume_options
         from physlab.run.runner import Shared, run
         from physlab.strategies import registry
@@ -198,6 +222,8 @@ def register(app: typer.Typer) -> None:
         if replace and (resume is not None or workspace is None):
             raise UserError("--replace goes with --workspace DIR (and not with --resume)", field="--replace")
         resume_dir, resume_iteration = split_resume(resume)
+        if resume_dir is not None:  # a typo is said before what a resume would ask for
+            check_run_dir(resume_dir)
 
         def flag(name: str, value: Any) -> Any:
             """A value the command line gave (an environment variable's is no flag at a resume)."""
@@ -212,11 +238,12 @@ def register(app: typer.Typer) -> None:
             "output_mode": check_output_mode(output_mode), "role_models": parse_role_models(role_model),
             "models_config": registry_path(flag("models_config", models_config), environment=False),
             "max_in_flight": max_in_flight, "seed": seed, "params": params, "console": console_mode,
+            "protocol": check_protocol(protocol),
             "tools": ToolChoice.parse(tools) if tools is not None else None,
             "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
                                          ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None}})
         if resume_dir is not None:
-            options, recorded_problem = resume_options(resume_dir, given)
+            options, recorded_problem = resume_options(resume_dir, given, yes=yes)
             problem = problem or recorded_problem
             if problem is None:
                 raise UserError("this run recorded no problem to resume on: give PROBLEM", path=resume_dir,
@@ -232,7 +259,10 @@ def register(app: typer.Typer) -> None:
         if resume_iteration is not None:
             once["resume_iteration"] = resume_iteration
         prob = load_problem(problem)
-        scaffold = registry.build(options.strategy, {**options.params, **once})
+        scaffold = registry.build(options.strategy, {**options.params, **once}, options.protocol)
+        if not (quiet or as_json):
+            for line in registry.protocol_notes(options.strategy, options.params, options.protocol):
+                typer.echo(f"note: {line}", err=True)
         events = _progress_sink(console_mode, type(scaffold), quiet=quiet or as_json)
         started = _Started(events)
         try:
@@ -240,7 +270,10 @@ def register(app: typer.Typer) -> None:
                                      workspace=resume_dir if resume_dir is not None else workspace,
                                      resume=resume_dir is not None, replace=replace))
         except KeyboardInterrupt:
-            # typer would exit 130 without a word; say where the run is and how it goes on
+            # typer would exit 130 without a word; say where the run is and how it goes on, below
+            # the live panel's last frame (which redraws in place: ended first, it cannot cover the line)
+            if events is not None:
+                events.close()
             typer.echo(_interrupted(started.workspace, scaffold.resumable), err=True)
             raise typer.Exit(130) from None
         finally:
@@ -316,7 +349,9 @@ def _print_summary(record: Any, ws: Path) -> None:
     console = Console()
     u = record.usage
     verdict = record.verdict.verdict if record.verdict else "not graded"
-    console.print(f"status: [bold]{record.status}[/] ({escape(record.stop_reason)})   verdict: [bold]{verdict}[/]")
+    invalid = record.verdict is not None and record.verdict.verdict == "invalid"
+    shown = f"[bold red]{verdict}[/]" if invalid else f"[bold]{verdict}[/]"
+    console.print(f"status: [bold]{record.status}[/] ({escape(record.stop_reason)})   verdict: {shown}")
     if record.verdict:
         console.print(f"  {escape(record.verdict.reason)}")
     console.print(f"calls {u.calls}, tokens {u.input_tokens:,} in / {u.output_tokens:,} out, "
@@ -325,6 +360,10 @@ def _print_summary(record: Any, ws: Path) -> None:
     if record.status not in ("complete", "partially_complete") and record.error:
         console.print(f"[red]{escape(record.error)}[/]", soft_wrap=True)  # one line: a server's JSON stays whole
     _print_answer(console, record, ws)
+    if invalid and record.answered:
+        # exit 0 all the same (DESIGN.md: 0 = an answer was written): said last, where it is read
+        console.print(f"[bold red]not a valid answer to this problem:[/] {escape(record.verdict.reason)} "
+                      "(exit 0 says an answer was written, not that it answers the problem)", soft_wrap=True)
 
 
 def _print_answer(console: Any, record: Any, ws: Path) -> None:

@@ -10,20 +10,25 @@ the template at the end of the problem, transcription only, no import beyond the
 in one-step by the template in a fenced block; two-step adds, in the same conversation, a user turn
 asking to transcribe the final answer into the template. The wording here is ours: a user who wants
 CritPt's own text points ``prompt_file`` at the YAML CritPt ships, which is read when the run
-starts, so PhysLab carries none of it.
+starts, so PhysLab carries none of it. A prompt file is a user's file: it is read here (at most
+``MAX_FILE_BYTES``, its values at most ``MAX_VALUE_ITEMS`` items), and its templates are rendered in
+a limited child process (``prompt_worker.py``: Jinja's SandboxedEnvironment under a CPU, memory and
+wall-time limit, each key's text capped), never on the host.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from jinja2 import StrictUndefined, TemplateError, meta
-from jinja2.sandbox import SandboxedEnvironment
 from pydantic import field_validator
 
+from physlab.errors import UserError
 from physlab.problems.model import Problem
 from physlab.strategies.params import ModelParams, param
 from physlab.strategies.sampling import load_prompt, render
@@ -60,7 +65,38 @@ def user_message(problem: Problem, *, with_template: bool) -> str:
 
 # ---- CritPt's prompt-template file (YAML whose values are Jinja templates) --------------------
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined)  # a user's file: no attribute access, no code
+_WORKER = Path(__file__).with_name("prompt_worker.py")
+# PhysLab's choices: CritPt's own template is a few KB and renders in milliseconds; these bounds only
+# stop a file made to loop, to grow without end, or to fill memory.
+MAX_FILE_BYTES = 1_000_000
+MAX_VALUE_ITEMS = 10_000
+RENDER_CPU_S = 5
+RENDER_MEMORY_MB = 512
+RENDER_MAX_CHARS = 200_000
+
+
+def render_templates(values: dict[str, Any], jobs: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Each (root key, leaves) of ``jobs`` rendered from ``values`` in the limited child process;
+    ValueError with one line when the file does not render within the limits."""
+    payload = json.dumps({"values": values, "jobs": [[root, leaves] for root, leaves in jobs],
+                          "max_chars": RENDER_MAX_CHARS})
+    wall = RENDER_CPU_S * 2 + 5
+    try:
+        done = subprocess.run([sys.executable, "-I", str(_WORKER), str(RENDER_CPU_S), str(RENDER_MEMORY_MB)],
+                              input=payload.encode(), capture_output=True, timeout=wall)
+    except subprocess.TimeoutExpired:
+        raise ValueError(f"the template did not finish rendering within {wall} s (a loop that does not end?)") from None
+    if done.returncode in (-9, -24):  # SIGKILL, SIGXCPU: its CPU limit
+        raise ValueError(f"the template did not finish rendering within {RENDER_CPU_S} s of CPU (a loop that "
+                         "does not end?)")
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        said = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        raise ValueError(f"the template could not be rendered ({said[0][:200]})") from None
+    if "error" in result:
+        raise ValueError(str(result["error"]))
+    return [str(t) for t in result["texts"]]
 
 
 @dataclass
@@ -81,10 +117,11 @@ class PromptFile:
         if SYSTEM_ROOT not in keys:
             raise ValueError(f"no {SYSTEM_ROOT} in the template (CritPt's format requires one)")
         found = cls(top, keys)
-        for style in ("one-step", "two-step"):
-            found.system(style)  # every reference resolves, the syntax is right
+        # every reference resolves and the syntax is right, for both styles (one child process)
+        jobs = [(SYSTEM_ROOT, {STYLE_LEAF: style, TEMPLATE_LEAF: ""}) for style in ("one-step", "two-step")]
         if PARSE_ROOT in keys:
-            found.parse("def answer():\n    ...")
+            jobs.append((PARSE_ROOT, {STYLE_LEAF: "two-step", TEMPLATE_LEAF: "def answer():\n    ..."}))
+        render_templates(keys, jobs)
         return found
 
     def system(self, style: Style, template: str = "") -> str:
@@ -96,32 +133,8 @@ class PromptFile:
         return self._render(PARSE_ROOT, {STYLE_LEAF: "two-step", TEMPLATE_LEAF: template}).strip()
 
     def _render(self, root: str, leaves: dict[str, Any]) -> str:
-        values = {**self.keys, **leaves}  # the pipeline's leaves win, as in CritPt's renderer
-        done: dict[str, Any] = {}
-
-        def resolve(key: str, stack: tuple[str, ...]) -> Any:
-            if key in done:
-                return done[key]
-            value = values[key]
-            if not isinstance(value, str) or key in leaves:
-                done[key] = value
-                return value
-            try:
-                refs = meta.find_undeclared_variables(_ENV.parse(value))
-                context = {}
-                for ref in sorted(refs):
-                    if ref in stack or ref == key:
-                        raise ValueError(f"template key {key} refers to itself ({' -> '.join((*stack, key, ref))})")
-                    if ref in values:
-                        context[ref] = resolve(ref, (*stack, key))
-                done[key] = _ENV.from_string(value).render(context)
-            except TemplateError as exc:
-                line = getattr(exc, "lineno", None)  # a syntax error has one, an undefined name not
-                where = f" (line {line})" if line else ""
-                raise ValueError(f"template key {key}: {exc.message}{where}") from None
-            return done[key]
-
-        return str(resolve(root, ()))
+        (text,) = render_templates(self.keys, [(root, leaves)])
+        return text
 
 
 def _read(path: Path, root: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
@@ -129,18 +142,14 @@ def _read(path: Path, root: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     name = f"imported file {path.relative_to(root)}: " if seen else ""
     if path in seen:
         raise ValueError(f"{name}IMPORTS go round in a circle")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"{name}no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{name}cannot be read ({exc})") from None
+    text = _read_text(path, name)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"{name}not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise ValueError(f"{name}expected a mapping of keys to templates, got {type(data).__name__}")
+    _check_size(data, name)
     merged: dict[str, Any] = {}
     for kind, target in _imports(data.pop(IMPORTS, None), name):
         other = (path.parent / target).resolve()
@@ -149,12 +158,42 @@ def _read(path: Path, root: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         if kind == "template":
             merged.update(_read(other, root, (*seen, path)))
         else:  # KEY: file -> the file's text is the key's value
-            try:
-                merged[kind] = other.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                raise ValueError(f"{name}IMPORTS {kind}: {target} cannot be read") from None
+            merged[kind] = _read_text(other, f"{name}IMPORTS {kind}: {target}: ")
     merged.update(data)
     return merged
+
+
+def _read_text(path: Path, name: str) -> str:
+    """A file of the template, at most MAX_FILE_BYTES (a prompt template is a few KB)."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise ValueError(f"{name}no such file") from None
+    except OSError as exc:
+        raise ValueError(f"{name}cannot be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ValueError(f"{name}larger than {MAX_FILE_BYTES:,} bytes (a prompt template is a few KB)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name}cannot be read ({exc})") from None
+
+
+def _check_size(data: Any, name: str) -> None:
+    """Values of at most MAX_VALUE_ITEMS items in all: YAML aliases can make a few lines a structure
+    of billions (each alias repeats a whole list), which rendering or sending would expand."""
+    todo, seen = [data], 0
+    while todo:
+        value = todo.pop()
+        seen += 1
+        if seen > MAX_VALUE_ITEMS:
+            raise ValueError(f"{name}its values hold more than {MAX_VALUE_ITEMS:,} items (YAML aliases repeating "
+                             "a list?); a prompt template's values are text")
+        if isinstance(value, dict):
+            todo += [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            todo += value
 
 
 def _imports(value: Any, name: str) -> list[tuple[str, str]]:
@@ -201,7 +240,13 @@ class CritptParams(ModelParams):
         return value
 
     def protocol(self) -> "Protocol":
-        return Protocol(PromptFile.load(self.prompt_file) if self.prompt_file else None)
+        """The run's prompts (the file read again now, when the run starts). Blocking (a child process
+        renders the file's templates): an async caller runs it in a thread, with :meth:`Protocol.system`
+        and :meth:`Protocol.parse`."""
+        try:
+            return Protocol(PromptFile.load(self.prompt_file) if self.prompt_file else None)
+        except ValueError as exc:
+            raise UserError(str(exc), path=self.prompt_file, field="--param prompt_file") from None
 
 
 @dataclass
@@ -211,10 +256,17 @@ class Protocol:
     file: PromptFile | None = None
 
     def system(self, style: Style, template: str = "") -> str:
-        return self.file.system(style, template) if self.file else builtin_system(style)
+        return self._from_file(lambda f: f.system(style, template)) if self.file else builtin_system(style)
 
     def parse(self, template: str) -> str:
-        return self.file.parse(template) if self.file else builtin_parse(template)
+        return self._from_file(lambda f: f.parse(template)) if self.file else builtin_parse(template)
+
+    def _from_file(self, render: Any) -> str:
+        assert self.file is not None
+        try:
+            return render(self.file)
+        except ValueError as exc:  # the file changed since it was checked, or the problem's template grew it
+            raise UserError(str(exc), path=self.file.path, field="--param prompt_file") from None
 
 
 class TwoStepParams(CritptParams):

@@ -26,14 +26,89 @@ _CODE = f"{PHYSICS_INTERN}, its public code (config.default.yaml)"
 _ENGINEERING = "PhysLab: an engineering bound; physics-intern has no such setting"
 
 
+def _upstream(where: str) -> str:
+    """Where the public physics-intern code does it (src/physics_intern/...)."""
+    return f"physics-intern's public code, {where} — preset=paper"
+
+
+# PhysLab's choices where physics-intern does otherwise: each says why, and what upstream does.
+_DEPARTURES = {
+    "judges_compute": "PhysLab: the reviewer and the adjudicator re-compute the decisive step (a judge that can "
+                      "check numbers catches more); " + _upstream("agents/reviewer/agent.py and agents/adjudicator/"
+                                                                  "agent.py: no tools, told not to execute code or "
+                                                                  "produce new derivations"),
+    "computer_algebra": "PhysLab: FORM, Cadabra2, Maxima and the Wolfram Language beside Python, when --tools gives "
+                        "them (on by default); " + _upstream("agents/computer/tools.py: Python only"),
+    "standards": "PhysLab: one text of physics standards (roles/standards.md) shared by the roles that do or judge "
+                 "physics; " + _upstream("agents/*/prompt.md: each role's prompt alone"),
+    "review_history": "PhysLab: a re-reviewed claim comes with every earlier verdict, the demoting critique and "
+                      "ruling, so the new evidence is judged against them; "
+                      + _upstream("agents/reviewer/agent.py: the claim and its evidence only"),
+    "early_reviews": "PhysLab: reviews start while the orchestrator still works, when workers run in parallel; "
+                     + _upstream("engine.py: one call at a time"),
+    "role_views": "PhysLab: workers also see the strategy, the sanity checks, the pitfalls and earlier attempts; "
+                  "judges see the true status of what a claim builds on; " + _upstream(
+                      "agents/evidence_base.py and agents/*/context.py: workers see the conventions and established "
+                      "results, the critic each claim's evidence and reviews"),
+    "one_exit_per_turn": "PhysLab: a turn may propose, dispatch several independent tasks and ask for an audit; "
+                         + _upstream("agents/orchestrator/tools.py: one exit tool a turn (add_hypothesis, a dispatch "
+                                     "or request_termination), engine.py: new evidence on a hypothesis is reviewed "
+                                     "at once"),
+    "max_working_hypotheses": "PhysLab: no cap; " + _upstream("agents/orchestrator/tools.py: add_hypothesis refuses "
+                                                              "a third working hypothesis"),
+    "max_open_questions": "PhysLab: no cap (questions are worked in parallel); "
+                          + _upstream("config.default.yaml: max_open_rqs 1"),
+    "question_evidence_cap": "PhysLab: no cap; " + _upstream("config.default.yaml: rq_evidence_cap 3"),
+    "serial_questions": "PhysLab: questions are worked in parallel; "
+                        + _upstream("agents/orchestrator/tools.py: serial RQ focus"),
+    "unresolved_blocks_dispatch": "PhysLab: the run signals and the stall escalation steer the orchestrator; "
+                                  + _upstream("agents/orchestrator/tools.py: a refuted or inconclusive working "
+                                              "hypothesis blocks dispatch to a question"),
+    "high_critique_blocks": "PhysLab: an open HIGH critique blocks completion only; "
+                            + _upstream("agents/orchestrator/tools.py: no new question or hypothesis while one is "
+                                        "open"),
+    "state_summary": "PhysLab: the orchestrator reads the state in its prompt and the results of its tools; "
+                     + _upstream("agents/orchestrator/tools.py (end_round) and llm.py: a state summary and what is "
+                                 "pending after each round of mutations"),
+    "hypothesis_closes_question": "PhysLab: the orchestrator closes its questions itself; "
+                                  + _upstream("agents/orchestrator/tools.py: add_hypothesis resolves its from_rq"),
+    "critic_cadence": "PhysLab: on a fixed schedule (critic_every) and on demand; "
+                      + _upstream("engine.py: after every VERIFIED review, and when critic_every_n (4) iterations "
+                                  "passed since the last"),
+    "upheld_abandons": "PhysLab: the demoted hypothesis and what builds on it wait for new evidence and may be "
+                       "established again; " + _upstream("control/critique_routing.py: a 'valid' ruling demotes "
+                                                         "the result and abandons it and its dependents"),
+    "keep_refuted_evidence": "PhysLab: every piece of evidence stays attached (the reviewer judges the whole "
+                             "record); " + _upstream("agents/evidence_base.py: new evidence replaces the refuted"),
+    "completion_gates": "PhysLab: something established, nothing awaiting review, no open critique or question, no "
+                        "undecided hypothesis beside the answer, an audit since the results changed (run by the "
+                        "lab itself); " + _upstream("control/validation.py can_terminate: a critic pass, every "
+                                                    "question and working hypothesis resolved"),
+    "escalate_stalls": "PhysLab: a STALLED hypothesis becomes a HIGH critique the planner must answer; "
+                       + _upstream("state/loop_state.py: STALLED is shown to the orchestrator only"),
+    "forced_answer": "PhysLab: an answer forced at the end of a budget must rest on a reviewed claim, or there is "
+                     "none; " + _upstream("agents/formatter/prompt_forced.md and context.py: it always fills the "
+                                          "template, from unverified hypotheses if need be"),
+    "best_guess_every": "PhysLab: every commit carries the best current answer in ANSWER.md (provisional); "
+                        + _upstream("config.default.yaml: best_guess_every_n 10, BEST_GUESS.md"),
+    "max_output_tokens": "PhysLab: the model's own limit for every role; "
+                         + _upstream("config.default.yaml: agent_max_tokens"),
+    "post_integration_checks": "PhysLab: its transitions refuse what would need fixing after the fact; "
+                               + _upstream("control/validation.py: validate_post_integration"),
+}
+
+
 class LabParams(StrategyParams, LabSettings):
     preset: Literal["physlab", "paper"] = param(
-        "physlab", "paper: the seed's setting for every parameter whose source says 'preset=paper' (one worker at a "
-                   "time, its caps); a value given explicitly still wins.",
+        "physlab", "paper: physics-intern's setting for every parameter that departs from it (the 'departs from the "
+                   "paper' lines: one worker at a time, its flow control, judges without tools...); a value given "
+                   "explicitly still wins.",
         "PhysLab: its own defaults, which run research in parallel (the seed's parallel agents are its future "
         "work, §7)")
     resume_iteration: int | None = param(None, "Continue the run from the end of iteration N (--resume DIR@N).",
                                          "PhysLab: a run continues from its last commit", ge=0)
+
+    protocols = {"paper": {"preset": "paper"}}  # --protocol paper: the lab as physics-intern runs it
 
     # Each default says whose it is: "seed: ..." (physics-intern, the paper or its public code) or
     # "PhysLab: ..." (ours, and why; where the seed has a number, preset=paper restores it).
@@ -62,7 +137,10 @@ class LabParams(StrategyParams, LabSettings):
                        "the seed's computer chooses the scripts it relies on",
         **{k: _ENGINEERING for k in ("max_format_bounces", "code_timeout_s", "code_memory_mb", "tool_retries",
                                      "request_limit", "max_consecutive_failures", "windows")},
+        **_DEPARTURES,
     }
+    presets = {"paper": PAPER}
+    default_preset = "physlab"
 
     descriptions = {
         "max_iterations": "Iterations before the formatter writes the best supported answer.",

@@ -16,7 +16,9 @@ holds the problem, the permanent memory (in full, entries tagged with their iter
 Per iteration (the public code's numbers): once ``iteration_tokens`` (64K, the manager's and its
 helpers' tokens together) are spent or ``tool_call_cap`` (15) tool calls made, the dispatch tool is
 withdrawn and the manager told to wrap up; at ``hard_stop_factor`` (1.5) times the token budget, or
-after ``max_rounds`` (30) manager requests, the iteration is cut off. A run that ends without a
+after ``max_rounds`` (30) manager requests, the iteration is cut off (``hard_stop``: at the reply that
+crosses, PhysLab's; or after that round's tool calls, the public code's). A helper's reply longer than
+``helper_reply_chars`` (10,000; unset: whole, the public code's) reaches the manager with its middle cut. A run that ends without a
 submission has no answer, as in the public code; ``wrap_up=true`` (PhysLab's switch) instead keeps
 room within the run's budget for one last request that may only submit.
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext as AgentContext, Tool
@@ -85,6 +87,20 @@ class ManagerParams(ModelParams):
         "room kept within the run's budget) turns its memory into an answer.",
         f"PhysLab's switch; off by default as in {_CODE}runner.py, which writes no answer when the manager "
         "never submits")
+    helper_reply_chars: int | None = param(
+        _MAX_TOOL_OUTPUT, "A helper's reply (its reasoning) longer than this reaches the manager with its middle "
+                          "cut (head and tail kept); unset: whole. A script's output is cut at 10,000 either way.",
+        f"PhysLab: one helper's essay cannot fill the manager's context (the cut is the public code's own for a "
+        f"script's output); {_CODE}subagent.py (format_for_manager) returns the reply whole -- --protocol paper "
+        "unsets it", ge=1000)
+    hard_stop: Literal["at_reply", "after_round"] = param(
+        "at_reply", "When the iteration's tokens pass hard_stop_factor x iteration_tokens: 'at_reply' ends it at "
+                    "the manager's reply that crosses (its tool calls are not run); 'after_round' runs that "
+                    "round's tool calls first, then ends it.",
+        f"PhysLab: nothing is spent past the hard cap (pydantic-ai's token limit); {_CODE}tools.py (end_round, "
+        "after each round's tool results) is 'after_round' -- --protocol paper")
+
+    protocols = {"paper": {"helper_reply_chars": None, "hard_stop": "after_round"}}  # --protocol paper
 
 
 class FinalAnswer(BaseModel):
@@ -121,8 +137,8 @@ def iteration_prompt(ctx: RunEnvironment, state: ManagerState, iteration: int, m
                   scratchpad=scratch, note=note)
 
 
-def _clip(text: str, limit: int = _MAX_TOOL_OUTPUT) -> str:
-    if len(text) <= limit:
+def _clip(text: str, limit: int | None = _MAX_TOOL_OUTPUT) -> str:
+    if limit is None or len(text) <= limit:
         return text
     half = limit // 2
     return text[:half] + f"\n\n[... {len(text) - limit} characters cut ...]\n\n" + text[-half:]
@@ -190,21 +206,22 @@ class Manager(Strategy[ManagerParams]):
                     reply = result.output
                     if not execute_code:
                         record["reply"] = reply
-                        return _clip(reply)
+                        return _clip(reply, p.helper_reply_chars)
                     code = first_script(reply) or record.get("code")
                     if code is None:
                         record.update(reply=reply, status="no_code")
-                        return (f"<subagent_reasoning>\n{_clip(reply)}\n</subagent_reasoning>\n\n"
-                                "<execution status=\"no_code\">No Python script in the reply.</execution>")
+                        return (f"<subagent_reasoning>\n{_clip(reply, p.helper_reply_chars)}\n</subagent_reasoning>"
+                                "\n\n<execution status=\"no_code\">No Python script in the reply.</execution>")
                     ok, output = await run_script(code)
                     record.update(reply=reply, code=code, attempts=attempt)
                     if ok:
                         record["status"] = "success"
-                        return _helper_report(reply, code, "success", output)
+                        return _helper_report(reply, code, "success", output, p.helper_reply_chars)
                     if attempt == p.code_attempts:
                         record["status"] = "failed_after_retries"
                         return _helper_report(reply, code, "failed_after_retries",
-                                              f"{_clip(output, 5000)}\n\nThe script failed {attempt} times.")
+                                              f"{_clip(output, 5000)}\n\nThe script failed {attempt} times.",
+                                              p.helper_reply_chars)
                     history = result.all_messages()
                     prompt = render("manager_code_retry", attempt=str(attempt), attempts=str(p.code_attempts),
                                     error=_clip(output, 5000))
@@ -252,6 +269,8 @@ class Manager(Strategy[ManagerParams]):
             current["requests"] = current.get("requests", 0) + 1
             if current["requests"] > p.max_rounds:
                 raise _IterationOver(f"{p.max_rounds} manager requests made")
+            if p.hard_stop == "after_round" and spent(rctx) >= hard_limit:  # the round that crossed has run
+                raise _IterationOver(f"{spent(rctx):,} tokens used, past the hard cap of {hard_limit:,}")
             why = wind_down_reason(rctx)
             return render("manager_wind_down", why=why).strip() if why else ""
 
@@ -270,10 +289,12 @@ class Manager(Strategy[ManagerParams]):
             prompt = iteration_prompt(ctx, state, iteration, max_iterations, window, note)
             current["scratchpad_shown"] = [n for n, _, _ in state.scratch_window(window)]
             ctx.events("iteration", strategy=self.name, iteration=iteration)
+            # at_reply: pydantic-ai stops at the reply that crosses; after_round: each_request does, after it
+            token_limit = hard_limit if p.hard_stop == "at_reply" else None
             try:
                 result = await agent.run(
                     with_images(ctx, prompt), model_settings=settings,
-                    usage_limits=UsageLimits(total_tokens_limit=hard_limit, request_limit=None))
+                    usage_limits=UsageLimits(total_tokens_limit=token_limit, request_limit=None))
             except (UsageLimitExceeded, _IterationOver) as exc:
                 current["ended"] = f"iteration_limit: {exc}"
                 note = ("(The previous iteration was cut off when its budget ran out; anything not "
@@ -338,10 +359,10 @@ class Manager(Strategy[ManagerParams]):
                       answer_code=code, details=details)
 
 
-def _helper_report(reasoning: str, code: str, status: str, output: str) -> str:
+def _helper_report(reasoning: str, code: str, status: str, output: str, reply_chars: int | None) -> str:
     """What the manager reads of a coding helper: its reasoning, the last script, what it printed."""
     prose = _FENCED.sub("", reasoning, count=1).strip()
-    return (f"<subagent_reasoning>\n{_clip(prose)}\n</subagent_reasoning>\n\n<code>\n{code}\n</code>\n\n"
+    return (f"<subagent_reasoning>\n{_clip(prose, reply_chars)}\n</subagent_reasoning>\n\n<code>\n{code}\n</code>\n\n"
             f"<execution_output status=\"{status}\">\n{_clip(output)}\n</execution_output>")
 
 

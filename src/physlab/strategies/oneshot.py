@@ -10,6 +10,7 @@ Also registers the built-in scripted scenarios used by tests and demos:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -33,9 +34,10 @@ class OneShot(Strategy[CritptParams]):
     async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
         problem = ctx.problem
-        protocol = self.params.protocol()  # a prompt file is read now, when the run starts
+        # a prompt file is read now, when the run starts, and rendered in a child process (off the loop)
+        protocol = await asyncio.to_thread(self.params.protocol)
         style: Style = "one-step" if problem.has_template else "two-step"
-        system = protocol.system(style, problem.answer_template or "")
+        system = await asyncio.to_thread(protocol.system, style, problem.answer_template or "")
         prompt: list[Any] = [user_message(problem, with_template=problem.has_template),
                              *image_parts(problem.images)]
         ctx.events("step", strategy=self.name, step="solve")
@@ -95,6 +97,22 @@ def answer(p):
 '''
 
 
+# The correct answer, reached the way the QEC example's solution is checked by brute force: the
+# code enumerates every fault configuration of the five CNOT locations (16 two-qubit Paulis each,
+# 16^5 in all) when it is loaded, about a CPU-second in the sandbox; a CPU-heavy cell for sweeps
+# and their benchmarks (benchmarks/sweep_ray.py).
+_QEC_ENUMERATE = _QEC_CORRECT.replace("""import sympy as sp
+""", """import itertools
+
+import sympy as sp
+
+weights = [0] * 6  # fault configurations by the number of faulty CNOTs
+for pattern in itertools.product(range(16), repeat=5):
+    weights[sum(1 for f in pattern if f)] += 1
+assert weights == [1, 75, 2250, 33750, 253125, 759375]
+""")
+
+
 def _fixed(reply: str):
     def factory():
         def respond(role, messages, info):
@@ -107,5 +125,8 @@ def _fixed(reply: str):
 
 register_scenario("oneshot-qec-correct", _fixed(_QEC_CORRECT),
                   description="replies to any role with the correct [[4,2,2]] QEC fidelity code")
+register_scenario("oneshot-qec-enumerate", _fixed(_QEC_ENUMERATE),
+                  description="the correct [[4,2,2]] QEC fidelity code, which enumerates the 16^5 fault patterns when "
+                              "loaded (CPU-heavy in the sandbox)")
 register_scenario("oneshot-wrong", _fixed(_QEC_WRONG),
                   description="replies with the classic wrong QEC answer F = 1")

@@ -10,17 +10,33 @@ file and section, or PhysLab's own choice and why), which the model's JSON schem
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Mapping, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from physlab.errors import UserError
 
-# The four seed documents (DESIGN.md: where they give a number, that number is the default).
+# The four seed documents (DESIGN.md: where they give a number, that number is the default). A
+# source names its seed file, so the code can tell them apart; ``cite`` names the paper instead,
+# as a reader cites it (``physlab strategies show``).
 PHYSICS_INTERN = "seed 000_dd0601bf2cd9213d.txt (physics-intern)"
 MINIONS = "seed 001_9f18fe12820138a3.txt (PhysicsMinions)"
 TPBENCH = "seed 002_ceab526c39556c16.txt (TPBench test-time scaling)"
 SCALAR = "seed 003_7316701f887a3352.txt (SCALAR)"
+
+PAPERS = {
+    "000_dd0601bf2cd9213d.txt": "the physics-intern paper",
+    "001_9f18fe12820138a3.txt": "PhysicsMinions (arXiv:2509.24855)",
+    "002_ceab526c39556c16.txt": "Gao et al., Test-time Scaling Techniques in Theoretical Physics (TPBench)",
+    "003_7316701f887a3352.txt": "SCALAR (arXiv:2605.06772)",
+}
+_SEED = re.compile(r"seed (\d{3}_[0-9a-f]{16}\.txt)(?: \([^)]*\))?")
+
+
+def cite(source: str) -> str:
+    """``source`` as a reader cites it: each seed file's name replaced by its paper's."""
+    return _SEED.sub(lambda m: PAPERS.get(m.group(1), m.group(0)), source)
 
 
 def param(default: Any, description: str, source: str, **constraints: Any) -> Any:
@@ -37,6 +53,21 @@ class StrategyParams(BaseModel):
     # their defaults come from, and what they mean when the field itself does not say.
     sources: ClassVar[dict[str, str]] = {}
     descriptions: ClassVar[dict[str, str]] = {}
+    # Named settings of several parameters at once (``--param preset=NAME``): each preset's values
+    # for the parameters it sets; ``default_preset`` names the defaults themselves.
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    default_preset: ClassVar[str] = "default"
+
+    @classmethod
+    def preset_values(cls, key: str) -> dict[str, Any]:
+        """The parameter's value under each preset ({} when no preset sets it)."""
+        if not any(key in values for values in cls.presets.values()):
+            return {}
+        default = cls.model_fields[key].get_default(call_default_factory=True)
+        return {cls.default_preset: default, **{name: values.get(key, default) for name, values in cls.presets.items()}}
+    # What each protocol other than PhysLab's sets (physlab.strategies.protocols): protocol -> the
+    # values that give the published setting where a default departs from it.
+    protocols: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @property
     def sees_reference(self) -> bool:

@@ -12,7 +12,9 @@ import importlib
 from typing import Any, Mapping
 
 from physlab.errors import UserError
+from physlab.run.options import ProtocolName
 from physlab.strategies.base import Strategy
+from physlab.strategies.protocols import overrides, with_protocol
 
 _BUILTIN: dict[str, str] = {
     "lab": "physlab.strategies.lab:LabStrategy",
@@ -64,8 +66,14 @@ def session_params(params: dict[str, Any]) -> dict[str, Any]:
     return {k: params.pop(k) for k in SESSION_PARAMS if k in params}
 
 
-def build(name: str, params: Mapping[str, Any] | None = None) -> Strategy:
-    """The strategy ``--strategy NAME`` built with the user's parameter values (one UserError line
-    for an unknown name or a bad value): what every entry point hands ``physlab.run.runner.run``."""
+def build(name: str, params: Mapping[str, Any] | None = None, protocol: ProtocolName = "physlab") -> Strategy:
+    """The strategy ``--strategy NAME`` built with the user's parameter values over the protocol's
+    (``--protocol``: physlab, or paper for its published setting; one UserError line for an unknown
+    name or a bad value): what every entry point hands ``physlab.run.runner.run``."""
     kind = get(name)
-    return kind(kind.Params.parse(name, params))
+    return kind(kind.Params.parse(name, with_protocol(kind.Params, params, protocol)))
+
+
+def protocol_notes(name: str, params: Mapping[str, Any] | None, protocol: ProtocolName) -> list[str]:
+    """What an entry point says before it runs: each --param that departs from the protocol."""
+    return overrides(get(name).Params, name, params, protocol)

@@ -56,7 +56,9 @@ class RSAParams(SamplingParams):
         f"PhysLab's default, argued: {_RSA_CODE} (_majority_vote, the seed's 35%) keys on the exact string, which "
         "splits one answer written two ways ('(1-p)**2', '1 - 2*p + p**2') into rival votes, so the winner depends "
         "on spelling; the grader's equivalence counts what the grader would count as one answer. 'exact' is the "
-        "seed's vote")
+        "seed's vote (--protocol paper)")
+
+    protocols = {"paper": {"vote": "exact"}}  # --protocol paper: physics-intern's runner's vote
 
     @classmethod
     def from_max_iterations(cls, n: int) -> dict[str, Any]:

@@ -9,6 +9,7 @@ final answer into the template, no new reasoning, no import beyond the template'
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -29,9 +30,10 @@ class TwoStep(Strategy[TwoStepParams]):
         settings = model_settings(self.params)
         started = time.monotonic()
         problem = ctx.problem
-        protocol = self.params.protocol()  # a prompt file is read now, when the run starts
+        # a prompt file is read now, when the run starts, and rendered in a child process (off the loop)
+        protocol = await asyncio.to_thread(self.params.protocol)
         template = problem.answer_template or ""
-        system = protocol.system("two-step", template)
+        system = await asyncio.to_thread(protocol.system, "two-step", template)
         try:
             derivation, history = await ask(ctx, "solver", user_message(problem, with_template=False),
                                             system=system, settings=settings)
@@ -45,7 +47,8 @@ class TwoStep(Strategy[TwoStepParams]):
                           answer_text=derivation, details=details)
         try:
             # The system prompt stays with the conversation, as in CritPt's pipeline.
-            filled, _ = await ask(ctx, "formatter", protocol.parse(template), system=system, settings=settings,
+            parse = await asyncio.to_thread(protocol.parse, template)
+            filled, _ = await ask(ctx, "formatter", parse, system=system, settings=settings,
                                   history=history)
         except Exception as exc:  # noqa: BLE001
             details["error"] = error_text(exc)

@@ -56,6 +56,8 @@ class Action(BaseModel):
     text: str = Field(default="", max_length=20_000)
     on: str | None = Field(default=None, pattern=r"^[A-Z]{2}-\d{1,6}$")
     problem: str | None = Field(default=None, max_length=1000, description="resume only: the problem spec")
+    confirm: bool = Field(default=False, description="resume only: the user confirmed what a record not written "
+                                                     "on this machine chooses (the process gets --yes)")
 
 
 def _own_path(path: str) -> bool:
@@ -74,6 +76,8 @@ def default_resumer(run: Path, summary: dict[str, Any], problem: str, lock: RunL
     second resume is refused meanwhile) and is waited for by a thread of ours, so that it leaves no
     defunct entry in the process table when it ends."""
     cmd = [sys.executable, "-m", "physlab", "solve", problem, "--resume", str(run), "--console", "lines"]
+    if summary.get("confirmed"):  # the user confirmed, on the page, what the run's record chooses
+        cmd.append("--yes")
     if not summary.get("options_recorded"):  # a run from before runs recorded their options
         cmd += [arg for flag, key in (("--model", "model"), ("--api-base", "api_base")) if summary.get(key)
                 for arg in (flag, summary[key])]
@@ -100,15 +104,19 @@ def resume_problem(spec: str, problem_id: str) -> str:
     return spec
 
 
-def check_resume(run: Path, spec: str | None, summary: dict[str, Any]) -> str:
+def check_resume(run: Path, spec: str | None, summary: dict[str, Any], confirmed: bool = False) -> str:
     """What `physlab solve --resume RUN` checks before it changes anything, checked here before a
-    process starts (so the page says it in one line): the problem loads and is the run's, and the
-    run's models would go to the servers they went to, with the keys they carried. Returns the
-    problem spec the process is given. A UserError's line is prefixed with what it is about."""
-    from physlab.run.resume import check_servers, registry_for, resume_options
+    process starts (so the page says it in one line): a record not written on this machine that
+    chooses where requests, keys or files go is confirmed (``NeedsConfirmation`` until it is), the
+    problem loads and is the run's, and the run's models would go to the servers they went to, with
+    the keys they carried. Returns the problem spec the process is given. A UserError's line is
+    prefixed with what it is about."""
+    from physlab.run.resume import NeedsConfirmation, check_servers, registry_for, resume_options
 
     try:
-        options, recorded = resume_options(run, {})
+        options, recorded = resume_options(run, {}, yes=confirmed)
+    except NeedsConfirmation:
+        raise
     except UserError:
         options, recorded = None, None  # a run from before runs recorded their options: the process says
     try:
@@ -118,6 +126,7 @@ def check_resume(run: Path, spec: str | None, summary: dict[str, Any]) -> str:
     if options is not None:
         check_servers(run, options, registry_for(options))
     summary["options_recorded"] = options is not None
+    summary["confirmed"] = confirmed
     return chosen
 
 
@@ -289,9 +298,14 @@ def create_app(runs_dir: str | Path, *, db: str | Path | None = None, token: str
         if action.on is not None and state.find(action.on) is None:
             raise HTTPException(400, f"on: no {action.on} in this run")
         if action.kind == "resume":  # what `physlab solve --resume RUN` accepts, checked the same way
+            from physlab.run.resume import NeedsConfirmation
+
             summary = runs.summary(run_id, run, base)
             try:
-                spec = await asyncio.to_thread(check_resume, run, (action.problem or "").strip() or None, summary)
+                spec = await asyncio.to_thread(check_resume, run, (action.problem or "").strip() or None, summary,
+                                               action.confirm)
+            except NeedsConfirmation as exc:  # the page asks, and posts again with confirm
+                return JSONResponse({"detail": str(exc), "confirm": True}, status_code=409)
             except UserError as exc:
                 raise HTTPException(400, str(exc)) from None
             try:  # taken before a process starts, so the page shows "resuming" and a 2nd post is refused

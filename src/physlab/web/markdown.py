@@ -27,6 +27,7 @@ from markdown_it.rules_inline.state_inline import Delimiter
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from physlab.web.mathml import tex_to_mathml
+from physlab.web.pyexpr import python_to_tex
 
 _MATH_TOKENS = {"math_inline": False, "math_inline_double": True, "math_block": True,
                 "math_block_label": True}
@@ -198,12 +199,37 @@ def rich(text: str | None, limit: int | None = None) -> str:
     return math_text(text, limit)
 
 
-def tex_value(value: str | None) -> str:
-    """A bare expression (an ER's value): MathML when it converts, else ``<code>``."""
+def tex_value(value: str | None, display: bool = False) -> str:
+    """A bare expression (an ER's value): MathML when it converts -- LaTeX, or a Python (SymPy)
+    expression read by :mod:`physlab.web.pyexpr` -- else ``<code>``; ``display``: on a line of its own."""
     value = (value or "").strip()
     if not value:
         return ""
     if "$" in value or "\\(" in value or "\\[" in value:
         return rich(value)
-    ml = tex_to_mathml(value) if re.search(r"[\\^_{}]", value) else None
+    python = python_to_tex(value)
+    ml = tex_to_mathml(python, display) if python is not None else None
+    if ml is None and re.search(r"[\\^_{}]", value):
+        ml = tex_to_mathml(value, display)
     return ml if ml is not None else f"<code>{html.escape(value)}</code>"
+
+
+_VALUE_MARK = "PHYSLABVALUEHERE"
+
+
+def claim_html(claim: str | None, value: str | None, limit: int | None = None) -> tuple[str, bool]:
+    """(a claim as HTML, whether its value is drawn in it): a claim that states its value verbatim
+    (``… is F(p) = (1 - p)**2``) shows it there, as math (``tex_value``), and a card need not show
+    the value a second time."""
+    claim, value = claim or "", (value or "").strip()
+    if not value or value not in claim or _VALUE_MARK in claim:
+        return markdown_html(claim, limit), False
+    head, _, tail = claim.partition(value)
+    out = markdown_html(f"{head}{_VALUE_MARK}{tail}", limit)
+    if _VALUE_MARK not in out:  # cut off by the limit, or inside something Markdown kept as code
+        return markdown_html(claim, limit), False
+    # a long formula on a line of its own, at full size, scrolling sideways if the card is narrower
+    shown = tex_value(value, display=len(value) > 30)
+    if len(value) > 30:
+        shown = f'<span class="formula">{shown}</span>'
+    return out.replace(_VALUE_MARK, shown, 1), True

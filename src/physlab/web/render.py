@@ -18,7 +18,7 @@ from markupsafe import Markup
 from physlab.lab.show import derivations
 from physlab.lab.state.models import ResearchState
 from physlab.web import svg
-from physlab.web.markdown import markdown_html, markdown_inline, tex_value
+from physlab.web.markdown import claim_html, markdown_html, markdown_inline, tex_value
 from physlab.web.mathml import tex_block
 
 MESSAGES = ("comment", "hint", "challenge", "redirect")  # pause, stop and resume are buttons of their own
@@ -57,12 +57,20 @@ def _message_text(obj: Any, limit: int = 6000) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
+def _claim(item: Any, limit: int = 3000) -> dict[str, Any]:
+    """A WH's or ER's claim for its card, with its value drawn once: in the claim when the claim
+    states it, else below it (``value``: empty when it is in the claim)."""
+    html_, inline = claim_html(item.claim, item.value, limit)
+    return {"claim": Markup(html_), "value": Markup("" if inline or not item.value else tex_value(item.value))}
+
+
 ENV = Environment(loader=PackageLoader("physlab.web", "templates"), autoescape=True, trim_blocks=True,
                   lstrip_blocks=True)
 ENV.filters.update(
     md=lambda text, limit=None: Markup(markdown_html(text, limit)),  # no raw HTML; sanitised MathML
     md_inline=lambda text, limit=None: Markup(markdown_inline(text, limit)),
     tex_value=lambda value: Markup(tex_value(value)),
+    claim=_claim,
     tex_block=lambda value: Markup(tex_block(value)),
     num=lambda x, spec=",": "" if x is None else format(x, spec),
     clock=lambda t: time.strftime("%H:%M:%S", time.gmtime(t)),

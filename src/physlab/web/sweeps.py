@@ -7,37 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from physlab.bench.report import build_report, group_label, matrix_tables, summary_rows
-from physlab.bench.report_render import difference_cell
+from physlab.bench.report import FILTERS, apart_title, build_report, group_label, matrix_tables, summary_rows
+from physlab.bench.report_render import (
+    apart_note,
+    comparison_table,
+    comparisons_note,
+    group_table,
+    interval_note,
+)
 from physlab.bench.store import ResultsStore
 from physlab.web import svg
 from physlab.web.paths import NotFound, is_run_dir, resolve_run
 from physlab.web.render import page
 
-FILTERS = ("strategy", "model", "suite")
 CELL_PREFIX = "~cell/"  # (PhysLab names no run directory "~cell", so no run under the root is hidden)
 _CELL_COLUMNS = "rowid AS n, suite, problem_id, strategy, model, repeat, state, status, verdict, input_tokens, " \
-                "output_tokens, cost_usd, wall_s, workspace, error"
-
-
-class FilteredStore:
-    """Adapter: the read methods build_report uses, restricted to the chosen cells."""
-
-    def __init__(self, store: ResultsStore, filters: dict[str, str]):
-        self.store, self.path = store, store.path
-        self.filters = {k: v for k, v in filters.items() if k in FILTERS and v}
-
-    def cells(self) -> list[dict[str, Any]]:
-        where = " AND ".join(f"{k} = ?" for k in self.filters) or "1=1"   # keys from FILTERS only
-        return self.store.cells(where, tuple(self.filters.values()))
-
-    def roles(self) -> list[dict[str, Any]]:
-        keys = {c["key"] for c in self.cells()}
-        return [r for r in self.store.roles() if r["cell_key"] in keys]
-
-    def checkpoints(self) -> list[dict[str, Any]]:
-        keys = {c["key"] for c in self.cells()}
-        return [r for r in self.store.checkpoints() if r["cell_key"] in keys]
+                "output_tokens, cost_usd, wall_s, workspace, error, node"
 
 
 def choices(store: ResultsStore) -> dict[str, list[str]]:
@@ -45,9 +30,11 @@ def choices(store: ResultsStore) -> dict[str, list[str]]:
 
 
 def report_data(db: Path, filters: dict[str, str]) -> dict[str, Any]:
+    """The report of the cells the filters keep: `bench report`'s own computation (build_report on
+    the database), so the page and the command show one set of numbers."""
     store = ResultsStore(db, create=False)
     try:
-        rep = build_report(FilteredStore(store, filters))  # type: ignore[arg-type]
+        rep = build_report(store, filters=filters)
         return {"report": rep, "rows": summary_rows(rep), "choices": choices(store)}
     finally:
         store.close()
@@ -106,7 +93,7 @@ def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
         return page("sweeps.html", "Sweeps", db=None)
     data = report_data(db, filters)
     rep = data["report"]
-    rows = data["rows"]  # one per group; oracles and reference-conditioned groups are shown apart, never ranked
+    rows = data["rows"]  # one per group, every CSV column: folded away under the main table
     solver = [g.solver for g in rep.groups]  # oracles (tpbench-bon) and reference-conditioned runs apart
     solver_labels = {group_label(g) for g in rep.solvers}
     store = ResultsStore(db, create=False)
@@ -114,9 +101,16 @@ def sweeps_page(db: Path | None, filters: dict[str, str], root: Path) -> str:
         cells = cell_rows(store, filters, root)
     finally:
         store.close()
-    return page("sweeps.html", "Sweeps", db=db, filters=filters, choices=data["choices"], rows=rows, report=rep,
+    apart = rep.reference_conditioned
+    return page("sweeps.html", "Sweeps", db=db, filters=filters, choices=data["choices"], report=rep,
+                main=group_table(rep, rep.solvers) if rep.solvers else None, interval_note=interval_note(rep),
+                apart=group_table(rep, apart, judge=any(g.judge_checks for g in apart)) if apart else None,
+                columns=list(rows[0]) if rows else [],
                 solver_rows=[r for r, ok in zip(rows, solver) if ok],
                 reference_rows=[r for r, ok in zip(rows, solver) if not ok],
                 accuracy=svg.accuracy_bars(rep.solvers),
                 curves=svg.budget_curves({k: v for k, v in rep.token_curves().items() if k in solver_labels}),
-                comparisons=rep.comparisons, matrices=matrix_tables(rep), difference=difference_cell, cells=cells)
+                comparisons=comparison_table(rep) if rep.comparisons else None,
+                comparisons_note=comparisons_note(rep), matrices=matrix_tables(rep), cells=cells,
+                apart_title=apart_title(), apart_note=apart_note(),
+                lost=rep.lost, on_ray=any(c["node"] for c in cells))

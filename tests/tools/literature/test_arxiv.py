@@ -1,4 +1,4 @@
-"""arXiv through the `arxiv` package's client, against the stand-in: search, abstracts, full text."""
+"""arXiv's API and site against the stand-in: search, abstracts, full text."""
 
 from __future__ import annotations
 
@@ -93,8 +93,8 @@ async def test_bad_arxiv_id_is_one_line_for_the_model(standin, tmp_path):
 
 async def test_the_apis_error_feed_is_not_mistaken_for_a_paper(standin, tmp_path):
     async with Library(standin.settings(), cache_dir=tmp_path) as lib:
-        # arXiv answers an id it cannot parse with a one-entry feed titled 'Error' (HTTP 200); the
-        # `arxiv` package drops that entry (it has no <published>), so it is no paper at all
+        # arXiv answers an id it cannot parse with a one-entry feed titled 'Error' (HTTP 200); that
+        # entry has no <published> and is dropped (as the `arxiv` package drops it): no paper at all
         with pytest.raises(SourceUnavailable) as err:
             await lib.arxiv.metadata("9707021")  # type: ignore[union-attr]
     assert str(err.value) == "unavailable: arXiv: no paper arXiv:9707021"

@@ -50,7 +50,7 @@ async def test_a_stalled_server_is_given_up_after_the_timeout(standin, tmp_path)
     assert sorted(res.unavailable) == [
         f"unavailable: INSPIRE: no answer from {standin.base_url[7:]} within 0.5 s",
         f"unavailable: arXiv: no answer from {standin.base_url[7:]} within 0.5 s"]
-    # the arXiv client whose connection stalled was replaced: the next search is answered
+    # the stalled request was given up, not its source: the next search is answered
     assert again.unavailable == [] and again.hits[0].arxiv_id == "quant-ph/9707021"
 
 

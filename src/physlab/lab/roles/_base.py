@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable, Protocol, Sequence
@@ -42,6 +43,9 @@ class LabEnv:
     model_settings: dict[str, Any] | None = None
     notify: Callable[..., None] = field(default=lambda *a, **k: None)
     toolbox: RoleTools | None = None        # --tools: computer algebra, the literature, web search
+    judges_compute: bool = True             # the reviewer and the adjudicator may run code (LabSettings)
+    standards: bool = True                  # roles/standards.md opens the physics roles' instructions
+    max_output_tokens: dict[str, int] = field(default_factory=dict)   # per role (LabSettings)
 
     def extra_tools(self, role: str) -> list[Any]:
         return self.toolbox.tools(role) if self.toolbox is not None else []
@@ -65,21 +69,36 @@ WITH_STANDARDS = {"surveyor", "planner", "researcher", "computer", "reviewer", "
 NO_GUIDE_LEVEL, NO_STANDARDS_LEVEL = 3, 4
 
 
-def instructions(role: str, level: int = 0) -> str:
+# The judges whose prompts say how they check: by computing themselves (PhysLab) or by assessing
+# what is given, with no tools (physics-intern's reviewer and adjudicator).
+JUDGES = {"reviewer", "adjudicator"}
+
+
+def role_prompt(role: str, *, computes: bool = True) -> str:
+    """The role's prompt file, each ``[[part]]`` in it replaced by ``<role>_<part>_compute.md`` or,
+    for a judge that does not compute, ``<role>_<part>_assess.md``."""
+    variant = "compute" if computes or role not in JUDGES else "assess"
+    return re.sub(r"\[\[(\w+)\]\]\n?", lambda m: prompt(f"{role}_{m.group(1)}_{variant}"), prompt(role))
+
+
+def instructions(role: str, level: int = 0, *, standards: bool = True, computes: bool = True) -> str:
     """The lab's standards where they apply, then the role's prompt file, then what each section of
     its context is (from the same table the context is built with, so the two cannot drift apart).
-    The standards come first: every role that gets them then shares them as a prefix."""
-    parts = [prompt("standards").rstrip()] if role in WITH_STANDARDS and level < NO_STANDARDS_LEVEL else []
-    parts.append(prompt(role).rstrip())
+    The standards come first: every role that gets them then shares them as a prefix.
+    ``standards=False`` leaves them out (physics-intern has none); ``computes=False`` gives the
+    reviewer and the adjudicator the prompt of a judge with no tools."""
+    with_standards = standards and role in WITH_STANDARDS and level < NO_STANDARDS_LEVEL
+    parts = [prompt("standards").rstrip()] if with_standards else []
+    parts.append(role_prompt(role, computes=computes).rstrip())
     if level < NO_GUIDE_LEVEL:
         parts.append("## What your context contains\n\n" + guide(role))
     return "\n\n".join(parts) + "\n"
 
 
-def system_prompt(role: str, head: str, level: int = 0) -> str:
+def system_prompt(role: str, head: str, level: int = 0, *, standards: bool = True, computes: bool = True) -> str:
     """The problem first (the same text for every role of the run, so every request of the run
     shares it as a prefix), then the role's own instructions."""
-    return f"{head}\n\n{instructions(role, level)}"
+    return f"{head}\n\n{instructions(role, level, standards=standards, computes=computes)}"
 
 
 def user_content(prompt: RolePrompt, cache_point: bool = True) -> list[UserContent]:
@@ -168,7 +187,7 @@ PromptSource = RolePrompt | Callable[[int], RolePrompt]
 async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_type: type, *,
                    tools: Sequence[Any] = (), deps: Any = None, output_name: str = "submit",
                    output_validator: Callable | None = None, on_request: Callable[[], None] | None = None,
-                   on_attempt: Callable[[], None] | None = None) -> Any:
+                   on_attempt: Callable[[], None] | None = None, capabilities: Sequence[Any] = ()) -> Any:
     """One fresh agent call for ``role``. Validation errors and ModelRetry from tools are sent back
     to the model as corrective messages (bounded by ``env.tool_retries``); after that pydantic-ai
     raises UnexpectedModelBehavior, which the engine records.
@@ -186,18 +205,25 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
     ``on_request`` is called before each model request of the call (after the tools the previous
     reply asked for have run): the engine starts work there that the rest of the call cannot change.
     ``on_attempt`` is called before each start of the call (the first, and each shorter one), so
-    what the tools of an abandoned attempt did can be undone before it starts again."""
+    what the tools of an abandoned attempt did can be undone before it starts again.
+    ``capabilities``: pydantic-ai capabilities of this role's call (the orchestrator's state summary).
+    The role's output-token limit (``env.max_output_tokens``) goes to the model seam as the
+    request's ``max_tokens``."""
     build = user_prompt if callable(user_prompt) else (lambda level: user_prompt)
     model = env.model(role)
     tools = [*tools, *env.extra_tools(role)]
-    capabilities = env.toolbox.capabilities(role, model) if env.toolbox is not None else []
+    extra = list(capabilities)
+    capabilities = [*(env.toolbox.capabilities(role, model) if env.toolbox is not None else []), *extra]
     tool_guide = env.toolbox.guide(role) if env.toolbox is not None else ""
     settings = {**cache_settings(model, bool(tools)), **(env.model_settings or {})}
+    if role in env.max_output_tokens:
+        settings["max_tokens"] = env.max_output_tokens[role]
     tried: dict[tuple[RolePrompt, str], BaseException] = {}  # a level that shortens nothing is not sent again
 
     async def call(level: int) -> Any:
         prompt = build(level)
-        instr = system_prompt(role, prompt.head, level) + (f"\n{tool_guide}\n" if tool_guide else "")
+        instr = system_prompt(role, prompt.head, level, standards=env.standards,
+                              computes=env.judges_compute) + (f"\n{tool_guide}\n" if tool_guide else "")
         if (prompt, instr) in tried:
             raise tried[(prompt, instr)]
         if on_attempt is not None:

@@ -66,7 +66,9 @@ def _validate(ctx: RunContext[AdjudicationDesk], r: Ruling) -> Ruling:
 
 
 async def run(env: LabEnv, user_prompt: PromptSource, *, cites_checks: Sequence[str] = ()) -> Ruling:
-    """``cites_checks``: the sanity checks (SC-n) the critique invokes (``gates.cites_sanity_checks``)."""
+    """``cites_checks``: the sanity checks (SC-n) the critique invokes (``gates.cites_sanity_checks``).
+    With ``env.judges_compute`` off it has no tools (physics-intern's adjudicator): a dismissal of a
+    cited check then rests on ``check_not_applicable``, upstream's step-by-step rule."""
     desk = AdjudicationDesk(env, list(cites_checks))
-    return await run_role(env, ROLE, user_prompt, Ruling, tools=[execute_python], deps=desk,
-                          output_name="submit_ruling", output_validator=_validate)
+    return await run_role(env, ROLE, user_prompt, Ruling, tools=[execute_python] if env.judges_compute else [],
+                          deps=desk, output_name="submit_ruling", output_validator=_validate)

@@ -45,6 +45,7 @@ class Desk:
     template: str | None
     forced: bool
     dropped: list[str] = field(default_factory=list)
+    always: bool = False      # forced_answer "always": any id of the run may be a source, or none
 
 
 def template_function(template: str | None) -> str | None:
@@ -166,12 +167,13 @@ def _validate(ctx: RunContext[Desk], a: FinalAnswer) -> FinalAnswer:
         raise ModelRetry("Write the answer in answer_markdown.")
     kinds = ("ER", "WH") if d.forced else ("ER",)
     unknown = [p.source for p in a.sources if p.source.split("-")[0] not in kinds or s.find(p.source) is None
-               or (d.forced and p.source not in forced_sources(s, [p.source]))]
+               or (d.forced and not d.always and p.source not in forced_sources(s, [p.source]))]
     problems = []
     if unknown:
         problems.append(f"sources {unknown} are not {' or '.join(k + '-n' for k in kinds)} ids of this run"
-                        + (" that were reviewed and are neither refuted nor abandoned" if d.forced else ""))
-    if a.ready and not a.sources:
+                        + (" that were reviewed and are neither refuted nor abandoned"
+                           if d.forced and not d.always else ""))
+    if a.ready and not a.sources and not d.always:
         problems.append("sources is empty: name the result each part of the answer comes from")
     if correct_or_drop(ctx, problems, "Submit again with these fixed."):
         d.dropped = problems
@@ -190,7 +192,10 @@ class Assessment:
     bounce: str = ""
 
 
-def assess(a: FinalAnswer, s: ResearchState, template: str | None, *, forced: bool) -> Assessment:
+def assess(a: FinalAnswer, s: ResearchState, template: str | None, *, forced: bool, always: bool = False
+           ) -> Assessment:
+    """``always`` (a forced answer under ``forced_answer="always"``): whatever fills the template is
+    the answer, resting on reviewed claims or not (physics-intern's forced formatter)."""
     code = None
     if template and a.answer_code.strip() and check_answer_code(a.answer_code, template) is None:
         code = strip_fence(a.answer_code)
@@ -207,7 +212,7 @@ def assess(a: FinalAnswer, s: ResearchState, template: str | None, *, forced: bo
             why = f"the answer rests on {', '.join(bad)}: not established"
         if why:
             return Assessment(code, None, sources, bounce=why)
-    elif not forced_sources(s, sources):   # ending: an answer resting on nothing reviewed is no answer
+    elif not always and not forced_sources(s, sources):   # ending: resting on nothing reviewed is no answer
         return Assessment(None, None, sources)
     body = a.answer_markdown.strip()
     if code is None and not body:

@@ -108,10 +108,12 @@ def action_problem(s: ResearchState, a: EntityAction) -> str:
 
 
 async def run(env: LabEnv, state: ResearchState, critiques: list[Critique], windows: C.Windows,
-              demotions: Sequence[Critique] = ()) -> tuple[Plan, Desk]:
-    """``demotions``: the adjudicator's demoting rulings the planner has not yet been consulted on."""
+              demotions: Sequence[Critique] = (), views: str = "physlab") -> tuple[Plan, Desk]:
+    """``demotions``: the adjudicator's demoting rulings the planner has not yet been consulted on;
+    ``views``: the lab's role_views."""
     desk = Desk(state, list(critiques))
     plan = await run_role(env, ROLE, lambda level: C.for_planner(env.ctx.problem, state, critiques,
-                                                                 windows.shrunk(level), list(demotions)), Plan,
+                                                                 windows.shrunk(level), list(demotions), views),
+                          Plan,
                           deps=desk, output_name="submit_plan", output_validator=_validate)
     return plan, desk

@@ -74,5 +74,6 @@ def report_text(r: ReviewReport) -> str:
 
 
 async def run(env: LabEnv, user_prompt: PromptSource) -> ReviewReport:
-    return await run_role(env, ROLE, user_prompt, ReviewReport, tools=[execute_python], deps=ReviewDesk(env),
-                          output_name="submit_review", output_validator=_validate)
+    """With ``env.judges_compute`` off the reviewer has no tools (physics-intern's reviewer)."""
+    return await run_role(env, ROLE, user_prompt, ReviewReport, tools=[execute_python] if env.judges_compute else [],
+                          deps=ReviewDesk(env), output_name="submit_review", output_validator=_validate)

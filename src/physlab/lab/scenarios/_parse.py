@@ -52,6 +52,15 @@ def tool_returns(messages: list[ModelMessage], name: str | None = None) -> list[
     return out
 
 
+def printed(tool_return: str) -> str:
+    """What a script printed, from its tool return (``[status]\nSTDOUT:\n…\nSTDERR:\n…``): its
+    stdout, and its stderr only when it wrote some -- what a reviewer quotes, not the headers."""
+    body = tool_return.split("STDOUT:\n", 1)[-1]
+    stdout, *stderr = re.split(r"\nSTDERR:(?:\n|$)", body, maxsplit=1)
+    err = stderr[0].strip() if stderr else ""
+    return stdout.rstrip() + (f"\nstderr: {err}" if err else "")
+
+
 def corrections(messages: list[ModelMessage]) -> list[str]:
     """The corrective messages the lab sent back in this call (refused output, unknown ids...)."""
     out = []

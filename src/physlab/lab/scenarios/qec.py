@@ -6,7 +6,13 @@ demotion, and the re-review is shown the upheld critique and answers it). The Co
 really runs its enumeration script in the sandbox; the value it printed is what the orchestrator
 proposes, the reviewer and adjudicator check (by running code), and the formatter writes into the
 template. Every decision is read from the prompt the role is shown: stopped early
-(``--max-iterations 2``), the formatter finds the fidelity among the best hypotheses."""
+(``--max-iterations 2``), the formatter finds the fidelity among the best hypotheses.
+
+With ``--param preset=paper`` (physics-intern's flow) the same story runs its way: one question open
+at a time and one exit a turn, the critic after every VERIFIED review, a reviewer and an adjudicator
+with no tools (they read the values the computer's scripts printed), and the upheld critique
+abandons the noiseless result (a dead end), so the lab establishes it again by computation, under a
+new hypothesis, before it asks for the fidelity."""
 
 from __future__ import annotations
 
@@ -113,10 +119,18 @@ class QECScenario:
 
     # ---------------------------------------------------------------- the loop
     IDEAL_Q = "Does the noiseless circuit prepare |00>_AB in the [[4,2,2]] code with the ancilla in |0>?"
+    RECHECK_Q = ("Simulating the noiseless circuit state vector by state vector, does it prepare |00>_AB with the "
+                 "ancilla in |0>?")
+    IDEAL_CLAIM = ("The noiseless circuit M_4 CNOT_04 CNOT_34 CNOT_23 CNOT_10 CNOT_12 H_1 prepares the [[4,2,2]] code "
+                   "state |00>_AB (stabilizers XXXX, ZZZZ and logical Z_A = ZZII, Z_B = ZIZI all +1) with the "
+                   "ancilla in |0>.")
     FIDELITY_Q = ("What is the exact post-selected logical fidelity F(p) of the circuit under two-qubit depolarizing "
                   "noise after every CNOT?")
 
     def _order(self, rq: str, question: str) -> dict[str, str]:
+        if "state vector by state vector" in question:
+            return {"worker": "computer", "target": rq, "instructions": "Simulate the noiseless circuit and measure "
+                    "every stabilizer; cross-check by stabilizer propagation."}
         if "fidelity" in question:
             return {"worker": "computer", "target": rq, "instructions": "Enumerate every fault pattern exactly, "
                     "post-select, and give F(p) as an exact rational function; cross-check independently."}
@@ -124,6 +138,8 @@ class QECScenario:
                 "circuit and show which code state and ancilla state it prepares."}
 
     def orchestrator(self, messages, info, prompt):
+        if re.search(r"^At most \d+ open question", P.block(prompt, "research-questions"), flags=re.M):
+            return self._one_at_a_time(messages, info, prompt)
         done = P.tool_returns(messages)
         whs = P.hypotheses(prompt)
         ers = P.established(prompt)
@@ -174,6 +190,51 @@ class QECScenario:
             return tool_call(out, {"complete": True, "answer_results": [e[0] for e in ers if e[3]],
                                    "summary": "All results are established; the answer is determined."})
         return tool_call(out, {"summary": "Waiting for reviews."})
+
+    def _one_at_a_time(self, messages, info, prompt):
+        """physics-intern's flow (preset=paper): one open question, one exit a turn (a hypothesis,
+        one dispatch or completion); what a turn has to do is read from the state it is shown."""
+        out = info.output_tools[0].name
+        done = P.tool_returns(messages)
+        rqs = P.block(prompt, "research-questions")
+        opened = re.findall(r"^(RQ-\d+) \[open\]: (.*)$", rqs, flags=re.M)
+        ers = P.established(prompt)
+        whs = P.hypotheses(prompt)
+        if any("ends your turn" in x for x in done):                   # a hypothesis ended the turn
+            return tool_call(out, {"summary": "Hypothesis proposed; it is reviewed now."})
+        created = re.findall(r"Created (RQ-\d+)", " ".join(done))
+        if created:                                                    # the question made: send its worker
+            return tool_call(out, {"dispatches": [self._order(created[-1], self.asked)],
+                                   "summary": f"{created[-1]} dispatched."})
+        if opened:                                                     # its evidence is in: a hypothesis
+            rq, question = opened[0]
+            ev = re.findall(rf"on {rq} -> (EV-\d+)", P.block(prompt, "dispatch-history"))
+            if not ev:
+                return tool_call(out, {"summary": "Waiting for evidence."})
+            if "fidelity" in question:
+                item = next(x for x in P.new_evidence(prompt) if ev[-1] in x.split("\n")[0])
+                value = re.search(r"F_logical = (.+)", P.block(item, "findings")).group(1).strip()
+                ideal = next(e[1] for e in ers if "noiseless" in e[2])
+                return calls(("propose_hypothesis", {"claim": "For that circuit with two-qubit depolarizing noise of "
+                              "strength p after every CNOT, post-selected on trivial syndrome and ancilla 0, the "
+                              "logical fidelity with |00>_AB is F_logical(p) = " + value, "value": value,
+                              "evidence_ids": ev, "depends_on": [ideal]}))
+            return calls(("propose_hypothesis", {"claim": self.IDEAL_CLAIM, "evidence_ids": ev}))
+        if any(st not in ("established", "abandoned") for st in whs.values()):
+            return tool_call(out, {"summary": "Waiting for the review."})
+        ideal = next((e for e in ers if "noiseless" in e[2]), None)
+        fidelity = next((e for e in ers if e[3]), None)
+        if fidelity is not None:
+            return tool_call(out, {"complete": True, "answer_results": [fidelity[0]],
+                                   "summary": "The fidelity is established; the answer is determined."})
+        if ideal is None:              # first, or again by computation once an upheld critique abandoned it
+            abandoned = P.block(prompt, "dead-ends") not in ("", "(none)")
+            self.asked = self.RECHECK_Q if abandoned else self.IDEAL_Q
+        else:
+            self.asked = self.FIDELITY_Q
+        return calls(("create_research_question", {"question": self.asked}))
+
+    asked = ""
 
     def _undispatched(self, prompt: str, rqs: str, room: int) -> dict:
         """Open questions no worker was sent on yet (when the lab dispatches one task a turn)."""
@@ -232,12 +293,22 @@ class QECScenario:
         claim = P.block(prompt, "claim")
         m = re.search(r"^value: (.+)$", claim, flags=re.M)
         out = info.output_tools[0].name
+        can_run = any(t.name == "execute_python" for t in info.function_tools)
+        if m and not can_run:                    # no tools (preset=paper): read what the evidence printed
+            shown = P.block(prompt, "supporting-evidence")
+            ok = "F(0) = 1" in shown and re.search(r"small-p expansion: 1 - \S+\*p\*\*2", shown) is not None
+            return tool_call(out, {"verdict": "VERIFIED" if ok else "INCONCLUSIVE", "checks": [
+                {"check": "SC-1: F(0) = 1", "outcome": "PASS" if "F(0) = 1" in shown else "N/A",
+                 "note": "as the enumeration printed it"},
+                {"check": "no O(p) term", "outcome": "PASS" if ok else "N/A", "note": "the printed small-p expansion"}],
+                "reasoning": "The enumeration implements the stated noise model and post-selection; the values it "
+                             "printed give F(0) = 1 and an expansion starting at p^2."})
         if m:                                                        # a formula: test it by running code
             runs = P.tool_returns(messages, "execute_python")
             if not runs:
                 return calls(("execute_python", {"code": _value_check_script(m.group(1))}))
             ok = _all_pass(runs[-1])
-            printed = runs[-1].split("STDOUT:")[-1]
+            printed = P.printed(runs[-1])
             checks = [{"check": line.split(":")[0].split(" =")[0].strip(),
                        "outcome": "PASS" if "PASS" in line else "FAIL"}
                       for line in printed.splitlines() if line.strip().endswith(("PASS", "FAIL"))]
@@ -258,6 +329,8 @@ class QECScenario:
     def critic(self, messages, info, prompt):
         ers = P.established(prompt)
         prev = P.block(prompt, "previous-critiques")
+        if re.search(r"^At most|reviewer's verdict", prompt, flags=re.M):      # physics-intern's critic (preset=paper)
+            return self._paper_critic(info, prompt, ers, prev)
         if "CR-" not in prev and ers:
             formula = next((e for e in ers if e[3]), None)
             ideal = next((e for e in ers if not e[3]), None)
@@ -287,17 +360,49 @@ class QECScenario:
                                    "ratio of polynomials in p, as the survey expects. Checks: SC-1 to SC-3 pass on "
                                    "the established value. No loop."})
 
+    def _paper_critic(self, info, prompt, ers, prev):
+        """Called after every VERIFIED review: each concern once, when its result appears."""
+        formula = next((e for e in ers if e[3]), None)
+        ideal = next((e for e in ers if not e[3]), None)
+        if formula and "p = 3/4" not in prev:
+            return final_answer(info, {"critiques": [{"target_type": "ER", "target": formula[0], "kind": "sanity_check",
+                                                      "severity": "HIGH", "text": "At p = 3/4 the fidelity formula "
+                                                      "evaluates above 1, exceeding the maximum fidelity; the result "
+                                                      "violates physical bounds.", "test": "Evaluate the formula "
+                                                      "exactly at p = 3/4."}], "assessment": "The bound needs checking."})
+        hand_derived = ideal and "(researcher," in P.block(prompt, "established-results")
+        if hand_derived and "independent computation" not in prev:
+            return final_answer(info, {"critiques": [{"target_type": "ER", "target": ideal[0],
+                                                      "kind": "missing_validation", "severity": "MEDIUM",
+                                                      "text": "This result rests on a hand derivation only; the ancilla "
+                                                              "parity and the logical operators were never checked by "
+                                                              "an independent computation.",
+                                                      "test": "Simulate the noiseless circuit and measure every "
+                                                              "stabilizer."}], "assessment": "One result needs a check."})
+        return final_answer(info, {"critiques": [], "assessment": "Coherence: the results chain into F. Scope: F is a "
+                                   "ratio of polynomials in p. No loop."})
+
     def adjudicator(self, messages, info, prompt):
         er = P.block(prompt, "established-result")
         out = info.output_tools[0].name
         m = re.search(r"^  value: (.+)$", er, flags=re.M)
+        printed = re.search(r"F\(3/4\) = (\d+)/(\d+)", P.block(prompt, "supporting-evidence"))
+        if m and not any(t.name == "execute_python" for t in info.function_tools):   # no tools: the record
+            ok = printed is not None and int(printed.group(1)) <= int(printed.group(2))
+            return tool_call(out, {"decision": "dismiss" if ok else "needs_evidence",
+                                   "reasoning": "The enumeration's own output settles it.",
+                                   "investigation_scope": "" if ok else "Evaluate F at p = 3/4 exactly.",
+                                   "check_not_applicable": (f"Step 1: the evidence printed F(3/4) = {printed.group(1)}/"
+                                                            f"{printed.group(2)}. Step 2: that is at most 1. Step 3: so "
+                                                            "the bound in the critique holds and the critique fails."
+                                                            ) if ok else ""})
         if m:
             runs = P.tool_returns(messages, "execute_python")
             if not runs:
                 return calls(("execute_python", {"code": _value_check_script(m.group(1), at="3/4")}))
             ok = _all_pass(runs[-1])
             return tool_call(out, {"decision": "dismiss" if ok else "uphold",
-                                   "reasoning": "Evaluated the formula myself: " + runs[-1].split("STDOUT:")[-1][:600]})
+                                   "reasoning": "Evaluated the formula myself: " + P.printed(runs[-1])[:600]})
         has_code = "<code>" in prompt
         return tool_call(out, {"decision": "dismiss" if has_code else "uphold",
                                "reasoning": "The evidence has a computational check." if has_code else

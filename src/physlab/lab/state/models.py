@@ -207,6 +207,13 @@ class HumanMessage(BaseModel):
     critique: str | None = None
 
 
+class CleanAudit(BaseModel):
+    """An audit of the senior critic that filed nothing: what it checked."""
+
+    iteration: int
+    assessment: str = ""
+
+
 class SystemEvent(BaseModel):
     iteration: int
     kind: str
@@ -264,6 +271,10 @@ class ResearchState(BaseModel):
                                                                               "planner has been consulted on.")
     er_changes: int = Field(default=0, description="Promotions and demotions so far.")
     er_changes_audited: int = Field(default=0, description="er_changes at the senior critic's last audit.")
+    audits: int = Field(default=0, description="Audits the senior critic made so far.")
+    clean_audits: list[CleanAudit] = Field(default_factory=list, description="Audits that filed no critique, with "
+                                                                           "what the critic checked.")
+    last_audit_iteration: int = Field(default=0, description="The iteration of the critic's last audit (0: none).")
     format_bounces: int = Field(default=0, description="Completions the formatter sent back.")
     best_answer: BestAnswer | None = None
     seen_evidence: int = Field(default=0, description="Evidence already shown to the orchestrator.")

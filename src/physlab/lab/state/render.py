@@ -1,7 +1,12 @@
-"""Readable Markdown renderings of a ResearchState (committed beside state.json every iteration)."""
+"""Readable Markdown renderings of a ResearchState (committed beside state.json every iteration).
+
+RESEARCH_STATE.md ends with the lab's list of sources, marked verified: each passage a literature tool
+showed, with its source id; the roles' words above it (and what a role said it used a passage for)
+cannot open a Sources heading or write an entry (:mod:`physlab.lab.state.model_text`)."""
 
 from __future__ import annotations
 
+from physlab.lab.state.model_text import VERIFIED_LIST, inline_text, model_markdown
 from physlab.lab.state.models import ResearchState
 from physlab.tools.literature.models import format_reference
 
@@ -9,6 +14,11 @@ from physlab.tools.literature.models import format_reference
 def _clip(text: str, n: int = 600) -> str:
     text = (text or "").strip()
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _item(text: str) -> str:
+    """``text`` whole as the rest of a Markdown list item: its later lines indented to stay in it."""
+    return "\n  ".join(line.rstrip() for line in (text or "").strip().splitlines())
 
 
 def render_state(s: ResearchState) -> str:
@@ -56,19 +66,13 @@ def render_state(s: ResearchState) -> str:
                    f"{_clip(ev.findings, 500)}")
     out += render_derivations(s)
     out += ["", "## Reviews", ""]
-    out += [f"- **{r.id}** {r.wh}: {r.verdict} — {_clip(r.reasoning, 300)}" for r in s.reviews] or ["_none_"]
+    # reviews and rulings whole: a check cut short ("…") could end before its verdict
+    out += [f"- **{r.id}** {r.wh}: {r.verdict} — {_item(r.reasoning)}" for r in s.reviews] or ["_none_"]
     out += ["", "## Critiques", ""]
     out += [f"- **{c.id}** ({c.source}, {c.severity}, {c.target_type}{' ' + c.target if c.target else ''}, {c.kind}) "
-            f"[{c.status}] {_clip(c.text, 400)}" + (f" — ruling: {_clip(c.ruling, 300)}" if c.ruling else "")
+            f"[{c.status}] {_clip(c.text, 400)}" + (f" — ruling: {_item(c.ruling)}" if c.ruling else "")
             + (f" — evidence asked for: {_clip(c.scope, 300)}" if c.scope else "")
             for c in s.critiques] or ["_none_"]
-    if s.sources:
-        out += ["", "## Sources", ""]
-        for n, src in enumerate(s.sources, 1):
-            out.append(f"- **[{n}] {src.id}** {format_reference(src)}")
-            out.append(f"  - passage: “{_clip(src.passage, 500)}”")
-            out += [f"  - used by the {u.role} (it. {u.iteration})" + (f": {_clip(u.purpose, 300)}" if u.purpose else "")
-                    for u in src.uses]
     if s.dead_ends:
         out += ["", "## Dead ends", ""] + [f"- **{d.id}** {_clip(d.description, 400)}" for d in s.dead_ends]
     if s.notes:
@@ -80,7 +84,27 @@ def render_state(s: ResearchState) -> str:
     out += ["", "## Dispatch history", ""]
     out += [f"- it. {d.iteration} {d.id}: {d.role} on {d.target} → {d.evidence or d.outcome or 'pending'}"
             for d in s.dispatches] or ["_none_"]
-    return "\n".join(out) + "\n"
+    return model_markdown("\n".join(out), note=NOT_CHECKED) + "\n" + "\n".join(render_sources(s))
+
+
+SOURCES_HEADING = "## Sources (verified)"
+NOT_CHECKED = ("*(written by a role: not checked against what the literature tools showed; the verified "
+               "sources are listed at the end)*")
+
+
+def render_sources(s: ResearchState) -> list[str]:
+    """The lab's list of the literature its roles cited (each passage really shown by a tool), last in
+    the file: each entry with its source id (as in state.json), the passage on one line, and each use
+    on its own line, in the role's words escaped."""
+    if not s.sources:
+        return []
+    out = ["", SOURCES_HEADING, "", VERIFIED_LIST, ""]
+    for n, src in enumerate(s.sources, 1):
+        out.append(f"- **[{n}]** `{src.id}` {format_reference(src)}")
+        out.append(f"  - passage: “{_clip(' '.join(src.passage.split()), 500)}”")
+        out += [f"  - used by the {u.role} (it. {u.iteration})" + (f": {inline_text(u.purpose, 300)}" if u.purpose.strip()
+                                                                     else "") for u in src.uses]
+    return out + [""]
 
 
 def render_derivations(s: ResearchState) -> list[str]:

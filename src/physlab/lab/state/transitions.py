@@ -18,6 +18,7 @@ from typing import Iterable, TypeVar
 from physlab.lab.state.models import (
     BestAnswer,
     CitedSource,
+    CleanAudit,
     Confidence,
     Critique,
     CritiqueTarget,
@@ -162,11 +163,13 @@ def record_dispatch(state: ResearchState, role: WorkerRole, target: str, task: s
 def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, findings: str,
                  method: str = "", derivation: str = "", checks: Iterable[str] = (),
                  confidence: Confidence = "partial", approach: str = "",
-                 code: str = "", output: str = "", scripts: Iterable[Script] = (), dispatch: str | None = None
-                 ) -> tuple[ResearchState, str]:
+                 code: str = "", output: str = "", scripts: Iterable[Script] = (), dispatch: str | None = None,
+                 drop_refuted: bool = False) -> tuple[ResearchState, str]:
     """Record a worker's evidence. Evidence on a hypothesis that is not established is attached
     to it and sends it (back) to review: a refuted, inconclusive or demoted claim is re-reviewed
-    exactly when something new arrives for it, and never without."""
+    exactly when something new arrives for it, and never without. ``drop_refuted``: on a refuted
+    hypothesis, the evidence its refutation judged is detached and the new evidence replaces it
+    (physics-intern's evidence store; the items stay in the record)."""
     s = _copy(state)
     _known(s, [target], ("RQ", "WH"), "evidence target")
     eid = _new_id(s, "EV")
@@ -183,6 +186,11 @@ def add_evidence(state: ResearchState, *, target: str, role: WorkerRole, finding
         _event(s, "evidence", f"{eid} on {w.id} recorded; {w.id} is {w.status}"
                + (f" ({w.er}) and its review stands" if w.er else " and is not reviewed again"))
     elif w is not None:
+        if drop_refuted and w.status == "refuted":
+            judged = [e for e in w.evidence if s.ev_number(e) <= w.evidence_mark]
+            if judged:
+                w.evidence = [e for e in w.evidence if e not in judged]
+                _event(s, "evidence", f"{', '.join(judged)} detached from {w.id}: refuted, replaced by {eid}")
         w.evidence.append(eid)
         if w.status != "proposed":
             _event(s, "wh", f"{eid} attached to {w.id} (was {w.status}); {w.id} goes back to review")
@@ -386,12 +394,13 @@ def file_critique(state: ResearchState, *, target_type: CritiqueTarget, text: st
 
 
 def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, ruling: str,
-                     scope: str = "") -> ResearchState:
+                     scope: str = "", *, abandon: bool = False) -> ResearchState:
     """The adjudicator's ruling on a critique of an ER. ``uphold``: the critique is right, the ER is
     demoted. ``dismiss``: the ER stands. ``needs_evidence``: the record cannot settle it; the ER is
     demoted softly with ``scope``, the evidence that would settle it, which its hypothesis needs
     before it is reviewed again (and which the workers sent on it are shown). (A bool is the
-    earlier two-way ruling: True upholds, False dismisses.)"""
+    earlier two-way ruling: True upholds, False dismisses.) ``abandon``: an upheld critique also
+    abandons the result's hypothesis and what builds on it (physics-intern's "valid" ruling)."""
     if isinstance(decision, bool):
         decision = "uphold" if decision else "dismiss"
     s = _copy(state)
@@ -410,6 +419,8 @@ def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, rul
         if er.status == "active":
             why = f"{cr_id} upheld: {ruling}" if decision == "uphold" else f"{cr_id} needs evidence: {c.scope}"
             s = demote_er(s, er.id, why)
+            if abandon and decision == "uphold":
+                s, _ = abandon_wh(s, er.wh, why, by="adjudicator")
     return s
 
 
@@ -551,7 +562,7 @@ def turn_without_completion(state: ResearchState) -> ResearchState:
     return s
 
 
-def break_circuit(state: ResearchState, unresolved: Iterable[str]) -> ResearchState:
+def break_circuit(state: ResearchState, unresolved: Iterable[str], *, drop_questions: bool = True) -> ResearchState:
     """The circuit breaker: completion was refused again and again while the orchestrator left the
     same things standing. The hypotheses in ``unresolved`` (neither established nor given up) are
     abandoned and the open questions dropped, each on the record, so completion can be judged on
@@ -562,7 +573,7 @@ def break_circuit(state: ResearchState, unresolved: Iterable[str]) -> ResearchSt
         if (w := s.wh(wid)) is not None and w.status not in ("established", "abandoned"):
             s, _ = abandon_wh(s, wid, f"circuit breaker: completion refused {n} times in a row while it stayed "
                                       f"{w.status}", by="lab")
-    dropped = [r.id for r in s.rqs if r.status == "open"]
+    dropped = [r.id for r in s.rqs if r.status == "open"] if drop_questions else []
     for rid in dropped:
         _found(s.rq(rid), rid).status = "dropped"
     s.refused_completions = 0
@@ -588,10 +599,15 @@ def escalate_stalls(state: ResearchState, stalled: dict[str, int]) -> ResearchSt
     return s
 
 
-def record_audit(state: ResearchState) -> ResearchState:
-    """The senior critic audited the results as they stand now."""
+def record_audit(state: ResearchState, clean: str | None = None) -> ResearchState:
+    """The senior critic audited the results as they stand now; ``clean``: it filed nothing, and
+    this is its assessment (kept, as physics-intern keeps its critic's clean reviews)."""
     s = _copy(state)
+    if clean is not None:
+        s.clean_audits.append(CleanAudit(iteration=s.iteration, assessment=clean.strip()))
     s.er_changes_audited = s.er_changes
+    s.audits += 1
+    s.last_audit_iteration = s.iteration
     return s
 
 

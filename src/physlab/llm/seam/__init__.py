@@ -53,13 +53,15 @@ def seam_model(wrapped: Model, *, role: str, spec: str, meter: RunMeter,
                model_label: Callable[[ModelResponse], str] | None = None,
                output_state: OutputModeState | None = None, limits: ModelLimits | None = None,
                events: Callable[..., None] | None = None, endpoint: str | None = None,
-               key_note: str | None = None, rng: random.Random | None = None) -> SeamModel:
+               key_note: str | None = None, rng: random.Random | None = None,
+               secrets: tuple[str, ...] = ()) -> SeamModel:
     """``wrapped`` (a provider's, scripted or replayed model) as ``role`` of a run metered by ``meter``.
     ``output_state`` and ``limits`` are shared by the roles that use one model; ``cost`` prices a
     reply (a Pricer, or a function for replayed ones); ``endpoint`` and ``key_note`` name the server
-    and the key in error messages; ``events`` receives the console's notices."""
+    and the key in error messages; ``secrets`` (the key the requests carry) is redacted from what the
+    server says; ``events`` receives the console's notices."""
     defaults = defaults or ModelDefaults()
-    who = SeamRole(role=role, spec=spec, endpoint=endpoint, key_note=key_note, events=events)
+    who = SeamRole(role=role, spec=spec, endpoint=endpoint, key_note=key_note, events=events, secrets=secrets)
     limits = limits or ModelLimits(declared_max_output=defaults.truncation_max_output_tokens,
                                    window=defaults.context_window)
     model: Model = HttpCaptureModel(OneStringModel(wrapped), timeout_s=defaults.timeout_s, meter=meter)

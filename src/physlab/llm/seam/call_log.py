@@ -3,6 +3,12 @@ cancelled): tokens as the server counted them (cache reads and writes too, and t
 reply), the cost and where it came from, the latency (from when the try had its slots), and the
 request and response as sent and received, so ``replay:`` can re-serve the run.
 
+A reply leaves this layer with the keys in use redacted (:func:`physlab.llm.redact.redact_reply`):
+what is recorded and what every layer and caller above gets (state.json, LOG.md, the run's git
+history) never holds the key a careless proxy wrote into it. A stream's chunks reach its caller as
+sent (a key split across chunks cannot be redacted without holding the text back); its record is
+redacted, and so is each recorded request.
+
 The line is written when the try is settled (see :mod:`physlab.llm.seam.attempts`), so it carries
 what the seam decided about it. No line grows past ``max_record_bytes``: a longer one leaves out the
 request's messages (then the response), keeps every number, and says so in its note.
@@ -24,6 +30,7 @@ from physlab.llm import failures as F
 from physlab.llm.meter import RunMeter
 from physlab.llm.output import is_constrained
 from physlab.llm.pricing import Pricer
+from physlab.llm.redact import redact_keys_in, redact_reply
 from physlab.llm.seam.attempts import Attempt, Call, current_call
 from physlab.llm.seam.role import SeamRole
 from physlab.llm.usage import CallRecord
@@ -80,6 +87,7 @@ class CallLogModel(WrapperModel):
             raise
         finally:
             beat.cancel()
+        resp = redact_reply(resp, self.who.secrets)
         attempt.latency, attempt.response = time.monotonic() - start, resp
         return resp
 
@@ -113,15 +121,14 @@ class CallLogModel(WrapperModel):
         finally:
             attempt.latency = time.monotonic() - start
             if stream is not None and attempt.response is None:
-                attempt.response = stream.get()
+                attempt.response = redact_reply(stream.get(), self.who.secrets)
                 if attempt.error is None and attempt.response.state != "complete":
                     attempt.note = f"the stream was closed before its end ({attempt.response.state})"
 
-    @staticmethod
-    def _cancelled(attempt: Attempt, start: float, stream: StreamedResponse | None = None) -> None:
+    def _cancelled(self, attempt: Attempt, start: float, stream: StreamedResponse | None = None) -> None:
         attempt.latency, attempt.error = time.monotonic() - start, CANCELLED
         if stream is not None:
-            attempt.response = stream.get()
+            attempt.response = redact_reply(stream.get(), self.who.secrets)
         attempt.settle()
 
     # ---- the line -------------------------------------------------------------------------
@@ -133,9 +140,10 @@ class CallLogModel(WrapperModel):
     def record(self, attempt: Attempt) -> CallRecord:
         """The calls.jsonl line of a settled try."""
         err = attempt.error
-        error = F.describe(err) if isinstance(err, BaseException) else err
+        error = F.describe(err, self.who.secrets) if isinstance(err, BaseException) else err
         rec = CallRecord(role=self.who.role, model=self.who.spec, latency_s=round(attempt.latency, 6),
-                         retries=attempt.retries, error=error, note=attempt.note, request=attempt.request,
+                         retries=attempt.retries, error=error, note=attempt.note,
+                         request=redact_keys_in(attempt.request, self.who.secrets),
                          max_tokens=attempt.max_tokens)
         resp, http = attempt.response, attempt.http
         if resp is not None:

@@ -251,7 +251,7 @@ class LimitsModel(WrapperModel):
                     call.settle(decision.note)
                     self.who.emit("context_too_long", text=f"{self.who.role}: {decision.notice}")
                     raise ContextTooLong(self.who.role, window=decision.window, prompt_tokens=decision.prompt_tokens,
-                                         detail=F.describe(exc)) from exc
+                                         detail=F.describe(exc, self.who.secrets)) from exc
                 raise
             attempt = call.last
             self.limits.learn_scale(resp.usage.input_tokens, estimate)

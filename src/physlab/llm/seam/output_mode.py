@@ -33,20 +33,21 @@ def decide_tools_refused(exc: BaseException, params: ModelRequestParameters, sta
     not take) is not sent again and names the modes to try; other failures are not this layer's."""
     carried_tools = bool(params.function_tools or params.output_tools)
     where = f" at {url}" if url else ""
+    said_exc = F.describe(exc, who.secrets)
     silent = carried_tools and silent_500(exc)
     if carried_tools and (refuses_tools(exc) or silent):
         why = ("the server answered a request with tools with an empty 500 (llama-cpp-python does so for a tool "
-               "choice its chat format cannot honour)" if silent else f"the server refused tool calls: {F.describe(exc)}")
+               "choice its chat format cannot honour)" if silent else f"the server refused tool calls: {said_exc}")
         if state.fall_back(why):
             return SendAgain("tools refused by the server; output mode auto -> prompted for the rest of the run")
         if state.mode != "tool":  # another request of the run fell back meanwhile
             return SendAgain("tools refused; sent again in the run's fallback output mode")
         said = "answered tool calls with an empty 500" if silent else "refused tool calls"
-        return GiveUp(ModelFailure(f"{who.role}: the server{where} {said} ({F.describe(exc)}); {F.TOOLS_HINT}"))
+        return GiveUp(ModelFailure(f"{who.role}: the server{where} {said} ({said_exc}); {F.TOOLS_HINT}"))
     if (field := refused_shape(exc)) is not None:
         return GiveUp(ModelFailure(
             f"{who.role}: the server{where} refused the request's {field} in '{state.mode}' output mode "
-            f"({F.describe(exc)}); not sent again (the same request would be refused the same way); "
+            f"({said_exc}); not sent again (the same request would be refused the same way); "
             f"{advice.other_modes(state.mode)}"))
     return GiveUp()
 

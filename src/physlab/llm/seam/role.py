@@ -4,7 +4,7 @@ model spec, the server, the key notice, and the run's event sink for what the co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from physlab.llm import failures as F
@@ -18,6 +18,8 @@ class SeamRole:
     endpoint: str | None = None  # the server's base URL, when the run names one
     key_note: str | None = None  # what to say when no API key is sent
     events: Callable[..., None] | None = None
+    # the keys its requests carry: redacted from whatever the server says (physlab.llm.redact)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.events is None:
@@ -30,7 +32,7 @@ class SeamRole:
     def failure(self, exc: BaseException, url: str | None = None, suffix: str = "") -> ModelFailure:
         """One line for a request that failed for good: what happened, where, and what to try."""
         cause = F.named_cause(exc, role=self.role, url=url or self.endpoint, key_note=self.key_note,
-                              model=self.spec)
+                              model=self.spec, secrets=self.secrets)
         return ModelFailure(cause + suffix)
 
 

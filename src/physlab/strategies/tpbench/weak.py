@@ -5,7 +5,8 @@ Stage 2: each distinct candidate is judged k_verif (10) times by the model (role
 each judgement uses one of the three verification prompts, drawn with the seeded RNG, and answers
 through its output tool with its reasoning and then yes/no (a pydantic model; no valid verdict
 after the retries counts as no); the score is the fraction of yes among the judgements that
-finished. The classes scoring within ``delta`` of the best are kept (default 0.05; with k_verif=10
+finished. ``verdict_reasoning=third`` (``--protocol paper``) asks for the yes/no alone on the first
+two prompts, as the seed's (A.3), and for reasoning first on the third only. The classes scoring within ``delta`` of the best are kept (default 0.05; with k_verif=10
 that is "the top score").
 Stage 3: if more than one is kept, a pairwise tie-break (one comparison per pair by default, as
 Algorithm 2 shows; role ``tiebreaker``) picks the final answer.
@@ -22,6 +23,7 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from physlab.run.environment import RunEnvironment
 from physlab.strategies.base import Attempt, Strategy
+from physlab.strategies.params import TPBENCH, param
 from physlab.strategies.sampling import answer_requirements, ask_structured, model_settings, render
 from physlab.strategies.tpbench.candidates import build_pool
 from physlab.strategies.tpbench.select import Job, VerifierParams, verify_and_select
@@ -37,11 +39,28 @@ class WeakVerdict(BaseModel):
     is_solution_correct: Literal["yes", "no"]
 
 
-class TPBenchWeak(Strategy[VerifierParams]):
+class BareVerdict(BaseModel):
+    """The seed's verdict on its first two prompts (A.3): 'a JSON object with only' the yes/no."""
+
+    is_solution_correct: Literal["yes", "no"]
+
+
+class WeakParams(VerifierParams):
+    verdict_reasoning: Literal["all", "third"] = param(
+        "all", "Which verification prompts ask for reasoning before the yes/no: 'all' three, or only the "
+               "third (the first two then ask for the verdict alone).",
+        f"PhysLab: a verdict after its reasoning on every prompt (a bare yes/no gives the verifier no room to "
+        f"check the steps); {TPBENCH} A.3: prompts 1-2 ask for the JSON verdict only, prompt 3 reasons first -- "
+        "--protocol paper")
+
+    protocols = {"paper": {"verdict_reasoning": "third"}}
+
+
+class TPBenchWeak(Strategy[WeakParams]):
     """TPBench sampling-based search: N candidates, a simple yes/no verifier, a pairwise tie-break."""
 
     name = "tpbench-weak"
-    Params = VerifierParams
+    Params = WeakParams
 
     async def run(self, ctx: RunEnvironment) -> Attempt:
         started = time.monotonic()
@@ -55,13 +74,16 @@ class TPBenchWeak(Strategy[VerifierParams]):
             jobs = []
             for _ in range(k):
                 variant = rng.choice(VARIANTS)
-                prompt = render(variant, problem=problem, requirements=requirements,
-                                solution=solution)
+                bare = self.params.verdict_reasoning == "third" and variant != VARIANTS[-1]
+                prompt = render(variant + "_bare" if bare else variant, problem=problem,
+                                requirements=requirements, solution=solution)
+                reply: type[WeakVerdict] | type[BareVerdict] = BareVerdict if bare else WeakVerdict
 
-                def job(prompt: str = prompt, variant: str = variant) -> Job:
+                def job(prompt: str = prompt, variant: str = variant,
+                        reply: type[WeakVerdict] | type[BareVerdict] = reply) -> Job:
                     async def run() -> tuple[str, int | None]:
                         try:
-                            verdict = await ask_structured(ctx, "verifier", prompt, WeakVerdict,
+                            verdict = await ask_structured(ctx, "verifier", prompt, reply,
                                                            tool="submit_verdict", settings=settings)
                         except UnexpectedModelBehavior:
                             return variant, None

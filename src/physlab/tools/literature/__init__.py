@@ -1,6 +1,6 @@
 """The literature as tools for the lab: arXiv, INSPIRE-HEP and the physicist's own corpus.
 
-``Library`` is a run's bibliography (one seam over arXiv through the `arxiv` package, INSPIRE's REST
+``Library`` is a run's bibliography (one seam over arXiv's Atom API and site, INSPIRE's REST
 API, and a local folder indexed into SQLite FTS5); its methods ``search_literature``, ``read_paper``,
 ``citations`` and ``search_corpus`` are the tools a role's agent gets (``Library.tools()``), each
 returning a small typed result. A passage a role relies on becomes a ``Source``

@@ -1,30 +1,32 @@
-"""arXiv: search and abstracts through the `arxiv` package's client, full text from arxiv.org.
+"""arXiv: search and abstracts from its Atom API, full text from arxiv.org.
 
-The `arxiv` package (lukasschwab/arxiv.py) is used as its authors intend: a ``Client`` whose
-``query_url_format`` names the API endpoint (our ``arxiv_api_url`` setting), ``Search`` objects, and
-``Client.results``. It paces its own pages (``delay_seconds``) but sets no timeout on its requests
-(arxiv.py issue: a stalled connection blocks forever), so each call runs in a daemon thread that is
-abandoned after ``timeout_s``, and a client that timed out is replaced (its pooled connection may
-be the stalled one). The PDF and e-print URLs are built from the ``arxiv_site_url`` setting and the
-checked id, never taken from the feed.
+The API is asked as the `arxiv` package (lukasschwab/arxiv.py) asks it -- ``search_query`` or
+``id_list``, ``sortBy=relevance``, ``sortOrder=descending``, ``start``, ``max_results`` (arXiv API
+User's Manual, "Query Interface") -- but through PhysLab's own bounded fetcher (:mod:`.fetch`: the
+API's own host only, a timeout per phase and for the whole reply, at most ``max_response_bytes``),
+paced with the downloads (:mod:`.polite`). Its feed is read with lxml's public API and the settings
+the package's own parser has (no entity expansion, no network, libxml2's depth limit), into PhysLab's
+``SearchHit``. The package's client itself is not used: it takes no session, transport or timeout
+through its public API (``Client(page_size, delay_seconds, num_retries)`` only), so bounding its
+requests meant replacing its private ``_session``.
+The PDF and e-print URLs are built from the ``arxiv_site_url`` setting and the checked id, never
+taken from the feed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-import threading
-from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
 from urllib.parse import urlsplit
 
-import arxiv
 import httpx
-import requests
+from lxml import etree
 from pydantic import TypeAdapter
 
-from physlab.tools.literature.fetch import get_bytes, short_reason
+from physlab.tools.literature.fetch import get_bytes
 from physlab.tools.literature.fulltext import Fulltext, FulltextError, is_pdf, paper_text
 from physlab.tools.literature.keys import BadKey, parse_key, without_version
 from physlab.tools.literature.models import SearchHit
@@ -32,62 +34,62 @@ from physlab.tools.literature.polite import Pace, Pacer, SourceUnavailable
 from physlab.tools.literature.settings import LiteratureSettings
 from physlab.tools.literature.text import clean_text
 
-T = TypeVar("T")
 NAME = "arXiv"
 _FULLTEXT = TypeAdapter(Fulltext)
+# The feed's namespaces (arXiv API User's Manual, "Details of Atom Results Returned").
+_NS = {"atom": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom"}
 
 
 class ArxivSource:
-    """arXiv for one run: one client, one connection, requests spaced by ``arxiv_delay_s``."""
+    """arXiv for one run: one connection, requests (API and downloads) spaced by ``arxiv_delay_s``."""
 
     name = NAME
 
     def __init__(self, settings: LiteratureSettings, http: httpx.AsyncClient, cache_dir: Path | None = None):
         self.settings, self._http = settings, http
         self._pacer = Pacer(Pace(min_interval_s=settings.arxiv_delay_s))
-        self._client = self._new_client()
         self._cache = cache_dir / "arxiv" if cache_dir is not None else None
-
-    def _new_client(self) -> arxiv.Client:
-        client = arxiv.Client(page_size=self.settings.max_results, delay_seconds=self.settings.arxiv_delay_s,
-                              num_retries=self.settings.arxiv_retries)
-        client.query_url_format = self.settings.arxiv_api_url + "?{}"
-        return client
 
     @property
     def host(self) -> str:
         return urlsplit(self.settings.arxiv_api_url).netloc
 
-    async def _results(self, search: arxiv.Search) -> list[arxiv.Result]:
-        client = self._client
-        # The package's retries each wait delay_seconds; a stalled request never returns at all.
-        bound = self.settings.timeout_s + self.settings.arxiv_retries * self.settings.arxiv_delay_s
-        async with self._pacer.turn():
-            try:
-                results = await _in_daemon_thread(lambda: list(client.results(search)), bound)
-            except TimeoutError:
-                self._client = self._new_client()
-                raise SourceUnavailable(NAME, f"no answer from {self.host} within {bound:g} s") from None
-            except arxiv.HTTPError as exc:
-                raise SourceUnavailable(NAME, f"{self.host} answered HTTP {exc.status}") from None
-            except arxiv.ArxivError as exc:
-                raise SourceUnavailable(NAME, f"{self.host}: {exc.message}") from None
-            except requests.RequestException as exc:
-                raise SourceUnavailable(NAME, f"cannot reach {self.host}: {short_reason(exc)}") from None
-            except Exception as exc:  # a feed the package's parser could not turn into results
-                raise SourceUnavailable(NAME, f"{self.host} sent a feed that cannot be read "
-                                              f"({type(exc).__name__})") from None
-        return results
+    async def _entries(self, *, query: str = "", ids: tuple[str, ...] = (), max_results: int) -> list[FeedEntry]:
+        """One page of the API's answer, read. A request is tried again, ``arxiv_retries`` times, when the
+        server answered with an error or the connection failed (as the `arxiv` package's client does);
+        not after a timeout, a reply over the cap or a redirect elsewhere."""
+        s = self.settings
+        params = {"search_query": query, "id_list": ",".join(ids), "sortBy": "relevance", "sortOrder": "descending",
+                  "start": "0", "max_results": str(max_results)}
+        for attempt in range(s.arxiv_retries + 1):
+            last = attempt == s.arxiv_retries
+            async with self._pacer.turn():
+                try:
+                    status, _, body = await get_bytes(self._http, s.arxiv_api_url, source=NAME, params=params,
+                                                      max_bytes=s.max_response_bytes, accept="application/atom+xml")
+                except SourceUnavailable as exc:
+                    if exc.transient and not last:
+                        continue
+                    raise
+            if status == 200:
+                break
+            if last:
+                raise SourceUnavailable(NAME, f"{self.host} answered HTTP {status}")
+        try:
+            return await asyncio.to_thread(read_feed, body)
+        except (ValueError, etree.LxmlError) as exc:
+            raise SourceUnavailable(NAME, f"{self.host} sent a feed that cannot be read ({type(exc).__name__})"
+                                    ) from None
 
     async def search(self, query: str, max_results: int) -> list[SearchHit]:
-        search = arxiv.Search(query=arxiv_query(query), max_results=max_results)
-        return [self._hit(r) for r in await self._results(search)]
+        entries = await self._entries(query=arxiv_query(query), max_results=max_results)
+        return [self._hit(e) for e in entries[:max_results]]
 
     async def metadata(self, arxiv_id: str) -> SearchHit:
-        results = await self._results(arxiv.Search(id_list=[arxiv_id], max_results=1))
-        if not results:
+        entries = await self._entries(ids=(arxiv_id,), max_results=1)
+        if not entries:
             raise SourceUnavailable(NAME, f"no paper arXiv:{arxiv_id}")
-        return self._hit(results[0])
+        return self._hit(entries[0])
 
     async def fulltext(self, arxiv_id: str) -> Fulltext:
         """The paper's text: its e-print source (LaTeX) or its PDF, as ``fulltext`` prefers; cached in the
@@ -139,20 +141,63 @@ class ArxivSource:
         tmp.write_bytes(_FULLTEXT.dump_json(text))
         tmp.replace(path)
 
-    def _hit(self, r: arxiv.Result) -> SearchHit:
+    def _hit(self, e: FeedEntry) -> SearchHit:
         s = self.settings
-        short = r.get_short_id()
+        short = e.entry_id.split("arxiv.org/abs/")[-1]  # the id the feed names, read as the package reads it
         try:
             key = parse_key(f"arXiv:{without_version(short)}")
         except BadKey:
             raise SourceUnavailable(NAME, f"the feed gave an entry with an unexpected id {short[:40]!r}") from None
-        authors = [clean_text(a.name, 120, one_line=True) for a in r.authors]
-        doi = clean_text(r.doi, 200, one_line=True) or None
-        return SearchHit(key=str(key), title=clean_text(r.title, 300, one_line=True) or "(untitled)",
-                         authors=_cap_authors(authors, s.max_authors), year=r.published.year if r.published else None,
+        authors = [clean_text(a, 120, one_line=True) for a in e.authors]
+        doi = clean_text(e.doi, 200, one_line=True) or None
+        return SearchHit(key=str(key), title=clean_text(e.title, 300, one_line=True) or "(untitled)",
+                         authors=_cap_authors(authors, s.max_authors), year=e.published.year,
                          url=f"{s.arxiv_site_url.rstrip('/')}/abs/{key.value}", arxiv_id=key.value,
                          doi=doi if doi and doi.startswith("10.") else None, origin="arxiv",
-                         summary=clean_text(r.summary, s.summary_chars, one_line=True))
+                         summary=clean_text(e.summary, s.summary_chars, one_line=True))
+
+
+@dataclass(frozen=True)
+class FeedEntry:
+    """What a hit takes from one ``<entry>`` of the API's Atom feed."""
+
+    entry_id: str
+    title: str
+    authors: list[str]
+    summary: str
+    doi: str
+    published: datetime
+
+
+def read_feed(data: bytes) -> list[FeedEntry]:
+    """The entries of an Atom feed from the API. An entry without ``<id>``, ``<updated>`` or
+    ``<published>`` is left out, as the `arxiv` package leaves it out (arXiv answers a malformed id
+    with a one-entry feed titled 'Error' that has no ``<published>``); a date that is no date makes
+    the feed unreadable (ValueError), and so does a reply that is no XML."""
+    # The `arxiv` package's own parser settings: no entity is expanded (an entity bomb stays one
+    # reference), nothing is fetched (an external entity naming a local file stays unread), and
+    # libxml2's limits hold (nesting past 256 levels is cut off).
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, recover=True)
+    root = etree.fromstring(data, parser=parser) if data.strip() else None
+    if root is None:
+        raise ValueError("not an XML document")
+    entries = []
+    for entry in root.iterfind("atom:entry", _NS):
+        entry_id, updated, published = (entry.findtext(f"atom:{tag}", None, _NS) for tag in ("id", "updated", "published"))
+        if not entry_id or updated is None or published is None:
+            continue
+        _date(updated)
+        entries.append(FeedEntry(
+            entry_id=entry_id, title=re.sub(r"\s+", " ", entry.findtext("atom:title", "", _NS)),
+            authors=[a.findtext("atom:name", "", _NS) for a in entry.iterfind("atom:author", _NS)],
+            summary=entry.findtext("atom:summary", "", _NS), doi=entry.findtext("arxiv:doi", "", _NS),
+            published=_date(published)))
+    return entries
+
+
+def _date(text: str) -> datetime:
+    """An Atom (RFC 3339) timestamp as arXiv writes them ("2016-05-26T17:59:46Z")."""
+    return datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
 
 
 def _cap_authors(authors: list[str], most: int) -> list[str]:
@@ -172,33 +217,4 @@ def arxiv_query(text: str) -> str:
     words = [w for w in re.findall(r"\w[\w\-.]*", text) if len(w) > 1][:16]
     return " AND ".join(f"all:{w}" for w in words) if words else text
 
-
-async def _in_daemon_thread(fn: Callable[[], T], timeout: float) -> T:
-    """``fn()`` in a daemon thread, awaited for at most ``timeout`` seconds. A daemon thread, not the
-    loop's executor: a request that never returns must not keep the process from exiting."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: T | None, error: BaseException | None) -> None:
-        if fut.done():
-            return
-        if error is not None:
-            fut.set_exception(error)
-        else:
-            fut.set_result(result)  # type: ignore[arg-type]
-
-    def run() -> None:
-        result: T | None = None
-        error: BaseException | None = None
-        try:
-            result = fn()
-        except BaseException as exc:  # handed to the awaiting task, which decides
-            error = exc
-        try:
-            loop.call_soon_threadsafe(settle, result, error)
-        except RuntimeError:  # the loop is gone: nobody is waiting
-            pass
-
-    threading.Thread(target=run, name="arxiv-api", daemon=True).start()
-    return await asyncio.wait_for(fut, timeout)
 

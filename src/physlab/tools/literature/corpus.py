@@ -5,32 +5,29 @@ incrementally: a file whose size and modification time are unchanged is not read
 one is re-read, and re-indexed only if its contents changed; a deleted one leaves the index.
 Searches are ranked by bm25 (titles weigh more than bodies) and return FTS5 ``snippet()``s. Files are
 hostile data like anything fetched: capped, cleaned, PDFs parsed in a limited child process, and no
-path leaves the folder (symlinks out of it are skipped).
+path leaves the folder (symlinks out of it are skipped). Only regular files are read (a FIFO or a
+device could block or never end), opened without following links or blocking, at most their cap, in a
+thread off the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from physlab.errors import UserError
 from physlab.tools.literature.bibtex import BibEntry, parse_bibtex
-from physlab.tools.literature.fulltext import FulltextError, PdfLimits, pdf_text
+from physlab.tools.literature.fulltext import FulltextError, PdfLimits, latex_text, pdf_text
 from physlab.tools.literature.keys import ARXIV_ID, DOI, corpus_path
 from physlab.tools.literature.models import PaperMeta, SearchHit
-from physlab.tools.literature.text import (
-    clean_text,
-    fts_query,
-    latex_body,
-    latex_main,
-    markdown_sections,
-    split_passages,
-)
+from physlab.tools.literature.text import clean_text, fts_query, markdown_sections, split_passages
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -150,9 +147,11 @@ class CorpusIndex:
                     continue
                 path = Path(root) / name
                 rel = path.relative_to(self.folder).as_posix()
-                if path.is_symlink() and not path.resolve().is_relative_to(self.folder):
-                    report.skipped.append(f"{rel}: a link to outside the corpus folder")
+                target, why = _regular_file(path, self.folder)
+                if target is None:
+                    report.skipped.append(f"{rel}: {why}")
                     continue
+                path = target
                 if len(found) >= MAX_FILES:
                     report.skipped.append(f"{rel}: more than {MAX_FILES} files in the corpus")
                     continue
@@ -192,13 +191,13 @@ class CorpusIndex:
     async def _load(self, item: tuple[str, Path, os.stat_result, str | None],
                     slots: asyncio.Semaphore) -> _Loaded:
         rel, path, st, old_digest = item
-        kind = KINDS[path.suffix.lower()]
+        kind = KINDS[Path(rel).suffix.lower()]
         cap = self.pdf_cap if kind == "pdf" else MAX_TEXT_FILE_BYTES
         if st.st_size > cap:
             return _Loaded(rel, st, kind, error=f"larger than {cap:,} bytes")
         async with slots:
             try:
-                data = path.read_bytes()[: cap + 1]
+                data = await asyncio.to_thread(read_regular, path, cap)
             except OSError as exc:
                 return _Loaded(rel, st, kind, error=exc.strerror or "unreadable")
             digest = hashlib.sha256(data).hexdigest()
@@ -259,9 +258,11 @@ class CorpusIndex:
             docs = [self._bib_doc(rel, e) for e in parse_bibtex(raw)]
             return docs, (None if docs else "no BibTeX entries")
         if kind == "latex":
-            body, tex_title = latex_body(latex_main({rel: raw}))
-            return [_Doc(key, tex_title or stem, split_passages(clean_text(body, self.max_text_chars),
-                                                                self.passage_chars))], None
+            try:
+                tex = await latex_text({rel: raw}, self.max_text_chars, self.pdf)
+            except FulltextError as exc:
+                return [], str(exc)
+            return [_Doc(key, tex.title or stem, split_passages(tex.text, self.passage_chars))], None
         text = clean_text(raw, self.max_text_chars)
         title = stem
         sections = list(markdown_sections(text)) if kind == "markdown" else [(None, text)]
@@ -318,6 +319,42 @@ class CorpusIndex:
         passages = [r[0] for r in self.db.execute("SELECT body FROM passages WHERE doc = ? ORDER BY seq", (doc_id,))]
         return PaperMeta(key=key, title=title, authors=json.loads(authors), year=year, arxiv_id=arxiv_id, doi=doi,
                          origin="corpus"), passages
+
+
+def _regular_file(path: Path, folder: Path) -> tuple[Path | None, str]:
+    """(the regular file inside ``folder`` that ``path`` is, or a link inside the folder leads to;
+    None and why not). FIFOs, devices and sockets are no papers: reading one could wait forever or
+    never end."""
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # a loop (RuntimeError before Python 3.13), or a dangling link
+            return None, "a link that leads to no file (a loop, or its target is gone)"
+        if not target.is_relative_to(folder):
+            return None, "a link to outside the corpus folder"
+        path = target
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        return None, exc.strerror or "cannot be read"
+    return (path, "") if stat.S_ISREG(mode) else (None, "not a regular file")
+
+
+def read_regular(path: Path, cap: int) -> bytes:
+    """At most ``cap + 1`` bytes of the regular file ``path``: opened without following a link and
+    without blocking (a FIFO put in its place since the walk opens at once), and refused unless the
+    opened file is a regular one. Blocking I/O: run it in a thread."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks, size = [], 0
+        while size <= cap and (chunk := os.read(fd, min(1 << 20, cap + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _first_line(text: str) -> str | None:

@@ -65,7 +65,7 @@ async def _get(client: httpx.AsyncClient, url: str, *, source: str, max_bytes: i
         except httpx.TimeoutException:
             raise SourceUnavailable(source, f"no answer from {host} within {client.timeout.read or 0:g} s") from None
         except httpx.HTTPError as exc:
-            raise SourceUnavailable(source, f"cannot reach {host}: {short_reason(exc)}") from None
+            raise SourceUnavailable(source, f"cannot reach {host}: {short_reason(exc)}", transient=True) from None
     raise SourceUnavailable(source, "too many redirects")
 
 

@@ -4,8 +4,9 @@ Why both: arXiv's e-print is usually the authors' LaTeX, whose equations a model
 written; a PDF's extracted text garbles them. So the LaTeX source is preferred and the PDF is the
 fallback (PDF-only submissions, or ``fulltext="pdf"``). Both are hostile data: archives are read in
 memory only (never unpacked to disk, member names never used as paths), with caps on members and
-bytes; PDFs are parsed by pypdf in a child process with CPU, memory and wall-time limits
-(``pdf_worker.py``).
+bytes; both are then parsed in a child process with CPU, memory and wall-time limits
+(``parse_worker.py``: pypdf for a PDF, ``text.latex_main``/``latex_body`` for LaTeX), so a paper made
+to be slow or huge never holds the event loop that runs the lab's roles.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from physlab.tools.literature.text import clean_text, latex_body, latex_main
+from physlab.tools.literature.text import clean_text
 
-_WORKER = Path(__file__).with_name("pdf_worker.py")
+_WORKER = Path(__file__).with_name("parse_worker.py")
 MAX_MEMBERS = 2000
 
 
@@ -39,6 +40,9 @@ class Fulltext:
 
 @dataclass(frozen=True)
 class PdfLimits:
+    """The limits of the child process that parses a paper: pages of a PDF, characters kept, CPU
+    seconds and address space (a LaTeX source is parsed under the same CPU and memory limits)."""
+
     max_pages: int = 60
     max_chars: int = 400_000
     cpu_s: int = 30
@@ -98,9 +102,13 @@ def _tar_tex(raw: bytes, cap: int) -> dict[str, str]:
     return files
 
 
-def latex_text(files: dict[str, str], max_chars: int) -> Fulltext:
-    body, title = latex_body(latex_main(files))
-    return Fulltext(text=clean_text(body, max_chars), kind="latex source", title=title)
+async def latex_text(files: dict[str, str], max_chars: int, limits: PdfLimits | None = None) -> Fulltext:
+    """The text of an e-print's LaTeX files (see :func:`physlab.tools.literature.text.latex_main`),
+    extracted in the limited child process; :class:`FulltextError` with one line if it cannot be."""
+    payload = json.dumps({"files": files}).encode()
+    result = await _in_worker(["latex", str(max_chars)], payload, limits or PdfLimits(), "LaTeX")
+    return Fulltext(text=clean_text(result.get("text"), max_chars), kind="latex source",
+                    title=clean_text(result.get("title"), 300, one_line=True) or None)
 
 
 async def pdf_text(data: bytes, limits: PdfLimits) -> Fulltext:
@@ -108,16 +116,23 @@ async def pdf_text(data: bytes, limits: PdfLimits) -> Fulltext:
     cannot be read within the limits."""
     if not is_pdf(data):
         raise FulltextError("not a PDF (no %PDF- header)")
+    result = await _in_worker(["pdf", str(limits.max_pages), str(limits.max_chars)], data, limits, "PDF")
+    text = clean_text(result["text"], limits.max_chars)
+    if not text.strip():
+        raise FulltextError(f"no text in the PDF's first {result['pages_read']} pages (scanned images?)")
+    return Fulltext(text=text, kind="pdf", title=clean_text(result.get("title"), 300, one_line=True) or None)
+
+
+async def _in_worker(args: list[str], data: bytes, limits: PdfLimits, what: str) -> dict:
+    """What ``parse_worker.py`` said of ``data``: run with ``limits``, killed past its wall time."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-I", str(_WORKER), str(limits.max_pages), str(limits.max_chars), str(limits.cpu_s),
-        str(limits.memory_mb), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        sys.executable, "-I", str(_WORKER), *args, str(limits.cpu_s), str(limits.memory_mb),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    wall = limits.cpu_s * 2 + 5
     try:
-        out, err = await asyncio.wait_for(proc.communicate(data), timeout=limits.cpu_s * 2 + 5)
+        out, err = await asyncio.wait_for(proc.communicate(data), timeout=wall)
     except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise FulltextError(f"the PDF took longer than {limits.cpu_s * 2 + 5} s to parse") from None
+        raise FulltextError(f"the {what} took longer than {wall} s to parse") from None
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -125,14 +140,11 @@ async def pdf_text(data: bytes, limits: PdfLimits) -> Fulltext:
     if proc.returncode != 0 or not out:
         why = "CPU limit" if proc.returncode in (-9, -24) else f"exit {proc.returncode}"
         said = clean_text(err.decode(errors="replace"), 160, one_line=True)
-        raise FulltextError(f"the PDF parser stopped ({why}): {said}")
+        raise FulltextError(f"the {what} parser stopped ({why}): {said}")
     result = json.loads(out)
     if "error" in result:
         raise FulltextError(str(result["error"])[:300])
-    text = clean_text(result["text"], limits.max_chars)
-    if not text.strip():
-        raise FulltextError(f"no text in the PDF's first {result['pages_read']} pages (scanned images?)")
-    return Fulltext(text=text, kind="pdf", title=clean_text(result.get("title"), 300, one_line=True) or None)
+    return result
 
 
 async def paper_text(data: bytes, *, max_unpacked: int, max_chars: int, pdf: PdfLimits) -> Fulltext:
@@ -142,5 +154,5 @@ async def paper_text(data: bytes, *, max_unpacked: int, max_chars: int, pdf: Pdf
     files = latex_files(data, max_unpacked)
     if not files:
         raise FulltextError("no LaTeX and no PDF in the download")
-    return latex_text(files, max_chars)
+    return await latex_text(files, max_chars, pdf)
 

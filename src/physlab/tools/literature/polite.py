@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 
 class SourceUnavailable(Exception):
-    """A service could not be asked or gave no usable answer; ``str(exc)`` is one line for the lab."""
+    """A service could not be asked or gave no usable answer; ``str(exc)`` is one line for the lab.
+    ``transient``: the connection failed (refused, reset, closed without an answer), which asking
+    again may mend; a timeout, a reply over its cap or a redirect elsewhere would only repeat."""
 
-    def __init__(self, source: str, why: str):
-        self.source, self.why = source, " ".join(str(why).split())[:300]
+    def __init__(self, source: str, why: str, *, transient: bool = False):
+        self.source, self.why, self.transient = source, " ".join(str(why).split())[:300], transient
         super().__init__(f"unavailable: {source}: {self.why}")
 
 

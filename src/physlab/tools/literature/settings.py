@@ -78,7 +78,7 @@ class LiteratureSettings(BaseModel):
                     "LaTeX, which a model reads exactly) or the PDF (text extracted by pypdf; equations come out "
                     "mangled). Either falls back to the other when arXiv has only one.")
     user_agent: str = Field(
-        default="PhysLab-literature/0.1", description="Sent with every request made through httpx.")
+        default="PhysLab-literature/0.1", description="Sent with every request (arXiv's API and downloads, INSPIRE).")
 
     def pdf_limits(self) -> PdfLimits:
         from physlab.tools.literature.fulltext import PdfLimits

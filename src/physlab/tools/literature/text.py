@@ -115,33 +115,76 @@ def rank_passages(passages: Sequence[str], query: str, k: int) -> list[int]:
 
 
 # --- LaTeX ---------------------------------------------------------------------------------------
+# Every pattern here runs in time linear in its input, whatever the input: bounded repetitions inside
+# a match, and environments dropped by one scan (a lazy ``.*?`` to a closing that never comes would
+# rescan the rest of the text once per opening).
 
 _COMMENT = re.compile(r"(?<!\\)%.*")
 _INPUT = re.compile(r"\\(?:input|include)\s*\{([^{}\n]{1,200})\}")
 _DROP_ENVS = ("figure", "figure*", "table", "table*", "thebibliography", "comment", "tikzpicture")
+_DROP_BEGIN = re.compile(r"\\begin\{(" + "|".join(re.escape(e) for e in sorted(_DROP_ENVS, key=len, reverse=True))
+                         + r")\}")
+_SECTION = re.compile(r"\\(?:sub){0,2}section\*?\s*\{([^{}]{0,500})\}")
+_DROP_COMMANDS = re.compile(r"\\(?:maketitle|bibliographystyle\{[^{}]{0,200}\}|bibliography\{[^{}]{0,200}\}"
+                            r"|label\{[^{}]{0,200}\})")
+INPUT_DEPTH = 2
 
 
-def latex_main(files: dict[str, str]) -> str:
+def latex_main(files: dict[str, str], max_chars: int | None = None) -> str:
     """The paper's LaTeX from an e-print's .tex files: the file with ``\\documentclass`` (the longest
-    if several), its ``\\input``/``\\include`` files inlined by name from the same archive (two levels,
-    nothing outside it), comments removed. Never compiled, never run."""
+    if several), its ``\\input``/``\\include`` files inlined by name from the same archive (two
+    levels, nothing outside it), comments removed. Each file is inlined once at most -- a file that
+    inputs itself, or two that input each other, add nothing more -- so the text is never longer
+    than the archive's files together, and at most ``max_chars``. Never compiled, never run."""
     if not files:
         return ""
     mains = [n for n, t in files.items() if "\\documentclass" in t] or list(files)
     main = max(mains, key=lambda n: len(files[n]))
     by_stem = {n.removesuffix(".tex"): t for n, t in files.items()}
+    inlined = {main.removesuffix(".tex")}
+    room = [max_chars if max_chars is not None else sum(map(len, files.values()))]
 
     def inline(text: str, depth: int) -> str:
-        text = _strip_comments(text)
-        if depth >= 2:
+        text = _strip_comments(text[: max(room[0], 0)])
+        room[0] -= len(text)
+        if depth >= INPUT_DEPTH:
             return text
-        return _INPUT.sub(lambda m: inline(by_stem.get(m.group(1).strip().removesuffix(".tex"), ""), depth + 1), text)
 
-    return inline(files[main], 0)
+        def one(m: re.Match[str]) -> str:
+            stem = m.group(1).strip().removesuffix(".tex")
+            if stem in inlined or stem not in by_stem or room[0] <= 0:
+                return ""
+            inlined.add(stem)
+            return inline(by_stem[stem], depth + 1)
+
+        return _INPUT.sub(one, text)
+
+    out = inline(files[main], 0)
+    return out[:max_chars] if max_chars is not None else out
 
 
 def _strip_comments(text: str) -> str:
     return "\n".join(_COMMENT.sub("", line) for line in text.split("\n"))
+
+
+def drop_environments(body: str) -> str:
+    """``body`` without the figures, tables, bibliography, comments and TikZ pictures, in one scan:
+    an environment opened and never closed loses its opening only (the text after it is kept)."""
+    out: list[str] = []
+    kept_from = at = 0
+    unclosed: set[str] = set()  # no closing after some point: none after any later opening either
+    while (m := _DROP_BEGIN.search(body, at)) is not None:
+        env = m.group(1)
+        end = -1 if env in unclosed else body.find(f"\\end{{{env}}}", m.end())
+        if end < 0:
+            unclosed.add(env)
+            out.append(body[kept_from: m.start()])
+            kept_from = at = m.end()
+            continue
+        out.append(body[kept_from: m.start()] + "\n")
+        kept_from = at = end + len(f"\\end{{{env}}}")
+    out.append(body[kept_from:])
+    return "".join(out)
 
 
 def latex_body(tex: str) -> tuple[str, str | None]:
@@ -150,17 +193,15 @@ def latex_body(tex: str) -> tuple[str, str | None]:
     title = _command_arg(tex, "title")
     begin, end = tex.find("\\begin{document}"), tex.rfind("\\end{document}")
     body = tex[begin + len("\\begin{document}"): end if end > begin else None] if begin >= 0 else tex
-    for env in _DROP_ENVS:
-        body = re.sub(rf"\\begin\{{{re.escape(env)}\}}.*?\\end\{{{re.escape(env)}\}}", "\n", body, flags=re.DOTALL)
-    body = re.sub(r"\\begin\{abstract\}", "\n\nAbstract.\n", body)
-    body = re.sub(r"\\end\{abstract\}", "\n\n", body)
-    body = re.sub(r"\\(?:sub)*section\*?\s*\{([^{}]*)\}", lambda m: f"\n\n{m.group(1).strip()}\n", body)
-    body = re.sub(r"\\(?:maketitle|bibliographystyle\{[^}]*\}|bibliography\{[^}]*\}|label\{[^}]*\})", "", body)
+    body = drop_environments(body)
+    body = body.replace("\\begin{abstract}", "\n\nAbstract.\n").replace("\\end{abstract}", "\n\n")
+    body = _SECTION.sub(lambda m: f"\n\n{m.group(1).strip()}\n", body)
+    body = _DROP_COMMANDS.sub("", body)
     return body, (clean_text(title, 300, one_line=True) if title else None)
 
 
 def _command_arg(tex: str, name: str) -> str | None:
-    m = re.search(rf"\\{name}\s*(?:\[[^\]]*\])?\s*\{{", tex)
+    m = re.search(rf"\\{name}\s*(?:\[[^\]]{{0,300}}\]\s*)?\{{", tex)
     if not m:
         return None
     depth, i = 1, m.end()

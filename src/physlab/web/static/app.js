@@ -33,16 +33,19 @@
   const form = document.getElementById("action-form");
   if (form && body.dataset.actions) {
     const result = document.getElementById("action-result");
-    async function send(kind, text, on) {
+    async function send(kind, text, on, confirmed) {
       const payload = { kind: kind, text: text || "" };
       if (on) payload.on = on;
       if (kind === "resume") payload.problem = document.getElementById("resume-problem").value.trim();
+      if (confirmed) payload.confirm = true;
       const resp = await fetch(body.dataset.actions, {
         method: "POST", credentials: "same-origin",
         headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload),
       });
-      let detail = "";
-      try { detail = (await resp.json()).detail; } catch (e) { detail = resp.statusText; }
+      let detail = "", ask = false;
+      try { const data = await resp.json(); detail = data.detail; ask = data.confirm === true; } catch (e) { detail = resp.statusText; }
+      // a record not written on this machine chooses where the requests, the key or files go: the user decides
+      if (ask && !confirmed && window.confirm(detail + "\n\nResume with these?")) return send(kind, text, on, true);
       result.textContent = (resp.ok ? "" : "refused: ") + (typeof detail === "string" ? detail : JSON.stringify(detail));
       result.dataset.ok = String(resp.ok);
       if (resp.ok) refresh();

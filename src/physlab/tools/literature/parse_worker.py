@@ -1,18 +1,23 @@
-"""Extract the text of one PDF, in a child process that limits itself first (run as a script).
+"""Extract the text of one paper, in a child process that limits itself first (run as a script).
 
-A PDF from the internet or a corpus is hostile data: pypdf parses it here, in a process with a CPU
-limit, an address-space limit and no right to write files, which the parent also kills after a wall
-time. Reads the PDF from stdin; writes one JSON object to stdout:
-``{"text", "pages", "pages_read", "title"}`` or ``{"error"}``. Imports nothing from PhysLab, so the
-child starts with only the standard library and pypdf.
+A PDF or an e-print from the internet or a corpus is hostile data: it is parsed here, in a process
+with a CPU limit, an address-space limit and no right to write files, which the parent also kills
+after a wall time -- so a paper made to be slow or huge stops here, never in the process whose
+event loop runs the lab. Imports nothing from PhysLab's package: PDFs need the standard library and
+pypdf; LaTeX needs ``text.py`` beside this file (standard library only), loaded by its path.
 
-    python -I pdf_worker.py MAX_PAGES MAX_CHARS CPU_S MEMORY_MB < paper.pdf
+    python -I parse_worker.py pdf MAX_PAGES MAX_CHARS CPU_S MEMORY_MB < paper.pdf
+    python -I parse_worker.py latex MAX_CHARS CPU_S MEMORY_MB < {"files": {name: text}}
+
+Writes one JSON object to stdout: ``{"text", "title", ...}`` or ``{"error"}``.
 """
 
+import importlib.util
 import io
 import json
 import resource
 import sys
+from pathlib import Path
 
 
 def limit(cpu_s: int, memory_mb: int) -> None:
@@ -22,7 +27,7 @@ def limit(cpu_s: int, memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def extract(data: bytes, max_pages: int, max_chars: int) -> dict:
+def extract_pdf(data: bytes, max_pages: int, max_chars: int) -> dict:
     if not data.lstrip()[:5].startswith(b"%PDF-"):
         return {"error": "not a PDF (no %PDF- header)"}
     import logging
@@ -56,14 +61,28 @@ def extract(data: bytes, max_pages: int, max_chars: int) -> dict:
         return {"error": f"unreadable PDF: {type(exc).__name__}: {str(exc)[:200]}"}
 
 
+def extract_latex(data: bytes, max_chars: int) -> dict:
+    spec = importlib.util.spec_from_file_location("physlab_literature_text", Path(__file__).with_name("text.py"))
+    assert spec is not None and spec.loader is not None
+    text = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(text)
+    try:
+        files = json.loads(data)["files"]
+    except (ValueError, KeyError, TypeError):
+        return {"error": "the parent sent no files"}
+    body, title = text.latex_body(text.latex_main(files))  # inlined once each: no longer than the files
+    return {"text": text.clean_text(body, max_chars), "title": title}
+
+
 def main() -> int:
-    max_pages, max_chars, cpu_s, memory_mb = (int(a) for a in sys.argv[1:5])
+    mode, args = sys.argv[1], [int(a) for a in sys.argv[2:]]
+    *sizes, cpu_s, memory_mb = args
     limit(cpu_s, memory_mb)
     data = sys.stdin.buffer.read()
     try:
-        result = extract(data, max_pages, max_chars)
+        result = extract_pdf(data, *sizes) if mode == "pdf" else extract_latex(data, *sizes)
     except MemoryError:
-        result = {"error": f"the PDF needs more than {memory_mb} MB to parse"}
+        result = {"error": f"the {'PDF' if mode == 'pdf' else 'LaTeX'} needs more than {memory_mb} MB to parse"}
     sys.stdout.write(json.dumps(result))
     return 0
 
