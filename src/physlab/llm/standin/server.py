@@ -73,15 +73,16 @@ RAMBLE_TOKENS = 8192  # how far a model that never stops runs with no cap and no
 
 
 def _holds(reply: Reply, schema: dict[str, Any]) -> bool:
-    """The reply's text is a JSON object with the schema's required fields (the stand-in's check
-    that a scripted answer already fits what a grammar would force)."""
+    """The reply is already what a model that follows its instructions writes under the schema's
+    grammar: a JSON object (the stand-in does not fill in the keys the grammar would have made it
+    write; a reply that is not JSON is replaced by an instance of the schema, as a grammar forces)."""
     if reply.tool_calls or not reply.content:
         return False
     try:
         obj = json.loads(reply.content)
     except json.JSONDecodeError:
         return False
-    return isinstance(obj, dict) and all(k in obj for k in schema.get("required", []))
+    return isinstance(obj, dict)
 
 
 def count_tokens(text: str) -> int:
