@@ -82,3 +82,17 @@ def test_an_empty_decision_is_no_turn_unless_the_orchestrator_acted(tmp_path):
     desk = orchestrator.Desk(state=ResearchState(problem_id="mini"), max_dispatches=2)
     d = asyncio.run(orchestrator.run(env_with(tmp_path, "orchestrator", fn2), desk, ask))
     assert desk.state.rqs and d.dispatches == []
+
+
+async def test_a_surveyor_that_gives_only_junk_is_one_failed_call_and_the_lab_goes_on(tmp_path):
+    """The real 270M model's surveyor wrote empty surveys until its retries ran out, and the run ended
+    there, before any research: now it is one failed call, said with the role and output mode."""
+    from tests.lab.direct import run_engine
+    from tests.lab.test_checks_and_balances import fns
+
+    junk = lambda m, i: final_answer(i, {"type": "user-assistant", "name": "user_1"})  # noqa: E731
+    engine, out = await run_engine(tmp_path / "r", fns(surveyor=junk), mini_problem(), tool_retries=1)
+    s = out.state
+    failed = [e.text for e in s.events if e.kind == "role_failed"]
+    assert failed and failed[0].startswith("surveyor:") and "goes on without a survey" in failed[0]
+    assert s.survey is not None and s.iteration >= 1 and out.status == "complete"

@@ -3,7 +3,7 @@ holds the lab's real first requests against the server's window in the server's 
 (issue #47: a character estimate said ~3.8K where llama-cpp-python counted ~6.3K).
 
 Servers that say it: llama-cpp-python (``POST /extras/tokenize {"input"}``), llama.cpp's
-llama-server (``POST /tokenize {"content"}``, and its window in ``GET /props``), vLLM (``POST
+llama-server (``POST /tokenize {"content"}``, and its window and slots in ``GET /props``), vLLM (``POST
 /tokenize {"model", "prompt"}``, with ``max_model_len``). A server that offers none is estimated
 from characters (:data:`CHARS_PER_TOKEN`): a tokenizer package would be the next best, but the ones
 that know today's models fetch their vocabularies from the network on first use.
@@ -31,6 +31,7 @@ class ServerTokenizer:
     field: str
     model: str | None = None
     window: int | None = None  # what the endpoint said of the context window, when it did
+    slots: int | None = None  # requests it generates at once, when known (llama-cpp-python: one)
 
     async def count(self, client: Any, text: str) -> int:
         body: dict[str, Any] = {self.field: text}
@@ -61,17 +62,24 @@ async def find_tokenizer(client: Any, api_base: str, model: str) -> ServerTokeni
         if isinstance(data.get("max_model_len"), int):
             tok.window = int(data["max_model_len"])
         if tok.kind == "llama.cpp":
-            tok.window = await _props_window(client, root)
+            tok.window, tok.slots = await _props(client, root)
+        if tok.kind == "llama-cpp-python":
+            tok.slots = 1  # one model instance behind a lock: requests are generated one after another
         return tok
     return None
 
 
-async def _props_window(client: Any, root: str) -> int | None:
+async def _props(client: Any, root: str) -> tuple[int | None, int | None]:
+    """llama-server's window and slots (``GET /props``: ``default_generation_settings.n_ctx``,
+    ``total_slots``)."""
     try:
         r = await client.get(f"{root}/props")
         data = r.json()
     except Exception:  # noqa: BLE001 - an older server: no props
-        return None
-    settings = data.get("default_generation_settings") if isinstance(data, dict) else None
-    n = (settings or {}).get("n_ctx") if isinstance(settings, dict) else None
-    return int(n) if isinstance(n, int) else None
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    settings = data.get("default_generation_settings")
+    n = settings.get("n_ctx") if isinstance(settings, dict) else data.get("n_ctx")
+    slots = data.get("total_slots")
+    return (int(n) if isinstance(n, int) else None), (int(slots) if isinstance(slots, int) else None)

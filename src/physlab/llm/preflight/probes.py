@@ -465,6 +465,17 @@ class Probes:
         after the earlier, about twice as long as the one alone."""
         from pydantic_ai import Agent
 
+        tok = self.tokenizer
+        if tok is not None and tok.slots is not None:  # the server says it (or is llama-cpp-python: one)
+            self.report.slots = tok.slots
+            if tok.slots == 1:
+                self.report.add("concurrency", "warn", (
+                    f"one request at a time ({tok.kind}); give slots: 1 in the model registry so a run sends one at "
+                    "a time and a request that times out is not sent again behind itself"))
+            else:
+                self.report.add("concurrency", "ok", f"{tok.slots} requests at once ({tok.kind}'s slots)")
+            return
+
         async def one(n: int) -> float:
             t0 = time.monotonic()
             try:
