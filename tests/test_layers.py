@@ -33,7 +33,10 @@ FLOORS: list[set[str]] = [
 COMMANDS = len(FLOORS) - 1
 # Modules that stand on another package's floor than their folder's: checking a problem's reference
 # is the grader's work (`physlab problems check` evaluates it with the grader's own code).
-PLACED = {"physlab.problems.check": "grading", "physlab.problems.refcheck": "grading"}
+# A judge model grading a prose answer is the grader's work done through the model seam: it stands on
+# the model seam's floor (the rules' grader never imports it; its callers hand it over).
+PLACED = {"physlab.problems.check": "grading", "physlab.problems.refcheck": "grading",
+          "physlab.grading.judge": "llm"}
 
 
 def module_name(path: Path) -> str:

@@ -59,3 +59,36 @@ async def test_grading_later_grades_each_checkpoint_once_beside_its_cell(tmp_pat
     assert await grade_db(st, answers, grader=CountingGrader()) == {"correct": 1}
     assert [c["verdict"] for c in st.checkpoints()] == ["incorrect", "correct"]
     assert sorted(graded) == sorted([wrong, right])  # the final answer and round 2's: graded once
+
+
+async def test_grading_later_with_a_judge_grades_written_answers_to_prose_references(tmp_path, monkeypatch):
+    """`bench grade --judge`: a cell answered in words to a prose reference is ungraded by the rules
+    and graded by the judge model, marked as judge-graded with the judge's calls and cost."""
+    from physlab.bench.answers import grade_db
+    from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
+    from physlab.llm.standin import Reply, StandinServer
+    from physlab.problems.model import Problem
+
+    st = ResultsStore(tmp_path / "r.sqlite")
+    st.add_problems([Problem(id="hill", statement="Is the equilibrium at the top of a hill stable?")])
+    w = worker_id()
+    for repeat, text in enumerate(["Final answer: it is unstable.", "Final answer: it is stable."]):
+        spec = CellSpec(problem_id="hill", strategy="oneshot", model="m", repeat=repeat, suite="s")
+        st.add_cells([spec])
+        st.claim(spec.key, w)
+        st.finish(spec.key, w, CellResult(status="complete", answer_text=text))
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("hill: 'the equilibrium is unstable: the potential has a maximum there'\n")
+    assert await grade_db(st, answers) == {"ungraded": 2}  # no judge: neither right nor wrong
+
+    def judge(body):
+        said = json.loads(body["messages"][-1]["content"])["candidate_final_answer"]
+        return Reply(tool_calls=[("verdict", {"reasoning": said, "verdict": "correct" if "unstable" in said else "incorrect"})])
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-standin")
+    with StandinServer(judge) as srv:
+        counts = await grade_db(st, answers, judge="openai:standin", api_base=srv.base_url)
+    assert counts == {"correct": 1, "incorrect": 1}
+    rows = sorted(st.cells(), key=lambda r: r["repeat"])
+    assert [r["verdict"] for r in rows] == ["correct", "incorrect"]
+    assert all(r["graded_by"] == "judge:openai:standin" and r["grading_calls"] == 1 for r in rows)

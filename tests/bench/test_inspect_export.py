@@ -175,3 +175,18 @@ def test_inspect_view_lists_and_serves_the_exported_logs(sweep, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_an_ungraded_cell_is_a_sample_without_a_score(tmp_path):
+    """Issue #43: an answer to a prose reference no judge graded is neither C nor I: its sample has no
+    score, the verdict stays in its metadata, and the log's accuracy counts only scored samples."""
+    from physlab.bench.inspect_export import CellRecord, export
+
+    recs = [CellRecord(problem_id=f"p{i}", suite="t", strategy="oneshot", model="m", repeat=0, config="-",
+                       problem={"id": f"p{i}", "statement": "Is it stable?"}, status="complete", verdict=v,
+                       verdict_reason="", answer_text="Final answer: no") for i, v in enumerate(["ungraded", "correct"])]
+    [path] = export(recs, tmp_path / "logs", source="test")
+    log = inspect_log.read_eval_log(str(path))
+    by_id = {s.id: s for s in log.samples}
+    assert not by_id["t/p0"].scores and by_id["t/p0"].metadata["verdict"] == "ungraded"
+    assert [s.value for s in by_id["t/p1"].scores.values()] == ["C"]

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from physlab.bench.report import build_report, write_csv
+from physlab.bench.report import apart_title, build_report, write_csv
 from physlab.bench.report_render import write_html
 from physlab.bench.stats import accuracy_interval
 from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
@@ -267,11 +267,11 @@ def test_matrix_reference_conditioned_runs_and_degraded_runs_are_kept_apart(tmp_
 
     print_report(rep, Console(width=250, record=True))
     out = capsys.readouterr().out
-    assert "Oracles and reference-conditioned runs" in out and "18/24 (75%)" in out
+    assert apart_title() in out and "18/24 (75%)" in out
     assert "Problems × strategies: m" in out and "Paired comparisons" in out
     assert "ran as majority vote of 8" in out
     html = write_html(rep, tmp_path / "r.html").read_text()
-    assert "Oracles and reference-conditioned runs" in html and html.count("<h2>Problems × strategies") == 2
+    assert apart_title() in html and html.count("<h2>Problems × strategies") == 2
 
 
 def test_plots_put_spend_on_log_axes_and_legends_beside_the_data(tmp_path):
@@ -344,3 +344,28 @@ def test_report_of_a_sweep_of_the_examples(tmp_path, capsys):
     assert any(g["equal_budget_accuracy"] > 0 for g in rep["groups"])
     one = next(g for g in rep["groups"] if g["strategy"] == "tpbench-vote" and g["model"].endswith("weak"))
     assert one["equal_budget_accuracy"] == pytest.approx(accuracy_by_hand(db, "tpbench-vote", one["model"], cap))
+
+
+def test_judge_graded_cells_are_reported_apart_and_ungraded_ones_are_not_wrong(tmp_path):
+    """Issue #43: a judge model's verdicts are another kind of grading (a group of their own, never
+    ranked beside rule-graded groups, their cost apart); an ungraded answer counts neither way."""
+    st = ResultsStore(tmp_path / "r.sqlite")
+    w = worker_id()
+    cells = [("p1", 0, "correct", {}), ("p2", 0, "incorrect", {}), ("p3", 0, "ungraded", {}),
+             ("p3", 1, "correct", {"graded_by": "judge:openai:j", "grading_calls": 1, "grading_cost_usd": 0.002}),
+             ("p4", 1, "incorrect", {"graded_by": "judge:openai:j", "grading_calls": 1, "grading_cost_usd": 0.003})]
+    for pid, repeat, verdict, by in cells:
+        spec = CellSpec(problem_id=pid, strategy="oneshot", model="m", repeat=repeat, suite="t", gradable=True)
+        st.add_cells([spec])
+        assert st.claim(spec.key, w)
+        assert st.finish(spec.key, w, CellResult(status="complete", verdict=verdict, answer_text="x", usage_by_role={
+            "solver": Usage(calls=1, input_tokens=10, output_tokens=5, cost_usd=0.01)}, **by))
+    rep = build_report(st)
+    rules = next(g for g in rep.groups if not g.judge_graded)
+    judged = next(g for g in rep.groups if g.judge_graded)
+    assert (rules.graded, rules.correct, rules.ungraded, rules.accuracy) == (2, 1, 1, 0.5)
+    assert (judged.graded, judged.correct) == (2, 1) and judged.grading_cost == pytest.approx(0.005)
+    assert rules in rep.solvers and judged not in rep.solvers and judged in rep.reference_conditioned
+    assert judged.total_cost == pytest.approx(0.02)  # the cells' own cost: the judge's is apart
+    rows = {r["strategy"]: r for r in __import__("physlab.bench.report", fromlist=["summary_rows"]).summary_rows(rep)}
+    assert rows["oneshot (judge-graded)"]["judge_graded"] == "yes" and rows["oneshot"]["ungraded"] == "1"

@@ -309,7 +309,8 @@ def test_a_database_from_before_checkpoints_gains_their_columns_on_open(tmp_path
     assert st.checkpoints() == []
     # the prompt-cache columns (version 3) are there, zero for what was stored before
     assert [(r["role"], r["input_tokens"], r["cache_read_tokens"]) for r in st.roles()] == [("solver", 10, 0)]
-    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert st.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
+    assert row["graded_by"] is None  # version 4: a judge model's verdicts are marked (none before)
     ResultsStore(db).close()  # a second open finds the columns there and adds nothing
 
 
@@ -335,3 +336,20 @@ def test_checkpoints_are_stored_with_the_cell_and_regraded_with_it(tmp_path):
         ("rsa round 1 only", 1, 3, 2)
     st.set_verdict(spec.key, "correct", "ok", {0: ("incorrect", "x"), 1: ("correct", "ok")})
     assert [c["verdict"] for c in st.checkpoints()] == ["incorrect", "correct"]
+
+
+def test_an_ungraded_checkpoint_is_stored_without_a_verdict(tmp_path):
+    """A checkpoint's verdict column takes correct/incorrect/invalid (a CHECK): an answer to a prose
+    reference, ungraded, is stored as not graded, the cell itself keeps "ungraded"."""
+    from physlab.grading.verdict import Verdict
+    from physlab.run.checkpoints import Checkpoint
+
+    st = ResultsStore(tmp_path / "r.sqlite")
+    spec = CellSpec(problem_id="p", strategy="s", model="m", repeat=0, suite="t", gradable=True)
+    st.add_cells([spec])
+    w = worker_id()
+    assert st.claim(spec.key, w)
+    cp = Checkpoint(step="final", calls=1, answer_text="the wire melts",
+                    verdict=Verdict(verdict="ungraded", reason="prose"))
+    assert st.finish(spec.key, w, CellResult(status="complete", verdict="ungraded", answer_text="x", checkpoints=[cp]))
+    assert st.cells()[0]["verdict"] == "ungraded" and st.checkpoints()[0]["verdict"] is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from physlab.grading.grader import prose_verdict
 from physlab.grading.jobs import candidate_job, check_written, grade_job, precision_rule, verdict_from
 from physlab.grading.rt import stages
 from physlab.grading.template import template_spec
@@ -72,6 +73,8 @@ def grade_in_process(prob: Problem, code: str, step_timeout: float = 5.0) -> tup
 def grade_text_in_process(prob: Problem, text: str, step_timeout: float = 5.0) -> Verdict:
     """Any candidate (code or written) through the grader's own jobs, both stages in this process
     (trusted test candidates only; the sandboxed path is covered by test_grader.py/test_written.py)."""
+    if prob.reference_format == "prose":  # as Grader.grade: no rule reads a reference in words
+        return prose_verdict(text)
     spec = template_spec(prob.answer_template)
     job = candidate_job(prob, text, spec, step_timeout=step_timeout)
     if isinstance(job, str):

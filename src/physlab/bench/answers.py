@@ -68,11 +68,14 @@ def _checked(entry: dict[str, Any], path: Path, pid: str) -> dict[str, Any]:
 
 
 async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any = None,
-                   regrade: bool = False,
+                   regrade: bool = False, judge: str | None = None, api_base: str | None = None,
+                   api_key_env: str | None = None,
                    on_unknown: Callable[[list[str]], None] | None = None) -> dict[str, int]:
-    """Grade every finished cell whose problem has a reference in FILE. Cells that already have a
-    verdict are left alone unless ``regrade``. Returns counts per verdict. Answer ids that match
-    no problem of the database (a typo, another suite) go to ``on_unknown``."""
+    """Grade every finished cell whose problem has a reference in FILE (its answer code, else its
+    written answer, as a run is graded). Cells that already have a verdict are left alone unless
+    ``regrade`` (an ``ungraded`` one is graded again when a ``judge`` model is named). Returns counts
+    per verdict. Answer ids that match no problem of the database (a typo, another suite) go to
+    ``on_unknown``."""
     from physlab.problems.model import Problem
 
     answers = load_answers(answers_path)
@@ -92,7 +95,8 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
         checkpoints.setdefault(cp["cell_key"], []).append(cp)
     for cell in store.cells("state='done'"):
         entry = answers.get(cell["problem_id"])
-        if entry is None or (cell["verdict"] is not None and not regrade):
+        if entry is None or (cell["verdict"] is not None and not regrade
+                             and not (judge and cell["verdict"] == "ungraded")):
             continue
         public = cast(dict[str, Any], store.problem_public(cell["problem_id"]))  # stored with its cells
         problem = Problem(**{**public, **entry})
@@ -108,9 +112,20 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
                 verdicts[code] = (v.verdict, v.reason)
             return verdicts[code]
 
-        verdict, reason = await grade(cell["answer_code"])
-        graded_checkpoints = {cp["idx"]: await grade(cp["answer_code"])
+        verdict, reason = await grade(cell["answer_code"] or cell["answer_text"])
+        graded_checkpoints = {cp["idx"]: await grade(cp["answer_code"] or cp["answer_text"])
                               for cp in checkpoints.get(cell["key"], [])}
-        store.set_verdict(cell["key"], verdict, reason, graded_checkpoints)
+        by: dict[str, Any] = {}
+        if verdict == "ungraded" and judge:  # a prose reference: the judge model decides the cell (not its checkpoints)
+            from physlab.grading.judge import judge_with
+
+            v = await judge_with(problem, cell["answer_text"] or cell["answer_code"] or "", judge, api_base=api_base,
+                                 api_key_env=api_key_env)
+            verdict, reason = v.verdict, v.reason
+            j = v.details.get("judge") or {}
+            if j.get("verdict"):
+                by = {"graded_by": f"judge:{judge}", "grading_calls": int(j.get("calls") or 0),
+                      "grading_cost_usd": float(j.get("cost_usd") or 0.0)}
+        store.set_verdict(cell["key"], verdict, reason, graded_checkpoints, **by)
         counts[verdict] = counts.get(verdict, 0) + 1
     return counts

@@ -105,7 +105,7 @@ async def run_cell(cfg: SweepConfig, spec: CellSpec, problem: Any, workspace: Pa
                              api_base=cfg.api_base, api_key_env=cfg.api_key_env,
                              output_mode=cast("OutputMode | None", cfg.output_mode),  # RunOptions checks it
                              models_config=shared.registry_path, params=dict(cfg.params), budget=cfg.budget,
-                             seed=cfg.seed + spec.repeat, tools=spec.tools, protocol=cfg.protocol)
+                             seed=cfg.seed + spec.repeat, tools=spec.tools, protocol=cfg.protocol, judge=cfg.judge)
         run_shared = Shared(limiter=shared.limiter, sandbox=shared.sandbox, grader=shared.grader(),
                             providers=shared.providers, registry=shared.registry, on_call=recorded)
         solve = cast(SolveFn, shared.solve)
@@ -136,7 +136,7 @@ async def run_cell(cfg: SweepConfig, spec: CellSpec, problem: Any, workspace: Pa
         usage_by_role=usage_by_role, wall_s=record.wall_s or (time.monotonic() - start),
         workspace=str(workspace), calls=calls, checkpoints=record.checkpoints, ran_as=record.ran_as,
         reference_conditioned=record.reference_conditioned, sandbox_backend=_backend(shared.sandbox),
-        **_judge_agreement(record),
+        **_judge_agreement(record), **_graded_by(verdict),
     ))
 
 
@@ -165,6 +165,15 @@ async def open_providers(cfg: SweepConfig, registry: Any, stack: AsyncExitStack)
 def _backend(sandbox: Any) -> str | None:
     backend = getattr(sandbox, "backend", None)
     return backend if isinstance(backend, str) else None
+
+
+def _graded_by(verdict: Any) -> dict[str, Any]:
+    """Who decided the cell's verdict when a judge model did (--judge), and what its calls cost."""
+    judged = verdict.details.get("judge") if verdict is not None else None
+    if not isinstance(judged, dict) or not judged.get("verdict"):
+        return {}
+    return {"graded_by": f"judge:{judged.get('model')}", "grading_calls": int(judged.get("calls") or 0),
+            "grading_cost_usd": float(judged.get("cost_usd") or 0.0)}
 
 
 def _judge_agreement(record: Any) -> dict[str, Any]:

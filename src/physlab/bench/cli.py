@@ -97,6 +97,8 @@ def run_cmd(
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
     role_model: Optional[list[str]] = typer.Option(None, "--role-model",
                                                    help="ROLE=provider:model: this role's model in every cell (repeat)."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
+                                                              "prose (else ungraded); those cells are reported apart."),
     output_mode: Optional[str] = typer.Option(None, "--output-mode",
                                               help="tool | native | constrained | prompted | auto (see `physlab solve --help`)."),
     workspace_root: Optional[Path] = typer.Option(None, "--workspace-root",
@@ -150,6 +152,7 @@ def run_cmd(
         role_models=parse_role_models(role_model), output_mode=check_output_mode(output_mode),
         tools=[ToolChoice.parse(t) for t in tools or []], protocol=check_protocol(protocol) or "physlab",
         executor="ray" if ray is not None else "local", ray_address=ray or None,
+        judge=judge,
     )
     if ray is not None:
         if workers > 1:
@@ -200,6 +203,7 @@ def worker_argv(config) -> list[str]:
                         ("--budget-cost", b.max_cost_usd), ("--budget-calls", b.max_calls),
                         ("--budget-wall", b.max_wall_s), ("--api-base", config.api_base),
                         ("--api-key-env", config.api_key_env), ("--workspace-root", config.workspace_root),
+                        ("--judge", config.judge),
                         ("--sandbox-workers", config.sandbox_workers)):
         if value is not None:
             args += [flag, str(value)]
@@ -445,6 +449,10 @@ def grade_cmd(
     answers: Path = typer.Option(..., "--answers", help="YAML/JSON: problem id -> reference."),
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
     regrade: bool = typer.Option(False, "--regrade", help="Grade cells that already have a verdict too."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
+                                                              "prose (else ungraded); reported apart."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="The judge's server."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="The judge's API key variable."),
 ) -> None:
     """Grade recorded answers now that references are known."""
     import asyncio
@@ -454,7 +462,8 @@ def grade_cmd(
 
     store = ResultsStore(db, create=False)
     try:
-        counts = asyncio.run(grade_db(store, answers, regrade=regrade, on_unknown=lambda ids: typer.echo(
+        counts = asyncio.run(grade_db(store, answers, regrade=regrade, judge=judge, api_base=api_base,
+                                      api_key_env=api_key_env, on_unknown=lambda ids: typer.echo(
             f"warning: {len(ids)} answer id(s) match no problem in {db}: {', '.join(ids[:5])}"
             + (", ..." if len(ids) > 5 else ""), err=True)))
     finally:

@@ -3,7 +3,7 @@
 Inspect's Task / Solver / Scorer are PhysLab's problem set / strategy / grader, so the mapping is
 one to one: one eval log per (strategy, model, budget and parameters) group, one sample per cell
 (its repeat is the sample's epoch), the sample's messages and model events from the cell's
-calls.jsonl, its score from PhysLab's verdict (``C`` correct, ``I`` incorrect or invalid, the
+calls.jsonl, its score from PhysLab's verdict (``C`` correct, ``I`` incorrect or invalid, none when ungraded, the
 verdict and its reason kept beside), its token and cost usage per model and per role. Logs are
 written with inspect_ai's own types and ``write_eval_log`` (optional: ``pip install
 'physlab[inspect]'``), so ``inspect view`` and ``inspect_ai.log.read_eval_log`` read them.
@@ -178,7 +178,7 @@ def _sample(rec: CellRecord, epoch: int, *, with_reference: bool):
     output = (ModelOutput.from_message(ChatMessageAssistant(content=answer, model=rec.model, source="generate"))
               if answer else ModelOutput(model=rec.model))
     scores = None
-    if rec.verdict:
+    if rec.verdict and rec.verdict != "ungraded":  # an ungraded answer (prose reference) has no score, only metadata
         scores = {SCORER: Score(value="C" if rec.verdict == "correct" else "I", answer=answer or None,
                                 explanation=rec.verdict_reason, metadata={"verdict": rec.verdict})}
     usage = _usage(rec.roles)

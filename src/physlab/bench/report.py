@@ -53,8 +53,10 @@ APART: dict[str, Apart] = {
     "oracle": Apart("oracles", "they read the answer key (tpbench-bon chooses with the grader: an upper bound)"),
     "reference_conditioned": Apart("reference-conditioned runs", "a role saw the reference answer (SCALAR's "
                                                                  "paper setting)"),
+    "judge_graded": Apart("judge-graded runs", "a judge model graded their answers (--judge: references in words, "
+                                               "which no rule reads)"),
 }
-APART_CELL_FLAGS: tuple[str, ...] = ("reference_conditioned",)
+APART_CELL_FLAGS: tuple[str, ...] = ("reference_conditioned", "judge_graded")
 
 
 def apart_title() -> str:
@@ -78,6 +80,12 @@ class GroupSummary(BaseModel):
                                                          "(PhysLab's defaults) or paper (its published setting).")
     oracle: bool = Field(default=False, description="The strategy reads the answer key (tpbench-bon): an upper "
                                                     "bound, never ranked beside solvers.")
+    judge_graded: bool = Field(default=False, description="Its verdicts came from a judge model (--judge: answers "
+                                                          "to prose references), not the rules: reported apart, "
+                                                          "never ranked beside rule-graded groups.")
+    ungraded: int = Field(default=0, description="Answers to prose references no judge graded: neither right nor "
+                                                 "wrong, left out of accuracy.")
+    grading_cost: float = Field(default=0.0, description="What the judge model's calls cost (apart from total_cost).")
     cells: int = Field(description="Finished cells.")
     failed: int = 0
     pending: int = 0
@@ -135,7 +143,8 @@ class GroupSummary(BaseModel):
 
     @property
     def strategy_label(self) -> str:
-        return f"{self.strategy} (ran as {self.ran_as})" if self.ran_as else self.strategy
+        label = f"{self.strategy} (ran as {self.ran_as})" if self.ran_as else self.strategy
+        return f"{label} (judge-graded)" if self.judge_graded else label
 
     @property
     def key(self) -> tuple:
@@ -392,8 +401,11 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
     # Grouped by strategy x model x config: pooling cells run at different budgets or parameters
     # would mix two experiments in one accuracy, and count them as repeats in pass@k. A run a cap
     # cut short stays in its group: the group's accuracy is the strategy's at that budget.
-    rows = [{**r, "config": cell_config(r), **{f: bool(r.get(f)) for f in APART_CELL_FLAGS}}
+    # A judge model's verdicts (--judge) are another kind of grading: a cell it graded is marked
+    # judge_graded (an APART kind), so it never pools with rule-graded cells.
+    rows = [{**r, "config": cell_config(r), "judge_graded": r.get("graded_by") is not None}
             for r in store.cells(*_where(filters))]
+    rows = [{**r, **{f: bool(r.get(f)) for f in APART_CELL_FLAGS}} for r in rows]
     keys = ("strategy", "model", "config", *APART_CELL_FLAGS)
     by_group = stats.group_by(rows, *keys)
     group_of = {r["key"]: tuple(r[k] for k in keys) for r in rows}
@@ -412,7 +424,7 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
     for key, cells in sorted(by_group.items()):
         strategy, model, config, *flags = key
         done = [c for c in cells if c["state"] == "done"]
-        graded = [c for c in done if c["verdict"] is not None]
+        graded = [c for c in done if c["verdict"] not in (None, "ungraded")]
         crashed = [c for c in cells if c["state"] == "failed" and c["gradable"]]
         ran_as: dict[str, int] = {}
         for c in done:
@@ -421,6 +433,8 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
         g = GroupSummary(
             strategy=strategy, model=model, config=config, **dict(zip(APART_CELL_FLAGS, flags)),
             protocol=str(cells[0].get("protocol") or "physlab"),  # one per group: the key holds it (@protocol)
+            ungraded=sum(c["verdict"] == "ungraded" for c in done),
+            grading_cost=sum(c.get("grading_cost_usd") or 0.0 for c in done),
             oracle=strategy in ORACLES, cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
             pending=sum(c["state"] in ("pending", "running") for c in cells),
             graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded), crashed=len(crashed),
@@ -660,6 +674,8 @@ def summary_rows(report: Report) -> list[dict[str, str]]:
             "role_cached_input": "; ".join(f"{r}={s:.0%}" for r, s in g.role_cached.items()),
             "crashed": str(g.crashed), "cut_short": str(g.cut_short), "clusters": str(g.clusters),
             "oracle": "yes" if g.oracle else "",
+            "judge_graded": "yes" if g.judge_graded else "", "ungraded": str(g.ungraded),
+            "grading_cost_usd": fmt(g.grading_cost, ".4g") if g.judge_graded else "",
             "input_tokens_median": fmt(g.input_median, ".0f"), "output_tokens_median": fmt(g.output_median, ".0f"),
             "cached_tokens_median": fmt(g.cached_median, ".0f"),
             f"anytime_accuracy_at_{fmt(report.anytime_tokens, '.0f') or 'T'}_tokens": fmt(g.anytime_accuracy, ".3f"),

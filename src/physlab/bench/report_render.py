@@ -63,7 +63,8 @@ def _done_failed(g: GroupSummary) -> str:
 
 def _solved(g: GroupSummary) -> str:
     """'correct/cells', the crashed cells (in the denominator) said."""
-    return f"{g.correct}/{g.graded + g.crashed}" + (f" ({g.crashed} crashed)" if g.crashed else "")
+    return (f"{g.correct}/{g.graded + g.crashed}" + (f" ({g.crashed} crashed)" if g.crashed else "")
+            + (f" ({g.ungraded} ungraded)" if g.ungraded else ""))
 
 
 def _cut(g: GroupSummary) -> str:

@@ -41,7 +41,7 @@ from physlab.tools.choice import ToolChoice
 if TYPE_CHECKING:
     from physlab.run.checkpoints import Checkpoint
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Columns added since version 1: a database written before gets them on open (CREATE TABLE IF NOT
 # EXISTS leaves an existing table as it was). Same definitions as in _SCHEMA.
@@ -58,6 +58,11 @@ _ADDED_CELL_COLUMNS = {
     # them empty, and the lost_attempts table beside the cells, untouched.
     "node": "TEXT",
     "sandbox_backend": "TEXT",
+    # version 4: who decided the verdict when a judge model did (--judge, a prose reference), and
+    # what its calls cost (apart from the cell's own usage)
+    "graded_by": "TEXT",
+    "grading_calls": "INTEGER",
+    "grading_cost_usd": "REAL",
 }
 # Version 3: the prompt-cache tokens of each role and call (of their input tokens).
 _CACHE_COLUMNS = {"cache_read_tokens": "INTEGER NOT NULL DEFAULT 0", "cache_write_tokens": "INTEGER NOT NULL DEFAULT 0"}
@@ -108,6 +113,9 @@ CREATE TABLE IF NOT EXISTS cells (
     reference_conditioned INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1)),
     judge_checks INTEGER,
     judge_agreed INTEGER CHECK (judge_agreed <= judge_checks),
+    graded_by TEXT,
+    grading_calls INTEGER,
+    grading_cost_usd REAL,
     protocol TEXT NOT NULL DEFAULT 'physlab',
     node TEXT,
     sandbox_backend TEXT
@@ -286,8 +294,17 @@ class CellResult:
     reference_conditioned: bool = False
     judge_checks: int | None = None  # SCALAR: turns the Judge and the grader both decided
     judge_agreed: int | None = None
+    graded_by: str | None = None  # "judge:MODEL" when a judge model decided the verdict (else the rules)
+    grading_calls: int | None = None  # the judge's calls and cost: apart from the cell's usage
+    grading_cost_usd: float | None = None
     node: str | None = None  # the Ray node that ran it (None: this machine)
     sandbox_backend: str | None = None
+
+
+def checkpoint_verdict(verdict: str | None) -> str | None:
+    """A checkpoint's verdict as its column holds it: an ``ungraded`` answer (a prose reference) has
+    none, like one not graded yet (checkpoints are graded by the rules only, never by a judge)."""
+    return verdict if verdict in ("correct", "incorrect", "invalid") else None
 
 
 @dataclass
@@ -551,13 +568,14 @@ class ResultsStore:
             "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
             " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
             " wall_s=?, workspace=?, error=?, finished_at=?, lease_until=NULL, ran_as=?,"
-            " reference_conditioned=?, judge_checks=?, judge_agreed=?, node=?, sandbox_backend=?"
-            " WHERE key=? AND worker=? AND state='running'",
+            " reference_conditioned=?, judge_checks=?, judge_agreed=?, node=?, sandbox_backend=?, graded_by=?,"
+            " grading_calls=?, grading_cost_usd=? WHERE key=? AND worker=? AND state='running'",
             (result.status, result.stop_reason, result.verdict, result.verdict_reason,
              result.answer_code, result.answer_text, total.calls, total.input_tokens,
              total.output_tokens, total.cost_usd, result.wall_s, result.workspace, result.error,
              time.time(), result.ran_as, int(result.reference_conditioned), result.judge_checks,
-             result.judge_agreed, result.node, result.sandbox_backend, key, worker))
+             result.judge_agreed, result.node, result.sandbox_backend, result.graded_by, result.grading_calls,
+             result.grading_cost_usd, key, worker))
         if cur.rowcount != 1:
             return False
         c.execute("DELETE FROM checkpoints WHERE cell_key=?", (key,))
@@ -565,7 +583,7 @@ class ResultsStore:
             "INSERT INTO checkpoints(cell_key, idx, step, calls, input_tokens, output_tokens, cost_usd,"
             " answer_code, answer_text, verdict, verdict_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [(key, i, cp.step, cp.calls, cp.input_tokens, cp.output_tokens, cp.cost_usd, cp.answer_code,
-              cp.answer_text, cp.verdict.verdict if cp.verdict else None,
+              cp.answer_text, checkpoint_verdict(cp.verdict.verdict if cp.verdict else None),
               cp.verdict.reason if cp.verdict else None)
              for i, cp in enumerate(result.checkpoints or [])])
         c.execute("DELETE FROM cell_roles WHERE cell_key=?", (key,))
@@ -620,13 +638,16 @@ class ResultsStore:
     # -- grading later ------------------------------------------------------------------------
 
     def set_verdict(self, key: str, verdict: str, reason: str,
-                    checkpoints: dict[int, tuple[str, str]] | None = None) -> None:
-        """The cell's verdict and, by checkpoint index, its checkpoints' (verdict, reason)."""
+                    checkpoints: dict[int, tuple[str, str]] | None = None, *, graded_by: str | None = None,
+                    grading_calls: int | None = None, grading_cost_usd: float | None = None) -> None:
+        """The cell's verdict (``graded_by`` a judge model, with its calls and cost, when one decided it)
+        and, by checkpoint index, its checkpoints' (verdict, reason)."""
         with self.tx() as c:
-            c.execute("UPDATE cells SET verdict=?, verdict_reason=?, gradable=1 WHERE key=?",
-                      (verdict, reason, key))
+            c.execute("UPDATE cells SET verdict=?, verdict_reason=?, gradable=1, graded_by=?, grading_calls=?,"
+                      " grading_cost_usd=? WHERE key=?", (verdict, reason, graded_by, grading_calls, grading_cost_usd,
+                                                         key))
             c.executemany("UPDATE checkpoints SET verdict=?, verdict_reason=? WHERE cell_key=? AND idx=?",
-                          [(v, r, key, i) for i, (v, r) in (checkpoints or {}).items()])
+                          [(checkpoint_verdict(v), r, key, i) for i, (v, r) in (checkpoints or {}).items()])
 
     # -- CritPt submissions -------------------------------------------------------------------
 

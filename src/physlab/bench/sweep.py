@@ -66,6 +66,8 @@ class SweepConfig(BaseModel):
     seed: int = 0
     params: dict[str, Any] = Field(default_factory=dict)
     role_models: dict[str, str] = Field(default_factory=dict, description="Roles played by another model.")
+    judge: str | None = Field(default=None, description="provider:model grading answers whose reference is prose "
+                                                        "(--judge); its cells are reported apart.")
     output_mode: str | None = None
     tools: list[ToolChoice] = Field(default_factory=list, description="The lab's tools, one arm each (cells for "
                                                                       "every one); none: each problem's default.")

@@ -1,10 +1,11 @@
-"""`physlab grade PROBLEM CANDIDATE [--json]`: exit 0 correct, 1 incorrect/invalid, 2 bad input."""
+"""`physlab grade PROBLEM CANDIDATE [--json] [--judge MODEL]`: exit 0 correct, 1 incorrect/invalid,
+2 bad input, 3 ungraded (a prose reference and no judge, or no verdict from the judge)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -41,6 +42,13 @@ def grade_command(
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT_S,
                                   help="Seconds the candidate code may run."),
+    judge: Optional[str] = typer.Option(
+        None, "--judge", help="provider:model that grades an answer whose reference is prose (no rule reads it; "
+        "without a judge such an answer is ungraded, exit 3). It sees the problem, the reference and the final "
+        "answer only."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="The judge's server (OpenAI-compatible)."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
+                                              help="Environment variable holding the judge's API key."),
 ) -> None:
     """Grade CANDIDATE against PROBLEM's reference answer."""
     from physlab.grading.grader import Grader
@@ -56,15 +64,27 @@ def grade_command(
     sandbox = command_sandbox()
     sandbox.warm(1, trusted=True)  # a worker for the candidate and one for the comparison, side by side
     verdict = Grader(sandbox, timeout_s=timeout).grade_sync(prob, text)
+    if verdict.verdict == "ungraded" and judge:
+        import asyncio
+
+        from physlab.grading.judge import judge_with
+
+        verdict = asyncio.run(judge_with(prob, text, judge, api_base=api_base, api_key_env=api_key_env))
     if as_json:
         typer.echo(json.dumps({**verdict.contract_json(), "problem": prob.id}))
     else:
         typer.echo(f"{verdict.verdict}: {verdict.reason}")
         d = verdict.details
-        if d.get("candidate_normalized") or d.get("reference_normalized"):
+        if d.get("path") == "prose":
+            typer.echo(f"  final answer: {d.get('candidate_normalized', '')}")
+        elif d.get("candidate_normalized") or d.get("reference_normalized"):
             typer.echo(f"  compared ({d.get('path', '')}, {d.get('method', '')}): {d.get('candidate_normalized', '')}"
                        f"  with reference  {d.get('reference_normalized', '')}")
-    raise typer.Exit(0 if verdict.correct else 1)
+        j = d.get("judge")
+        if isinstance(j, dict):
+            typer.echo(f"  judge {j.get('model')}: {j.get('calls', 0)} call(s), "
+                       f"{j.get('input_tokens', 0) + j.get('output_tokens', 0)} tokens, ${j.get('cost_usd', 0):.4f}")
+    raise typer.Exit(0 if verdict.correct else 3 if verdict.verdict == "ungraded" else 1)
 
 
 def register(app: typer.Typer) -> None:

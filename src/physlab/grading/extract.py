@@ -50,7 +50,7 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _defines_function(source: str, name: str | None = "answer") -> bool:
+def defines_function(source: str, name: str | None = "answer") -> bool:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -72,9 +72,9 @@ def extract_code(text: str | None, function: str = "answer") -> str | None:
         return py[-1]
     untagged = [b for lang, b in blocks if lang == ""]
     if untagged:
-        defining = [b for b in untagged if _defines_function(b, function)]
+        defining = [b for b in untagged if defines_function(b, function)]
         return (defining or untagged)[-1]
-    if _defines_function(text, function):
+    if defines_function(text, function):
         return text
     if not blocks and re.search(rf"^[ \t]*def[ \t]+{re.escape(function)}[ \t]*\(", text, re.MULTILINE):
         return text  # looks like Python that does not parse: let the grader say why
@@ -126,7 +126,8 @@ def extract_boxed(text: str) -> list[str]:
 
 # "Final answer" markers ("Final Answer:", "**Final answer**", "The final answer is").
 _MARKER = re.compile(r"final\s+answer(?:\s*\*\*)?\s*(?:is\b)?\s*[:：]?", re.IGNORECASE)
-_ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE)
+# "Answer: 9", and "Answer $9$" / "Answer \[ 9 \]" (math right after the word)
+_ANSWER_LINE = re.compile(r"^[ \t>*#_]*answer(?:\s*\*\*)?\s*(?:[:：]|(?=\$|\\\[|\\\())", re.IGNORECASE | re.MULTILINE)
 # A conclusion in prose: "So, the required value is 5.", "Therefore, the answer is 0.35.",
 # "Thus the speed is $v = 3$ m/s." (the rest of the sentence is the answer). Ours, not Math-Verify's
 # extraction: that one lowercases symbols and falls back to the first number of the text.
@@ -135,7 +136,7 @@ _CONCLUSION = re.compile(
     r"\b(?:answer|result|value|solution)s?\b(?:\s+(?:to|for|of)\s+[^.\n]{1,80}?)?"
     r"\s+(?:is|are|equals|=|would\s+be|will\s+be|should\s+be|comes\s+out\s+to|becomes)\b\s*:?"
     r"|\b(?:therefore|thus|hence|so|finally|consequently)\b,?\s+(?:the\s+)?(?:[A-Za-z][A-Za-z' -]{0,60}?\s)?"
-    r"(?:is|are|equals|=|becomes|comes\s+out\s+to)\s+" + _HEDGE + r"(?=[$\\\d+-])"
+    r"(?:is|are|equals|=|becomes|comes\s+out\s+to|satisfies|satisfy|obeys|obey|reads)\s+" + _HEDGE + r"(?=[$\\\d+-])"
     r"|\b(?:is|are|equals)\s+(?:therefore|thus|hence|then)\s+" + _HEDGE + r"(?=[$\\\d+-])"
     r"|\b(?:therefore|thus|hence|so|finally|consequently)\b,?\s+(?:we\s+(?:get|find|obtain|have)\s*:?\s*)?(?=\$)",
     re.IGNORECASE)
@@ -192,10 +193,19 @@ def _clean_line(line: str) -> str:
     return line.strip().rstrip(".").strip()
 
 
+_CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_turn|start_header_id)\|>")
+# "Final Answer: The largest $n$ is 34." -- the value after the last "is" of a sentence on the line
+_LINE_VALUE = re.compile(r"\b(?:is|are|equals)\s+(?:approximately\s+|about\s+)?(?=[$\\\d+-]|[A-Za-z_]\w*\s*=)",
+                         re.IGNORECASE)
+
+
 def outside_thinking(text: str) -> str:
     """The reply without its reasoning: what follows the last ``</think>`` (a reasoning model's
     scratch work, boxes included, is not its answer; some servers drop the opening tag), cut at a
     ``<think>`` that is never closed."""
+    special = _CHAT_TOKEN.search(text)  # a chat template's token leaked into the reply: the turn ended there
+    if special and text[:special.start()].strip():
+        text = text[:special.start()]
     tags = list(_THINK_TAG.finditer(text))
     closes = [m for m in tags if m.group(1)]
     if closes:
@@ -260,6 +270,10 @@ def _sentence_after(text: str, i: int) -> str:
 def _trim_remark(answer: str) -> str:
     """The answer without what follows it in its sentence, outside math ("$T = mg$, as expected")."""
     answer = re.sub(r"^\s*" + _HEDGE, "", answer, flags=re.IGNORECASE)
+    m = re.match(r"\s*(\$[^$]+\$|\\\(.+?\\\))\s+(?=[A-Za-z]{2,})", answer)
+    if m and "$" not in answer[m.end():] and "\\(" not in answer[m.end():]:
+        # "$x \geq 5$ is the solution": the math, not the words after it
+        return m.group(1)
     for m in _REMARK.finditer(answer):
         if m.start() > 0 and answer.count("$", 0, m.start()) % 2 == 0:
             return answer[:m.start()]
@@ -316,7 +330,13 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
         found = list(pattern.finditer(text))
         if found:
             rest = text[found[-1].end():].strip()
+            display = _display_math(rest[:4000]) if rest.startswith(("$$", "\\[")) else []
+            if display and display[0][0] == 0:  # "Answer: $$ ... $$" over several lines
+                rest = display[0][1].strip()
             line = _clean_line(rest.split("\n\n", 1)[0].split("\n", 1)[0]) if rest else ""
+            stated = list(_LINE_VALUE.finditer(line))
+            if stated and re.match(r"[A-Za-z]+\s+[A-Za-z]+", line):  # a sentence: what it says the value is
+                line = _clean_line(_trim_remark(line[stated[-1].end():]))
             if line:
                 return WrittenAnswer((line,), (0,), how)
     display = _display_math(text)

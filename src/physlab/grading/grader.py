@@ -23,6 +23,7 @@ from typing import Any
 
 from physlab.errors import ProblemFileError, UserError
 from physlab.grading import rt as _rt_pkg
+from physlab.grading.extract import extract_written
 from physlab.grading.jobs import candidate_job, grade_job, is_hipho, read_stage1, trusted_job, verdict_from
 from physlab.grading.rt.stages import REFERENCE_MARK, RESULT_FILE, RESULT_MARK
 from physlab.grading.template import TemplateSpec, template_spec
@@ -117,6 +118,8 @@ class Grader:
         if problem.reference is None:
             raise ProblemFileError(f"problem '{problem.id}' has no reference answer: nothing to grade against",
                                    path=problem.path)
+        if problem.reference_format == "prose":
+            return prose_verdict(candidate, time.monotonic() - start)
         spec = template_spec(problem.answer_template)
         answer = await self.run_candidate(problem, candidate, spec=spec)
         if not answer.ok:
@@ -299,6 +302,27 @@ class Grader:
             return await sandbox.run(code, limits=limits, files=files, collect=collect)
 
 
+UNGRADED_REASON = ("the reference answer is in words: no rule reads it, and no judge model was named "
+                   "(--judge MODEL grades it)")
+
+
+def prose_verdict(candidate: str, took: float = 0.0) -> Verdict:
+    """The rules' verdict on an answer to a problem whose reference is prose: ``ungraded`` (not wrong),
+    with the final answer a judge would see; ``invalid`` when there is no final answer at all."""
+    written = extract_written(candidate)
+    if written is None:
+        return Verdict(verdict="invalid", reason="no written final answer (\\boxed{}, a 'Final answer:' line)",
+                       details={"stage": "candidate", "path": "prose", "duration_s": round(took, 3)})
+    return Verdict(verdict="ungraded", reason=UNGRADED_REASON,
+                   details={"stage": "rules", "path": "prose", "method": "none", "duration_s": round(took, 3),
+                            "candidate_normalized": final_answer_text(written)[:2000]})
+
+
+def final_answer_text(written) -> str:
+    """The final answer of a written reply as one text (its final group of boxes joined)."""
+    return "; ".join(written.boxes[k] for k in written.final)
+
+
 def _reference_field(problem: Problem) -> str:
     """The name the problem's file gives its reference answer (what a user must go and fix)."""
     return {"critpt": "answer_only_code"}.get(problem.extra.get("format"), "answer")
@@ -348,7 +372,8 @@ class BoundGrader:
 PUBLIC_DETAILS = ("stage", "path", "duration_s", "candidate_s", "points", "points_total")
 PUBLIC_REASONS = {"correct": "equivalent to the reference answer",
                   "incorrect": "not equivalent to the reference answer",
-                  "invalid": "the answer could not be compared with the reference"}
+                  "invalid": "the answer could not be compared with the reference",
+                  "ungraded": "the answer was not graded (no rule reads the reference)"}
 
 
 def public_verdict(verdict: Verdict) -> Verdict:

@@ -10,12 +10,21 @@ HiPhO as the item's key (answers, types, units, points).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from physlab.grading.extract import extract_choice, extract_code, extract_written, read_choice
+from physlab.grading.extract import (
+    defines_function,
+    extract_choice,
+    extract_code,
+    extract_written,
+    outside_thinking,
+    read_choice,
+)
 from physlab.grading.rt import tree as T
 from physlab.grading.template import TemplateSpec
 from physlab.grading.verdict import Verdict
+from physlab.problems.choices import letters_by_wording, split_choice
 from physlab.problems.model import Problem
 
 
@@ -23,13 +32,24 @@ def is_hipho(problem: Problem) -> bool:
     return problem.extra.get("format") == "hipho" and not problem.answer_template
 
 
+def has_options(problem: Problem) -> bool:
+    """A multiple-choice problem whose options' texts are known (listed in its statement, or given
+    with ``choices:``): an answer may name a letter, give an option's content, or both."""
+    return bool(problem.options) and not problem.answer_template and not is_hipho(problem)
+
+
 def candidate_job(problem: Problem, candidate: str, spec: TemplateSpec, *, step_timeout: float) -> dict | str:
     """Stage 1's job for ``candidate``, or the reason it has no answer at all."""
-    code = None if is_hipho(problem) or problem.choices else extract_code(candidate, spec.function)
+    code = None if is_hipho(problem) or problem.choices or has_options(problem) else extract_code(candidate, spec.function)
+    if (code is not None and problem.answer_template is None and not defines_function(code, spec.function)
+            and extract_written(candidate) is not None):
+        code = None  # no template: a code block that defines no answer() illustrates; the written answer answers
     job: dict[str, Any] = {"mode": "candidate", "code": code, "function": spec.function,
                            "params": spec.params_json(), "step_timeout": step_timeout}
     if code is not None:
         return job
+    if has_options(problem):
+        return _options_job(problem, candidate, job)
     written = extract_choice(candidate, problem.choices) if problem.choices else extract_written(candidate)
     if written is None and problem.choices:
         return f"no answer naming one of the options {', '.join(problem.choices)}"
@@ -42,6 +62,29 @@ def candidate_job(problem: Problem, candidate: str, spec: TemplateSpec, *, step_
     # never goes into the candidate's sandbox
     hints = [u for u in (problem.extra.get("units") or []) if isinstance(u, str)] if is_hipho(problem) else []
     job.update(answers=list(written.boxes), final=list(written.final), how=written.how, unit_hints=hints)
+    return job
+
+
+def _options_job(problem: Problem, candidate: str, job: dict) -> dict | str:
+    """Stage 1's job for an answer to a problem with options: the letters it names and the option
+    whose wording it repeats are read here (text only); what it says beside them is parsed in the
+    sandbox, to be compared with the options' contents in stage 2."""
+    assert problem.options is not None
+    letters = list(problem.options)
+    written = extract_written(candidate)
+    named, content = split_choice(written.last, letters) if written is not None else (None, "")
+    if named is None and not content:
+        sentence = extract_choice(candidate, letters)  # "Only statement (a) is correct."
+        named = sentence.last if sentence is not None else None
+    if named is None and not content:  # a reply ending on its option: "(c) along lines circling the current"
+        lines = [x.strip() for x in outside_thinking(candidate or "").splitlines() if x.strip()]
+        if lines and re.match(r"\(?[A-Za-z]\)\s", lines[-1]):
+            named, content = split_choice(lines[-1], letters)
+    if named is None and not content:
+        return f"no answer naming one of the options {', '.join(letters)} or giving one"
+    job.update(answers=[content or named or ""], final=[0], how=written.how if written else "conclusion",
+               unit_hints=[], options=True, letters=named, has_content=bool(content),
+               wording=letters_by_wording(content, problem.options) if content else None)
     return job
 
 
@@ -73,6 +116,15 @@ def grade_job(problem: Problem, spec: TemplateSpec, tree: dict, written: dict | 
         job["hipho"] = {"answers": key.answers, "types": [key.type_of(i) for i in n],
                         "units": [key.unit_of(i) for i in n], "points": [key.points_of(i) for i in n],
                         "rtol": problem.rtol or 0.01}
+    elif has_options(problem):
+        assert problem.options is not None
+        letters = list(problem.options)
+        ref_letters = read_choice(problem.reference, letters)
+        ref_said = split_choice(problem.reference, letters)[1] if ref_letters is None else ""
+        job.update(format="latex", options=dict(problem.options), reference_letters=ref_letters,
+                   reference_wording=letters_by_wording(ref_said, problem.options) if ref_said else None)
+        found = extract_written(problem.reference)
+        job["reference_answers"] = list(found.boxes) if found and found.how == "boxed" else [problem.reference]
     elif problem.choices:  # the letters, read as the candidate's are (extract.read_choice)
         job.update(format="latex", choices=list(problem.choices),
                    reference_answers=[read_choice(problem.reference, problem.choices) or problem.reference])
@@ -132,10 +184,13 @@ def read_stage1(data: bytes, *, written_path: bool) -> tuple[dict | None, dict |
 
 
 # What a candidate's written part may hold (``latex.parse_answer``): answer trees, text, flags.
-_PART_TREES = ("value", "lhs", "unsplit")
+_PART_TREES = ("value", "lhs", "unsplit", "comma_decimal")
 _PART_TEXTS = ("label", "unit")
 _PART_REQUIRED_TEXTS = ("text", "raw")
 _PART_FLAGS = ("unit_marked", "paren_pair")
+
+
+_LETTERS = re.compile(r"[A-Z](?:, [A-Z]){0,25}")
 
 
 def check_written(written: Any) -> str:
@@ -149,6 +204,12 @@ def check_written(written: Any) -> str:
         return bad
     if not isinstance(final, list) or not final or not all(
             type(k) is int and 0 <= k < len(boxes) for k in final):
+        return bad
+    for name in ("letters", "wording"):  # an answer to a problem with options (stage 1 echoes the host's reading)
+        value = written.get(name)
+        if value is not None and not (isinstance(value, str) and _LETTERS.fullmatch(value)):
+            return bad
+    if type(written.get("has_content", False)) is not bool:
         return bad
     budget = [T.MAX_NODES]
     for box in boxes:

@@ -101,6 +101,10 @@ def show_cmd(
     if meta:
         out += [meta, ""]
     out += ["## Statement", "", shown.statement, ""]
+    if shown.options:  # graded by letter, by the option's content, or both
+        out += ["## Options (multiple choice)", "", *[f"- ({k}) {v}" for k, v in shown.options.items()], ""]
+    elif shown.choices:
+        out += [f"Multiple choice: {', '.join(shown.choices)}", ""]
     if shown.images:
         out += ["## Figures", "", *[f"- {p}" for p in shown.images], ""]
     if shown.answer_template:

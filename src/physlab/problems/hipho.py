@@ -55,7 +55,9 @@ def load_hipho_data(data: Any, path: Path) -> list[Problem]:
         context = get_str(item, "context", path=path, where=where) or ""
         question = get_str(item, "question", path=path, required=True, where=where)
         answers = _str_list(item, "answer", path=path, where=where)
-        if not answers or not all(isinstance(a, str) and a.strip() for a in answers):
+        if answers and all(isinstance(a, str) and not a.strip() for a in answers):
+            answers = []  # an open-ended item with no key (HiPhO grades it by its marking scheme only)
+        elif not answers or not all(isinstance(a, str) and a.strip() for a in answers):
             raise ProblemFileError("expected a non-empty list of \\boxed{...} answers", path=path, field=f"{where}answer")
         marking = item.get("marking") or []
         if not isinstance(marking, list):
@@ -77,8 +79,10 @@ def load_hipho_data(data: Any, path: Path) -> list[Problem]:
         problems.append(Problem(
             id=pid,
             statement="\n\n".join(parts),
-            reference="\n".join(a.strip() for a in answers),
-            reference_format="latex",
+            reference="\n".join(a.strip() for a in answers) if answers else None,
+            # every answer open-ended (words): no rule reads them, a judge model may
+            reference_format=(None if not answers else "prose" if extra["answer_types"] and all(
+                str(t).lower() == "open-ended" for t in extra["answer_types"]) else "latex"),
             images=images,
             source=str(item.get("source") or "HiPhO"),
             path=path.resolve(),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ReferenceFormat = Literal["python", "number", "latex"]
+ReferenceFormat = Literal["python", "number", "latex", "prose"]
 
 
 class Problem(BaseModel):
@@ -38,6 +38,10 @@ class Problem(BaseModel):
     choices: list[str] | None = Field(
         default=None, description="Multiple choice: the option letters (upper case); the reference is "
         "one or more of them and an answer is graded by the letters it names.")
+    options: dict[str, str] | None = Field(
+        default=None, description="Multiple choice: the options, letter (upper case) -> text, as the statement "
+        "lists them ((a) ... (b) ... (c) ..., recognised when the problem loads) or a problem file gives them "
+        "(choices: {A: ..., B: ...}). An answer is graded by the letter it names, the option it gives, or both.")
     images: list[Path] = Field(default_factory=list, description="Figure files (absolute paths).")
     source: str | None = None
     difficulty: int | None = None
@@ -47,6 +51,42 @@ class Problem(BaseModel):
         default_factory=dict,
         description="Format-specific data (HiPhO answer types, units, points, marking scheme...).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _options_in_statement(cls, data: Any) -> Any:
+        """Options the statement lists are recognised here, so every loader's problems have them."""
+        if isinstance(data, dict) and data.get("options") is None and isinstance(data.get("statement"), str):
+            from physlab.problems.choices import options_in_statement
+
+            found = options_in_statement(data["statement"])
+            letters = data.get("choices")
+            if found and (letters is None or sorted(letters) == sorted(found)):
+                data = {**data, "options": found}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prose_reference(cls, data: Any) -> Any:
+        """A reference in words is marked ``prose`` here, so every loader's problems say so: no rule
+        reads it (its answers are ungraded unless a judge model is named). An option's letter or its
+        wording is no prose: the options grade it."""
+        if not isinstance(data, dict) or data.get("reference_format") not in (None, "latex"):
+            return data
+        reference = data.get("reference")
+        if not isinstance(reference, str) or (data.get("extra") or {}).get("format") == "hipho" or data.get("choices"):
+            return data
+        from physlab.problems.choices import letters_by_wording, read_choice
+        from physlab.problems.prose import is_prose
+
+        options = data.get("options")
+        if options and (read_choice(reference, list(options)) or letters_by_wording(reference, options)):
+            return data
+        if data.get("reference_format") is None and "\\" not in reference and "$" not in reference:
+            from physlab.problems.templates import detect_reference_format
+
+            return {**data, "reference_format": "prose"} if detect_reference_format(reference) == "prose" else data
+        return {**data, "reference_format": "prose"} if is_prose(reference) else data
 
     @property
     def gradable(self) -> bool:

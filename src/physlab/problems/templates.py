@@ -14,7 +14,7 @@ from pathlib import Path
 from physlab.errors import ProblemFileError
 from physlab.problems.model import ReferenceFormat
 
-REFERENCE_FORMATS: tuple[str, ...] = ("python", "number", "latex")
+REFERENCE_FORMATS: tuple[str, ...] = ("python", "number", "latex", "prose")
 
 
 @dataclass(frozen=True)
@@ -131,13 +131,26 @@ def _is_number(text: str) -> bool:
 
 def detect_reference_format(text: str) -> ReferenceFormat:
     """``number`` for a plain float literal, ``latex`` when it has a backslash or a dollar sign,
-    otherwise ``python`` (which :func:`check_reference` then insists parses)."""
+    ``prose`` for words (physlab.problems.prose), otherwise ``python`` (which :func:`check_reference`
+    then insists parses)."""
+    from physlab.problems.prose import is_prose
+
     s = text.strip()
     if _is_number(s):
         return "number"
     if "\\" in s or "$" in s:
-        return "latex"
+        return "prose" if is_prose(s) else "latex"
+    if is_prose(s) and not _parses(s):  # "the equilibrium is unstable" (words, not a Python expression)
+        return "prose"
     return "python"
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
 
 
 def assigned_names(source: str) -> list[str]:
@@ -170,7 +183,7 @@ def check_reference(
         if template is not None:
             _check_shape(template.returns, ReturnShape("one"), "one number", path=path, field=field)
         return
-    if fmt == "latex":
+    if fmt in ("latex", "prose"):
         return
     try:
         tree = ast.parse(text.strip())

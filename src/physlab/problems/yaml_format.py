@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from physlab.errors import ProblemFileError
 from physlab.problems.fields import (
@@ -28,7 +28,7 @@ from physlab.problems.fields import (
     slug,
     type_name,
 )
-from physlab.problems.model import Problem
+from physlab.problems.model import Problem, ReferenceFormat
 from physlab.problems.templates import check_reference, detect_reference_format, parse_template
 
 KNOWN_KEYS = {
@@ -42,7 +42,7 @@ KNOWN_KEYS = {
     "title": "a short title",
     "source": "where the problem comes from",
     "difficulty": "an integer",
-    "reference_format": "python, number or latex",
+    "reference_format": "python, number, latex or prose",
     "answer_format": "python, number or latex",
     "tags": "a list of labels",
     "metadata": "a mapping of anything else",
@@ -97,6 +97,14 @@ def _choices(data: dict, *, path: Path, where: str) -> list[str] | None:
     return [x.strip().upper() for x in items]
 
 
+def _option_texts(data: dict, choices: list[str] | None) -> dict[str, str] | None:
+    """``choices: {A: text, B: text}``: the options' texts (a list of letters gives none)."""
+    value = data.get("choices")
+    if choices is None or not isinstance(value, dict) or not all(isinstance(v, (str, int, float)) for v in value.values()):
+        return None
+    return {str(k).strip().upper(): str(v).strip() for k, v in value.items()}
+
+
 def _choice_reference(data: dict, choices: list[str], *, path: Path, where: str) -> str | None:
     """The reference of a multiple-choice problem: one or more of its letters (``B``, ``(b)``, ``[A, C]``)."""
     from physlab.problems.choices import read_choice
@@ -148,10 +156,11 @@ def problem_from_mapping(data: Any, *, path: Path, default_id: str, where: str =
         statement=statement.strip(),
         answer_template=template,
         reference=reference,
-        reference_format=fmt,
+        reference_format=cast("ReferenceFormat | None", fmt),  # check_reference accepted it
         solution=get_str(data, "solution", path=path, where=where),
         rtol=get_rtol(data, "rtol", path=path, where=where),
         choices=choices,
+        options=_option_texts(data, choices),
         images=resolve_images(data.get("images"), base=path.parent, path=path, field=f"{where}images"),
         source=get_str(data, "source", path=path, where=where),
         difficulty=get_int(data, "difficulty", path=path, where=where),

@@ -3,7 +3,8 @@ back without following a link out of the directory.
 
 A run directory holds (DESIGN.md's contract; names are only ever added): ``PROBLEM.md``,
 ``ANSWER.md``, ``answer.py`` (or ``DRAFT_ANSWER.md``/``draft_answer.py`` when the run ended
-without an answer), ``calls.jsonl`` (one line per model request), ``metrics.json`` (the run's
+without an answer), ``calls.jsonl`` (one line per model request), ``judge_calls.jsonl`` (a judge
+model's requests, ``--judge``: counted apart), ``metrics.json`` (the run's
 record: :mod:`physlab.run.record`), ``run.json`` (the options and problem of the session that
 started last), ``state.json`` for a strategy that keeps a resumable state (the lab), ``error.log``
 (a strategy's traceback), ``resume.log`` (what a resume started from the dashboard printed),
@@ -25,6 +26,7 @@ from physlab.errors import UserError, naming_the_file
 
 PROBLEM = "PROBLEM.md"
 CALLS = "calls.jsonl"
+JUDGE_CALLS = "judge_calls.jsonl"  # a judge model's requests (--judge): apart from the run's own
 METRICS = "metrics.json"
 OPTIONS = "run.json"
 STATE = "state.json"

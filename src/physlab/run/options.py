@@ -30,7 +30,7 @@ PROTOCOLS: tuple[ProtocolName, ...] = ("physlab", "paper")
 FLAGS: dict[str, str] = {
     "strategy": "--strategy", "model": "--model", "api_base": "--api-base", "api_key_env": "--api-key-env",
     "output_mode": "--output-mode", "models_config": "--models-config", "max_in_flight": "--max-in-flight",
-    "seed": "--seed", "tools": "--tools", "protocol": "--protocol",
+    "seed": "--seed", "tools": "--tools", "protocol": "--protocol", "judge": "--judge",
 }
 BUDGET_FLAGS: dict[str, str] = {"max_calls": "--max-calls", "max_tokens": "--max-tokens",
                                 "max_cost_usd": "--max-cost", "max_wall_s": "--max-wall"}
@@ -61,6 +61,8 @@ class RunOptions(BaseModel):
                                                                 "the default for the problem (ToolChoice.default), "
                                                                 "which the runner records in its place.")
     seed: int = 0
+    judge: str | None = Field(default=None, description="provider:model grading an answer whose reference is prose "
+                                                        "(--judge); None: such an answer stays ungraded.")
     console: ConsoleMode | None = Field(default=None, description="The progress display the run was started "
                                                                   "with (a resume picks its own).")
     protocol: ProtocolName = Field(default="physlab", description="physlab: PhysLab's defaults; paper: every "

@@ -42,6 +42,7 @@ from physlab.run.checkpoints import grade_checkpoints
 from physlab.run.environment import RunEnvironment
 from physlab.run.files import (
     CALLS,
+    JUDGE_CALLS,
     OPTIONS,
     PROBLEM,
     STATE,
@@ -321,6 +322,8 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
         attempt.checkpoints = attempt.checkpoints or env.checkpoints  # kept when a budget ended the run
         _write_answer(attempt, problem, ws)
         attempt.verdict = await _grade(attempt, problem, bound)
+        if attempt.verdict is not None and attempt.verdict.verdict == "ungraded" and options.judge:
+            attempt.verdict = await _judge(attempt, problem, options, registry, ws)
         if bound is not None:
             await grade_checkpoints(attempt.checkpoints, bound)
         record = _record(attempt, meter, models, start, ws, datetime.now(timezone.utc), strategy.params)
@@ -440,6 +443,24 @@ async def _grade(attempt: Attempt, problem: Problem, bound: BoundGrader | None) 
         return await bound.grade_full(candidate)  # the run's record keeps what was compared
     except Exception as exc:  # the grader must not lose the run's work
         return Verdict(verdict="invalid", reason=f"grader failed: {type(exc).__name__}: {exc}"[:500])
+
+
+async def _judge(attempt: Attempt, problem: Problem, options: RunOptions, registry: ModelRegistry | None,
+                 ws: Path) -> Verdict:
+    """The judge model's verdict on an answer no rule reads (a prose reference): its calls go to
+    judge_calls.jsonl on a meter of their own, counted apart from the run's (metrics.json keeps them in
+    the verdict's ``judge``); a judge that fails leaves the answer ungraded."""
+    from physlab.grading.judge import judge_with
+
+    assert attempt.verdict is not None and options.judge is not None
+    candidate = attempt.answer_text or attempt.answer_code or ""
+    try:
+        return await judge_with(problem, candidate, options.judge, api_base=options.api_base,
+                                api_key_env=options.api_key_env, registry=registry,
+                                calls_path=ws / JUDGE_CALLS, output_mode=options.output_mode)
+    except Exception as exc:  # noqa: BLE001 - the run keeps its answer, ungraded
+        return attempt.verdict.model_copy(update={"reason": f"{attempt.verdict.reason}; the judge failed: "
+                                                            f"{type(exc).__name__}: {exc}"[:300]})
 
 
 async def _answer_latex(attempt: Attempt, equivalence: Equivalence) -> str | None:

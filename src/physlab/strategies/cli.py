@@ -189,6 +189,10 @@ def register(app: typer.Typer) -> None:
         tools: Optional[str] = typer.Option(
             None, "--tools", help="The lab's tools beyond Python: any of cas,literature,corpus=DIR,web, or none "
             "(default: cas, plus literature for a Markdown question; docs/tools.md)."),
+        judge: Optional[str] = typer.Option(
+            None, "--judge", help="provider:model grading the answer when the reference is prose (no rule reads "
+            "it; without a judge the answer is ungraded). It sees the problem, the reference and the final answer "
+            "only; its calls go to judge_calls.jsonl, counted apart."),
         param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
         config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
         protocol: Optional[str] = typer.Option(
@@ -237,7 +241,7 @@ def register(app: typer.Typer) -> None:
             "strategy": strategy, "model": flag("model", model), "api_base": api_base, "api_key_env": api_key_env,
             "output_mode": check_output_mode(output_mode), "role_models": parse_role_models(role_model),
             "models_config": registry_path(flag("models_config", models_config), environment=False),
-            "max_in_flight": max_in_flight, "seed": seed, "params": params, "console": console_mode,
+            "max_in_flight": max_in_flight, "seed": seed, "params": params, "console": console_mode, "judge": judge,
             "protocol": check_protocol(protocol),
             "tools": ToolChoice.parse(tools) if tools is not None else None,
             "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),

@@ -205,7 +205,16 @@ def _sets(cs, rs, opts, path):
 
 
 def _pieces(n):
-    return n["a"] if n.get("f") == "Union" else [n]
+    """The pieces of a union, nested unions flattened (``A \\cup B \\cup C`` parses as nested pairs)."""
+    if n.get("f") != "Union":
+        return [n]
+    return [p for a in n["a"] for p in _pieces(a)]
+
+
+def _open_ends(n):
+    """(left open, right open) of an Interval node, its omitted flags being closed ends."""
+    flags = [a.get("v") is True for a in n["a"][2:4]]
+    return tuple(flags + [False] * (2 - len(flags)))
 
 
 def _intervals(cand, ref, opts, path):
@@ -216,9 +225,14 @@ def _intervals(cand, ref, opts, path):
     used = set()
     for i, r in enumerate(rs):
         for j, c in enumerate(cs):
-            if j in used or c.get("f") != "Interval" or r.get("f") != "Interval":
+            if j in used or (c.get("f") == "Interval") != (r.get("f") == "Interval"):
                 continue
-            if c["a"][2:] != r["a"][2:]:
+            if r.get("f") != "Interval":  # a set of points beside the intervals ({-1} \cup [0, 7))
+                if compare(c, r, opts, path).equal:
+                    used.add(j)
+                    break
+                continue
+            if _open_ends(c) != _open_ends(r):
                 continue
             if all(compare_leaf(x, y, opts, path).equal for x, y in zip(c["a"][:2], r["a"][:2])):
                 used.add(j)
@@ -409,6 +423,14 @@ def _rebuild_now(job):
     h, hbar = cache.get("h"), cache.get("hbar")
     if h is not None and hbar is not None:  # an answer in hbar against one in h: hbar = h / 2 pi
         c, r = (x.xreplace({hbar: h / (2 * sp.pi)}) if isinstance(x, sp.Basic) else x for x in (c, r))
+    k, kb = cache.get(norm_name("k")), cache.get(norm_name("k_B"))
+    if k is not None and kb is not None and isinstance(c, sp.Basic):
+        # Boltzmann's constant written k on one side and k_B on the other (each side one name only)
+        cs, rs = c.free_symbols, r.free_symbols
+        if kb in cs and k not in cs and k in rs and kb not in rs:
+            c = c.xreplace({kb: k})
+        elif k in cs and kb not in cs and kb in rs and k not in rs:
+            r = r.xreplace({kb: k})
     return sp, c, r
 
 

@@ -52,6 +52,7 @@ FUNCTION_WORDS = {"sin", "cos", "tan", "cot", "sec", "csc", "sinh", "cosh", "tan
 UNICODE = {"\u2212": "-", "\u00d7": "\\times ", "\u00b7": "\\cdot ", "\u22c5": "\\cdot ", "\u03c0": "\\pi ",
            "\u2248": "\\approx ", "\u2243": "\\simeq ", "\u00b1": "\\pm ", "\u2213": "\\mp ", "\u2264": "\\le ",
            "\u2265": "\\ge ", "\u221e": "\\infty ", "\u221a": "\\sqrt ", "\u210f": "\\hbar ",
+           "\u27e8": "\\langle ", "\u27e9": "\\rangle ",
            "\u2009": " ", "\u202f": " ", "\u00a0": " "}
 _GREEK_CHARS = dict(zip("αβγδεζηθικλμνξρστυφχψωΓΔΘΛΞΠΣΥΦΨΩ",
                         "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi rho sigma "
@@ -98,11 +99,42 @@ def basic_clean(s):
     s = re.sub(r"\\(?:leq|leqslant|le)(?![A-Za-z])", r"\\le ", s)
     s = re.sub(r"\\(?:geq|geqslant|ge)(?![A-Za-z])", r"\\ge ", s)
     s = re.sub(r"\\(?:dfrac|tfrac|cfrac)(?![A-Za-z])", r"\\frac", s)
+    # "200 \textHz": a unit written after \text without braces
+    s = re.sub(r"\\text(?!rm|bf|it|normal|sf|tt|style|up|sc|md|sl)([A-Za-z]{1,4})(?![A-Za-z{])", r"\\text{\1}", s)
+    s = re.sub(r"\\lt(?![A-Za-z])", "<", re.sub(r"\\gt(?![A-Za-z])", ">", s))
+    s = re.sub(r">=", r"\\ge ", re.sub(r"(?<![\\])<=", r"\\le ", re.sub(r"!=", r"\\neq ", s)))  # ASCII relations
+    # v^2_0 is v_0^2 (the parser reads a subscript before a power only)
+    s = re.sub(r"(?<![A-Za-z\\])([A-Za-z]|\\[A-Za-z]+)\s*\^\s*(\{[^{}]*\}|[A-Za-z0-9])\s*_\s*(\{[^{}]*\}|[A-Za-z0-9])",
+               r"\1_\3^\2", s)
+    # a matrix written as an array between brackets: \left[\begin{array}{cc} ... \end{array}\right]
+    s = re.sub(r"\\begin\s*\{array\}\s*\{[lcr|\s]*\}", r"\\begin{matrix}", s).replace("\\end{array}", "\\end{matrix}")
+    s = re.sub(r"\[\s*\\begin\{matrix\}(.*?)\\end\{matrix\}\s*\]", r"\\begin{bmatrix}\1\\end{bmatrix}", s, flags=re.S)
+    s = re.sub(r"\(\s*\\begin\{matrix\}(.*?)\\end\{matrix\}\s*\)", r"\\begin{pmatrix}\1\\end{pmatrix}", s, flags=re.S)
+    s = _sqrt_parens(s)
     s = re.sub(r"\s+", " ", s).strip().replace("\x00", " \\\\ ")
     # "3 \text{ and } 5", "x = 1 or x = -1": a list; "\approx 0.35": the value
     s = re.sub(r"\s*\\(?:text|textrm|mathrm)\s*\{\s*(?:and|or)\s*\}\s*|\s+(?:and|or)\s+", ", ", s)
+    s = re.sub(r",\s*,", ",", s)  # "19, 46, and 82"
     s = re.sub(r"^(?:\\approx|\\simeq|\\sim|=)(?![A-Za-z])\s*", "", s)
     return s.rstrip(".;, ").strip()
+
+
+def _sqrt_parens(s):
+    """``\\sqrt(L/g)`` (how ``√(L/g)`` arrives) is ``\\sqrt{L/g}``: the parser reads a root's argument
+    in braces only. The parentheses are balanced; an unbalanced one is left for the parser to refuse."""
+    out, i = [], 0
+    for m in re.finditer(r"\\sqrt\s*\(", s):
+        if m.start() < i:
+            continue
+        depth, j = 1, m.end()
+        while j < len(s) and depth:
+            depth += {"(": 1, ")": -1}.get(s[j], 0)
+            j += 1
+        if depth:
+            break
+        out.append(s[i:m.start()] + "\\sqrt{" + _sqrt_parens(s[m.end():j - 1]) + "}")
+        i = j
+    return "".join(out) + s[i:]
 
 
 def _numbers(s):
@@ -113,7 +145,7 @@ def _numbers(s):
                          + (f" + \\frac{{{int(m.group(3))}}}{{3600}}" if m.group(3) and int(m.group(3)) else "") + ")", s)
     s = re.sub(r"(?<=\d)\{,\}(?=\d{3}(?!\d))", "", s)
     s = re.sub(r"(\d)\{,\}(\d)", r"\1.\2", s)  # decimal comma: 3{,}14
-    s = re.sub(r"(?<![\d.])(\d{1,3})((?:(?: |\\,|,)\d{3})+)(?=\.\d|(?![\d.]|,\d))",
+    s = re.sub(r"(?<![\d.])([1-9]\d{0,2})((?:(?: |\\,|,)\d{3})+)(?=\.\d|(?![\d.]|,\d))",
                lambda m: m.group(1) + re.sub(r"[ ,\\]", "", m.group(2))
                if (" " in m.group(2) or len(m.group(2)) >= 8 or not _looks_like_list(s, m)) else m.group(0), s)
     s = re.sub(r"(?<![A-Za-z\\\d.])(\d+\.?\d*|\.\d+)[eE]([+-]?\d+)(?![A-Za-z\d])", r"\1\\times 10^{\2}", s)
@@ -188,7 +220,13 @@ class _Protector:
                     out.append(f"\\{cmd}{{{arg}}}")
                     i = j
                     continue
-                if cmd in TEXT_CMDS:
+                if cmd == "langle":  # an expectation value <E>, <x^2>, <(Delta x)^2>: one quantity
+                    close = _matching_rangle(s, j)
+                    if close is None:
+                        raise ParseError("a \\langle without its \\rangle in the answer")
+                    base, kind = _expectation_name(s[j:close]), "word"
+                    j = close + len("\\rangle")
+                elif cmd in TEXT_CMDS:
                     arg, j = _read_group(s, j)
                     word = canonical_text(arg)
                     if word == "e":
@@ -299,6 +337,26 @@ class _Protector:
         return base
 
 
+def _expectation_name(inner):
+    """``<x^2>``, ``<(DeltaE)^2>``: ``\\langle (E - \\langle E \\rangle)^2 \\rangle`` is ``<(DeltaE)^2>`` (the
+    spread about the mean has one name however it is written)."""
+    inner = re.sub(r"\\langle(?![A-Za-z])", "<", re.sub(r"\\rangle(?![A-Za-z])", ">", inner))
+    name = canonical_text(inner).replace("\\", "")
+    name = re.sub(r"\(([A-Za-z][A-Za-z0-9_]*)-<\1>\)", r"(Delta\1)", name)
+    return f"<{name}>"
+
+
+def _matching_rangle(s, j):
+    """Index of the ``\\rangle`` closing a ``\\langle`` whose content starts at ``j`` (nested pairs
+    allowed), or None."""
+    depth = 1
+    for m in re.finditer(r"\\([lr])angle(?![A-Za-z])", s[j:]):
+        depth += 1 if m.group(1) == "l" else -1
+        if not depth:
+            return j + m.start()
+    return None
+
+
 def _strip_outer(arg):
     return arg[1:-1] if arg.startswith("{") and arg.endswith("}") else arg
 
@@ -349,6 +407,24 @@ _HELD = re.compile(r"\(\s*\\partial\s*(" + _VAR + r")\s*/\s*\\partial\s*(" + _VA
                    + r"|\\frac\s*\{\s*\\partial\s*(" + _VAR + r")\s*\}\s*\{\s*\\partial\s*(" + _VAR + r")\s*\}\s*\|" + _HOLD)
 
 
+_DIFF = r"(?:d|\\mathrm\s*\{\s*d\s*\}|\\partial)"
+_ORDER = r"(?:\s*\^\s*\{?\s*(\d)\s*\}?)?"
+# A derivative of one quantity by another written as a fraction, \frac{d\sigma}{d\Omega}, \frac{dN}{dE},
+# \frac{\partial^2 \psi}{\partial x^2}: one quantity (the name SymPy's own Derivative gets, below).
+_PLAIN_DERIVATIVE = re.compile(r"\\frac\s*\{\s*" + _DIFF + _ORDER + r"\s*(" + _VAR + r")\s*\}\s*\{\s*" + _DIFF
+                               + r"\s*(" + _VAR + r")" + _ORDER + r"\s*\}")
+
+
+def _plain_derivatives(s, prot):
+    def name(m):
+        order, q, v, order2 = m.group(1), canonical_text(m.group(2)), canonical_text(m.group(3)), m.group(4)
+        if (order or "1") != (order2 or "1"):
+            return m.group(0)
+        n = int(order or 1)
+        return prot.placeholder(f"d{'^' + str(n) if n > 1 else ''}{q}/d{v}" + (f"^{n}" if n > 1 else "")) + " "
+    return _PLAIN_DERIVATIVE.sub(name, s)
+
+
 def _held_derivatives(s, prot):
     def name(m):
         g = [x for x in m.groups() if x is not None]
@@ -368,7 +444,7 @@ def _parse_latex(s):
     s = re.sub(r"\\log(?![A-Za-z_])", r"\\ln", s)  # no base: the natural log
     derivative = bool(re.search(r"\\frac\s*\{\s*(?:\\mathrm\{d\}|d|\\partial)|\\int|\\partial|\\mathrm\{d\}", s))
     prot = _Protector(derivative)
-    body = prot.run(_held_derivatives(s, prot))
+    body = prot.run(_plain_derivatives(_held_derivatives(s, prot), prot))
     config = LatexNormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=False,
                                       boxed="none", equations=False)
     try:
@@ -414,6 +490,12 @@ def _plain_sympy(sp, value, source):
     from latex2sympy2_extended.sets import FiniteSet as L2SSet
 
     def conv(x):
+        if isinstance(x, sp.MatrixExpr) and not isinstance(x, sp.MatrixBase):
+            # a matrix inside an expression, \frac{\hbar}{2}\begin{pmatrix}...\end{pmatrix}: the matrix it is
+            try:
+                x = sp.ImmutableMatrix(x.doit())
+            except Exception:  # noqa: BLE001 - left as it is: the answer tree refuses it with its reason
+                return x
         if isinstance(x, L2SSet):
             items = [conv(a) for a in getattr(x, "_unsorted_args", x.args)]
             pairs = [sp.Tuple(a.start, a.end) if isinstance(a, sp.Interval) and a.left_open and a.right_open
@@ -483,14 +565,72 @@ def _parts(text, hints):
         raise ParseError("the answer is empty")
     if len(s) > MAX_CHARS:
         raise ParseError(f"the answer is longer than {MAX_CHARS} characters")
+    written, (s, polarity) = s, _leading_words(s)
+    if polarity and (not s or _looks_like_prose(s)):
+        return [_text_part(polarity, polarity)]  # "No, the wire does not melt.": the answer is "no"
+    if not s:
+        raise ParseError("the answer holds words only")
     s, label_for = _strip_prose(s)
     words = canonical_text(re.sub(r"\\(?:text|mathrm|textrm)\s*\{([^{}]*)\}", r"\1", s)).replace("\\", "")
     if re.sub(r"\s+", " ", words).strip().lower() in TEXT_ANSWERS:
         return [_text_part(s, words)]
+    if _looks_like_prose(s):
+        raise ParseError(f"cannot read the text {s[:40]!r} in the answer")
     pieces = [p for p, _ in _split_top(s, r",|;|\s+and\s+|\\text\s*\{\s*and\s*\}")]
+    while len(pieces) > 1 and _is_condition(pieces[-1]) and not _is_condition(pieces[0]):
+        pieces.pop()  # "rho(E) = ..., E >= 0": the condition the value holds under, not a second value
+        s = ",".join(pieces)
     if len(pieces) > 1 and all(len(_split_top(p, _RELATION_SPLIT)) > 1 for p in pieces):
-        return [_piece(p.strip(), hints, None) for p in pieces]  # x = 1, y = 2: one part per label
-    return [_piece(s, hints, label_for)]
+        parts = [_piece(p.strip(), hints, None) for p in pieces]  # x = 1, y = 2: one part per label
+    else:
+        parts = [_piece(s, hints, label_for)]
+    for part in parts:
+        part["polarity"] = polarity
+        if written != s and len(parts) == 1:
+            part["raw"] = written  # as written, its opening words too (an option's letter "(c) the 2p state")
+    return parts
+
+
+_POLARITY = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}
+_TEXT_OPEN = re.compile(r"\\(?:text|textrm|textbf|textit|textnormal|mbox)\s*\{([^{}]*)\}\s*")
+
+
+def _leading_words(s):
+    """(rest, polarity): the words a written answer opens with before its math, taken off --
+    ``\\text{yes, } v = 2``, ``\\text{The answer is (c) } X``, ``\\text{(b) } 10^{-13}`` (a part's
+    label), ``Yes, 5 m/s``. A yes/no (true/false) among them is the answer's polarity: "no" beside a
+    right number is not that number."""
+    polarity = None
+    m = _TEXT_OPEN.match(s)
+    first = re.match(r"\s*([A-Za-z]+)\s*([,.;:]?)\s*(\S?)", m.group(1)) if m else None
+    if m and m.end() < len(s) and re.search(r"[A-Za-z]{2,}\s*[\s,.:;]|\(\s*[A-Za-z]\s*\)|^\s*(?:yes|no|true|false)\b",
+                                            m.group(1), re.I):
+        polarity = _POLARITY.get(first.group(1).lower()) if first else None
+        s = s[m.end():].strip().lstrip(",;:").strip()
+    elif m and m.end() == len(s) and first and first.group(1).lower() in _POLARITY and first.group(3):
+        polarity, s = _POLARITY[first.group(1).lower()], ""  # "\text{No, the wire does not melt.}"
+    else:
+        m = re.match(r"(yes|no|true|false)\b\s*[,.;:]\s*(?=\S)", s, re.I)
+        if m:
+            polarity, s = _POLARITY[m.group(1).lower()], s[m.end():].strip()
+        else:
+            m = re.match(r"\(\s*[a-z]\s*\)\s+(?=[^\s+\-*/=^_)])", s)  # "(b) 10^{-13} cm": a part's label
+            if m:
+                s = s[m.end():]
+    return s, polarity
+
+
+def _looks_like_prose(s):
+    """Words, not math: two or more words of three letters or more, with no LaTeX command or digit
+    between them (``the wire will not melt``); a product of single letters is not prose."""
+    plain = re.sub(r"\\(?:text|textrm|textbf|textit|mathrm)\s*\{([^{}]*)\}", r"\1", s)
+    return bool(re.search(r"[A-Za-z]{3,}\s+(?:[A-Za-z]{1,}\s+)*[A-Za-z]{3,}", plain)) and not re.search(r"[\\\d=^_{}]", plain)
+
+
+def _is_condition(piece):
+    """``E \\ge 0``, ``r < R``, ``x > 0``: a bound on one quantity by a number or a quantity."""
+    return bool(re.fullmatch(r"\s*" + _SYMBOL_TOKEN + r"\s*(?:\\ge|\\le|\\geq|\\leq|<|>|\\neq|\\ne)\s*(?:-?\d+(?:\.\d+)?|"
+                             + _SYMBOL_TOKEN + r")\s*", piece))
 
 
 def _strip_prose(s):
@@ -552,12 +692,19 @@ def _piece(s, hints, label_for):
         alts.append(T.to_tree(v, sp))
         literals.update(_literal_digits(sp, v_text, v))
         unit = unit or v_unit
+    comma = None
+    if re.fullmatch(r"\s*[+-]?(?:\d+,\d{1,2}|\d+,\d{4,}|\d{4,},\d+)\s*", value_text):
+        # "1,22", "1000,99": also the number written with a decimal comma (compared so when the
+        # reference is one number)
+        decimal = value_text.strip().replace(",", ".")
+        comma = T.to_tree(sp.Float(decimal, max(15, len(decimal))), sp)
+        literals.update(_literal_digits(sp, decimal, sp.Float(decimal)))
     text = (f"{label} = " if label else "") + _show(sp, value) + (f" {pretty_unit(unit)}" if unit else "")
     if alts:
         text += "".join(f" ≈ {_show(sp, T.from_tree(a, sp))}" for a in alts)
     return {"label": label, "lhs": lhs, "value": T.to_tree(value, sp), "alts": alts, "unit": unit,
             "unit_marked": marked, "unsplit": unsplit, "text": text, "raw": s, "paren_pair": paren,
-            "literals": literals}
+            "literals": literals, "comma_decimal": comma}
 
 
 def _relation_part(sp, s, segs, hints, label, lhs):
@@ -589,8 +736,8 @@ def _label_of(sp, text, last_value=None):
         lhs = sp.Tuple(lhs.start, lhs.end)  # (p, q) = (3, 2): a pair of names
     if last_value is None or not isinstance(lhs, (sp.Expr, sp.Tuple)) or not lhs.free_symbols:
         return None, None
-    if isinstance(lhs, sp.Expr) and lhs.as_coeff_Mul()[0] not in (1, -1):
-        return None, None  # "2 z'' = ..." is an equation
+    if isinstance(lhs, sp.Expr) and not _one_quantity(sp, lhs):
+        return None, None  # "2 z'' = ...", "2x + z = 1": an equation, not the value of one quantity
     try:
         value = _value(sp, basic_clean(last_value), ())[3]
     except ParseError:
@@ -607,6 +754,14 @@ def _label_of(sp, text, last_value=None):
     if not (value.free_symbols & lhs.free_symbols):
         return _show(sp, lhs), T.to_tree(lhs, sp)
     return None, None
+
+
+def _one_quantity(sp, e):
+    """Does ``e`` name one quantity (``E_gamma - B``, ``(E' - E)/E``, ``W^*/W_pr``)? Not when a number
+    multiplies any of its terms: ``2x + z``, ``11a + c``, ``2 z''`` are sides of an equation."""
+    if e.as_coeff_Mul()[0] not in (1, -1):
+        return False
+    return all(t.as_coeff_Mul()[0] in (1, -1) for a in e.find(sp.Add) for t in a.args)
 
 
 def _is_monomial(sp, e):

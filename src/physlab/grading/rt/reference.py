@@ -188,6 +188,8 @@ def build_reference(job):
         return {"parts": [_hipho_part(sp, parse_answer, hipho, i) for i in range(len(hipho["answers"]))]}
     text = job["reference"]
     fmt = job.get("format") or detect_format(text)
+    if job.get("options") is not None:
+        return _options_reference(parse_answer, job)
     if fmt == "latex":
         parts = []
         for answer in job.get("reference_answers") or [text]:
@@ -208,6 +210,21 @@ def build_reference(job):
     shown = sp.sstr(value, full_prec=False) if isinstance(value, sp.Basic) else str(value)
     return {"parts": [_part(tree, label=names[0] if len(names) == 1 else None,
                             labels=names if len(names) > 1 else None, literals=literals, text=shown[:300])]}
+
+
+def _options_reference(parse_answer, job):
+    """A problem with options: each option's content parsed (None when it is words, not math), and
+    the reference's own parts unless it names its letter (``(a)`` is no math)."""
+    options = {k: (res["parts"] if res["ok"] and len(res["parts"]) == 1 else None)
+               for k, res in ((k, parse_answer(v)) for k, v in job["options"].items())}
+    parts = []
+    if not job.get("reference_letters") and not job.get("reference_wording"):
+        for answer in job.get("reference_answers") or [job["reference"]]:
+            res = parse_answer(answer)
+            if not res["ok"]:
+                raise ValueError(f"the LaTeX reference cannot be read: {res['error']} (nor does it name an option)")
+            parts.extend(res["parts"])
+    return {"parts": parts, "options": options}
 
 
 def reference_value(item):

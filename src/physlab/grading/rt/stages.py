@@ -143,6 +143,13 @@ def written_answer(job):
     if not boxes:
         return _invalid("no answer found (no python block and no final answer)")
     last = boxes[final[-1]]
+    chose = job.get("options") and (job.get("letters") or job.get("wording"))
+    written = {"boxes": boxes, "final": final, "how": job.get("how", "")}
+    if job.get("options"):  # the host's reading of the letters, for stage 2 (checked there as data)
+        written.update(letters=job.get("letters"), wording=job.get("wording"), has_content=bool(job.get("has_content")))
+    if not last.get("ok") and chose:
+        # an option named (or repeated word for word) beside words that are not math: the letter answers
+        return {"ok": True, "tree": {"t": "str", "v": job.get("letters") or job.get("wording")}, "written": written}
     if not last.get("ok"):
         return _invalid(f"the final answer could not be read: {last.get('error')}")
     values = [p["value"] for k in final if boxes[k].get("ok") for p in boxes[k]["parts"]]
@@ -151,7 +158,7 @@ def written_answer(job):
         tree = {"t": "tuple", "a": [p["value"] for p in last["parts"]]}
     if T.contains_ellipsis(tree):
         return _invalid("the final answer is not filled in")
-    return {"ok": True, "tree": tree, "written": {"boxes": boxes, "final": final, "how": job.get("how", "")}}
+    return {"ok": True, "tree": tree, "written": written}
 
 
 def warm_up(job=None):
@@ -248,7 +255,7 @@ def grade(job, opts, on_reference=None):
     if on_reference is not None:
         on_reference()
     try:
-        out = _compare_parts(job, opts, ref["parts"])
+        out = _compare_parts(job, opts, ref["parts"], ref.get("options"))
     except Exception as exc:  # noqa: BLE001 - the answer's doing: the reference evaluated fine
         out = {"verdict": "invalid", "method": "compare", "compared": {},
                "reason": f"the answer could not be compared with the reference ({type(exc).__name__})"}
@@ -283,7 +290,7 @@ def answer_latex(tree, timeout):
     return text if isinstance(text, str) and len(text) <= MAX_LATEX else ""
 
 
-def _compare_parts(job, opts, parts):
+def _compare_parts(job, opts, parts, options=None):
     from . import compare as C, written as W
 
     if job.get("written"):
@@ -308,6 +315,10 @@ def _compare_parts(job, opts, parts):
                       n_points=opts.n_points, precision_also=bool(part.get("hipho")), precision=opts.precision)
         return o
 
+    if options is not None and job.get("written"):
+        out = W.grade_options(job, parts, options, opts_for)
+        if out is not None:
+            return out
     return W.grade_parts(picked, parts, opts_for, hipho=bool(job.get("hipho")), choices=bool(job.get("choices")))
 
 

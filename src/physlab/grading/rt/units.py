@@ -19,7 +19,7 @@ _DEGREE = r"(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\(?:mathrm|text|rm)\s*\{\s*[CF]
 _MARKED_ATOM = re.compile(r"(?:" + _DEGREE + "|" + _TEXT + r"|\\?%|\\(?:Omega|mu|AA|ohm)(?![A-Za-z])\s*[A-Za-z]*)" + _EXP + r"$")
 _PLAIN_ATOM = re.compile(r"(?<![\\A-Za-z])[A-Za-zµμΩÅ]+" + _EXP + r"$")
 _SEP = re.compile(r"(?:\s*(?:\\cdot|\\times|/|\*)\s*|\s*)$")
-_NUMBER = re.compile(r"^[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)(?:\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|[+-]?\d))?$"
+_NUMBER = re.compile(r"^[+-]?\s*\\frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\}$|^[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)(?:\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|[+-]?\d))?$"
                      r"|^10\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|\d)$")
 _DEG_C = r"(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\(?:mathrm|text|rm)\s*\{\s*C\s*\}|C(?![A-Za-z]))"
 # Astronomical units pint does not define (HiPhO uses them as answer units).
@@ -30,6 +30,11 @@ _LATEX_UNITS = [(r"M_\{?\\odot\}?", "M_sun"), (r"R_\{?\\odot\}?", "R_sun"), (r"L
                 (_DEG_C, " degC"), (_DEG_C.replace("C", "F"), " degF"),
                 (r"\^\s*\{?\s*\\circ\s*\}?|°", " degree"), (r"\\%|%", " percent"),
                 (r"(?<![A-Za-z])pct(?![A-Za-z])", " percent")]  # pint reads "pct" as pico-carats
+
+# Letters that name a physical constant more often than a unit when written bare after a number
+# ("\frac{5}{2} R" is the gas constant, not roentgen; "2 c" twice the speed of light, "3 k"): symbols.
+# (G may be gauss and h hours: those stay units.)
+_NOT_BARE_UNITS = frozenset({"R", "c", "k"})
 
 _REGISTRY = []  # one pint registry per process (created on first use: ~0.2 s)
 
@@ -78,7 +83,15 @@ def to_pint(unit):
     try:
         registry().parse_units(s)
     except Exception:  # noqa: BLE001 - pint raises several kinds of errors for unknown units
-        return None
+        # a unit named as a word with a capital (Tesla, Joule, Kelvin): pint knows it in lower case
+        lower = re.sub(r"(?<![A-Za-z])([A-Z][a-z]{2,})(?![A-Za-z])", lambda m: m.group(1).lower(), s)
+        if lower == s:
+            return None
+        try:
+            registry().parse_units(lower)
+        except Exception:  # noqa: BLE001
+            return None
+        return lower
     return s
 
 
@@ -115,7 +128,7 @@ def split_unit(s, hints=()):
         if not value or value.endswith(("_", "^", "\\", "{", "(")):
             continue
         all_marked = all(mk for _, mk in atoms[:k])
-        if not all_marked and not _NUMBER.match(value):
+        if not all_marked and (not _NUMBER.match(value) or unit in _NOT_BARE_UNITS):
             continue
         if to_pint(unit) is not None:
             return value, unit, all_marked

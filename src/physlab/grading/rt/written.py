@@ -161,6 +161,10 @@ def _compare(cand, ref, opts, other_labels, kind):
         got, want = _letters(cand.get("raw", "")), _letters(ref.get("raw", ""))
         return PartResult(got == want and bool(want), f"choices {sorted(got)} " + ("match" if got == want else "differ"),
                           "choice")
+    cpol, rpol = cand.get("polarity"), ref.get("polarity")
+    if cpol != rpol and (cpol == "no" or (cpol and rpol)):
+        # "\text{no, } v = 2 m/s": the words beside the number deny it
+        return PartResult(False, f"the answer says '{cpol}' beside its value", "text")
     if ref.get("text_only") or rv.get("t") == "str":
         same = _plain(cand.get("raw", "")) == _plain(ref.get("raw", ""))
         return PartResult(same, "the same text" if same else "a different text", "text")
@@ -174,6 +178,10 @@ def _compare(cand, ref, opts, other_labels, kind):
         if cand.get("lhs") and ref.get("lhs") and (cand["lhs"].get("t"), ref["lhs"].get("t")) != ("sym", "sym"):
             return _relations(cand, ref, opts)  # "R^2 = x^2 + y^2" for "x^2 + y^2 = R^2": the same equation
         note = f" (labelled {cand['label']})"
+    if (_is_relation(rv) and rv.get("f") not in ("Equality", "Unequality") and cand.get("paren_pair")
+            and C._kind(cv) == "seq" and len(cv["a"]) == 2):
+        cv = _open_interval(cv)  # "(0, 1)" for "0 < f(x) < 1": the open interval
+        cand = dict(cand, value=cv)
     if _is_relation(rv) and rv.get("f") not in ("Equality", "Unequality") and C._kind(cv) == "interval":
         as_set = _as_set(rv, opts)  # "-2 \le x \le 7" answered "x \in [-2, 7]"
         if as_set is not None:
@@ -238,6 +246,13 @@ def _other_reading(cand, ref, cv, rv):
     ``1/e``)."""
     if _is_percent(cand.get("unit")) and not ref.get("unit"):
         return cand["value"], rv, " (as a percentage)"
+    if cand.get("comma_decimal") and C._kind(rv) == "leaf" and not _is_relation(rv):
+        return cand["comma_decimal"], rv, " (read with a decimal comma)"
+    if ref.get("comma_decimal") and C._kind(cv) == "leaf" and not _is_relation(cv):
+        return cv, ref["comma_decimal"], " (read with a decimal comma)"
+    if rv.get("t") == "sym" and len(rv.get("name", "")) >= 3 and rv["name"].isalpha() and \
+            _plain(cand.get("raw", "")) == rv["name"].lower():
+        return rv, rv, " (the same word)"  # "$odd$" for \text{odd}
     if _has_euler(rv) and _has_sym(cv, "e"):
         return _replace_sym(cv, "e", _EULER), rv, " (e read as Euler's number)"
     if _has_euler(cv) and _has_sym(rv, "e"):
@@ -479,3 +494,59 @@ def grade_parts(cands, ref_parts, opts_for, *, hipho=False, choices=False):
     elif len(results) == 1:
         out["reason"] += f"; {results[0].reason}"
     return out
+
+
+# ------------------------------------------------------------------------------ options
+
+
+def _letter_set(text):
+    return {x.strip() for x in (text or "").split(",") if x.strip()}
+
+
+def _options_of(part, options, opts_for):
+    """The letters of the options whose content ``part`` equals (options that are words: none)."""
+    found = set()
+    for letter, oparts in options.items():
+        if not oparts:
+            continue
+        res = compare_part(part, oparts[0], opts_for(oparts[0]))
+        if res.correct is True:
+            found.add(letter)
+    return found
+
+
+def grade_options(job, ref_parts, options, opts_for):
+    """A problem whose options' texts are known: the letters the reference names or the option it
+    gives, against the letters the answer names or the option whose content (or wording) it gives. A
+    letter beside the content of another option is not correct. None when the reference is none of
+    the options (then the problem is graded as any other)."""
+    written = job["written"]
+    want = _letter_set(job.get("reference_letters")) or _letter_set(job.get("reference_wording"))
+    if not want and len(ref_parts) == 1:
+        want = _options_of(ref_parts[0], options, opts_for)
+    if not want:
+        return None
+    named = _letter_set(written.get("letters"))
+    box = written["boxes"][written["final"][-1]]
+    content = box["parts"][0] if written.get("has_content") and box.get("ok") and len(box["parts"]) == 1 else None
+    gives = (_options_of(content, options, opts_for) if content else set()) or _letter_set(written.get("wording"))
+    shown = ", ".join(sorted(want))
+    if named and gives and named != gives:
+        return _choice_out(False, f"the answer names {sorted(named)} beside the content of option {sorted(gives)}",
+                           shown, ", ".join(sorted(named)))
+    got = named or gives
+    if not got:
+        if content is not None and len(ref_parts) == 1:  # a value that is none of the options' contents
+            res = compare_part(content, ref_parts[0], opts_for(ref_parts[0]))
+            return _choice_out(res.correct is True, res.reason, shown, content.get("text", ""), res.method)
+        return {"verdict": "invalid", "method": "choice", "reason": "the answer names none of the options",
+                "compared": {"reference": shown, "candidate": ""}, "parts": []}
+    same = got == want
+    return _choice_out(same, f"choices {sorted(got)} " + ("match" if same else "differ"), shown, ", ".join(sorted(got)))
+
+
+def _choice_out(correct, reason, reference, candidate, method="choice"):
+    return {"verdict": "correct" if correct else "incorrect", "method": method, "reason": reason,
+            "compared": {"reference": reference, "candidate": candidate},
+            "parts": [{"index": 0, "reference": reference, "candidate": candidate, "correct": bool(correct),
+                       "reason": reason, "method": method}]}
