@@ -60,6 +60,9 @@ def test_llama_cpp_python_with_a_small_model_gets_the_constrained_mode(capsys, m
     status, text = f["output cap"]
     assert "as max_tokens, which it honours" in text and "it ignores max_completion_tokens" in text
     assert "8,192 tokens (discovered" in f["context window"][1]
+    # the lab's first requests are counted by the server's own tokenizer, as sent in the mode found
+    assert "counted by the server's tokenizer (llama-cpp-python), the requests as sent in constrained mode" \
+        in f["lab prompts"][1]
     assert f["concurrency"][0] == "warn" and "slots: 1" in f["concurrency"][1]
     assert f["streaming"][0] == "warn" and "no usage" in f["streaming"][1]
     # every request of the check carried a cap the server honours, none ran to the end of the window
