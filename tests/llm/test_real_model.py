@@ -91,6 +91,15 @@ class _Tap(BaseHTTPRequestHandler):
         self._forward("POST")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _asked_for(request):
+    """Only when asked for by name (-m realmodel): another -m (-m 'not slow') replaces the one in
+    pyproject's addopts, and would otherwise start a 23-minute run."""
+    expr = request.config.getoption("markexpr") or ""
+    if "realmodel" not in expr.replace("not realmodel", ""):
+        pytest.skip("the real-model test runs only with -m realmodel (about 23 min on 2 cores)")
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     log = tmp_path_factory.mktemp("llama") / "server.log"
