@@ -28,10 +28,14 @@ PROBLEM = "examples/quantum_error_correction_main"
 
 
 def retried(request: dict) -> bool:
-    """The request sends a reply back: its last turn carries pydantic-ai's retry prompt."""
+    """The request sends a reply back: its last turn follows a reply of the model and returns no tool's
+    result (pydantic-ai's feedback goes as a retry prompt or, as the real run records it, a user prompt;
+    matched by shape, not by its wording)."""
     messages = (request or {}).get("messages") or []
-    last = next((m for m in reversed(messages) if m.get("kind") == "request"), None)
-    return bool(last) and any(p.get("part_kind") == "retry-prompt" for p in last.get("parts", []))
+    if len(messages) < 2 or messages[-1].get("kind") != "request" or messages[-2].get("kind") != "response":
+        return False
+    kinds = {p.get("part_kind") for p in messages[-1].get("parts", [])}
+    return "retry-prompt" in kinds or "tool-return" not in kinds
 
 
 def figures(calls: list[dict]) -> dict:
