@@ -220,6 +220,24 @@ def test_the_plots_name_the_interval_the_report_computes(tmp_path):
     assert "input + output tokens" in fig.axes[0].get_xlabel()
 
 
+def test_a_spend_axis_within_one_decade_still_has_numbers_on_it(tmp_path):
+    """The report's accuracy-vs-dollars panel had no number on its x axis when every group's cost sat
+    within one decade (no power of ten in view, and the minor ticks' labels switched off)."""
+    from physlab.bench.plots import accuracy_vs_cost_figure
+
+    st, w = ResultsStore(tmp_path / "r.sqlite"), worker_id()
+    for strategy, cost in (("a", 0.012), ("b", 0.031), ("c", 0.055)):
+        for i in range(4):
+            _cell(st, w, problem=f"p{i}", strategy=strategy, cost=cost, verdict="correct" if i < 2 else "incorrect")
+    fig = accuracy_vs_cost_figure(build_report(st))
+    fig.canvas.draw()
+    (ax,) = [a for a in fig.axes if "USD" in a.get_xlabel()]
+    lo, hi = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels(minor=False) + ax.get_xticklabels(minor=True)
+             if t.get_text() and lo <= t.get_position()[0] <= hi]
+    assert len(shown) >= 2, shown
+
+
 def test_the_dashboard_sweeps_page_shows_the_referees_statistics(tmp_path):
     """The Sweeps page shows the report's own figures: the Holm-adjusted p beside the raw one and the
     method of each paired interval, the intervals named as they are computed, the oracle apart from the

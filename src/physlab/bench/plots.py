@@ -56,8 +56,8 @@ def accuracy_vs_cost_figure(report: Report) -> Figure | None:
             hi = g.ci_high - accuracy if g.ci_high is not None else 0.0
             ax.errorbar([x], [accuracy], yerr=[[lo], [hi]], fmt=marker[group_label(g)], capsize=4,
                         color=colour[group_label(g)], label=group_label(g, sep=" × "))
+        # matplotlib's own log formatter: numbers at the minor ticks only when no power of ten is in view
         ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())
         if axis == "usd":
             ax.set_xlabel("median cost per problem attempt, USD (log scale)")
             ax.set_title("models with a price: dollars", fontsize=9)
@@ -105,8 +105,7 @@ def accuracy_vs_budget_figure(report: Report, axis: str = "tokens") -> Figure | 
             _draw_curve(ax, curve, left, right, colour[groups[curve.group].strategy_label])
         if axis == "tokens" and report.anytime_tokens:
             ax.axvline(report.anytime_tokens, color="grey", linestyle="--", linewidth=1)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xscale("log")  # minor ticks numbered only when the view holds no power of ten
         ax.set_title(title, fontsize=10)
         ax.set_ylim(-0.02, 1.02)
     for ax in flat[len(panels):]:

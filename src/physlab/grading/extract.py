@@ -280,6 +280,11 @@ def _trim_remark(answer: str) -> str:
     return answer
 
 
+# "valid for $x > 0$", "positive when ...": a property of the result, not its value
+_QUALIFIED = re.compile(r"[A-Za-z]{3,}\s+(?:for|if|when|whenever|only|unless|provided|because|since|as|in|at|under)\b",
+                        re.IGNORECASE)
+
+
 def _conclusion(text: str) -> tuple[int, str] | None:
     """(position, answer) of the last prose conclusion ("the answer is 0.35."), or None."""
     found = list(_CONCLUSION.finditer(text))
@@ -292,10 +297,56 @@ def _conclusion(text: str) -> tuple[int, str] | None:
                 return m.start(), display[0][1].strip().rstrip(".,").strip()
             rest = _sentence_after(text, m.end() + (len(text[m.end():]) - len(nxt)))
         answer = _clean_line(_trim_remark(rest))
-        # a value, not a remark ("... the value is positive.")
-        if answer and len(answer) <= 400 and re.search(r"[\d$\\]|^\(?[A-Za-z]\)|^(?:yes|no)\b", answer, re.I):
+        # a value, not a remark ("... the value is positive.", "the result is valid for $x > 0$.")
+        if answer and len(answer) <= 400 and re.search(r"[\d$\\]|^\(?[A-Za-z]\)|^(?:yes|no)\b", answer, re.I) \
+                and not _QUALIFIED.match(answer):
             return m.start(), answer
     return None
+
+
+# The inline math that ends a reply: "... the tension is $T$.", "We find that $x < 3$.", "Here is the
+# matrix: $...$", or a reply that is only "$28$ %". The words before it must state a result (a verb or
+# a colon); after "where", "for", "on", "as" the math names a symbol or a condition, not an answer.
+_CLOSING_UNIT = re.compile(r"(?:\\?%|percent)\Z")
+_STATES_RESULT = re.compile(r"(?:\b(?:is|are|was|were|be|becomes|equals|gives|yields|get|gets|obtain|obtains|"
+                            r"find|finds|found|have|has|that)|[:=])\s*\Z", re.IGNORECASE)
+
+
+def _closing_math(text: str) -> str | None:
+    """The inline math closing the reply's last sentence when that sentence states it as its result
+    (Math-Verify's shape), or the math of a reply that is nothing else; None otherwise. Reads the
+    end of the reply only (string operations from the end: linear)."""
+    tail = text[-4000:].rstrip().rstrip(".!").rstrip()
+    unit = _CLOSING_UNIT.search(tail)
+    if unit:
+        tail = tail[:unit.start()].rstrip()
+    if tail.endswith("$") and not tail.endswith("$$"):
+        start = tail.rfind("$", 0, len(tail) - 1)
+        body = tail[start + 1:-1] if start >= 0 else ""
+        if start > 0 and tail[start - 1] == "$":
+            return None
+    elif tail.endswith("\\)"):
+        start = tail.rfind("\\(")
+        body = tail[start + 2:-2] if start >= 0 else ""
+    else:
+        return None
+    if start < 0 or not body.strip():
+        return None
+    before = tail[:start]
+    sentence = re.split(r"[.!?](?:\s|\Z)|\n", before[-1000:])[-1]
+    if before.strip() and not _STATES_RESULT.search(sentence):
+        return None
+    return body.strip() + (" \\%" if unit else "")
+
+
+def _cut_off_after(tail: str) -> bool:
+    """Does the reply break off mid-word several words after its last display math (``tail`` starts
+    there)? Then it had not concluded: the display is a step it was still weighing ("Hmm, this seems
+    straightforward, but I'm wondering if I've missed something rel"), not its answer. A short
+    sign-off ("I hope this helps") is no reasoning."""
+    end = re.search(r"\\\]|\$\$", tail[2:])  # past the opening $$ or \[
+    words = re.findall(r"[A-Za-z']+", tail[2 + end.end():]) if end else []
+    return len(words) >= 6 and bool(re.search(r"[A-Za-z,]\Z", tail.rstrip()))
 
 
 def extract_written(text: str | None) -> WrittenAnswer | None:
@@ -343,14 +394,37 @@ def extract_written(text: str | None) -> WrittenAnswer | None:
     said = _conclusion(text)
     if said and (not display or said[0] > display[-1][0]):
         return WrittenAnswer((said[1],), (0,), "conclusion")
-    if display:
+    if display and not _cut_off_after(text[display[-1][0]:]):
         body = display[-1][1].strip().rstrip(".,").strip()
         if body:
             return WrittenAnswer((body,), (0,), "display math")
-    return None
+    closing = _closing_math(text)
+    return WrittenAnswer((closing,), (0,), "closing math") if closing else None
 
 
 # ---------------------------------------------------------------- multiple choice
+
+_MARK_VERDICT = re.compile(r"\(?\s*([A-Za-z])\s*\)?\s*[:.)]?\s*(true|false|correct|incorrect|wrong|right)\b", re.IGNORECASE)
+_ARRAY_SYNTAX = re.compile(r"\\begin\s*\{\w+\*?\}(?:\s*\{[^{}]*\})?|\\end\s*\{\w+\*?\}|\\\\|&|[,;.*$]|\\[,;:! ]")
+
+
+def marked_true(answer: str, letters: list[str] | tuple[str, ...]) -> str | None:
+    """The options an answer marks true when it marks every option it names true or false, one by one
+    ("(a) True (b) False (c) False", an array of "(a): True" rows), as ``"A"`` or ``"A, B"``; None when
+    the answer is not such a list (or marks none true)."""
+    s = answer[:2000]
+    for _ in range(3):
+        s = re.sub(r"\\(?:text|textbf|mathrm|textrm|textit)\s*\{([^{}]*)\}", r"\1", s)
+    marks = list(_MARK_VERDICT.finditer(s))
+    if len(marks) < 2 or _ARRAY_SYNTAX.sub(" ", _MARK_VERDICT.sub(" ", s)).strip():
+        return None
+    allowed = {x.upper() for x in letters}
+    named = [m.group(1).upper() for m in marks]
+    if len(set(named)) != len(named) or not set(named) <= allowed:
+        return None
+    true = {x for x, m in zip(named, marks) if m.group(2).lower() in ("true", "correct", "right")}
+    return ", ".join(x for x in sorted(allowed) if x in true) or None
+
 
 def extract_choice(text: str | None, letters: list[str] | tuple[str, ...]) -> WrittenAnswer | None:
     """The final answer of a reply to a multiple-choice problem, as its letters (see
@@ -358,7 +432,7 @@ def extract_choice(text: str | None, letters: list[str] | tuple[str, ...]) -> Wr
     naming an option ("Only statement (a) is correct."). None when no letter is named."""
     written = extract_written(text)
     if written is not None:
-        got = read_choice(written.last, letters)
+        got = marked_true(written.last, letters) or read_choice(written.last, letters)
         if got:
             return WrittenAnswer((got,), (0,), written.how)
     tail = outside_thinking(text or "")[-2000:]

@@ -18,6 +18,7 @@ from physlab.grading.extract import (
     extract_choice,
     extract_code,
     extract_written,
+    marked_true,
     outside_thinking,
     read_choice,
 )
@@ -72,7 +73,11 @@ def _options_job(problem: Problem, candidate: str, job: dict) -> dict | str:
     assert problem.options is not None
     letters = list(problem.options)
     written = extract_written(candidate)
-    named, content = split_choice(written.last, letters) if written is not None else (None, "")
+    named: str | None = None
+    content = ""
+    if written is not None:  # "(a) True (b) False (c) False": the options marked true, no content beside them
+        marked = marked_true(written.last, letters)
+        named, content = (marked, "") if marked else split_choice(written.last, letters)
     if named is None and not content:
         sentence = extract_choice(candidate, letters)  # "Only statement (a) is correct."
         named = sentence.last if sentence is not None else None
@@ -185,7 +190,7 @@ def read_stage1(data: bytes, *, written_path: bool) -> tuple[dict | None, dict |
 
 # What a candidate's written part may hold (``latex.parse_answer``): answer trees, text, flags.
 _PART_TREES = ("value", "lhs", "unsplit", "comma_decimal")
-_PART_TEXTS = ("label", "unit")
+_PART_TEXTS = ("label", "unit", "remark")
 _PART_REQUIRED_TEXTS = ("text", "raw")
 _PART_FLAGS = ("unit_marked", "paren_pair")
 

@@ -30,7 +30,7 @@ trees and strings (see ``_part``) that crosses process boundaries as JSON.
 import re
 
 from . import tree as T
-from .units import pretty as pretty_unit, split_unit
+from .units import pretty as pretty_unit, split_unit, to_pint
 
 MAX_CHARS = 4000
 
@@ -244,6 +244,9 @@ class _Protector:
                     elif not word:
                         i = j
                         continue
+                    elif re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", arg):
+                        # a phrase ("\text{is impossible here}") is words, not the name of a quantity
+                        raise ParseError(f"cannot read the text {arg.strip()[:40]!r} in the answer")
                     elif re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", word):
                         base, kind = word, "word"
                     elif re.fullmatch(r"\(([A-Za-z])\)", word):  # \text{(a)}: an option's letter
@@ -565,11 +568,12 @@ def _parts(text, hints):
         raise ParseError("the answer is empty")
     if len(s) > MAX_CHARS:
         raise ParseError(f"the answer is longer than {MAX_CHARS} characters")
-    written, (s, polarity) = s, _leading_words(s)
+    written, (s, polarity) = s, _leading_words(_word_labels(s))
     if polarity and (not s or _looks_like_prose(s)):
         return [_text_part(polarity, polarity)]  # "No, the wire does not melt.": the answer is "no"
     if not s:
         raise ParseError("the answer holds words only")
+    s, remark = _drop_remark(s)
     s, label_for = _strip_prose(s)
     words = canonical_text(re.sub(r"\\(?:text|mathrm|textrm)\s*\{([^{}]*)\}", r"\1", s)).replace("\\", "")
     if re.sub(r"\s+", " ", words).strip().lower() in TEXT_ANSWERS:
@@ -586,6 +590,7 @@ def _parts(text, hints):
         parts = [_piece(s, hints, label_for)]
     for part in parts:
         part["polarity"] = polarity
+        part["remark"] = remark
         if written != s and len(parts) == 1:
             part["raw"] = written  # as written, its opening words too (an option's letter "(c) the 2p state")
     return parts
@@ -603,7 +608,7 @@ def _leading_words(s):
     polarity = None
     m = _TEXT_OPEN.match(s)
     first = re.match(r"\s*([A-Za-z]+)\s*([,.;:]?)\s*(\S?)", m.group(1)) if m else None
-    if m and m.end() < len(s) and re.search(r"[A-Za-z]{2,}\s*[\s,.:;]|\(\s*[A-Za-z]\s*\)|^\s*(?:yes|no|true|false)\b",
+    if m and m.end() < len(s) and not s[m.end():].lstrip().startswith("=") and re.search(r"[A-Za-z]{2,}\s*[\s,.:;]|\(\s*[A-Za-z]\s*\)|^\s*(?:yes|no|true|false)\b",
                                             m.group(1), re.I):
         polarity = _POLARITY.get(first.group(1).lower()) if first else None
         s = s[m.end():].strip().lstrip(",;:").strip()
@@ -633,8 +638,63 @@ def _is_condition(piece):
                              + _SYMBOL_TOKEN + r")\s*", piece))
 
 
+# A remark after the math of a box: "(\text{eastward})", "\text{and the charge sits on the surface.}",
+# ", \textrm{so that ...}" -- words opening with a connective, or a parenthesised word, end the answer.
+_TEXT_CMD = r"\\(?:text|textrm|textbf|textit|mathrm|mbox)\s*\{"
+_REMARK_AFTER = re.compile(r"\s*[,;]?\s*(?:" + _TEXT_CMD + r"\s*(?:and|so|which|where|i\.\s*e\.|that is|since|because|hence|"
+                           r"thus|therefore|as|here|with)\b|\(\s*" + _TEXT_CMD + r"\s*([A-Za-z][A-Za-z ]{2,})\s*\}\s*\)\s*\.?\s*$)")
+
+
+def _drop_remark(s):
+    """(answer, word): the answer without a remark in words after its math (``_REMARK_AFTER``), and
+    the word it held in parentheses (``eastward``; None for a clause). A unit in parentheses
+    (``(\text{m/s})``) stays. The word is kept for the comparison: a reference's direction is part of
+    what it asks (``0.017 m (\text{eastward})`` is not answered by ``(\text{westward})``)."""
+    for m in _REMARK_AFTER.finditer(s):
+        if m.start() == 0 or not _balanced_prefix(s[:m.start()]):
+            continue
+        if m.group(1) and to_pint(m.group(1).strip()) is not None:
+            continue
+        word = " ".join(m.group(1).lower().split()) if m.group(1) else None
+        return s[:m.start()].rstrip(" ,;"), word
+    return s, None
+
+
+def _balanced_prefix(s):
+    """Does ``s`` close every brace and parenthesis it opens (the remark is at the top level)?"""
+    depth = 0
+    for ch in s.replace("\\{", "").replace("\\}", ""):
+        depth += {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+# A label in words before each of several values: "\text{Mass of ice: } 0.25 g, \text{Mass of water: } ...",
+# "Ice: 0.25 g, Water: 1.75 g" -- each value is named (the name: its words run together).
+_WORD_LABEL = re.compile(r"\s*(?:" + _TEXT_CMD + r"\s*([A-Za-z][A-Za-z' ]*?)\s*:\s*\}|([A-Za-z][A-Za-z' ]*?)\s*:)\s*(?=\S)")
+
+
+def _word_labels(s):
+    """Several values, each after a label in words, as ``Label = value`` pieces; else ``s`` as it is."""
+    pieces = [p for p, _ in _split_top(s, r",|;")]
+    if len(pieces) < 2:
+        return s
+    out = []
+    for piece in pieces:
+        m = _WORD_LABEL.match(piece)
+        rest = piece[m.end():] if m else ""
+        if not m or not rest.strip() or len(_split_top(rest, _RELATION_SPLIT)) > 1:
+            return s
+        words = m.group(1) or m.group(2)
+        if len(words.replace(" ", "")) < 2:
+            return s  # "x: 1" is no label in words
+        out.append(re.sub(r"[^A-Za-z]", "", words) + " = " + rest.strip())
+    return ", ".join(out)
+
+
 def _strip_prose(s):
-    """("Segment 1: slope = X" -> "slope = X"; "X for $v_{r,1}$" -> X labelled v_{r,1}; "X if r > R"
+    r"""("Segment 1: slope = X" -> "slope = X"; "X for $v_{r,1}$" -> X labelled v_{r,1}; "X if r > R"
     -> X). Returns (answer, label or None)."""
     s = re.sub(r"^(?:\\text\s*\{)?\s*[A-Za-z][A-Za-z ]*\d*\s*:\s*\}?\s*(?=\S)", "", s) if re.match(
         r"^(?:\\text\s*\{)?\s*[A-Za-z][A-Za-z ]*\d*\s*:", s) and not re.match(r"^[A-Za-z]\s*:", s) else s
@@ -723,9 +783,11 @@ def _label_of(sp, text, last_value=None):
     m = _FUNCTION_LABEL.match(text)
     if m:
         text = m.group(1)
-    word = re.fullmatch(r"\s*([A-Za-z]{2,})\s*", text)
-    if word:  # "slope = ...": a word names the quantity
-        return word.group(1), T.to_tree(sp.Symbol(word.group(1)), sp)
+    word = re.fullmatch(r"\s*([A-Za-z]{2,})\s*", text) or re.fullmatch(
+        r"\s*" + _TEXT_CMD + r"\s*([A-Za-z]{2,}(?:\s+[A-Za-z]+)*)\s*\}\s*", text)
+    if word:  # "slope = ...", "\text{Intensity ratio} = ...": words name the quantity
+        name = re.sub(r"\s+", "", word.group(1))
+        return name, T.to_tree(sp.Symbol(name), sp)
     try:
         lhs = _parse_latex(basic_clean(text))
     except ParseError:
@@ -793,18 +855,19 @@ def _value(sp, seg, hints):
 
 
 def _interval_units(seg):
-    """``[0.9\\times10^{-4} m/s, 1.1\\times10^{-4} m/s]``: the unit of both ends, taken out."""
+    """``[0.9\\times10^{-4} m/s, 1.1\\times10^{-4} m/s]``, ``(0.25 g, 1.75 g, 1 g)``: the unit every
+    entry states, taken out (entries in different units keep theirs: no common unit)."""
     m = re.fullmatch(r"\s*([\[(])(.*)([\])])\s*", seg, re.DOTALL)
     if not m:
         return seg, None
     ends = [p for p, _ in _split_top(m.group(2), r",")]
-    if len(ends) != 2:
+    if len(ends) < 2:
         return seg, None
     split = [split_unit(e.strip()) for e in ends]
     units = {u.replace(" ", "") if u else None for _, u, _ in split}
     if len(units) != 1 or None in units:
         return seg, None
-    return f"{m.group(1)}{split[0][0]}, {split[1][0]}{m.group(3)}", split[0][1]
+    return m.group(1) + ", ".join(v for v, _, _ in split) + m.group(3), split[0][1]
 
 
 def _literal_digits(sp, text, value):

@@ -165,6 +165,10 @@ def _compare(cand, ref, opts, other_labels, kind):
     if cpol != rpol and (cpol == "no" or (cpol and rpol)):
         # "\text{no, } v = 2 m/s": the words beside the number deny it
         return PartResult(False, f"the answer says '{cpol}' beside its value", "text")
+    if ref.get("remark") and cand.get("remark") != ref["remark"]:
+        # "0.017 m (eastward)": the reference's word in parentheses is part of what it asks
+        return PartResult(False, f"the reference says ({ref['remark']}), the answer "
+                          + (f"says ({cand['remark']})" if cand.get("remark") else "does not"), "text")
     if ref.get("text_only") or rv.get("t") == "str":
         same = _plain(cand.get("raw", "")) == _plain(ref.get("raw", ""))
         return PartResult(same, "the same text" if same else "a different text", "text")
