@@ -47,7 +47,7 @@ class LabView:
             self.critiques.append(f"{data.get('id')}: {data.get('status')} ({data.get('by')})")
         elif kind in ("system", "evidence", "formatter_bounce", "forced_formatter"):
             self.events.append(f"[{kind}] " + str(data.get("text") or data.get("reason") or data.get("id") or ""))
-        elif kind == "rate_limited":  # the model seam: a request waits out the server's rate limit
+        elif kind in ("rate_limited", "waiting"):  # the model seam: a rate limit waited out, a slow server
             self.waiting = str(data.get("text") or "waiting for rate limit")
         elif kind in ("output_mode", "notice", "context_too_long"):
             self.events.append(f"[{kind}] " + str(data.get("text") or ""))

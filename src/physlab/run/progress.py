@@ -13,7 +13,7 @@ import time
 from collections import Counter, deque
 from typing import Any, Protocol
 
-SEAM_EVENTS = ("rate_limited", "output_mode", "notice", "context_too_long")  # physlab.llm.recording's
+SEAM_EVENTS = ("rate_limited", "output_mode", "notice", "context_too_long", "waiting")  # physlab.llm.seam's
 _QUIET_KEYS = {"strategy", "step", "calls", "tokens", "cost_usd"}
 
 
@@ -101,7 +101,7 @@ class RunView:
         elif kind == "usage":
             self.roles[str(data.get("role") or "?")] += 1
             self.waiting = None
-        elif kind == "rate_limited":
+        elif kind in ("rate_limited", "waiting"):  # a request waits out a rate limit, or a slow server
             self.waiting = str(data.get("text") or "waiting for rate limit")
         elif kind in SEAM_EVENTS:
             self.steps.append(f"[{kind}] {data.get('text') or ''}")

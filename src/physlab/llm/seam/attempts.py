@@ -39,6 +39,7 @@ class Attempt:
     sent: bool = False  # it went past the in-flight slots to the model (only a sent try is recorded)
     request: dict[str, Any] | None = None  # as recorded (the messages on the wire, the settings asked for)
     max_tokens: int | None = None  # the output cap it was sent with
+    prompt_estimate: int = 0  # its input tokens as estimated before it was sent (for a try that got no usage)
     budget_capped: bool = False  # the budget, not the model's limits, set that cap
     http: Capture = field(default_factory=Capture)
     latency: float = 0.0
