@@ -79,7 +79,7 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...: the kinds and fields
     of the typed events in :mod:`physlab.run.events`).
     ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
-    ``output_mode``: tool | native | prompted | auto (docs/serving.md). ``tools``: the lab's tools beyond
+    ``output_mode``: tool | native | constrained | prompted | auto (docs/serving.md). ``tools``: the lab's tools beyond
     Python, as ``--tools`` writes them (``"cas,literature,corpus=DIR,web"``, ``"none"``; docs/tools.md).
     ``protocol``: ``"physlab"`` (PhysLab's defaults) or ``"paper"`` (the strategy at its published setting;
     ``params`` given still win). ``resume``: a run directory to continue with the options it recorded (any

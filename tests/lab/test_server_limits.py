@@ -42,6 +42,26 @@ async def test_qec_demo_against_a_server_without_tool_calling(tmp_path, mode):
         assert srv.stats.faults["tools_refused"] == 0 and not falls
 
 
+async def test_qec_demo_through_the_constrained_mode_against_llama_cpp_pythons_habits(tmp_path):
+    """Issue #47: the lab's roles through the server-constrained mode, against a server that refuses
+    json_schema, ignores max_completion_tokens, takes tools only with "auto", mangles a list of parts
+    and serves one request at a time (the scenario plays a model that follows the instructions)."""
+    ws = tmp_path / "run"
+    attempt, srv, responder = await _qec(ws, Habits.llama_cpp_python(follows_instructions=True, rambles=False),
+                                         "constrained")
+    assert attempt.status == "complete", attempt.details
+    assert attempt.verdict.verdict == "correct", attempt.verdict.reason
+    assert set(responder.modes) <= {"text_tools", "structured"} and responder.modes["text_tools"] > 5
+    sent = srv.requests
+    assert all(b["response_format"]["type"] == "json_object" for b in sent if "response_format" in b)
+    assert all("max_completion_tokens" not in b and b.get("max_tokens") for b in sent)
+    assert not any(isinstance(m.get("content"), list) for b in sent for m in b["messages"])  # one string each
+    assert srv.stats.faults["format_refused"] == 0 and srv.stats.faults["tool_choice_refused"] == 0
+    metrics = json.loads((ws / "metrics.json").read_text())
+    assert metrics["output_modes"] == {"openai:standin": "constrained"}
+    assert metrics["totals"]["calls"] == srv.stats.requests
+
+
 async def test_lab_against_a_server_that_cuts_replies_and_refuses_large_caps(tmp_path):
     ws = tmp_path / "run"
     attempt, srv, _ = await _qec(ws, Habits(default_max_tokens=400, max_output_tokens=1200), "prompted")

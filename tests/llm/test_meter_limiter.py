@@ -98,13 +98,14 @@ async def test_cost_budget_and_resume_counts_previous_calls(tmp_path):
     assert exc.value.limit == "max_cost"
 
 
-def test_failed_requests_are_recorded_but_not_counted_as_calls(tmp_path):
+def test_failed_requests_are_recorded_and_counted_as_calls(tmp_path):
+    """Issue #47: "calls 0, tokens 0" although four requests went out; every request sent is a call."""
     meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
     meter.record(CallRecord(role="r", model="m", error="ModelServerError: 500"))
     meter.record(CallRecord(role="r", model="m", input_tokens=3, output_tokens=4, response={"parts": []},
                             retries=1))
     s = meter.summary()
-    assert s["totals"]["calls"] == 1 and s["failed_requests"] == 1 and s["retried_requests"] == 1
+    assert s["totals"]["calls"] == 2 and s["failed_requests"] == 1 and s["retried_requests"] == 1
     lines = (tmp_path / "calls.jsonl").read_text().splitlines()
     assert [json.loads(x)["seq"] for x in lines] == [0, 1]
 

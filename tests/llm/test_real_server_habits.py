@@ -73,12 +73,12 @@ async def test_a_cut_reply_is_re_asked_higher_then_continued_never_above_what_th
     with StandinServer(ScriptedResponder([long], repeat_last=True),
                        habits=Habits(default_max_tokens=400, max_output_tokens=1200)) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
-        models = _models(srv, meter, defaults=ModelDefaults(continuations=4))
+        models = _models(srv, meter, defaults=ModelDefaults(continuations=4, max_output_tokens=400))
         out = (await Agent(models.for_role("writer")).run("write")).output
         await models.aclose()
     assert out == long  # the whole reply, not the first 400 tokens and not a failed run
     caps = [b.get("max_completion_tokens") or b.get("max_tokens") for b in srv.requests]
-    assert caps[:4] == [None, 800, 1600, 1200]  # re-asked higher; 1600 refused; then the server's own maximum
+    assert caps[:4] == [400, 800, 1600, 1200]  # re-asked higher; 1600 refused; then the server's own maximum
     assert all(c == 1200 for c in caps[4:])
     recs = read_calls(tmp_path / "calls.jsonl")
     assert "the model allows at most 1200" in recs[2].note and recs[2].error
@@ -243,7 +243,7 @@ async def test_the_tokens_of_an_unusable_reply_are_counted(tmp_path):
         await models.aclose()
     t = meter.total()
     assert (t.input_tokens, t.output_tokens) == (srv.stats.prompt_tokens, srv.stats.completion_tokens)
-    assert t.calls == 1 and meter.failed_requests == 3
+    assert t.calls == 4 and meter.failed_requests == 3
     failed = [r for r in read_calls(tmp_path / "calls.jsonl") if r.error]
     assert [r.output_tokens for r in failed] == [11, 11, 11]
 

@@ -16,13 +16,14 @@ from physlab.llm.defaults import ModelDefaults, ModelRegistry, RetryPolicy
 from physlab.llm.errors import ModelFailure
 from physlab.llm.meter import RunMeter, read_calls
 from physlab.llm.models import RunModels
-from physlab.llm.standin import ScriptedResponder, StandinServer
+from physlab.llm.standin import Habits, ScriptedResponder, StandinServer
 from physlab.llm.usage import Budget
 
 # What a model's reply looks like, at 2 MB: reasoning that goes on and on, then the answer.
 HUGE = ("Let me work through this carefully. " * 57_000)[:1_999_900] + \
     "\n\n```python\ndef answer(x):\n    y = 2 * x\n    return y\n```\n"
 FAST = RetryPolicy(max_attempts=2, backoff_s=0.01)
+DEAF = Habits(cap_fields=())  # a broken or hostile server: it honours no output cap
 
 
 def _problem():
@@ -39,7 +40,7 @@ async def test_rsa_served_2mb_replies_does_not_fill_calls_jsonl(tmp_path):
 
     ws = tmp_path / "run"
     params = {"population": 3, "subset_size": 2, "rounds": 2}
-    with StandinServer(ScriptedResponder([HUGE], repeat_last=True)) as srv:
+    with StandinServer(ScriptedResponder([HUGE], repeat_last=True), habits=DEAF) as srv:
         options = RunOptions(strategy="rsa", model="openai:standin", api_base=srv.base_url, params=params)
         att = await run(_problem(), registry.build("rsa", params), options, Shared(retry=FAST), workspace=ws)
     served = srv.stats.requests
@@ -58,7 +59,7 @@ async def test_rsa_served_2mb_replies_does_not_fill_calls_jsonl(tmp_path):
 
 async def test_a_reply_over_the_cap_is_refused_with_a_clear_error_and_not_retried(tmp_path):
     reg = ModelRegistry(models={"openai:standin": ModelDefaults(retry=FAST, max_reply_bytes=100_000)})
-    with StandinServer(ScriptedResponder(["x" * 150_000, "fine"])) as srv:
+    with StandinServer(ScriptedResponder(["x" * 150_000, "fine"]), habits=DEAF) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
         async with RunModels("openai:standin", meter=meter, api_base=srv.base_url, registry=reg) as models:
             refused = r"solver: the reply .*150,000 bytes.*100,000 a reply may bring \(max_reply_bytes"
@@ -75,7 +76,7 @@ async def test_a_reply_over_the_cap_is_refused_with_a_clear_error_and_not_retrie
 async def test_a_reply_just_under_the_cap_is_kept_whole(tmp_path):
     reg = ModelRegistry(models={"openai:standin": ModelDefaults(retry=FAST, max_reply_bytes=100_000)})
     reply = "y" * 99_000
-    with StandinServer(ScriptedResponder([reply])) as srv:
+    with StandinServer(ScriptedResponder([reply]), habits=DEAF) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
         async with RunModels("openai:standin", meter=meter, api_base=srv.base_url, registry=reg) as models:
             assert (await Agent(models.for_role("solver")).run("go")).output == reply
@@ -103,7 +104,7 @@ async def test_a_line_over_the_record_cap_keeps_its_numbers_and_says_what_it_lef
 
 async def test_a_streamed_reply_over_the_cap_is_refused_when_its_stream_closes(tmp_path):
     reg = ModelRegistry(models={"openai:standin": ModelDefaults(retry=FAST, max_reply_bytes=100_000)})
-    with StandinServer(ScriptedResponder(["z" * 150_000])) as srv:
+    with StandinServer(ScriptedResponder(["z" * 150_000]), habits=DEAF) as srv:
         meter = RunMeter(Budget(), tmp_path / "calls.jsonl")
         async with RunModels("openai:standin", meter=meter, api_base=srv.base_url, registry=reg) as models:
             with pytest.raises(ModelFailure, match="max_reply_bytes"):

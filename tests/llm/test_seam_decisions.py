@@ -93,3 +93,17 @@ def test_what_is_not_transient_is_left_to_the_layers_above():
     for exc in (BudgetExceeded("max_tokens"), ModelHTTPError(400, "m", body={"error": {"message": "bad"}})):
         assert decide_retry(exc, {}, F.Waiting(RetryPolicy()), who=WHO, url=None, params=TEXT,
                             rng=random.Random(0), wall_left_s=None) == GiveUp()
+
+
+def test_a_reply_that_ran_to_the_end_of_a_known_window_asks_for_a_shorter_prompt():
+    """Issue #47 point 10: a 7,467-token prompt and a reply cut at 725 tokens under a 1,024 cap on an
+    8,192-token window: the window ended it, not the cap (no 14,094-token re-ask, no continuation)."""
+    cut = _cut("w " * 725, 725, 1024)
+    cut.response.usage.input_tokens = 7467
+    decided = decide_cut(cut, joined=False, raised=0, continued=0, defaults=ModelDefaults(),
+                         limits=ModelLimits(window=8192), params=TEXT)
+    assert isinstance(decided, Shorten) and decided.window == 8192
+    # the same cut with room left in the window is the cap's: asked again higher
+    cut.response.usage.input_tokens = 3000
+    assert isinstance(decide_cut(cut, joined=False, raised=0, continued=0, defaults=ModelDefaults(),
+                                 limits=ModelLimits(window=8192), params=TEXT), RaiseCap)

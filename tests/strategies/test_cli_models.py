@@ -99,3 +99,18 @@ def test_models_points_at_every_strategys_parameters_with_their_defaults():
         assert all("default" in p or p.get("anyOf") or p.get("type") for p in params.values()), name
         text = CliRunner().invoke(app, ["strategies", "show", name]).output
         assert all(f"  {key} = " in text for key in params), name       # every parameter with its default
+
+
+def test_strategies_show_says_the_output_cap_a_request_carries_by_role():
+    """Issue #47 item 3: a request to a local server carries an output cap even when the registry
+    gives none (a small model otherwise writes to the end of its window); the default is said, per role,
+    with where it comes from."""
+    import json
+
+    text = CliRunner().invoke(app, ["strategies", "show", "lab"]).output
+    cap_line = next(line for line in text.splitlines() if line.startswith("output cap"))
+    assert "no max_output_tokens: 16,384 tokens (orchestrator 4,096; formatter 8,192)" in cap_line
+    assert "seed 000 §5" in cap_line
+    res = CliRunner().invoke(app, ["strategies", "show", "oneshot", "--json"])
+    cap = json.loads(res.output)["output_cap"]
+    assert cap["default"] == 16_384 and cap["by_role"]["orchestrator"] == 4_096

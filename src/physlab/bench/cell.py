@@ -137,14 +137,15 @@ def provider_specs(cfg: SweepConfig, registry: Any) -> list[str]:
 
 async def open_providers(cfg: SweepConfig, registry: Any, stack: AsyncExitStack) -> dict[str, Any]:
     """One provider model per model name, open until ``stack`` closes (a missing API key: UserError)."""
-    from physlab.llm.models import RunModels, open_provider
+    from physlab.llm.models import RunModels, cap_field_for, open_provider
 
     out: dict[str, Any] = {}
     for spec in provider_specs(cfg, registry):
         defaults = registry.defaults_for(spec)
         api_base = RunModels.api_base_for(spec, defaults, cfg.api_base)
         out[spec] = await stack.enter_async_context(open_provider(
-            spec, api_base=api_base, api_key_env=defaults.api_key_env or cfg.api_key_env, timeout_s=defaults.timeout_s))
+            spec, api_base=api_base, api_key_env=defaults.api_key_env or cfg.api_key_env, timeout_s=defaults.timeout_s,
+            cap_field=cap_field_for(defaults, api_base), max_reply_bytes=defaults.max_reply_bytes))
     return out
 
 

@@ -100,7 +100,7 @@ def run_cmd(
     judge: str | None = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
                                                               "prose (else ungraded); those cells are reported apart."),
     output_mode: str | None = typer.Option(None, "--output-mode",
-                                              help="tool | native | prompted | auto (see `physlab solve --help`)."),
+                                              help="tool | native | constrained | prompted | auto (see `physlab solve --help`)."),
     workspace_root: Path | None = typer.Option(None, "--workspace-root",
                                                   help="Where cell workspaces go (default: <db>_runs/)."),
     seed: int = typer.Option(0, "--seed"),

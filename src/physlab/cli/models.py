@@ -5,10 +5,27 @@ imported inside the commands."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+if TYPE_CHECKING:
+    from physlab.llm.defaults import ModelRegistry
+    from physlab.llm.preflight.report import Finding
+
 DEFAULT_PROBLEM = "examples/quantum_error_correction_main"  # CritPt's own example: a typical problem's size
+
+
+def heading_of(model: str, api_base: str | None, registry: ModelRegistry) -> str:
+    """The check's first line, before any request (the server a registry entry names, else --api-base)."""
+    from physlab.llm.models import RunModels
+    from physlab.llm.preflight import Preflight, heading
+
+    try:
+        base = RunModels.api_base_for(model, registry.defaults_for(model), api_base)
+    except Exception:  # noqa: BLE001 - a bad name or URL is said by the check itself, in one line
+        base = api_base
+    return heading(Preflight(model=model, api_base=base))
 
 
 def register(app: typer.Typer) -> None:
@@ -46,25 +63,36 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check MODEL before a long run in a few tiny requests (exit 0 a lab run can start, 1 it would fail).
 
-        One line per finding: reachable and authorised, tool calling and native and prompted output (the
-        --output-mode to use), context window and output cap, streaming, usage, cached tokens, the price
-        PhysLab will charge, and a lab run's tokens and cost by the seed's figures. Bad input exits 2."""
+        One line per finding, each as soon as it is known: reachable and authorised, the system message, tool
+        calling and native, constrained and prompted output (the --output-mode to use), the lab's first requests
+        counted by the server's tokenizer, context window and output cap (and the field the server reads it
+        from), one request at a time or several, streaming, usage, cached tokens, the price PhysLab will charge,
+        and a lab run's tokens and cost by the seed's figures. Every probe is capped and bounded in time. Bad
+        input exits 2."""
         import asyncio
 
-        from physlab.lab.footprint import lab_prompts
+        from physlab.lab.footprint import lab_prompts, lab_requests
         from physlab.llm.defaults import ModelRegistry
-        from physlab.llm.preflight import check_model, lines
+        from physlab.llm.preflight import check_model, finding_line, footer
         from physlab.problems import resolve_problem
 
         registry = ModelRegistry.load(models_config)
         label = problem or DEFAULT_PROBLEM
-        lab = lab_prompts(resolve_problem(label).public(), label)
+        public = resolve_problem(label).public()
+        lab = lab_prompts(public, label)
+
+        def said(finding: Finding) -> None:  # each line as soon as it is known: a check may take minutes
+            typer.echo(finding_line(finding))
+
+        if not as_json:
+            typer.echo(heading_of(model, api_base, registry))
         report = asyncio.run(check_model(model, api_base=api_base, api_key_env=api_key_env, registry=registry,
-                                         lab=lab))
+                                         lab=lab, lab_requests=lambda mode: lab_requests(public, mode),
+                                         on_finding=None if as_json else said))
         if as_json:
             typer.echo(report.model_dump_json(indent=2))
         else:
-            for line in lines(report):
+            for line in footer(report):
                 typer.echo(line)
         raise typer.Exit(0 if report.ok else 1)
 

@@ -95,8 +95,13 @@ def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `ph
         if presets := kind.Params.preset_values(key):      # its value under each named setting
             prop["presets"] = presets
             prop["departs"] = len({json.dumps(v, sort_keys=True) for v in presets.values()}) > 1
+    from physlab.llm import output_caps
+
+    cap = {"default": output_caps.DEFAULT_OUTPUT_CAP, "by_role": output_caps.ROLE_OUTPUT_CAPS,
+           "source": output_caps.SOURCE}
     if as_json:
-        typer.echo(json.dumps({"strategy": name, "summary": _summary(kind), "params": params}, indent=2))
+        typer.echo(json.dumps({"strategy": name, "summary": _summary(kind), "params": params,
+                               "output_cap": cap}, indent=2))
         return
     typer.echo(f"{name}: {_summary(kind)}")
     typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):" if params else "no parameters")
@@ -110,6 +115,8 @@ def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `ph
         if prop.get("departs"):
             typer.echo("      departs from the paper: " + ", ".join(
                 f"preset={preset} {_shown(value)}" for preset, value in prop["presets"].items()))
+    typer.echo(f"output cap of a request to an OpenAI-compatible server (--api-base) when the model registry gives "
+               f"no max_output_tokens: {output_caps.described()} ({output_caps.SOURCE})")
 
 
 def _summary(kind: Any) -> str:
@@ -159,8 +166,10 @@ def register(app: typer.Typer) -> None:
             "reviewer=anthropic:claude-sonnet-4-5). The roles: `physlab strategies show NAME`."),
         output_mode: str | None = typer.Option(
             None, "--output-mode", help="How structured answers are asked for: tool (tool calls, the default), "
-            "native (a JSON-schema response format), prompted (JSON in the text; for servers without tool "
-            "calling) or auto (tool, then prompted if the server refuses or ignores tools)."),
+            "native (a JSON-schema response format), constrained (the server holds the reply to the schema: "
+            "llama.cpp's json_object with a schema; small local models), prompted (JSON in the text; for servers "
+            "without tool calling) or auto (tool, then prompted if the server refuses or ignores tools). "
+            "`physlab models check` says which works."),
         api_key_env: str | None = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
         workspace: Path | None = typer.Option(None, "--workspace", help="Run directory."),
@@ -352,7 +361,7 @@ def _print_summary(record: Any, ws: Path) -> None:
                   f"${u.cost_usd:.4f}, {record.wall_s:.1f}s")
     console.print(f"workspace: {escape(str(ws))}", soft_wrap=True)
     if record.status not in ("complete", "partially_complete") and record.error:
-        console.print(f"[red]{escape(record.error)}[/]")
+        console.print(f"[red]{escape(record.error)}[/]", soft_wrap=True)  # one line: a server's JSON stays whole
     _print_answer(console, record, ws)
     if invalid and record.answered:
         # exit 0 all the same (DESIGN.md: 0 = an answer was written): said last, where it is read

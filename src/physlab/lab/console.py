@@ -30,6 +30,7 @@ from physlab.run.events import (
     RoleStart,
     RunEvent,
     RunFinished,
+    StillWaiting,
     System,
     as_event,
 )
@@ -89,7 +90,7 @@ class LabView:
     def _evidence(self, e: EvidenceAdded) -> None:
         self.events.append(f"[{e.kind}] {e.id}")
 
-    def _waiting(self, e: RateLimited) -> None:  # the model seam: a request waits out the server's rate limit
+    def _waiting(self, e: RateLimited | StillWaiting) -> None:  # the model seam: a rate limit waited out, a slow server
         self.waiting = e.text or "waiting for rate limit"
 
     def _seam(self, e: OutputModeChanged | Notice | ContextTooLong) -> None:
@@ -127,6 +128,6 @@ _SHOWN: tuple[tuple[Any, Callable[[LabView, Any], None]], ...] = (
     (Iteration, LabView._iteration), (RoleStart, LabView._role_start), (RoleEnd, LabView._role_end),
     (ReviewDone, LabView._review), (CritiqueFiled, LabView._critique), (CritiqueResolved, LabView._ruling),
     (System, LabView._system), ((FormatterBounce, ForcedFormatter), LabView._formatter),
-    (EvidenceAdded, LabView._evidence), (RateLimited, LabView._waiting), (SEAM_EVENTS, LabView._seam),
+    (EvidenceAdded, LabView._evidence), ((RateLimited, StillWaiting), LabView._waiting), (SEAM_EVENTS, LabView._seam),
     (CompletionRefused, LabView._refused), (IterationEnd, LabView._iteration_end), (RunFinished, LabView._finished),
 )

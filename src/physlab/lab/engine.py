@@ -57,10 +57,10 @@ from physlab.lab.roles import (
 )
 from physlab.lab.roles._base import NO_STANDARDS_LEVEL, LabEnv
 from physlab.lab.state import transitions as T
-from physlab.lab.state.models import Critique, ResearchState, Script
+from physlab.lab.state.models import Critique, ResearchState, Script, Survey
 from physlab.lab.tools import LabTools
 from physlab.lab.workspace import RunWorkspace
-from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error
+from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error, find_error
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
 from physlab.run.events import (
@@ -356,7 +356,8 @@ class LabEngine:
             self.note("tools", line)
         try:
             if self.state.survey is None:
-                self.state = T.set_survey(self.state, await surveyor.run(self.env))
+                survey = await self._survey()  # (a failed call notes it in the state first)
+                self.state = T.set_survey(self.state, survey)
             if not self.state.strategy:
                 await self._plan([])
             if self.state.iteration == 0:
@@ -376,6 +377,9 @@ class LabEngine:
             if b is None:
                 if isinstance(exc, ModelFailure):       # provider down / replay diverged: keep the work
                     self.note("model_failure", _short(exc))
+                    # state.json and RESEARCH_STATE.md say how the run ended, as metrics.json does
+                    # (a resume sets it running again)
+                    self.state = T.set_status(self.state, "error", f"model_failure: {_short(exc)}")
                     await self.commit(f"iteration {self.state.iteration}: interrupted (model failure)")
                 raise
             self.note("budget", str(b))
@@ -489,6 +493,28 @@ class LabEngine:
             if msg["kind"] in ("pause", "stop"):
                 control = control or msg["kind"]
         return control
+
+    async def _survey(self) -> Survey:
+        """The survey; a surveyor that gives none within its retries (a small model's junk) is one
+        failed call, as a planner's is: the lab goes on without a survey rather than end before any
+        research, and says why (the role, the output mode, what to try)."""
+        try:
+            return await surveyor.run(self.env)
+        except Exception as exc:
+            if fatal(exc):
+                raise
+            self.failures += 1
+            self.note("role_failed", f"surveyor: {self._why(exc)} (the lab goes on without a survey)")
+            return Survey()
+
+    def _why(self, exc: BaseException) -> str:
+        """A failed role call in one line: the model seam's account of a model that gave no structured
+        output (its role, output mode and what to try), else the error."""
+        from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+        explain = getattr(self.ctx.models, "describe_failure", None)
+        said = explain(find_error(exc, UnexpectedModelBehavior) or exc) if callable(explain) else None
+        return said or _short(exc)
 
     async def _plan(self, critiques: list[Critique], demotions: Sequence[Critique] = ()) -> None:
         try:

@@ -9,7 +9,9 @@ Format (``--models-config FILE`` or ``$PHYSLAB_MODELS_CONFIG``)::
         truncation_max_output_tokens: 32768  # the model's own maximum: a truncated reply is re-asked up to it
         truncation_retries: 2        # finish_reason=length: re-ask this many times, then continue the text
         context_window: 32768        # prompt + reply, when the server does not say (it is also discovered)
-        output_mode: auto            # tool | native | prompted | auto (see physlab.llm.output)
+        output_mode: auto            # tool | native | constrained | prompted | auto (see physlab.llm.output)
+        output_cap_field: max_tokens # the name the server reads the cap under (default: max_tokens at an api_base)
+        slots: 1                     # requests the server generates at once (llama-cpp-python: 1)
         reasoning_effort: high       # pydantic-ai `thinking`: minimal|low|medium|high|xhigh|max|true|false
         free: true                   # or a price for a model genai-prices does not know:
         input_usd_per_mtok: 0.0
@@ -44,8 +46,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from physlab.errors import UserError
 
-OutputMode = Literal["tool", "native", "prompted", "auto"]
-OUTPUT_MODES: tuple[str, ...] = ("tool", "native", "prompted", "auto")
+OutputMode = Literal["tool", "native", "constrained", "prompted", "auto"]
+OUTPUT_MODES: tuple[str, ...] = ("tool", "native", "constrained", "prompted", "auto")
+CapField = Literal["max_tokens", "max_completion_tokens"]
 
 
 class RetryPolicy(BaseModel):
@@ -73,6 +76,14 @@ class ModelDefaults(BaseModel):
     max_output_tokens: int | None = Field(default=None, ge=1)
     reasoning_effort: str | bool | None = None
     output_mode: OutputMode | None = None
+    output_cap_field: CapField | None = Field(default=None, description=(
+        "The field the output cap is sent in: max_completion_tokens (OpenAI's name, what its API reads) or "
+        "max_tokens (what llama-cpp-python, Ollama and most OpenAI-compatible servers read; llama-cpp-python "
+        "ignores the other). Default: max_completion_tokens for the provider's own API, max_tokens at an "
+        "api_base; `physlab models check` finds the one a server honours."))
+    slots: int | None = Field(default=None, ge=1, description=(
+        "Requests the server generates at once (llama-cpp-python: 1). The run sends no more than this at a "
+        "time, and a request that timed out is not sent again while the server still generates for it."))
     free: bool = False
     input_usd_per_mtok: float | None = Field(default=None, ge=0)
     output_usd_per_mtok: float | None = Field(default=None, ge=0)
@@ -138,7 +149,7 @@ class ModelRegistry(BaseModel):
         return ModelDefaults()
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "ModelRegistry":
+    def load(cls, path: str | Path | None = None) -> ModelRegistry:
         """Load the registry from ``path``, else ``$PHYSLAB_MODELS_CONFIG``, else an empty registry."""
         if path is None:
             path = os.environ.get("PHYSLAB_MODELS_CONFIG") or None

@@ -19,22 +19,25 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
 )
 
+from physlab.llm import advice
 from physlab.llm.defaults import RetryPolicy
-from physlab.llm.errors import BudgetExceeded, ReplayError
+from physlab.llm.errors import BudgetExceeded, ReplayError, find_error
+from physlab.llm.http_capture import ReplyDeadline, ReplyOverflow
 from physlab.llm.redact import redact_text
-from physlab.llm.server_limits import message_of
+from physlab.llm.server_limits import message_of, refused_shape
 
-TOOLS_HINT = ("try --output-mode prompted (or auto, or `output_mode:` in the model registry), or enable "
-              "tool calling on the server (vLLM: --enable-auto-tool-choice --tool-call-parser NAME)")
+TOOLS_HINT = advice.TOOLS_HINT
 
 
 def transient(exc: BaseException) -> str | None:
     """A short kind for a failure worth retrying, None for one that is not."""
-    if isinstance(exc, (BudgetExceeded, ReplayError, ContentFilterError)):
+    if isinstance(exc, (BudgetExceeded, ReplayError, ContentFilterError)) or find_error(exc, ReplyOverflow):
         return None
     if isinstance(exc, ModelHTTPError):
         if exc.status_code == 429:
             return "rate_limited"
+        if refused_shape(exc) is not None:  # the same request would be refused the same way
+            return None
         if exc.status_code >= 500 or exc.status_code in (408, 409):
             return f"http_{exc.status_code}"
         return None
@@ -47,6 +50,13 @@ def transient(exc: BaseException) -> str | None:
     if isinstance(exc, (UnexpectedModelBehavior, IndexError)):  # e.g. empty `choices`
         return "invalid_reply"
     return None
+
+
+def timed_out(exc: BaseException | str | None) -> bool:
+    """The try got no whole reply in time (the SDK's timeout, or the try's deadline)."""
+    if not isinstance(exc, BaseException):
+        return False
+    return isinstance(exc, ModelRequestTimeout) or find_error(exc, ReplyDeadline) is not None
 
 
 def describe(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:

@@ -2,11 +2,15 @@
 per role and overall, and enforces the run's Budget *before* each request is sent.
 
 Counting rules (documented because sweeps compare on them):
-- ``calls`` counts requests that returned a response (including truncated ones); requests that
-  failed (429, 5xx, connection, empty choices) are recorded with ``error`` set and are counted
-  separately as ``failed_requests``.
+- ``calls`` counts every request that went out, answered or not (a refusal, a 5xx, a timeout:
+  the server may have worked on it, and ``--max-calls`` bounds what is sent); those that failed
+  (429, 5xx, connection, empty choices) are recorded with ``error`` set and also counted as
+  ``failed_requests``.
 - tokens are exactly what the server reported in each usage block it sent, including the usage of a
   reply that could not be used (a 200 with empty ``choices``): those tokens were served and paid for.
+  A request that timed out reported nothing; its prompt and output cap are counted as an estimate
+  (``tokens_estimated`` on its calls.jsonl line): a server that goes on generating for a client that
+  left spends them.
 - the wall budget is measured from the meter's creation (the start of the run).
 
 Token and cost caps hold *before* a request is sent: :meth:`RunMeter.reserve` sets aside the
@@ -27,10 +31,11 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -226,7 +231,7 @@ class RunMeter:
                 timeout = max(0.0, self.budget.max_wall_s - self.elapsed_s)
             try:
                 await asyncio.wait_for(released.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass  # the wall budget: check() raises on the next turn
 
     def _room(self, input_tokens: int, usd_in: float, usd_out: float) -> tuple[int | None, str]:
@@ -305,8 +310,6 @@ class RunMeter:
             self.price_sources[rec.price_source] += 1
         if rec.error:
             self.failed_requests += 1
-            if not (rec.input_tokens or rec.output_tokens or rec.cost_usd):
-                return
         else:
             if rec.finish_reason == "length":
                 self.truncated_replies += 1

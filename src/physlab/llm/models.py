@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
 
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 from pydantic_ai.models import Model
@@ -176,8 +177,18 @@ def endpoint_of(spec: str, registry: ModelRegistry, api_base: str | None = None,
     return RunModels.api_base_for(spec, defaults, api_base), defaults.api_key_env or api_key_env or _KEY_ENV.get(provider)
 
 
+def cap_field_for(defaults: ModelDefaults, api_base: str | None) -> str | None:
+    """The request field an ``openai:`` model's output cap goes in: the registry's, else
+    ``max_tokens`` at an OpenAI-compatible server (the name llama-cpp-python, Ollama and vLLM all
+    read; llama-cpp-python ignores ``max_completion_tokens`` and generates to the end of its
+    window), else None: pydantic-ai's choice for the provider's own API."""
+    if defaults.output_cap_field is not None:
+        return defaults.output_cap_field
+    return "max_tokens" if api_base is not None else None
+
+
 def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env: str | None = None,
-                         http_client: Any = None, key: KeyInfo | None = None) -> Model:
+                         http_client: Any = None, key: KeyInfo | None = None, cap_field: str | None = None) -> Model:
     """The bare pydantic-ai model for ``provider:model`` (no recording; see RunModels). With
     ``http_client`` (physlab.llm.http_capture.http_client) the seam sees the response headers and
     usage blocks the SDKs drop; its owner closes it. Without one, the provider owns its client: use
@@ -193,10 +204,14 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
     try:
         if provider == "openai":
             from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.profiles.openai import OpenAIModelProfile
             from pydantic_ai.providers.openai import OpenAIProvider
 
+            # The cap's field is a profile setting of pydantic-ai's (merged over the provider's profile).
+            profile = (OpenAIModelProfile(openai_chat_supports_max_completion_tokens=cap_field == "max_completion_tokens")
+                       if cap_field is not None else None)
             return OpenAIChatModel(name, provider=OpenAIProvider(base_url=api_base, api_key=secret,
-                                                                 http_client=http_client))
+                                                                 http_client=http_client), profile=profile)
         if provider == "anthropic":
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
@@ -214,7 +229,7 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
         return infer_model(spec)
     except UserError:
         raise
-    except Exception as exc:  # pydantic-ai's UserError for unknown providers / missing keys
+    except Exception as exc:  # noqa: BLE001 - pydantic-ai's UserError for unknown providers / missing keys
         raise UserError(f"cannot use model '{spec}': {str(exc).splitlines()[0]}", field="--model") from None
 
 
@@ -229,14 +244,16 @@ def _anthropic_base(api_base: str | None) -> str | None:
 
 @asynccontextmanager
 async def open_provider(spec: str, *, api_base: str | None = None, api_key_env: str | None = None,
-                        timeout_s: float = 600.0) -> AsyncIterator[Model]:
+                        timeout_s: float = 600.0, cap_field: str | None = None,
+                        max_reply_bytes: int = ModelDefaults().max_reply_bytes) -> AsyncIterator[Model]:
     """A provider model for ``spec`` with the seam's HTTP client, open for the block (a sweep shares
     one between its cells)."""
-    from physlab.llm.http_capture import http_client
+    from physlab.llm.http_capture import http_client, wire_bytes
 
-    client = http_client(timeout_s)
+    client = http_client(timeout_s, wire_bytes(max_reply_bytes))
     try:
-        model = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env, http_client=client)
+        model = build_provider_model(spec, api_base=api_base, api_key_env=api_key_env, http_client=client,
+                                     cap_field=cap_field)
         async with model:
             yield model
     finally:
@@ -260,6 +277,7 @@ class _Endpoint:
     api_base: str | None = None
     key: KeyInfo | None = None
     roles: list[str] = field(default_factory=list)
+    slots: AbstractConcurrencyLimiter | None = None  # the server's own (registry `slots`), after the run's
 
 
 class RunModels:
@@ -314,10 +332,18 @@ class RunModels:
         mode = self.output_mode or defaults.output_mode or "tool"
         if provider == "scripted":
             mode = "tool"  # a scenario plays tool calls
+        if mode == "constrained" and provider not in ("openai", "replay"):
+            raise UserError(f"output mode constrained is for openai: models (an OpenAI-compatible server that holds "
+                            f"a reply to a schema, such as llama.cpp's); {spec} is not one: use native or prompted",
+                            field="--output-mode" if self.output_mode else "output_mode")
         ep = _Endpoint(spec=spec, kind=provider if provider in ("scripted", "replay") else "provider",
                        defaults=defaults, state=OutputModeState(configured=mode),
                        limits=ModelLimits(declared_max_output=defaults.truncation_max_output_tokens,
                                           window=defaults.context_window))
+        if defaults.slots is not None and provider not in ("scripted", "replay"):
+            from pydantic_ai.concurrency import ConcurrencyLimiter
+
+            ep.slots = ConcurrencyLimiter(defaults.slots)  # no more out at once than the server generates
         ep.state.on_change = lambda reason, s=spec: self._say(
             "output_mode", f"{s}: {reason}; output mode auto -> prompted for the rest of the run")
         if provider == "scripted":
@@ -333,11 +359,12 @@ class RunModels:
             if spec in self._shared:
                 ep.base = self._shared[spec]
             else:
-                from physlab.llm.http_capture import http_client
+                from physlab.llm.http_capture import http_client, wire_bytes
 
-                client = http_client(defaults.timeout_s)
+                client = http_client(defaults.timeout_s, wire_bytes(defaults.max_reply_bytes))
                 self._clients.append(client)
-                ep.base = build_provider_model(spec, api_base=ep.api_base, http_client=client, key=ep.key)
+                ep.base = build_provider_model(spec, api_base=ep.api_base, http_client=client, key=ep.key,
+                                               cap_field=cap_field_for(defaults, ep.api_base))
             if ep.key.note:
                 self._say("notice", f"{spec}: {ep.key.note}")
         self._endpoints[spec] = ep
@@ -375,8 +402,9 @@ class RunModels:
             else:
                 assert ep.base is not None
                 base = ep.base
+            limiters = (*self.limiters, ep.slots) if ep.slots is not None else self.limiters
             self._roles[role] = seam_model(
-                base, role=role, spec=ep.spec, meter=self.meter, limiters=self.limiters,
+                base, role=role, spec=ep.spec, meter=self.meter, limiters=limiters,
                 defaults=ep.defaults, retry=self.retry or ep.defaults.retry,
                 cost=ep.pricer if ep.pricer is not None else (ep.book.cost_of if ep.book else None),
                 model_label=ep.book.model_of if ep.book else None, output_state=ep.state, limits=ep.limits,
@@ -414,18 +442,19 @@ class RunModels:
         if model is None:
             return None
         mode = mode_of(model)
-        other = {"tool": "prompted (or auto)", "native": "prompted", "prompted": "native or tool"}[mode]
+        other = {"tool": "prompted (or auto)", "native": "constrained or prompted", "constrained": "prompted",
+                 "prompted": "native, constrained or tool"}[mode]
         return (f"{model.role}: the model ({model.spec}) did not produce the structured output asked of it in "
                 f"'{mode}' output mode ({str(exc).splitlines()[0]}); try --output-mode {other}, a larger model for "
                 f"this role (--role-model {model.role}=...), or a server with tool calling enabled")
 
     # ---- lifecycle ----------------------------------------------------------------------------
-    async def open(self) -> "RunModels":
+    async def open(self) -> RunModels:
         """Nothing to open (the provider models are ready when built); kept so a run reads
         ``await models.open()`` ... ``await models.aclose()``."""
         return self
 
-    async def __aenter__(self) -> "RunModels":
+    async def __aenter__(self) -> RunModels:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:

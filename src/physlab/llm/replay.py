@@ -70,7 +70,10 @@ def _recorded_mode(records: list[CallRecord]) -> str:
     if any("auto -> prompted" in (r.note or "") for r in records):
         return "auto"
     sent = {r.request.get("output_mode") for r in records if isinstance(r.request, dict)}
-    return "native" if "native" in sent else "prompted" if "prompted" in sent else "tool"
+    for mode in ("native", "constrained", "prompted"):
+        if mode in sent:
+            return mode
+    return "tool"
 
 
 def replay_checks_requests() -> bool:
@@ -146,7 +149,7 @@ class ReplayBook:
         self._meta[id(resp)] = rec
         return resp
 
-    def model_for(self, role: str) -> "ReplayModel":
+    def model_for(self, role: str) -> ReplayModel:
         return ReplayModel(self, role)
 
 

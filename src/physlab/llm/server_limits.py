@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic_ai.exceptions import ModelAPIError, ModelContextWindowExceededError, ModelHTTPError
 
@@ -131,6 +132,45 @@ def refuses_tools(exc: BaseException) -> bool:
     return bool(_TOOL_WORDS.search(text)) and bool(
         re.search(r"requires|not support|unsupported|not enabled|not available|enable-auto-tool-choice|"
                   r"tool[-_ ]call[-_ ]parser|not allowed|invalid", text, re.I))
+
+
+# ---- a request's shape refused -------------------------------------------------------------------
+
+# A server's validation of the request body (pydantic's, as llama-cpp-python and vLLM answer; OpenAI's
+# "Unrecognized request argument"): deterministic, whatever the status (llama-cpp-python says it
+# with a 500). Group 1 names the field when the message does.
+_SHAPE = (
+    re.compile(r"'loc': \('body', '([\w.]+)'(?:, '([\w.]+)')?", re.I),
+    re.compile(r"validation error.{0,200}?\bbody[.\s]+([\w.]+)", re.I | re.S),
+    re.compile(r"Unrecognized request argument supplied: (\w+)", re.I),
+    re.compile(r"(?:unsupported|unknown|invalid) (?:parameter|value|field)[:\s]+'?([\w.]+)", re.I),
+    re.compile(r"Input should be '[^']+'(?: or '[^']+')*"),
+)
+
+
+def refused_shape(exc: BaseException) -> str | None:
+    """The part of the request a server refused as malformed ("response_format.type", "tools"...;
+    "the request" when it does not say), None when the failure is not such a refusal."""
+    if not isinstance(exc, ModelHTTPError) or exc.status_code in (401, 403, 404, 408, 409, 413, 429):
+        return None
+    text = message_of(exc)
+    for pat in _SHAPE:
+        if m := pat.search(text):
+            groups = [g for g in m.groups() if g] if m.groups() else []
+            return ".".join(groups) or "the request"
+    return None
+
+
+def silent_500(exc: BaseException) -> bool:
+    """A 5xx with no message at all: how llama-cpp-python answers a request its chat format cannot
+    render (tools with ``tool_choice: "required"`` under ``chatml-function-calling``)."""
+    if not (isinstance(exc, ModelHTTPError) and exc.status_code >= 500):
+        return False
+    body = getattr(exc, "body", None)
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(err, dict) and "message" in err:
+        return not str(err["message"] or "").strip()
+    return not (body.strip() if isinstance(body, str) else body)
 
 
 # ---- token estimates --------------------------------------------------------------------------

@@ -85,7 +85,9 @@ class TextToolsRequest:
 
 
 def encode(messages: list[ModelMessage], params: ModelRequestParameters, mode: str) -> TextToolsRequest:
-    """``messages``/``params`` for a server without tools, in ``mode`` (native or prompted)."""
+    """``messages``/``params`` for a server without tools, in ``mode`` (native, or prompted; in
+    constrained mode the request is the prompted one, which the seam also asks the server to hold
+    to the envelope's schema)."""
     tools = [*params.function_tools, *params.output_tools]
     final = params.output_object
     final_name = (final.name or "final_answer") if final is not None else None

@@ -33,7 +33,7 @@ class Usage(BaseModel):
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def add(self, other: "Usage") -> "Usage":
+    def add(self, other: Usage) -> Usage:
         return Usage(
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,
@@ -68,12 +68,17 @@ class CallRecord(BaseModel):
         default=None, description="Where cost_usd came from: proxy (the server's stated cost), genai-prices, "
         "registry (a price in the model registry), free (local or marked free), unpriced (no price known), replay.")
     max_tokens: int | None = Field(default=None, description="The output cap the request was sent with.")
+    tokens_estimated: bool = Field(default=False, description=(
+        "The tokens are PhysLab's estimate, not the server's report: a request that timed out (its prompt as "
+        "estimated, and the output cap it was sent with, which a server that goes on generating for a client "
+        "that left may spend)."))
 
     def usage(self) -> Usage:
-        """This request's share of the totals. A failed request counts no call, but any tokens the
-        server reported for it (an unusable reply with a usage block) count: they were served."""
+        """This request's share of the totals: one call, answered or not (it went out, and a server
+        may have worked on it), and the tokens the server reported for it (an unusable reply's
+        usage block too: they were served; a timed-out request's as estimated, ``tokens_estimated``)."""
         return Usage(
-            calls=0 if self.error else 1,
+            calls=1,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cost_usd=self.cost_usd,

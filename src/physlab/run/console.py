@@ -14,7 +14,7 @@ Events every run sends (``physlab.run.runner``): ``run_started`` (strategy, mode
 problem_id, workspace), ``usage`` after each model call (role and the run's totals: calls, tokens,
 cost_usd) and ``run_finished`` (status, stop_reason, verdict and the final totals), so the last
 frame shows what the summary printed after it says. The model seam's own (``SEAM_EVENTS``: a
-request waiting out a rate limit, an output-mode fallback, a notice, a prompt too long) are shown
+request waiting out a rate limit or out a minute and more, an output-mode fallback, a notice, a prompt too long) are shown
 by every mode.
 """
 

@@ -91,6 +91,16 @@ class RateLimited(RunEvent):
     model: str | None = None
 
 
+class StillWaiting(RunEvent):
+    """A request has been out a long while (said every minute): the model is still being waited for."""
+
+    kind: Literal["waiting"] = "waiting"
+    text: str
+    wait_s: float | None = None
+    role: str | None = None
+    model: str | None = None
+
+
 class OutputModeChanged(RunEvent):
     """A model's output mode fell back (auto: tools refused -> prompted)."""
 
@@ -230,9 +240,9 @@ class Other(RunEvent):
     """A kind none of the models above is (a strategy registered at run time, an older caller)."""
 
 
-Event = Annotated[RunStarted | CallDone | RunFinished | Notice | RateLimited | OutputModeChanged | ContextTooLong | Step | Round | Candidates | Distinct | Iteration | IterationEnd | RoleStart | RoleEnd | System | ReviewDone | CritiqueFiled | CritiqueResolved | EvidenceAdded | CompletionRefused | FormatterBounce | ForcedFormatter, Field(discriminator="kind")]
+Event = Annotated[RunStarted | CallDone | RunFinished | Notice | RateLimited | StillWaiting | OutputModeChanged | ContextTooLong | Step | Round | Candidates | Distinct | Iteration | IterationEnd | RoleStart | RoleEnd | System | ReviewDone | CritiqueFiled | CritiqueResolved | EvidenceAdded | CompletionRefused | FormatterBounce | ForcedFormatter, Field(discriminator="kind")]
 EVENT: TypeAdapter[Event] = TypeAdapter(Event)
-SEAM_EVENTS = (RateLimited, OutputModeChanged, Notice, ContextTooLong)  # what the model seam says
+SEAM_EVENTS = (RateLimited, StillWaiting, OutputModeChanged, Notice, ContextTooLong)  # what the model seam says
 
 
 # Where a sender sends its events (RunEnvironment.events, the lab's roles).

@@ -21,7 +21,7 @@ from physlab.errors import UserError
 from physlab.llm.usage import Budget
 from physlab.tools.choice import ToolChoice
 
-OutputMode = Literal["tool", "native", "prompted", "auto"]
+OutputMode = Literal["tool", "native", "constrained", "prompted", "auto"]
 ConsoleMode = Literal["live", "lines", "json", "quiet"]
 # How every strategy is set: PhysLab's defaults (its improvements on, each a switch), or each
 # strategy's published setting (`--protocol paper`; the strategies' own parameter tables say what

@@ -20,6 +20,7 @@ from physlab.run.events import (
     RunEvent,
     RunFinished,
     RunStarted,
+    StillWaiting,
     as_event,
 )
 
@@ -113,7 +114,7 @@ class RunView:
         elif isinstance(e, CallDone):
             self.roles[e.role or "?"] += 1
             self.waiting = None
-        elif isinstance(e, RateLimited):
+        elif isinstance(e, RateLimited | StillWaiting):  # a request waits out a rate limit, or a slow server
             self.waiting = e.text or "waiting for rate limit"
         elif isinstance(e, SEAM_EVENTS):
             self.steps.append(f"[{e.kind}] {e.text or ''}")

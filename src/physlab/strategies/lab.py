@@ -201,6 +201,7 @@ class LabStrategy(Strategy[LabParams]):
             details={"iterations": s.iteration, "established_results": len(s.active_ers()),
                      "critiques": len(s.critiques), "demotions": sum(e.status == "demoted" for e in s.ers),
                      "lab_status": s.status, "timings": engine.timings,
+                     "role_failures": [e.text for e in s.events if e.kind == "role_failed"][-5:],
                      "judgement": judgement(s, {r: u.output_tokens
                                                 for r, u in ctx.usage.by_role().items()}).model_dump()},
         )

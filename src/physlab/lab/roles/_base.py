@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Protocol
 
+from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry, RunContext as CallContext
-from pydantic_ai.messages import CachePoint, UserContent
+from pydantic_ai.messages import CachePoint, ToolCallPart, UserContent
 from pydantic_ai.settings import CacheConfig, ModelSettings
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.usage import UsageLimits
@@ -134,6 +135,54 @@ def correct_or_drop(ctx: CallContext[Any], problems: list[str], how: str) -> boo
     return bool(problems)
 
 
+def carries_nothing(output: Any) -> bool:
+    """Every field of a role's reply is empty: its default, an empty or blank string, an empty list,
+    False. What a reply of other keys comes to (a small model's ``{"type": "user-assistant"}``: the
+    keys an output model does not know are dropped), and what a server-held schema whose fields all
+    have defaults lets a model write (``{}``)."""
+    if not isinstance(output, BaseModel):
+        return False
+    for name in type(output).model_fields:
+        value = getattr(output, name)
+        if isinstance(value, str):
+            if value.strip():
+                return False
+        elif value not in (None, False, [], {}, ()):
+            return False
+    return True
+
+
+def acted(messages: Sequence[Any], tools: Sequence[Any]) -> bool:
+    """The call already did its work through its own tools (an orchestrator's transitions): a bare
+    reply after them ends a turn that did something."""
+    names = {getattr(t, "__name__", getattr(t, "name", None)) for t in tools}
+    return any(isinstance(p, ToolCallPart) and p.tool_name in names
+               for m in messages for p in getattr(m, "parts", []))
+
+
+# Roles whose empty reply is an answer: a critic that finds nothing to file files nothing.
+EMPTY_IS_AN_ANSWER = frozenset({"critic"})
+
+
+def substance(role: str, output_type: type, tools: Sequence[Any]) -> Callable[[CallContext[Any], Any], Any]:
+    """The output validator every role call has first (issue #47 point 9): a reply that carries none of
+    what the role exists to give is a failed reply, sent back while the call has retries left (then
+    the call fails: the engine records it), never an empty survey or turn."""
+    fields = ", ".join(type_fields(output_type))
+
+    def check(ctx: CallContext[Any], output: Any) -> Any:
+        if role not in EMPTY_IS_AN_ANSWER and carries_nothing(output) and not acted(ctx.messages, tools):
+            raise ModelRetry(f"Your reply carries none of what the {role} gives ({fields}): it is not an answer. "
+                             "Reply again with the fields filled in from your work on the problem.")
+        return output
+
+    return check
+
+
+def type_fields(output_type: type) -> list[str]:
+    return list(getattr(output_type, "model_fields", {}))
+
+
 PromptSource = RolePrompt | Callable[[int], RolePrompt]
 
 
@@ -184,6 +233,7 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
         agent = Agent(model, instructions=instr, deps_type=type(deps) if deps is not None else None,
                       output_type=structured_output(model, output_type, name=output_name), tools=list(tools),
                       retries=env.tool_retries, capabilities=capabilities or None)
+        agent.output_validator(substance(role, output_type, tools))
         if output_validator is not None:
             agent.output_validator(output_validator)
         # Tools here are state transitions (create RQ-1, then a WH that depends on it...): they must

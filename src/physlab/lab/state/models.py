@@ -222,7 +222,7 @@ class SystemEvent(BaseModel):
     text: str
 
 
-RunStatus = Literal["running", "paused", "stopped", "complete", "partially_complete", "no_answer"]
+RunStatus = Literal["running", "paused", "stopped", "complete", "partially_complete", "no_answer", "error"]
 
 Standing = Literal["established", "verified", "inconclusive", "demoted"]
 

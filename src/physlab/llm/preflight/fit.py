@@ -5,7 +5,7 @@ and the seed's average call, and a lab run's tokens and cost by the seed's per-p
 from __future__ import annotations
 
 from physlab.llm.defaults import ModelDefaults
-from physlab.llm.preflight.report import Estimate, Finding, LabPrompts, LabRunFigures, Price, k
+from physlab.llm.preflight.report import CHARS_PER_TOKEN, Estimate, Finding, LabPrompts, LabRunFigures, Price, k
 
 LIMIT_PROBE_CAP = 10_000_000  # an output cap above any model's: the refusal says the real one, or the window
 
@@ -37,16 +37,19 @@ def price_finding(spec: str, defaults: ModelDefaults, *, in_process: bool, state
 
 
 def lab_prompts_finding(lab: LabPrompts) -> Finding:
+    how = (f"counted by {lab.counted_by}, the requests as sent in {lab.mode} mode with their tools and schema"
+           if lab.counted_by else f"estimated at {CHARS_PER_TOKEN} characters a token, instructions and context only")
     return Finding(check="lab prompts", status="ok", text=(
         f"for {lab.problem}: the largest first request is ~{k(lab.largest_tokens)} tokens ({lab.largest_role}); "
-        f"the lab cannot shrink its prompts below ~{k(lab.floor_tokens)} ({lab.floor_role})"))
+        f"the lab cannot shrink its prompts below ~{k(lab.floor_tokens)} ({lab.floor_role}) ({how})"))
 
 
 def window_finding(told: int | None, found: int | None, *, lab: LabPrompts | None, min_reply: int,
-                   figures: LabRunFigures, refusal: str | None = None) -> tuple[int | None, Finding]:
+                   figures: LabRunFigures, refusal: str | None = None, how: str | None = None
+                   ) -> tuple[int | None, Finding]:
     """The context window (discovered, else told by the registry) against the lab's prompts: a
     failure when the lab's shortest prompt and a useful reply do not fit, a warning below the
-    seed's average call."""
+    seed's average call. ``how`` says how a window was discovered other than by a cap's refusal."""
     window = found or told
     if window is None:
         why = f" (it refused a {LIMIT_PROBE_CAP:,}-token cap without saying: {refusal})" if refusal else ""
@@ -54,7 +57,7 @@ def window_finding(told: int | None, found: int | None, *, lab: LabPrompts | Non
             f"not said by the server{why}, so the lab's prompts cannot be checked against it (context_window "
             "in the model registry tells it)"))
     how = ("told by the model registry" if window == told and found in (None, told)
-           else f"discovered: the server's refusal of a {LIMIT_PROBE_CAP:,}-token cap")
+           else "discovered: " + (how or f"the server's refusal of a {LIMIT_PROBE_CAP:,}-token cap"))
     if lab is not None and window < lab.floor_tokens + min_reply:
         return window, Finding(check="context window", status="fail", text=(
             f"{window:,} tokens ({how}): too small for the lab's prompts, which need ~{k(lab.floor_tokens + min_reply)}"
@@ -67,26 +70,31 @@ def window_finding(told: int | None, found: int | None, *, lab: LabPrompts | Non
 
 
 def cap_finding(told: int | None, found: int | None, *, window: int | None, min_reply: int,
-                figures: LabRunFigures, refusal: str | None = None) -> tuple[int | None, Finding]:
+                figures: LabRunFigures, refusal: str | None = None, took_cap: bool = False, field: str = ""
+                ) -> tuple[int | None, Finding]:
     """The output cap (discovered, else told by the registry): a failure below a useful reply, a
-    warning below the seed's average reply."""
+    warning below the seed's average reply. ``field`` says the field the server reads it from."""
     cap = found or told
+    also = f"; {field}" if field else ""
     if cap is None and refusal:
         return None, Finding(check="output cap", status="warn", text=(
-            f"not said: the server refused a {LIMIT_PROBE_CAP:,}-token cap without saying its maximum ({refusal})"))
+            f"not said: the server refused a {LIMIT_PROBE_CAP:,}-token cap without saying its maximum ({refusal})"
+            + also))
     if cap is None:
-        return None, Finding(check="output cap", status="ok", text=(
-            "none of its own: a reply may use what the window leaves" if window
-            else "not said by the server (a cut reply is re-asked and continued during a run)"))
+        said = (f"none of its own (it took a {LIMIT_PROBE_CAP:,}-token cap): a reply may run to the end of the window "
+                "unless the request's cap stops it" if took_cap else
+                "none of its own: a reply may use what the window leaves" if window
+                else "not said by the server (a cut reply is re-asked and continued during a run)")
+        return None, Finding(check="output cap", status="ok", text=said + also)
     how = "told by the model registry" if cap == told and found in (None, told) else "discovered"
     if cap < min_reply:
         return cap, Finding(check="output cap", status="fail",
-                            text=f"{cap:,} tokens ({how}): below the smallest useful reply ({min_reply})")
+                            text=f"{cap:,} tokens ({how}): below the smallest useful reply ({min_reply}){also}")
     if cap < figures.call_output:
         return cap, Finding(check="output cap", status="warn", text=(
             f"{cap:,} tokens ({how}): below the lab's average reply (~{k(figures.call_output)}, {figures.source}); "
-            "longer replies are cut, then re-asked or continued"))
-    return cap, Finding(check="output cap", status="ok", text=f"{cap:,} tokens ({how})")
+            f"longer replies are cut, then re-asked or continued{also}"))
+    return cap, Finding(check="output cap", status="ok", text=f"{cap:,} tokens ({how}){also}")
 
 
 def estimate(figures: LabRunFigures, price: Price) -> Estimate:

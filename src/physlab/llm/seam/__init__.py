@@ -12,7 +12,8 @@ the way pydantic-ai's own ``ConcurrencyLimitedModel`` and ``InstrumentedModel`` 
 - :class:`~.reply_cap.ReplyCapModel` - a reply larger than any model writes is refused;
 - in-flight slots (:mod:`.slots`: pydantic-ai ``ConcurrencyLimitedModel``\\ s, the meter's count);
 - :class:`~.call_log.CallLogModel` - one calls.jsonl line per try;
-- :class:`~.capture.HttpCaptureModel` - what the HTTP layer saw of each try.
+- :class:`~.capture.HttpCaptureModel` - what the HTTP layer saw of each try;
+- :class:`~.user_turn.OneStringModel` - a user turn in parts sent as one string where cache points buy nothing.
 
 The layers of one request share its :class:`~.attempts.Call` (see :mod:`.attempts`); what a layer
 decides about a try is a typed value (:mod:`.decisions`).
@@ -21,7 +22,7 @@ decides about a try is a typed value (:mod:`.decisions`).
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 from pydantic_ai.messages import ModelResponse
@@ -40,6 +41,7 @@ from physlab.llm.seam.output_mode import OutputModeModel
 from physlab.llm.seam.reply_cap import ReplyCapModel
 from physlab.llm.seam.role import SeamRole
 from physlab.llm.seam.slots import in_flight_slots
+from physlab.llm.seam.user_turn import OneStringModel
 from physlab.llm.seam.waits import RetryModel
 
 __all__ = ["ModelLimits", "SeamModel", "seam_model"]
@@ -62,14 +64,15 @@ def seam_model(wrapped: Model, *, role: str, spec: str, meter: RunMeter,
     who = SeamRole(role=role, spec=spec, endpoint=endpoint, key_note=key_note, events=events, secrets=secrets)
     limits = limits or ModelLimits(declared_max_output=defaults.truncation_max_output_tokens,
                                    window=defaults.context_window)
-    model: Model = HttpCaptureModel(wrapped)
+    model: Model = HttpCaptureModel(OneStringModel(wrapped), timeout_s=defaults.timeout_s, meter=meter)
     model = CallLogModel(model, who=who, meter=meter, cost=cost, model_label=model_label,
                            max_record_bytes=defaults.max_record_bytes)
     model = in_flight_slots(model, limiters, meter)  # outside the recording: latency leaves out the wait
     model = ReplyCapModel(model, who=who, max_reply_bytes=defaults.max_reply_bytes)
     model = BudgetModel(model, meter=meter, limits=limits, min_reply_tokens=defaults.min_reply_tokens,
                         pricer=cost if isinstance(cost, Pricer) else None)
-    model = RetryModel(model, who=who, policy=retry or defaults.retry or RetryPolicy(), meter=meter, rng=rng)
+    model = RetryModel(model, who=who, policy=retry or defaults.retry or RetryPolicy(), meter=meter, rng=rng,
+                       slots=defaults.slots)
     model = LimitsModel(model, who=who, defaults=defaults, limits=limits)
     model = OutputModeModel(model, who=who, state=output_state or OutputModeState())
     return SeamModel(model, who=who, defaults=defaults)

@@ -18,9 +18,10 @@ these layers need what each try was sent with and how it ended.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import ModelRequestParameters
@@ -39,6 +40,7 @@ class Attempt:
     sent: bool = False  # it went past the in-flight slots to the model (only a sent try is recorded)
     request: dict[str, Any] | None = None  # as recorded (the messages on the wire, the settings asked for)
     max_tokens: int | None = None  # the output cap it was sent with
+    prompt_estimate: int = 0  # its input tokens as estimated before it was sent (for a try that got no usage)
     budget_capped: bool = False  # the budget, not the model's limits, set that cap
     http: Capture = field(default_factory=Capture)
     latency: float = 0.0
@@ -47,9 +49,9 @@ class Attempt:
     refused: str | None = None  # why the seam refused a reply it received (its body is not stored)
     note: str | None = None
     settled: bool = False
-    _on_settle: list[Callable[["Attempt"], None]] = field(default_factory=list, repr=False)
+    _on_settle: list[Callable[[Attempt], None]] = field(default_factory=list, repr=False)
 
-    def on_settle(self, fn: Callable[["Attempt"], None]) -> None:
+    def on_settle(self, fn: Callable[[Attempt], None]) -> None:
         """Run ``fn`` when the try is settled; the last registered runs first (an inner layer's
         line is written before an outer layer's reservation is given back)."""
         self._on_settle.append(fn)

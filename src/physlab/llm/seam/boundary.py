@@ -3,14 +3,16 @@
 It opens each request's :class:`~physlab.llm.seam.attempts.Call` (the ledger the layers below share)
 and closes it when the request is over, so every try is recorded; applies the settings the seam
 always sends under the strategy's own (the SDK's retries off: the seam retries and records every
-try; the registry's timeout, output cap, prompt cache and reasoning effort); and turns a failure no
+try; the registry's timeout, output cap (else, at an OpenAI-compatible server, the role's default
+one), prompt cache and reasoning effort); and turns a failure no
 layer recovered from into one ModelFailure line naming the cause, the server and what to try.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -18,6 +20,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from physlab.llm.defaults import ModelDefaults
+from physlab.llm.output_caps import default_output_cap
 from physlab.llm.seam.attempts import Call, calling
 from physlab.llm.seam.role import SeamRole, is_named
 
@@ -43,6 +46,10 @@ class SeamModel(WrapperModel):
         s: ModelSettings = {"max_retries": 0, "timeout": self.defaults.timeout_s}
         if self.defaults.max_output_tokens:
             s["max_tokens"] = self.defaults.max_output_tokens
+        elif self.who.endpoint is not None and self.wrapped.system == "openai":
+            # An OpenAI-compatible server may have no cap of its own and let a model that does not stop
+            # run to the end of its window (physlab.llm.output_caps); a provider's own API caps by model.
+            s["max_tokens"] = default_output_cap(self.who.role)
         if self.defaults.prompt_cache is not None:
             s["cache"] = self.defaults.prompt_cache  # type: ignore[typeddict-item]
         if (effort := self.defaults.reasoning_effort) is not None:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -28,6 +29,7 @@ from pydantic_ai.settings import ModelSettings
 
 from physlab.llm import failures as F
 from physlab.llm.meter import RunMeter
+from physlab.llm.output import is_constrained
 from physlab.llm.pricing import Pricer
 from physlab.llm.redact import redact_keys_in, redact_reply
 from physlab.llm.seam.attempts import Attempt, Call, current_call
@@ -36,6 +38,7 @@ from physlab.llm.usage import CallRecord
 from physlab.llm.wire import dump_response, dump_settings
 
 CANCELLED = "cancelled: its answer was no longer needed"
+WAIT_NOTICE_S = 60.0  # a request out longer than this says so on the console, and again each time this passes
 
 
 class CallLogModel(WrapperModel):
@@ -56,11 +59,13 @@ class CallLogModel(WrapperModel):
                  params: ModelRequestParameters) -> Attempt:
         attempt = call.this_try()
         attempt.sent = True
-        dumped, _ = call.wire(messages, params)
+        dumped, attempt.prompt_estimate = call.wire(messages, params)
         request = {"messages": dumped["messages"]}
         if call.asked:
             request["settings"] = dump_settings(call.asked)
         request.update((k, v) for k, v in dumped.items() if k != "messages")
+        if is_constrained(settings):  # the prompted request, which the server held to the schema
+            request["output_mode"] = "constrained"
         attempt.request = request
         attempt.max_tokens = (settings or {}).get("max_tokens")
         attempt.on_settle(self._write)
@@ -70,6 +75,7 @@ class CallLogModel(WrapperModel):
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
         attempt = self._sending(current_call(), messages, model_settings, model_request_parameters)
         start = time.monotonic()
+        beat = asyncio.create_task(self._still_waiting(start, attempt.max_tokens))
         try:
             resp = await self.wrapped.request(messages, model_settings, model_request_parameters)
         except asyncio.CancelledError:
@@ -80,9 +86,21 @@ class CallLogModel(WrapperModel):
         except Exception as exc:
             attempt.latency, attempt.error = time.monotonic() - start, exc
             raise
+        finally:
+            beat.cancel()
         resp = redact_reply(resp, self.who.secrets)
         attempt.latency, attempt.response = time.monotonic() - start, resp
         return resp
+
+    async def _still_waiting(self, start: float, cap: int | None) -> None:
+        """A long request shows it is still under way (a small model on a CPU takes minutes for a long
+        prompt): the console's ``waiting`` event, every WAIT_NOTICE_S."""
+        while True:
+            await asyncio.sleep(WAIT_NOTICE_S)
+            waited = time.monotonic() - start
+            said = f", up to {cap:,} tokens" if cap else ""
+            self.who.emit("waiting", wait_s=round(waited), text=f"{self.who.role}: waiting for the model "
+                                                                f"({waited:.0f} s so far{said})")
 
     @asynccontextmanager
     async def request_stream(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
@@ -141,22 +159,29 @@ class CallLogModel(WrapperModel):
         elif http.usage:  # an unusable reply the server still served (and counted)
             rec.input_tokens, rec.output_tokens = http.input_tokens, http.output_tokens
             rec.cache_read_tokens, rec.cache_write_tokens = http.cache_read_tokens, http.cache_write_tokens
-        if resp is not None or http.usage:
-            rec.cost_usd, rec.price_source = self._price(resp, attempt)
+        elif F.timed_out(err):
+            # No reply and no usage, but the server read the prompt and (a local server goes on
+            # generating for a client that left) may spend the whole cap: counted as estimated.
+            rec.input_tokens, rec.output_tokens = attempt.prompt_estimate, attempt.max_tokens or 0
+            rec.tokens_estimated = True
+            said = "tokens estimated: no reply in time (the prompt as estimated, the output cap it was sent with)"
+            rec.note = f"{rec.note}; {said}" if rec.note else said
+        if resp is not None or http.usage or rec.tokens_estimated:
+            rec.cost_usd, rec.price_source = self._price(resp, attempt, rec)
         if self.max_record_bytes:
             fit_line(rec, self.max_record_bytes)
         return rec
 
-    def _price(self, resp: ModelResponse | None, attempt: Attempt) -> tuple[float, str | None]:
+    def _price(self, resp: ModelResponse | None, attempt: Attempt, rec: CallRecord) -> tuple[float, str | None]:
         http = attempt.http
         try:
             if self._pricer is not None:
-                return self._pricer.price(resp, http.headers, input_tokens=http.input_tokens,
-                                          output_tokens=http.output_tokens, cache_read=http.cache_read_tokens,
-                                          cache_write=http.cache_write_tokens)
+                return self._pricer.price(resp, http.headers, input_tokens=rec.input_tokens,
+                                          output_tokens=rec.output_tokens, cache_read=rec.cache_read_tokens,
+                                          cache_write=rec.cache_write_tokens)
             if self._cost_fn is not None and resp is not None:
                 return float(self._cost_fn(resp)), "replay"
-        except Exception:  # noqa: BLE001, S110 - pricing must never break a run
+        except Exception:  # noqa: BLE001 - pricing must never break a run
             pass
         return 0.0, None
 

@@ -6,14 +6,17 @@
   otherwise raises ContextTooLong so the caller assembles a shorter context.
 - A reply cut by ``length`` is asked again with a higher cap (never above the model's declared or
   discovered maximum), then a text reply is continued (the model asked for the rest, the parts
-  joined); one cut by the budget's cap is returned as it is.
+  joined); one cut by the budget's cap is returned as it is; one that ran to the end of a known
+  window (a server that holds only the prompt against it stops the reply there, below the cap) asks
+  the caller for a shorter prompt.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -24,6 +27,7 @@ from pydantic_ai.usage import RequestUsage
 from physlab.llm import failures as F
 from physlab.llm.defaults import ModelDefaults
 from physlab.llm.errors import ContextTooLong
+from physlab.llm.output import is_constrained
 from physlab.llm.seam.attempts import Attempt, Call, current_call
 from physlab.llm.seam.decisions import AskRest, GiveUp, Keep, LowerCap, OnCutReply, RaiseCap, Shorten
 from physlab.llm.seam.role import SeamRole
@@ -32,6 +36,7 @@ from physlab.llm.server_limits import LimitRefusal, limit_refusal
 CONTINUE_PROMPT = ("Your previous reply was cut off by the output limit. Continue it exactly where it stopped: "
                    "no repetition, no preamble.")
 MAX_ADJUSTMENTS = 6  # lowered caps for one request before its refusal is final
+WINDOW_SLACK = 8  # tokens a server's count of prompt + reply may fall short of a window it filled
 
 
 @dataclass
@@ -42,6 +47,13 @@ class ModelLimits:
     declared_max_output: int | None = None
     discovered_max_output: int | None = None
     window: int | None = None
+    # The server's prompt tokens per token of PhysLab's estimate (which errs high, for budgets):
+    # learned from each answered try, so a cap fitted into the window is not cut for nothing.
+    scale: float = 0.75
+
+    def learn_scale(self, prompt_tokens: int, estimate: int) -> None:
+        if prompt_tokens > 0 and estimate > 0:
+            self.scale = min(1.0, max(0.2, prompt_tokens / estimate))
 
     @property
     def max_output(self) -> int | None:
@@ -80,14 +92,17 @@ def decide_refusal(refusal: LimitRefusal, cap: int | None, min_reply: int) -> Lo
 
 
 def decide_cut(reply: Answered, *, joined: bool, raised: int, continued: int, defaults: ModelDefaults,
-               limits: ModelLimits, params: ModelRequestParameters) -> OnCutReply:
-    """A reply cut by ``length``: ``joined`` when it is already a continuation."""
+               limits: ModelLimits, params: ModelRequestParameters, held: bool = False) -> OnCutReply:
+    """A reply cut by ``length``: ``joined`` when it is already a continuation; ``held`` when the
+    server held it to a schema (a grammar starts again from the top: such a reply is not continued)."""
     resp, attempt = reply.response, reply.attempt
     cap = attempt.max_tokens if attempt else None
     cut_at_cap = bool(cap) and resp.usage.output_tokens >= 0.9 * (cap or 0)
     if attempt is not None and attempt.budget_capped and cut_at_cap:
         return Keep("truncated at the budget's cap (finish_reason=length); returned as is")
-    if reply.window_capped and cut_at_cap and not joined:
+    used = resp.usage.input_tokens + resp.usage.output_tokens
+    ran_to_window = bool(limits.window and resp.usage.input_tokens and used >= limits.window - WINDOW_SLACK)
+    if (reply.window_capped and cut_at_cap or ran_to_window) and not joined:
         # No larger cap fits beside this prompt, and a continuation would only make the prompt
         # longer: the caller has to send a shorter one.
         return Shorten("truncated where the context window ends (finish_reason=length)",
@@ -97,7 +112,7 @@ def decide_cut(reply: Answered, *, joined: bool, raised: int, continued: int, de
     new_cap = raised_cap(cap, resp, limits.max_output)
     if raised < defaults.truncation_retries and new_cap is not None and not joined:
         return RaiseCap(new_cap, f"truncated (finish_reason=length); retrying with max_tokens={new_cap}")
-    if continued < defaults.continuations and continuable(resp, params):
+    if continued < defaults.continuations and not held and continuable(resp, params):
         return AskRest("truncated at the model's output limit (finish_reason=length); asking for the rest")
     return Keep("truncated (finish_reason=length); returned as is")
 
@@ -130,14 +145,15 @@ def wanted_cap(settings: ModelSettings, call_cap: int | None, limits: ModelLimit
     return int(min(caps)) if caps else None
 
 
-def fit_window(want: int | None, estimate: int, window: int | None, min_reply: int) -> int | None:
-    """Within a known context window, the cap leaves room for the prompt (estimated generously
-    here; the server's own count, when it refuses, is exact)."""
+def fit_window(want: int | None, estimate: int, window: int | None, min_reply: int,
+               scale: float = 0.75) -> int | None:
+    """Within a known context window, the cap leaves room for the prompt (``estimate`` scaled to the
+    server's own count as learned from its replies; the server's count, when it refuses, is exact)."""
     if not window:
         return want
     # The estimate errs high (for budgets); here it should not. Never below a useful reply: when
     # that does not fit, the server's refusal says exactly by how much.
-    room = max(window - int(estimate * 0.75), min_reply)
+    room = max(window - int(estimate * scale), min_reply)
     return room if want is None or want > room else want
 
 
@@ -160,7 +176,8 @@ class LimitsModel(WrapperModel):
         raised = continued = 0
         while sent.response.finish_reason == "length":
             decision = decide_cut(sent, joined=bool(pieces), raised=raised, continued=continued,
-                                  defaults=self.defaults, limits=self.limits, params=params)
+                                  defaults=self.defaults, limits=self.limits, params=params,
+                                  held=is_constrained(settings))
             _settle(sent, decision.note)
             if isinstance(decision, Keep):
                 break
@@ -201,9 +218,10 @@ class LimitsModel(WrapperModel):
         while True:
             wanted = wanted_cap(settings, call_cap, self.limits)
             want = wanted
+            estimate = call.wire(messages, params)[1]
             if self.limits.window:
-                want = fit_window(wanted, call.wire(messages, params)[1], self.limits.window,
-                                  self.defaults.min_reply_tokens)
+                want = fit_window(wanted, estimate, self.limits.window, self.defaults.min_reply_tokens,
+                                  self.limits.scale)
             send = dict(settings)
             if want:
                 send["max_tokens"] = want
@@ -237,6 +255,7 @@ class LimitsModel(WrapperModel):
                                          detail=F.describe(exc, self.who.secrets)) from exc
                 raise
             attempt = call.last
+            self.limits.learn_scale(resp.usage.input_tokens, estimate)
             window_capped = want is not None and (wanted is None or want < wanted)
             return Answered(resp, attempt, window_capped and not (attempt is not None and attempt.budget_capped))
 

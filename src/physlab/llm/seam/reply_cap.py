@@ -10,15 +10,17 @@ streamed reply is checked when its stream closes.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from physlab.llm.errors import ReplyTooLarge
+from physlab.llm.errors import ReplyTooLarge, find_error
+from physlab.llm.http_capture import ReplyOverflow
 from physlab.llm.seam.attempts import Attempt, current_call
 from physlab.llm.seam.role import SeamRole
 
@@ -59,10 +61,30 @@ class ReplyCapModel(WrapperModel):
             attempt.settle()
         raise error
 
+    def _overflow(self, attempt: Attempt | None, exc: Exception) -> ReplyTooLarge | None:
+        """The HTTP client cut a body past its bound (physlab.llm.http_capture): refused, as a reply over
+        the cap is, without having read it whole."""
+        cut = find_error(exc, ReplyOverflow)
+        if cut is None:
+            return None
+        error = ReplyTooLarge(f"{self.who.role}: the reply from {self.who.spec} was cut off as it arrived ({cut}): "
+                              f"no model writes that much beside the {self.max_reply_bytes:,} bytes a reply may bring "
+                              "(max_reply_bytes in the model registry); it was not used")
+        if attempt is not None:
+            attempt.error = error
+            attempt.refused = str(error)
+            attempt.settle()
+        return error
+
     async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
         call = current_call()
-        resp = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        try:
+            resp = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        except Exception as exc:
+            if (error := self._overflow(call.last, exc)) is not None:
+                raise error from exc
+            raise
         self._check(call.last, resp)
         return resp
 
@@ -71,9 +93,14 @@ class ReplyCapModel(WrapperModel):
                              model_request_parameters: ModelRequestParameters,
                              run_context: Any = None) -> AsyncIterator[StreamedResponse]:
         call = current_call()
-        async with self.wrapped.request_stream(messages, model_settings, model_request_parameters,
-                                               run_context) as stream:
-            yield stream
+        try:
+            async with self.wrapped.request_stream(messages, model_settings, model_request_parameters,
+                                                   run_context) as stream:
+                yield stream
+        except Exception as exc:
+            if (error := self._overflow(call.last, exc)) is not None:
+                raise error from exc
+            raise
         attempt = call.last
         if attempt is not None and attempt.response is not None:
             self._check(attempt, attempt.response)

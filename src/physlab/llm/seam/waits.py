@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Mapping
+from collections.abc import Mapping
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
@@ -24,17 +24,24 @@ from physlab.llm.meter import RunMeter
 from physlab.llm.seam.attempts import current_call
 from physlab.llm.seam.decisions import GiveUp, SendAgain
 from physlab.llm.seam.role import SeamRole
-from physlab.llm.server_limits import refuses_tools, retry_after_s
+from physlab.llm.server_limits import refuses_tools, retry_after_s, silent_500
 
 
 def decide_retry(exc: BaseException, headers: Mapping[str, str], waiting: F.Waiting, *, who: SeamRole,
                  url: str | None, params: ModelRequestParameters, rng: random.Random,
-                 wall_left_s: float | None) -> SendAgain | GiveUp:
+                 wall_left_s: float | None, slots: int | None = None) -> SendAgain | GiveUp:
     """Wait and send again, or give up (with a ModelFailure once the policy is spent; with the
-    original error when the failure is not transient)."""
+    original error when the failure is not transient). A timed-out try is not sent again to a
+    server that generates one request at a time (``slots: 1``): it goes on generating for the
+    client that left, and the retry would only queue behind it."""
     kind = F.transient(exc)
-    if kind is None or (refuses_tools(exc) and (params.function_tools or params.output_tools)):
+    carries_tools = bool(params.function_tools or params.output_tools)
+    if kind is None or (carries_tools and (refuses_tools(exc) or silent_500(exc))):
         return GiveUp()  # not transient (a refusal of tools is the output mode's, even as a 5xx)
+    if slots == 1 and F.timed_out(exc):
+        return GiveUp(who.failure(exc, url, " - not sent again: the server generates one request at a time "
+                                            "(slots: 1 in the model registry) and goes on with this one for a "
+                                            "while; raise timeout_s, or lower max_output_tokens"))
     hint = retry_after_s(exc, headers) if kind == "rate_limited" else None
     if kind != "rate_limited":
         waiting.failures += 1
@@ -56,12 +63,13 @@ def decide_retry(exc: BaseException, headers: Mapping[str, str], waiting: F.Wait
 
 class RetryModel(WrapperModel):
     def __init__(self, wrapped: Model, *, who: SeamRole, policy: RetryPolicy, meter: RunMeter,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, slots: int | None = None) -> None:
         super().__init__(wrapped)
         self.who = who
         self.policy = policy
         self.meter = meter
         self.rng = rng or random.Random()
+        self.slots = slots
 
     async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
@@ -75,7 +83,7 @@ class RetryModel(WrapperModel):
                 decision = decide_retry(exc, last.http.headers if last else {}, waiting, who=self.who,
                                         url=self.who.endpoint or self.wrapped.base_url,
                                         params=model_request_parameters, rng=self.rng,
-                                        wall_left_s=self._wall_left())
+                                        wall_left_s=self._wall_left(), slots=self.slots)
                 if isinstance(decision, GiveUp):
                     if decision.error is None:
                         raise

@@ -5,7 +5,7 @@
         [--fault KIND[*N][:OPT=VALUE,...]]...
         [--refuse-tools] [--default-max-tokens N] [--max-output-tokens N] [--context-window N]
         [--rpm N [--rpm-window S] [--rate-limit-style openai|proxy]] [--usd-per-mtok IN,OUT]
-        [--prefix-cache] [--no-usage]
+        [--prefix-cache] [--no-usage] [--llama-cpp-python [CHAT_FORMAT]]
 
 Prints the base URL (for --api-base) on the first line, serves until stdin closes (unless it is
 /dev/null, as for a job started with `&` in a script), --max-seconds pass, SIGTERM or Ctrl-C, then
@@ -72,6 +72,10 @@ def _parser() -> _Parser:
     habits.add_argument("--prefix-cache", action="store_true", help="Report a prompt prefix seen before as "
                         "cached tokens (vLLM's prefix cache).")
     habits.add_argument("--no-usage", action="store_true", help="Send replies without a usage block.")
+    habits.add_argument("--llama-cpp-python", nargs="?", const="chatml-function-calling", metavar="CHAT_FORMAT",
+                        help="Play llama-cpp-python's server with a small model (Habits.llama_cpp_python): "
+                             "max_completion_tokens ignored, json_schema refused, json_object + schema held to, one "
+                             "request at a time; CHAT_FORMAT chatml-function-calling (default), gemma or chatml.")
     return ap
 
 
@@ -152,11 +156,18 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("latency", "max_seconds", "rpm_window"):
         if (value := getattr(args, name)) is not None and value < 0:
             ap.error(f"--{name.replace('_', '-')} must be >= 0")
-    habits = Habits(refuse_tools=args.refuse_tools, default_max_tokens=args.default_max_tokens,
-                    max_output_tokens=args.max_output_tokens, context_window=args.context_window, rpm=args.rpm,
-                    rpm_window_s=args.rpm_window, rate_limit_style=args.rate_limit_style,
-                    usd_per_mtok=_prices(ap, args.usd_per_mtok), prefix_cache=args.prefix_cache,
-                    api_key=_key(ap, args), report_usage=not args.no_usage)
+    options = dict(refuse_tools=args.refuse_tools, default_max_tokens=args.default_max_tokens,
+                   max_output_tokens=args.max_output_tokens, context_window=args.context_window, rpm=args.rpm,
+                   rpm_window_s=args.rpm_window, rate_limit_style=args.rate_limit_style,
+                   usd_per_mtok=_prices(ap, args.usd_per_mtok), prefix_cache=args.prefix_cache,
+                   api_key=_key(ap, args), report_usage=not args.no_usage)
+    if args.llama_cpp_python:
+        try:
+            habits = Habits.llama_cpp_python(args.llama_cpp_python, **{k: v for k, v in options.items() if v})
+        except ValueError as exc:
+            ap.error(f"--llama-cpp-python: {exc}")
+    else:
+        habits = Habits(**options)
     faults = _faults(ap, args.fault)
     responder = _responder(ap, args)
     stop = threading.Event()

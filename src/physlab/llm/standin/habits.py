@@ -1,21 +1,31 @@
 """The stand-in's habits: what real servers do on every request (see physlab.llm.standin.server).
 
-:class:`Habits` is the configuration; :class:`HabitState` keeps what they need to remember between
-requests (recent arrivals for an rpm limit, prompts seen for the prefix cache, replies cut by a cap
-so they can be continued) and decides the refusals.
+:class:`Habits` is the configuration (``Habits.llama_cpp_python()`` is the set a real
+llama-cpp-python server showed with Gemma 3 270M, issue #47); :class:`HabitState` keeps what they
+need to remember between requests (recent arrivals for an rpm limit, prompts seen for the prefix
+cache, replies cut by a cap so they can be continued), decides the refusals, and renders a request
+as the model would see it (a system message dropped, a list of text parts mangled).
 """
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 VLLM_TOOLS_REFUSED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+# llama-cpp-python's 500 for a response_format it does not take (its request model's validation error)
+LLAMA_FORMAT_REFUSED = ("1 validation error:\n  {{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                        "'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}', 'ctx': {{'expected': "
+                        "\"'text' or 'json_object'\"}}}}\n\n  POST /v1/chat/completions")
+# What a small model writes when it does not follow the instructions (Gemma 3 270M's first reply, verbatim)
+SMALL_MODEL_TEXT = "\n\nI'm sorry for the long answer. But I"
 CACHE_BLOCK = 16  # tokens per prefix-cache block (vLLM's default block size)
 
 
@@ -34,6 +44,40 @@ class Habits:
     prefix_cache: bool = False
     api_key: str | None = None  # a request without "Authorization: Bearer <key>" gets a proxy's 401
     report_usage: bool = True  # False: replies carry no usage block (some servers and proxies send none)
+    # ---- what llama-cpp-python showed (issue #47); the defaults are a server that does none of it
+    cap_fields: tuple[str, ...] = ("max_tokens", "max_completion_tokens")  # the output-cap names it honours
+    window_counts_cap: bool = True  # False: only the prompt is held against the window; a reply stops at its end
+    rambles: bool = False  # the model never stops on its own: a free reply runs to the cap (or the window)
+    follows_instructions: bool = True  # False: junk text, unless a schema constrains it (then a valid instance)
+    response_formats: tuple[str, ...] | None = None  # the response_format types taken (None: all); else a 500
+    json_schema_refusal: str = "validation"  # the 500's message: "validation" (names the field) or "empty"
+    constrains_json_object: bool = False  # json_object with a "schema": the reply is held to it (a grammar)
+    tool_choice_auto_only: bool = False  # tools with any tool_choice but "auto"/"none": a 500 with an empty message
+    drops_system: bool = False  # the chat format leaves system messages out (llama-cpp-python's "gemma")
+    mangles_parts: str | None = None  # a list of text parts: "escaped" (as a Python list) or "dropped"
+    single_slot: bool = False  # one request generates at a time; the others queue (and a left one runs on)
+    stream_usage: bool = True  # False: a stream carries no usage chunk, even when asked for one
+    tokenize_path: str | None = None  # its tokenizer endpoint ("/extras/tokenize": llama-cpp-python)
+
+    @classmethod
+    def llama_cpp_python(cls, chat_format: str = "chatml-function-calling", **overrides: Any) -> Habits:
+        """What ``python -m llama_cpp.server`` showed with Gemma 3 270M (issue #47): ``max_tokens``
+        honoured and ``max_completion_tokens`` ignored; ``json_schema`` refused (500) and
+        ``json_object`` + ``schema`` constrained; one request at a time; no usage in streams; the
+        window said only when a prompt overflows it; a model that rambles and does not follow
+        instructions. ``chatml-function-calling`` takes tools only with ``tool_choice: "auto"`` and
+        mangles a list of parts; ``gemma`` drops the system message (and the parts)."""
+        base: dict[str, Any] = dict(
+            cap_fields=("max_tokens",), window_counts_cap=False, rambles=True, follows_instructions=False,
+            response_formats=("text", "json_object"), constrains_json_object=True, single_slot=True,
+            stream_usage=False, tokenize_path="/extras/tokenize")
+        if chat_format == "chatml-function-calling":
+            base.update(tool_choice_auto_only=True, mangles_parts="escaped")
+        elif chat_format == "gemma":
+            base.update(drops_system=True, mangles_parts="dropped")
+        elif chat_format != "chatml":
+            raise ValueError(f"unknown chat format {chat_format!r} (chatml-function-calling, gemma, chatml)")
+        return cls(**{**base, **overrides})
 
 
 Refusal = tuple[int, dict[str, Any], dict[str, str]]  # status, JSON body, headers
@@ -103,12 +147,20 @@ class HabitState:
                                                      "(stand-in)", kind="rate_limit_error", code="rate_limit_exceeded")
                     return status, payload, rate_limit_headers(max(0.0, wait), h.rate_limit_style)
                 self._arrivals.append(now)
+        fmt = (body.get("response_format") or {}).get("type")
+        if h.response_formats is not None and fmt is not None and fmt not in h.response_formats:
+            self._faults["format_refused"] += 1
+            text = LLAMA_FORMAT_REFUSED.format(kind=fmt) if h.json_schema_refusal == "validation" else ""
+            return _error(500, text, kind="internal_server_error")
         tools = [t for t in body.get("tools") or [] if t.get("type") == "function"]
         if h.refuse_tools and tools and body.get("tool_choice", "auto") != "none":
             self._faults["tools_refused"] += 1
             return 400, {"object": "error", "message": VLLM_TOOLS_REFUSED, "type": "BadRequestError",
                          "param": None, "code": 400}, {}
-        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        if h.tool_choice_auto_only and tools and body.get("tool_choice", "auto") not in ("auto", "none"):
+            self._faults["tool_choice_refused"] += 1
+            return _error(500, "", kind="internal_server_error")
+        cap = self.cap(body)
         if h.max_output_tokens is not None and cap and cap > h.max_output_tokens:
             self._faults["cap_refused"] += 1
             return _error(400, f"max_tokens is too large: {cap}. This model supports at most {h.max_output_tokens} "
@@ -116,7 +168,7 @@ class HabitState:
                           code="invalid_value")
         if h.context_window is not None:
             n = self._prompt_tokens(body)
-            if n + (cap or 0) > h.context_window or n >= h.context_window:
+            if (h.window_counts_cap and n + (cap or 0) > h.context_window) or n >= h.context_window:
                 self._faults["context_refused"] += 1
                 if cap:
                     text = (f"This model's maximum context length is {h.context_window} tokens. However, you "
@@ -125,9 +177,33 @@ class HabitState:
                 else:
                     text = (f"This model's maximum context length is {h.context_window} tokens. However, your "
                             f"messages resulted in {n} tokens. Please reduce the length of the messages.")
+                if not h.window_counts_cap:  # llama-cpp-python: OpenAI's error shape
+                    return _error(400, text, param="messages", code="context_length_exceeded")
                 return 400, {"object": "error", "message": text, "type": "BadRequestError", "param": None,
                              "code": 400}, {}
         return None
+
+    def cap(self, body: dict[str, Any]) -> int | None:
+        """The output cap of ``body`` this server honours (a name it does not know is ignored)."""
+        for name in ("max_completion_tokens", "max_tokens"):
+            if name in self.habits.cap_fields and body.get(name):
+                return int(body[name])
+        return None
+
+    def as_seen(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as the model sees it through the chat format: system messages dropped, a list
+        of parts rendered as the escaped Python list llama-cpp-python's templates make of it."""
+        h = self.habits
+        if not (h.drops_system or h.mangles_parts):
+            return body
+        msgs = []
+        for m in body.get("messages", []):
+            if h.drops_system and m.get("role") in ("system", "developer"):
+                continue
+            if h.mangles_parts and isinstance(m.get("content"), list):
+                m = {**m, "content": "" if h.mangles_parts == "dropped" else html.escape(repr(m["content"]))}
+            msgs.append(m)
+        return {**body, "messages": msgs}
 
     @staticmethod
     def _continued_from(body: dict[str, Any]) -> str:

@@ -10,14 +10,15 @@ of its prompt file that opens the request's instructions (any other request is p
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
 from physlab.llm.preflight import PREFLIGHT_MARK, PROBE_ROLE, PROBE_TOOL
 from physlab.llm.scripted import Reply, final_answer, tool_call
-from physlab.llm.standin.responders import EchoResponder, Responder
+from physlab.llm.standin.responders import EchoResponder, Responder, last_user_text
 from physlab.llm.standin.scenario import ScenarioResponder, system_text
 
 
@@ -61,7 +62,7 @@ class ModelResponder:
         return dict(self.scenario.modes) if self.scenario is not None else {}
 
     def __call__(self, body: dict[str, Any]) -> Any:
-        if PREFLIGHT_MARK in system_text(body):
+        if PREFLIGHT_MARK in system_text(body) or PREFLIGHT_MARK in last_user_text(body):
             return self._preflight(body)
         if self.scenario is not None:
             return self.scenario(body)

@@ -7,8 +7,9 @@ against the stand-in in every output mode:
   (``physlab.llm.text_tools``: tools in the text, for servers without tool calling): the scenario's
   calls go back as that JSON, and earlier JSON turns and "Result of ..." messages are read back into
   the tool calls and returns the scenario expects;
-- a request for structured output without tools (a JSON-schema ``response_format``, or pydantic-ai's
-  prompted-output instructions): the scenario's answer goes back as the JSON object.
+- a request for structured output without tools (a JSON-schema ``response_format``, llama.cpp's
+  ``json_object`` with a ``schema``, or pydantic-ai's prompted-output instructions): the scenario's
+  answer goes back as the JSON object.
 
 The scenario is asked with the role the request belongs to: ``role_of(body)`` decides (e.g. from the
 role's instructions, :func:`role_by_instructions`). Output tools are told from function tools by
@@ -20,7 +21,8 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -115,6 +117,9 @@ class ScenarioResponder:
             if fmt.get("type") == "json_schema":
                 schema = fmt["json_schema"].get("schema") or schema
                 name = fmt["json_schema"].get("name")
+            elif fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict):  # llama.cpp's form
+                schema = fmt["schema"]
+                name = schema.get("title")
             else:
                 name = (schema or {}).get("title")
             choices = (((schema or {}).get("properties") or {}).get("calls") or {}).get("items", {}).get("anyOf")

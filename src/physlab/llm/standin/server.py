@@ -40,7 +40,9 @@ length is N tokens..."; without a cap the reply gets what is left), ``rpm`` (req
 ``api_key`` (a proxy's 401 without it), ``report_usage=False`` (replies and streams carry no usage
 block, as some servers and proxies send none) and ``prefix_cache`` (a prompt's prefix already seen
 is reported as ``prompt_tokens_details.cached_tokens`` in blocks of 16 tokens, as vLLM's prefix
-cache does).
+cache does). ``Habits.llama_cpp_python()`` plays llama-cpp-python with a small model (see
+physlab.llm.standin.habits): an ignored cap name, a refused ``json_schema``, a ``json_object``
+schema held to, one request at a time, a dropped system message, mangled parts, a tokenizer.
 """
 
 from __future__ import annotations
@@ -48,21 +50,41 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import random
 import socket
 import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
-from physlab.llm.standin.habits import Habits, HabitState, rate_limit_headers
+from physlab.llm.standin.fuzz_schema import instance as schema_instance
+from physlab.llm.standin.habits import SMALL_MODEL_TEXT, Habits, HabitState, rate_limit_headers
 from physlab.llm.standin.responders import EchoResponder, Reply, Responder, args_json, as_reply
 
 FAULT_KINDS = ("rate_limit", "server_error", "slow", "length", "malformed_tool_json", "unknown_tool",
                "empty_choices", "drop")
+
+RAMBLE_TOKENS = 8192  # how far a model that never stops runs with no cap and no window (llama.cpp's n_ctx)
+
+
+def _holds(reply: Reply, schema: dict[str, Any]) -> bool:
+    """The reply is already what a model that follows its instructions writes under the schema's
+    grammar: a JSON object (the stand-in does not fill in the keys the grammar would have made it
+    write; a reply that is not JSON is replaced by an instance of the schema, as a grammar forces)."""
+    if reply.tool_calls or not reply.content:
+        return False
+    try:
+        obj = json.loads(reply.content)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict)
+
 
 def count_tokens(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
@@ -143,6 +165,8 @@ class StandinStats:
     max_in_flight: int = 0
     faults: Counter = field(default_factory=Counter)
     handling_s: float = 0.0  # time spent inside the handler for answered requests (excl. latency)
+    serving: int = 0  # requests generating now (a single-slot server: at most one)
+    max_serving: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -157,9 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     wbufsize = 1 << 16  # an answer's head and body leave in one write, flushed after each request
-    server: "_HTTPServer"
+    server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet, like a test fixture
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -178,14 +202,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         if self.path.split("?", 1)[0].rstrip("/") in ("/v1/models", "/models"):
             self._json(200, {"object": "list", "data": [{"id": self.server.standin.model_name, "object": "model",
                                                          "created": 0, "owned_by": "physlab-standin"}]})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             return self.send_error(411, "send a Content-Length body (chunked bodies are not supported by the stand-in)")
         try:
@@ -196,6 +220,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self.send_error(400, "bad Content-Length")
         raw = self.rfile.read(length)
         path = self.path.split("?", 1)[0].rstrip("/")
+        tokenizer = self.server.standin.habits.tokenize_path
+        if tokenizer is not None and path in (tokenizer, tokenizer + "/count"):
+            return self._tokenize(raw, count_only=path.endswith("/count"))
         if path not in ("/v1/chat/completions", "/chat/completions"):
             return self._json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
         try:
@@ -211,14 +238,34 @@ class _Handler(BaseHTTPRequestHandler):
         arrived = time.time()
         fault, latency, delay = srv.admit(body)
         try:
+            with srv.slot():  # a single-slot server: the others wait here, and a left request runs on
+                self._answer(srv, body, fault, latency, delay, arrived)
+        finally:
+            srv.done()
+
+    def _tokenize(self, raw: bytes, *, count_only: bool) -> None:
+        """llama-cpp-python's ``{"input"}``, llama.cpp's ``{"content"}`` or vLLM's ``{"prompt"}``:
+        the tokens the server would count for the text (one id per token)."""
+        try:
+            body = json.loads(raw or b"{}")
+            text = next(str(body[k]) for k in ("input", "content", "prompt") if k in body)
+        except (json.JSONDecodeError, UnicodeDecodeError, StopIteration, TypeError):
+            return self._json(422, {"detail": "expected a JSON body with 'input'"})
+        n = count_tokens(text)
+        self._json(200, {"count": n} if count_only else {"tokens": list(range(n)), "count": n})
+
+    def _answer(self, srv: StandinServer, body: dict[str, Any], fault: Any, latency: float, delay: float,
+                arrived: float) -> None:
+        with srv.serving():
             if self.server.stopping.wait(delay):  # stopped meanwhile: dropped, as by a stopped server
                 self.close_connection = True
                 return
             t0 = time.perf_counter()
             answer = srv.answer(body, fault)
-            if answer.kind == "drop":
-                self.close_connection = True
-                return
+        if answer.kind == "drop":
+            self.close_connection = True
+            return
+        try:
             if answer.kind == "stream":  # the events, then the connection closes (no chunked encoding)
                 self.close_connection = True
                 self.send_response(200)
@@ -230,19 +277,18 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(answer.status, answer.payload, answer.headers)
             self.wfile.flush()
-            srv.answered(answer, time.perf_counter() - t0, arrived, latency)
         except OSError:  # the client left before its answer
             self.close_connection = True
-        finally:
-            srv.done()
+            return
+        srv.answered(answer, time.perf_counter() - t0, arrived, latency)
 
 
 class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 1024  # a sweep's cells connect all at once
     stopping: threading.Event
-    standin: "StandinServer"
+    standin: StandinServer
 
-    def __init__(self, standin: "StandinServer", address: tuple[str, int]) -> None:
+    def __init__(self, standin: StandinServer, address: tuple[str, int]) -> None:
         self.standin = standin
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
@@ -282,6 +328,8 @@ class StandinServer:
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
         self._http: _HTTPServer | None = None
+        self._slot = threading.Lock() if self.habits.single_slot else None
+        self.seen: list[str] = []  # each request's prompt as the model saw it (after the chat format)
 
     # ---- lifecycle -------------------------------------------------------------------------
     @property
@@ -293,7 +341,7 @@ class StandinServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
-    def start(self) -> "StandinServer":
+    def start(self) -> StandinServer:
         self._http = _HTTPServer(self, (self.host, self._port))
         threading.Thread(target=self._http.serve_forever, name="physlab-standin", daemon=True).start()
         return self
@@ -315,7 +363,7 @@ class StandinServer:
         with self._lock:
             self._lock.wait_for(lambda: self.stats.in_flight == 0, timeout=10)
 
-    def __enter__(self) -> "StandinServer":
+    def __enter__(self) -> StandinServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -349,7 +397,7 @@ class StandinServer:
         delay = latency + (float(fault.opts.get("delay_s", 2.0)) if fault and fault.kind == "slow" else 0)
         return fault, latency, delay
 
-    def answer(self, body: dict[str, Any], fault: Fault | None) -> "Answer":
+    def answer(self, body: dict[str, Any], fault: Fault | None) -> Answer:
         """What to send back for ``body`` (after its delay)."""
         if fault and fault.kind == "drop":
             return Answer("drop")
@@ -358,6 +406,9 @@ class StandinServer:
             return Answer("json", 429, {"error": {"message": "rate limited (stand-in)", "type": "rate_limit_error",
                                                   "code": "rate_limit_exceeded"}},
                           rate_limit_headers(ra, fault.opts.get("style", "openai")))
+        body = self._habits.as_seen(body)  # what reaches the model through the chat format
+        with self._lock:
+            self.seen.append("\n".join(str(m.get("content") or "") for m in body.get("messages", [])))
         if (refused := self._habits.refusal(body)) is not None:
             status, payload, headers = refused
             return Answer("json", status, payload, headers)
@@ -365,7 +416,7 @@ class StandinServer:
             return Answer("json", 500, {"error": {"message": "internal error (stand-in)", "type": "server_error"}})
         try:
             completion, _, n_prompt, n_completion = self.build(body, fault)
-        except Exception as exc:  # responder failed (e.g. script exhausted): a clear 500
+        except Exception as exc:  # noqa: BLE001 - responder failed (e.g. script exhausted): a clear 500
             return Answer("json", 500, {"error": {"message": f"stand-in responder failed: {exc}",
                                                   "type": "server_error"}})
         counted = (1 if "usage" in completion else 0, n_prompt, n_completion)
@@ -377,11 +428,11 @@ class StandinServer:
                 self.costs.append(cost)
             headers["x-litellm-response-cost"] = repr(cost)
         if body.get("stream"):
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            include_usage = self.habits.stream_usage and bool((body.get("stream_options") or {}).get("include_usage"))
             return Answer("stream", 200, sse_events(completion, include_usage), counted=counted)
         return Answer("json", 200, completion, headers, counted=counted)
 
-    def answered(self, answer: "Answer", handling_s: float, arrived: float, latency: float) -> None:
+    def answered(self, answer: Answer, handling_s: float, arrived: float, latency: float) -> None:
         """An answer went out: add the tokens it reported, and note when its request arrived."""
         if answer.counted is None:
             return
@@ -397,6 +448,23 @@ class StandinServer:
             self.stats.completion_tokens += n_completion
             self.stats.handling_s += handling_s
 
+    def slot(self) -> Any:
+        """Held while a request is served: one at a time on a single-slot server (llama-cpp-python),
+        which keeps generating for a client that left while the next ones wait."""
+        return self._slot if self._slot is not None else nullcontext()
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Counts a request as generating (``stats.max_serving``)."""
+        with self._lock:
+            self.stats.serving += 1
+            self.stats.max_serving = max(self.stats.max_serving, self.stats.serving)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.stats.serving -= 1
+
     def done(self) -> None:
         """A request admitted by :meth:`admit` is over (answered, dropped, or its client left)."""
         with self._lock:
@@ -404,6 +472,14 @@ class StandinServer:
             self._lock.notify_all()
 
     # ---- building replies ------------------------------------------------------------------
+    def _constraint(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The schema a ``json_object`` response format holds the reply to (llama.cpp's grammar)."""
+        fmt = body.get("response_format") or {}
+        schema = fmt.get("schema")
+        if self.habits.constrains_json_object and fmt.get("type") == "json_object" and isinstance(schema, dict):
+            return schema
+        return None
+
     def build(self, body: dict[str, Any], fault: Fault | None) -> tuple[dict[str, Any], Reply, int, int]:
         """The completion (non-streamed shape), the reply, and the tokens it reports."""
         kind = fault.kind if fault else None
@@ -418,7 +494,16 @@ class StandinServer:
                               "total_tokens": n_prompt + n_completion}
             return empty, Reply(), n_prompt, n_completion
         head, rest = self._habits.continuing(body)
-        reply = Reply(content=rest) if rest is not None else as_reply(self.responder(body))
+        schema = self._constraint(body)
+        if rest is not None:
+            reply = Reply(content=rest)
+        elif not self.habits.follows_instructions:  # a small model: what it writes is not what was asked
+            reply = Reply(content=SMALL_MODEL_TEXT)
+        else:
+            reply = as_reply(self.responder(body))
+        if schema is not None and not _holds(reply, schema):  # a grammar: nothing else can be written
+            seed = len(self.requests)
+            reply = Reply(content=json.dumps(schema_instance(schema, random.Random(seed))))
         content = reply.content
         calls = [(name, args_json(args)) for name, args in reply.tool_calls]
         finish = reply.finish_reason
@@ -432,12 +517,16 @@ class StandinServer:
             calls = [(fault.opts.get("name", "no_such_tool"), "{}")]
         if finish is None:
             finish = "tool_calls" if calls else "stop"
-        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        cap = self._habits.cap(body)
+        room = (self.habits.context_window - prompt_tokens(body)) if self.habits.context_window else None
         if not cap:  # the server's own limit: its default, or what the context window leaves
-            limits = [x for x in (self.habits.default_max_tokens,
-                                  (self.habits.context_window - prompt_tokens(body)) if self.habits.context_window
-                                  else None) if x]
+            limits = [x for x in (self.habits.default_max_tokens, room) if x]
             cap = min(limits) if limits else None
+        elif room is not None and not self.habits.window_counts_cap:  # the reply stops where the window ends
+            cap = min(cap, room)
+        if self.habits.rambles and content and not calls and schema is None:  # it never stops on its own
+            goal = cap or RAMBLE_TOKENS
+            content = (content + " " + " ".join(["and so on"] * (goal * 4 // 10 + 1)))[: goal * 4 + 4]
         full = count_tokens(content or "") + sum(count_tokens(n + a) for n, a in calls)
         if kind == "length" or (cap and full > cap):
             budget_chars = (cap * 4) if (cap and full > cap) else max(1, len(content or "") // 2)
