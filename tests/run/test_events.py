@@ -58,3 +58,23 @@ def test_json_console_prints_what_the_sender_set():
     out = io.StringIO()
     make_console("json", stream=out)(Step(strategy="rsa", step="aggregate", population=4))
     assert json.loads(out.getvalue()) == {"event": "step", "strategy": "rsa", "step": "aggregate", "population": 4}
+
+
+def test_a_request_still_out_is_a_seam_event_every_view_shows():
+    """The model seam says every minute that a request is still out (``waiting``): a typed event of
+    the seam's, never an unknown kind; the live panels show it where a rate limit's wait shows, the
+    lines console prints it."""
+    from physlab.lab.console import LabView
+    from physlab.run.events import SEAM_EVENTS
+    from physlab.run.progress import RunView
+
+    said = {"role": "solver", "model": "openai:small", "wait_s": 60, "text": "solver: waiting for the model (60 s)"}
+    event = as_event("waiting", said)
+    assert not isinstance(event, Other) and isinstance(event, SEAM_EVENTS)
+    assert event.data() == said  # the API's callback gets back what the seam said
+    for view in (RunView("oneshot"), LabView()):
+        view.feed("waiting", said)
+        assert view.waiting == said["text"]
+    out = io.StringIO()
+    make_console("lines", stream=out)("waiting", **said)
+    assert "waiting for the model (60 s)" in out.getvalue()
