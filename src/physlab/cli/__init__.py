@@ -36,6 +36,7 @@ _COMMAND_MODULES = (
     "physlab.cli.problems",
     "physlab.cli.grade",
     "physlab.cli.sandbox",
+    "physlab.cli.strategies",
     "physlab.cli.solve",
     "physlab.cli.models",
     "physlab.cli.runs",
