@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from physlab.bench import stats  # noqa: E402
+from physlab.bench import stats
 
 ACCURACIES = (0.05, 0.10, 0.30)
 PROBLEMS = (20, 70)

@@ -174,7 +174,7 @@ def sweep(args: argparse.Namespace, cells: int, scratch: Path) -> dict:
     started, finished, cpu_s, ran = run
     ideal, statuses, calls, first_request = 0.0, {}, {}, {}
     last_end = max(r[7] for r in rows)
-    for strategy, state, status, reason, ws, n_calls, _, cell_end in rows:
+    for strategy, _state, status, reason, ws, n_calls, _, cell_end in rows:
         label = f"{status} ({reason})" if status == "error" else status
         statuses[label] = statuses.get(label, 0) + 1
         calls.setdefault(strategy, []).append(n_calls or 0)

@@ -15,7 +15,7 @@ import sys
 
 class _CtrlC:
     def find_spec(self, name, path=None, target=None):
-        if name == "physlab.bench.cli":
+        if name == "physlab.cli.runs":
             raise KeyboardInterrupt
         return None
 

@@ -1,10 +1,9 @@
 """The layers of src/physlab, as docs/DEVELOPING.md draws them: every import between top-level
 packages runs down, and no two packages import each other (directly or round a circle).
 
-Every import counts, the ones inside functions too (a lazy import is still a dependency). A module
-named ``cli.py`` (or ``*_cli.py``, or a ``__main__.py``: ``python -m`` runs it) is a command: it stands
-on the top floor with ``physlab.cli`` (which assembles them, and holds `physlab runs`), whatever folder
-holds it, and nothing but another command imports it.
+Every import counts, the ones inside functions too (a lazy import is still a dependency). Every
+module stands on its own folder's floor: the commands live in ``physlab.cli`` (one module per command
+group), on the top floor with the Python API, and nothing below imports them.
 
     python -m pytest -q tests/test_layers.py      # lists every import that runs back up
 """
@@ -19,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "physlab"
 
 # Bottom to top. A package may import its own modules and those of any floor below its own.
 FLOORS: list[set[str]] = [
-    {"errors", "lazy"},
+    {"errors", "lazy", "version"},
     {"problems", "sandbox"},
     {"grading"},
     {"llm", "tools"},
@@ -31,12 +30,6 @@ FLOORS: list[set[str]] = [
     {"api", "__init__", "__main__", "cli"},   # the Python API, and the commands (see COMMANDS)
 ]
 COMMANDS = len(FLOORS) - 1
-# Modules that stand on another package's floor than their folder's: checking a problem's reference
-# is the grader's work (`physlab problems check` evaluates it with the grader's own code).
-# A judge model grading a prose answer is the grader's work done through the model seam: it stands on
-# the model seam's floor (the rules' grader never imports it; its callers hand it over).
-PLACED = {"physlab.problems.check": "grading", "physlab.problems.refcheck": "grading",
-          "physlab.grading.judge": "llm"}
 
 
 def module_name(path: Path) -> str:
@@ -44,22 +37,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def is_command(module: str) -> bool:
-    parts = module.split(".")
-    return parts[1:2] in (["cli"], ["__main__"]) or parts[-1] in ("cli", "__main__") or parts[-1].endswith("_cli")
-
-
 def package(module: str) -> str:
-    """The top-level package a module belongs to (its folder's, or the one PLACED gives it)."""
-    if module in PLACED:
-        return PLACED[module]
+    """The top-level package a module belongs to: its folder's."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
 
 def floor(module: str) -> int:
-    if is_command(module):
-        return COMMANDS
     pkg = package(module)
     for n, names in enumerate(FLOORS):
         if pkg in names:
@@ -97,7 +81,7 @@ def edges() -> dict[tuple[str, str], list[str]]:
     for path in sorted(SRC.rglob("*.py")):
         src = module_name(path)
         for dst in imports(path, src):
-            if package(dst) != package(src) or is_command(dst) != is_command(src):
+            if package(dst) != package(src):
                 out.setdefault((src, dst), []).append(str(path.relative_to(SRC.parent)))
     return out
 
@@ -110,15 +94,15 @@ def test_every_import_between_packages_runs_down():
 
 
 def test_no_command_is_imported_by_anything_but_a_command():
-    wrong = sorted(f"{a} imports the command module {b}" for a, b in edges() if is_command(b) and not is_command(a))
+    wrong = sorted(f"{a} imports the command module {b}" for a, b in edges() if floor(b) == COMMANDS
+                   and floor(a) < COMMANDS)
     assert not wrong, "\n".join(wrong)
 
 
 def test_no_circle_between_packages():
     graph: dict[str, set[str]] = {}
     for a, b in edges():
-        if not is_command(a):
-            graph.setdefault(package(a), set()).add(package(b))
+        graph.setdefault(package(a), set()).add(package(b))
     circles = []
     for start in sorted(graph):
         stack, seen = [(start, [start])], set()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from physlab.version import __version__
 
 _API = ("solve", "solve_async", "grade", "grade_async", "load_problems", "load_problem")
 __all__ = ["__version__", *_API]

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from physlab.errors import UserError
 
@@ -75,7 +76,8 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     ``model``: ``provider:model``, ``scripted:NAME`` or ``replay:RUN_DIR`` (default:
     ``$PHYSLAB_MODEL``). ``budget`` or the ``max_*`` shortcuts cap calls, tokens, cost (USD) and
     wall time (s). ``params``: the strategy's parameters (``physlab strategies show NAME`` lists them).
-    ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...).
+    ``events``: called as ``events(kind, **data)`` for progress (run_started, step, ...: the kinds and fields
+    of the typed events in :mod:`physlab.run.events`).
     ``role_models``: ``{role: "provider:model"}`` for roles played by another model;
     ``output_mode``: tool | native | constrained | prompted | auto (docs/serving.md). ``tools``: the lab's tools beyond
     Python, as ``--tools`` writes them (``"cas,literature,corpus=DIR,web"``, ``"none"``; docs/tools.md).
@@ -84,44 +86,30 @@ async def solve_async(problem: Problem | str | os.PathLike[str], strategy: str |
     given here override them); a record not written on this machine (or edited since) that chooses the
     server, the key variable, the registry or the tools is refused (``UserError``) unless ``yes`` or those
     options are given here."""
-    from physlab.llm.models import parse_role_models
-    from physlab.llm.output import check_output_mode
-    from physlab.run.options import RunOptions, check_protocol, given_options, registry_path
-    from physlab.run.resume import resume_options
+    from physlab.run.entry import Given, prepare
+    from physlab.run.events import Notice, legacy
     from physlab.run.runner import Shared, run
     from physlab.strategies import registry
-    from physlab.tools.choice import ToolChoice
 
     limits = {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens), ("max_cost_usd", max_cost),
                                 ("max_wall_s", max_wall)) if v is not None}
     if budget is not None and limits:
         raise UserError("give either budget=Budget(...) or the max_* shortcuts, not both", field="budget")
-    given = given_options({"strategy": strategy, "model": model, "api_base": api_base, "api_key_env": api_key_env,
-                           "output_mode": check_output_mode(output_mode, field_name="output_mode"),
-                           "models_config": registry_path(models_config, environment=False),
-                           "max_in_flight": max_in_flight,
-                           "role_models": parse_role_models(role_models, field_name="role_models"),
-                           "params": dict(params or {}), "budget": budget.model_dump(exclude_none=True)
-                           if budget is not None else limits, "seed": seed,
-                           "tools": ToolChoice.parse(tools, "tools") if tools is not None else None,
-                           "protocol": check_protocol(protocol, "protocol")})
-    if resume is not None:
-        options, _ = resume_options(Path(resume), given, yes=yes)  # what it changes: a "notice" event
-        prob = _problem(problem)
-    else:
-        given.setdefault("model", os.environ.get("PHYSLAB_MODEL"))
-        if not given.get("model"):
-            raise UserError("no model given: pass model='provider:model' (or scripted:NAME, replay:PATH)",
-                            field="model")
-        given.setdefault("models_config", registry_path(None))  # $PHYSLAB_MODELS_CONFIG, as the CLI reads it
-        options = RunOptions.model_validate({"strategy": registry.DEFAULT, **given})
-        prob = _problem(problem)
-    once = registry.session_params(options.params)  # where this session starts (resume_iteration): not recorded
-    scaffold = registry.build(options.strategy, {**options.params, **once}, options.protocol)
-    if events is not None:
+    given = Given(strategy=strategy, model=model, api_base=api_base, api_key_env=api_key_env,
+                  output_mode=output_mode, role_models=role_models, models_config=models_config,
+                  max_in_flight=max_in_flight, seed=seed, params=params, tools=tools, protocol=protocol,
+                  budget=budget.model_dump(exclude_none=True) if budget is not None else limits)
+    if resume is None and not (model or os.environ.get("PHYSLAB_MODEL")):
+        raise UserError("no model given: pass model='provider:model' (or scripted:NAME, replay:PATH)", field="model")
+    # (a resume: what it changes is said as a "notice" event as it starts)
+    options, scaffold = prepare(given, Path(resume) if resume is not None else None, registry,
+                                name=lambda option: option, yes=yes)
+    prob = _problem(problem)
+    sink = legacy(events) if events is not None else None  # the documented events(kind, **data)
+    if sink is not None:
         for line in registry.protocol_notes(options.strategy, options.params, options.protocol):
-            events("notice", text=line)
-    return await run(prob, scaffold, options, Shared(events=events),
+            sink(Notice(text=line))
+    return await run(prob, scaffold, options, Shared(events=sink),
                      workspace=resume if resume is not None else workspace, resume=resume is not None,
                      replace=replace)
 

@@ -7,9 +7,9 @@ The CLI prints that line and exits 2; it never shows a traceback for bad input.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 
 class UserError(Exception):

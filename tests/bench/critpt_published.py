@@ -21,7 +21,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 SKIPPED = {"batch_metadata.json", "main.json", *(f"sub_{i}.json" for i in range(10))}
 
@@ -33,7 +33,7 @@ class Submission:
     model: str
     timestamp: str
     generation_config: dict
-    messages: Optional[list] = None
+    messages: list | None = None
 
 
 def load_batch(data: dict) -> tuple[list[Submission], dict]:
@@ -78,5 +78,5 @@ def the_function(response: str) -> ast.FunctionDef:
 def run_answer(response: str, **kwargs: Any) -> Any:
     """Call the extracted function (the stand-in grader's way of reading an answer)."""
     namespace: dict[str, Any] = {}
-    exec(compile(extracted_code(response), "<submission>", "exec"), namespace)  # noqa: S102 - test-only, our scripted code
+    exec(compile(extracted_code(response), "<submission>", "exec"), namespace)  # test-only, our scripted code
     return namespace[the_function(response).name](**kwargs)

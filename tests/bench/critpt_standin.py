@@ -37,7 +37,7 @@ class GradingStandin:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/api/v2/critpt/evaluate"
 
-    def __enter__(self) -> "GradingStandin":
+    def __enter__(self) -> GradingStandin:
         self._thread.start()
         return self
 
@@ -52,7 +52,7 @@ class GradingStandin:
         for sub in submissions:
             try:
                 correct = run_answer(sub["generated_code"]) == self.answer_key[sub["problem_id"]]
-            except Exception:  # the real server grades a broken answer as wrong
+            except Exception:  # noqa: BLE001 - the real server grades a broken answer as wrong
                 correct = False
             results.append({"problem_id": sub["problem_id"], "score": float(correct),
                             "judge_result": "correct" if correct else "incorrect"})
@@ -96,7 +96,7 @@ class GradingStandin:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 query = parse_qs(urlsplit(self.path).query)
                 key = self.headers.get("x-api-key")

@@ -27,7 +27,7 @@ def _check_entry(entry: dict, *, repeat: int, with_messages: bool) -> None:
     assert fn.name == "answer" and not fn.args.args
     assert "value = 0" in ast.unparse(fn)  # the model's filled template, not the blank one
     when = dt.datetime.fromisoformat(entry["timestamp"])  # ISO 8601
-    assert when.tzinfo is not None and abs((dt.datetime.now(dt.timezone.utc) - when).total_seconds()) < 3600
+    assert when.tzinfo is not None and abs((dt.datetime.now(dt.UTC) - when).total_seconds()) < 3600
     assert entry["model"] == f"scripted/{FILL}"  # CritPt writes api/name
     cfg = entry["generation_config"]
     assert cfg["strategy"] == "oneshot" and cfg["repeat"] == repeat and cfg["physlab_cell"].endswith(f"|r{repeat}|-")

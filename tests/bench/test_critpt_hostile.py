@@ -158,7 +158,7 @@ class EchoingServer:
             def log_message(self, *args) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 key = self.headers.get("x-api-key")
                 if server.mode == "refused":

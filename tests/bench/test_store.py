@@ -14,8 +14,10 @@ from physlab.bench.store import CellResult, CellSpec, ResultsStore, worker_id
 from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
 
+UNLIMITED = Budget()
 
-def _specs(n=4, budget=Budget()):
+
+def _specs(n=4, budget=UNLIMITED):
     return [CellSpec(problem_id=f"p{i}", strategy="oneshot", model="scripted:x", repeat=0,
                      budget=budget, suite="s") for i in range(n)]
 

@@ -363,7 +363,7 @@ async def test_sweep_records_its_worker_run_and_counts_live_tokens_per_call(tmp_
 def test_per_worker_splits_the_machine_totals():
     import math
 
-    from physlab.bench.cli import per_worker
+    from physlab.cli.bench import per_worker
 
     cfg = SweepConfig(suite="examples", strategies=["oneshot"], models=["scripted:oneshot-wrong"],
                       concurrency=7, max_inflight=5, sandbox_workers=3)

@@ -35,7 +35,10 @@ def _one_line_error(err: str, *needles: str) -> None:
         assert n in lines[0], (n, err)
 
 
-def _db(path: Path, *, budgets=(Budget(),), repeats: int = 2, pending: int = 0) -> Path:
+UNLIMITED = (Budget(),)
+
+
+def _db(path: Path, *, budgets=UNLIMITED, repeats: int = 2, pending: int = 0) -> Path:
     """One strategy x model, 2 problems x ``repeats``, done and graded, at each of ``budgets``;
     plus ``pending`` cells of another model that never ran."""
     st = ResultsStore(path)

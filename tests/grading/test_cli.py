@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not QEC_FILE.is_file(), reason="shared CritPt da
 @pytest.fixture
 def cli(grading_sandbox, monkeypatch):
     """The CLI in-process, on the session's warm sandbox."""
-    import physlab.grading.cli as grading_cli
+    import physlab.cli.grade as grading_cli
 
     monkeypatch.setattr(grading_cli, "command_sandbox", lambda: grading_sandbox)
     runner = CliRunner()

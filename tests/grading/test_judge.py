@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from physlab.cli import app
 from physlab.grading.grader import prose_verdict
-from physlab.grading.judge import judge_request, judge_with
+from physlab.llm.judge import judge_request, judge_with
 from physlab.llm.standin import Reply, StandinServer
 from physlab.llm.standin.responders import last_user_text
 from physlab.problems.model import Problem

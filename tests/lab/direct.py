@@ -3,8 +3,9 @@ that need async role players (concurrency) or hand-made misbehaviour."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic_ai.models.function import FunctionModel
 

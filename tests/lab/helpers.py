@@ -34,10 +34,10 @@ def calls(ws: Path) -> list[dict]:
 def matches_reference(answer_code: str, problem) -> bool:
     """Independent check used only when the project grader is not importable yet."""
     ns: dict[str, Any] = {}
-    exec(answer_code, ns)  # noqa: S102 - our own scripted answer, in a test
+    exec(answer_code, ns)  # our own scripted answer, in a test
     p = sp.symbols("p")
     ref_ns: dict[str, Any] = {"sp": sp, "p": p}
-    exec(problem.reference if "F_logical" in problem.reference else f"F_logical = {problem.reference}", ref_ns)  # noqa: S102
+    exec(problem.reference if "F_logical" in problem.reference else f"F_logical = {problem.reference}", ref_ns)
     return sp.simplify(ns["answer"](p) - ref_ns["F_logical"]) == 0
 
 

@@ -5,7 +5,8 @@ a test act at a given iteration (post to the inbox, block, ...)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 

@@ -233,7 +233,7 @@ def test_docs_say_what_each_role_sees_and_the_parameters_as_the_code_does():
         assert C.ROLE_SECTIONS[role] == C.HEAD + stable + volatile, role
         assert (cells[2], cells[3]) == (", ".join(stable) or "—", ", ".join(volatile)), role
         assert (cells[1] == "✓") == (role in WITH_STANDARDS), role
-    from physlab.strategies.cli import _shown
+    from physlab.cli.strategies import _shown
 
     def shown(value):     # as `strategies show` writes it (a whole float without its .0)
         return _shown(int(value) if isinstance(value, float) and value == int(value) else value)

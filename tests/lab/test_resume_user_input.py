@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from physlab.cli import main
+from physlab.cli.solve import parse_params
 from physlab.errors import UserError
 from physlab.lab import inbox
 from physlab.problems.model import Problem
-from physlab.strategies.cli import parse_params
 from tests.lab.helpers import git_subjects, solve, state_of
 from tests.lab.mini import TEMPLATE, mini_problem, register
 

@@ -247,7 +247,7 @@ async def test_completion_blocked_again_and_again_trips_the_circuit_breaker(tmp_
             return final_answer(info, {"verdict": verdict, "reasoning": "checked"})
 
     play = TwoValues()
-    roles = {r: (lambda r: lambda m, i: getattr(play, r)(m, i, P.prompt(m)))(r) for r in
+    roles = {r: (lambda r: lambda m, i: getattr(play, r)(m, i, P.prompt(m)))(r) for r in  # noqa: B023 - bound by the outer lambda
              ("surveyor", "planner", "orchestrator", "researcher", "computer", "reviewer", "critic", "adjudicator",
               "formatter")}
     engine, out = await run_engine(tmp_path / "r", roles, mini_problem(), max_iterations=10)

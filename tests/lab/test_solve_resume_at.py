@@ -8,7 +8,7 @@ import subprocess
 from typer.testing import CliRunner
 
 from physlab.cli import app
-from physlab.strategies.cli import split_resume
+from physlab.cli.solve import split_resume
 
 runner = CliRunner()
 

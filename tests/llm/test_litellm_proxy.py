@@ -60,7 +60,7 @@ class Proxy:
                   "litellm_settings": {"num_retries": 0},
                   "general_settings": {"master_key": KEY}}
         (tmp / "litellm.yaml").write_text(yaml.safe_dump(config))
-        self.log = open(tmp / "litellm.log", "w")  # noqa: SIM115 - closed in stop()
+        self.log = open(tmp / "litellm.log", "w")  # closed in stop()
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_PROXY": "127.0.0.1,localhost"}
         self.proc = subprocess.Popen([str(litellm_executable()), "--config", str(tmp / "litellm.yaml"),
                                       "--host", "127.0.0.1", "--port", str(self.port), "--num_workers", "1"],
@@ -74,7 +74,7 @@ class Proxy:
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError(f"the LiteLLM proxy did not start: see {tmp / 'litellm.log'}")
+                    raise RuntimeError(f"the LiteLLM proxy did not start: see {tmp / 'litellm.log'}") from None
                 time.sleep(0.5)
 
     def stop(self) -> None:

@@ -47,7 +47,7 @@ class UsageTap(ThreadingHTTPServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
-    def __enter__(self) -> "UsageTap":
+    def __enter__(self) -> UsageTap:
         threading.Thread(target=self.serve_forever, daemon=True).start()
         return self
 
@@ -84,10 +84,10 @@ class _Tap(BaseHTTPRequestHandler):
         self.wfile.write(data)
         conn.close()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._forward("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._forward("POST")
 
 

@@ -43,11 +43,11 @@ def test_a_reply_loses_the_key_in_use_in_every_part_and_keeps_token_like_physics
     key = 'odd"key\\with-quotes-42'  # a key JSON escapes, inside a tool call's JSON arguments
     physics = "hf_hydrogenGroundStateSplittingInMegahertz = 1420.4; the bearer particles; sha256 " + "ab" * 32
     resp = ModelResponse(parts=[TextPart(f"{physics} {key}"), ThinkingPart(f"the key {key}"),
-                                ToolCallPart("note", '{"text": %s}' % json.dumps(f"k={key}"))],
+                                ToolCallPart("note", '{"text": ' + json.dumps(f"k={key}") + "}")],
                          model_name="gpt-4o", provider_details={"echo": "sk-proj-Abcdefghijklmnopqrstuvwx0123"})
     out = redact_reply(resp, (key,))
     assert [getattr(p, "content", None) or p.args for p in out.parts] == [
-        f"{physics} {REDACTED}", f"the key {REDACTED}", '{"text": "k=%s"}' % REDACTED]
+        f"{physics} {REDACTED}", f"the key {REDACTED}", '{"text": "k=' + REDACTED + '"}']
     assert out.provider_details == {"echo": REDACTED} and out.model_name == "gpt-4o"
     assert resp.parts[0].content.endswith(key)  # the reply the server gave is copied, not changed
     clean = ModelResponse(parts=[TextPart(physics)], model_name="gpt-4o")

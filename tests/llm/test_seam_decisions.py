@@ -107,3 +107,24 @@ def test_a_reply_that_ran_to_the_end_of_a_known_window_asks_for_a_shorter_prompt
     cut.response.usage.input_tokens = 3000
     assert isinstance(decide_cut(cut, joined=False, raised=0, continued=0, defaults=ModelDefaults(),
                                  limits=ModelLimits(window=8192), params=TEXT), RaiseCap)
+
+
+def test_without_a_server_hint_the_wait_doubles_per_failure_up_to_its_cap_within_the_total():
+    """The back-off of a 5xx (no Retry-After): backoff_s, doubled at each failure, at most max_backoff_s,
+    until the request's total wait (max_wait_s) is spent; the jitter shortens each wait by up to
+    jitter/2, drawn from the run's own random source (a seed replays the same waits)."""
+    broken = ModelHTTPError(503, "m", body={"error": {"message": "overloaded"}})
+
+    def waits(policy: RetryPolicy, seed: int = 0) -> list[float | None]:
+        waiting, rng, out = F.Waiting(policy), random.Random(seed), []
+        for _ in range(policy.max_attempts):
+            d = decide_retry(broken, {}, waiting, who=WHO, url=None, params=TEXT, rng=rng, wall_left_s=None)
+            out.append(d.wait_s if isinstance(d, SendAgain) else None)
+        return out
+
+    plain = RetryPolicy(max_attempts=6, backoff_s=1.0, max_backoff_s=5.0, max_wait_s=12.0, jitter=0)
+    assert waits(plain) == [1.0, 2.0, 4.0, 5.0, None, None]  # 1+2+4+5 = 12 s: the total is spent
+    jittered = plain.model_copy(update={"jitter": 0.2, "max_wait_s": 600.0})
+    got = waits(jittered, seed=7)
+    assert all(0.9 * full <= w <= full for w, full in zip(got, [1.0, 2.0, 4.0, 5.0, 5.0])) and got[-1] is None
+    assert got == waits(jittered, seed=7) and got != waits(jittered, seed=8)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from physlab.grading.refcheck import evaluate_reference
 from physlab.problems import load_suite
-from physlab.problems.refcheck import evaluate_reference
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def test_fermi_gas_2d_density(ref):
     for ef, t in [(1.0, 0.2), (1.0, 1.5), (2.5, 0.7)]:
         m = float(mu.subs({E_F: ef, k: 1, T: t}))
         # constant 2D density of states: n ∝ int_0^inf f(E) dE must equal its T=0 value E_F
-        occupied, _ = quad(lambda E: 1 / (np.exp((E - m) / t) + 1), 0, 50 * max(ef, t) + 50)
+        occupied, _ = quad(lambda E, m=m, t=t: 1 / (np.exp((E - m) / t) + 1), 0, 50 * max(ef, t) + 50)
         assert occupied == pytest.approx(ef, rel=1e-8)
 
 

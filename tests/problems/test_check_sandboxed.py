@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from physlab.grading.refcheck import evaluate_reference
 from physlab.problems import load_file
-from physlab.problems.refcheck import evaluate_reference
 
 from .test_hf_import import critpt_rows, hub_dir, run
 

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from physlab.cli import main
+from physlab.grading.refcheck import evaluate_reference
 from physlab.problems import resolve_problem
-from physlab.problems.refcheck import evaluate_reference
 from physlab.problems.suites import BUILTIN_DIR
 
 pa = pytest.importorskip("pyarrow")

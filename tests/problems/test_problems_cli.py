@@ -117,7 +117,7 @@ def test_readme_reference_candidate_matches_the_reference():
 
     import sympy as sp
 
-    from physlab.problems.refcheck import evaluate_reference
+    from physlab.grading.refcheck import evaluate_reference
 
     repo = Path(__file__).resolve().parents[2]
     ns = runpy.run_path(str(repo / "examples" / "qec_reference_answer.py"))

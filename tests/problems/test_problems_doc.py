@@ -9,8 +9,8 @@ from pathlib import Path
 import sympy as sp
 import yaml
 
+from physlab.grading.refcheck import evaluate_reference
 from physlab.problems import load_file
-from physlab.problems.refcheck import evaluate_reference
 from physlab.problems.yaml_format import KNOWN_KEYS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "problems.md"

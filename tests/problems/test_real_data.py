@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import json
 
+from physlab.grading.refcheck import evaluate_reference
 from physlab.problems import load_directory, load_file, load_suite
-from physlab.problems.refcheck import evaluate_reference
 
 
 def test_all_70_critpt_challenges_load_and_templates_define_answer(shared_data):

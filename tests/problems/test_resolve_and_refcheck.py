@@ -4,8 +4,8 @@ import pytest
 import sympy as sp
 
 from physlab.errors import UserError
+from physlab.grading.refcheck import evaluate_reference
 from physlab.problems import Problem, load_file, load_suite, resolve_problem
-from physlab.problems.refcheck import evaluate_reference
 from physlab.problems.templates import parse_template
 
 from .conftest import SYMBOLIC_YAML

@@ -5,8 +5,9 @@ runner is left out, so a strategy can be driven directly and its Attempt inspect
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from physlab.llm.meter import RunMeter
 from physlab.llm.models import RunModels

@@ -408,7 +408,7 @@ def test_param_cas_names_the_system_and_a_missing_one_is_one_line(monkeypatch):
     from physlab.tools.cas.detect import SystemStatus
 
     assert TPBenchSympy.configured({}).params.cas == "none"      # the paper's verifier: SymPy only
-    with pytest.raises(Exception):
+    with pytest.raises(UserError):
         TPBenchSympy.configured({"cas": "mathematica"})
     missing = SystemStatus(language="form", name="FORM", available=False, reason="FORM: no 'form' on the sandbox's PATH")
     monkeypatch.setattr(cas, "system_status", lambda language: missing)

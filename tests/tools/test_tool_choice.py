@@ -96,8 +96,8 @@ def test_a_sweep_with_two_tool_arms_has_cells_for_each(tmp_path):
 
 
 def test_extra_sweep_workers_get_the_same_arms():
-    from physlab.bench.cli import worker_argv
     from physlab.bench.sweep import SweepConfig
+    from physlab.cli.bench import worker_argv
 
     config = SweepConfig(suite="examples", strategies=["lab"], models=["scripted:x"],
                          tools=[ToolChoice.parse("none"), ToolChoice.parse("cas,web")])

@@ -6,7 +6,7 @@ folder of yours: the page shows what the record chooses and starts the resume on
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
@@ -32,7 +32,7 @@ def received(tmp_path, monkeypatch):
     build_lab_run(root / "got")
     question = tmp_path / "demo_problem.md"
     question.write_text("# The logical failure rate\n\nFind F(p) for the [[4,2,2]] code.\n")
-    start = RunStart(started_at=datetime.now(timezone.utc).isoformat(), problem_id="demo_problem",
+    start = RunStart(started_at=datetime.now(UTC).isoformat(), problem_id="demo_problem",
                      problem_spec=str(question),
                      options=RunOptions(strategy="lab", model="openai:gpt-4o", api_base=SENDER, api_key_env=STOLEN_ENV,
                                         tools=ToolChoice(corpus=str(private))))

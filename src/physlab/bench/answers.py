@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
@@ -93,7 +94,7 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
     checkpoints: dict[str, list[dict[str, Any]]] = {}
     for cp in store.checkpoints():
         checkpoints.setdefault(cp["cell_key"], []).append(cp)
-    for cell in store.cells("state='done'"):
+    for cell in store.cells(state="done"):
         entry = answers.get(cell["problem_id"])
         if entry is None or (cell["verdict"] is not None and not regrade
                              and not (judge and cell["verdict"] == "ungraded")):
@@ -102,7 +103,8 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
         problem = Problem(**{**public, **entry})
         verdicts: dict[str, tuple[str, str]] = {}  # each distinct answer of the cell graded once
 
-        async def grade(code: str | None) -> tuple[str, str]:
+        async def grade(code: str | None, problem: Problem = problem,
+                        verdicts: dict[str, tuple[str, str]] = verdicts) -> tuple[str, str]:  # this cell's
             if not code:
                 return "invalid", "no answer code recorded"
             if code not in verdicts:
@@ -117,7 +119,7 @@ async def grade_db(store: ResultsStore, answers_path: str | Path, *, grader: Any
                               for cp in checkpoints.get(cell["key"], [])}
         by: dict[str, Any] = {}
         if verdict == "ungraded" and judge:  # a prose reference: the judge model decides the cell (not its checkpoints)
-            from physlab.grading.judge import judge_with
+            from physlab.llm.judge import judge_with
 
             v = await judge_with(problem, cell["answer_text"] or cell["answer_code"] or "", judge, api_base=api_base,
                                  api_key_env=api_key_env)

@@ -10,19 +10,20 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from physlab.bench.store import CellResult, CellSpec
-from physlab.llm.usage import CallRecord, Usage
+from physlab.llm.usage import CallRecord
 from physlab.run.summary import read_calls
 
 if TYPE_CHECKING:
     from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 
-    from physlab.bench.sweep import SweepConfig
+    from physlab.bench.sweep_config import SweepConfig
     from physlab.run.options import OutputMode
 
 SolveFn = Callable[..., Awaitable[Any]]  # physlab.run.runner.run's signature (tests wrap it)
@@ -38,7 +39,7 @@ class BoundedSandbox:
         self.workers = workers
 
     @property
-    def trusted(self) -> "BoundedSandbox":
+    def trusted(self) -> BoundedSandbox:
         """The grader's pool for trusted code (its own workers), under the same bound."""
         return BoundedSandbox(self._inner.trusted, self.workers, self._sem)
 
@@ -114,30 +115,16 @@ async def run_cell(cfg: SweepConfig, spec: CellSpec, problem: Any, workspace: Pa
                              replace=True)  # an unfinished earlier try: the cell restarts from scratch
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a crashed cell is recorded, the sweep goes on
+    except Exception as exc:  # a crashed cell is recorded, the sweep goes on
         from physlab.errors import UserError
 
         if isinstance(exc, UserError):
             raise
         return CellOutcome(error="".join(traceback.format_exception(exc)))
-    verdict = record.verdict
-    # No verdict on a gradable problem with an answer means the grader was unavailable: left
-    # ungraded (NULL) for `physlab bench grade`, never counted as wrong.
     calls = seen or read_calls(workspace)  # (a solve function without on_call: from the file)
-    usage_by_role = dict(record.usage_by_role)
-    if not usage_by_role and calls:
-        for c in calls:
-            usage_by_role[c.role] = usage_by_role.get(c.role, Usage()).add(c.usage())
-    return CellOutcome(result=CellResult(
-        status=record.status, stop_reason=record.stop_reason,
-        verdict=verdict.verdict if verdict is not None else None,
-        verdict_reason=verdict.reason if verdict is not None else None,
-        answer_code=record.answer_code, answer_text=record.answer_text,
-        usage_by_role=usage_by_role, wall_s=record.wall_s or (time.monotonic() - start),
-        workspace=str(workspace), calls=calls, checkpoints=record.checkpoints, ran_as=record.ran_as,
-        reference_conditioned=record.reference_conditioned, sandbox_backend=_backend(shared.sandbox),
-        **_judge_agreement(record), **_graded_by(verdict),
-    ))
+    return CellOutcome(result=CellResult.from_record(record, workspace=str(workspace), calls=calls,
+                                                     wall_s=time.monotonic() - start,
+                                                     sandbox_backend=_backend(shared.sandbox)))
 
 
 def provider_specs(cfg: SweepConfig, registry: Any) -> list[str]:
@@ -165,27 +152,3 @@ async def open_providers(cfg: SweepConfig, registry: Any, stack: AsyncExitStack)
 def _backend(sandbox: Any) -> str | None:
     backend = getattr(sandbox, "backend", None)
     return backend if isinstance(backend, str) else None
-
-
-def _graded_by(verdict: Any) -> dict[str, Any]:
-    """Who decided the cell's verdict when a judge model did (--judge), and what its calls cost."""
-    judged = verdict.details.get("judge") if verdict is not None else None
-    if not isinstance(judged, dict) or not judged.get("verdict"):
-        return {}
-    return {"graded_by": f"judge:{judged.get('model')}", "grading_calls": int(judged.get("calls") or 0),
-            "grading_cost_usd": float(judged.get("cost_usd") or 0.0)}
-
-
-def _judge_agreement(record: Any) -> dict[str, Any]:
-    """SCALAR's count of turns where its Judge and the grader both decided, and agreed."""
-    agreement = record.details.get("judge_agreement") or {}
-    if not agreement.get("checked"):
-        return {}
-    return {"judge_checks": int(agreement["checked"]), "judge_agreed": int(agreement["agreed"])}
-
-
-def total_usage(result: CellResult) -> Usage:
-    total = Usage()
-    for u in (result.usage_by_role or {}).values():
-        total = total.add(u)
-    return total

@@ -124,7 +124,7 @@ def _batch(store: ResultsStore, group: Group, repeat: int, cells: list[dict[str,
         if problem := parser_problem(code):
             problems[c["problem_id"]] = problem
     metadata = {
-        "tool": "physlab", "model": label, "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "tool": "physlab", "model": label, "timestamp": dt.datetime.now(dt.UTC).isoformat(),
         "generation_config": {"strategy": group.strategy, "model": group.model, "config": group.config},
         "repeat": repeat, "num_submissions": len(subs), "problem_ids": [s.problem_id for s in subs],
     }
@@ -135,14 +135,13 @@ def _batch(store: ResultsStore, group: Group, repeat: int, cells: list[dict[str,
 
 def _known_sub_problems(store: ResultsStore) -> list[str]:
     """The sub-problem ids of CritPt challenges the database's problems hold."""
-    rows = store.conn.execute("SELECT problem_id, public_json FROM problems").fetchall()
-    return [r["problem_id"] for r in rows
-            if (json.loads(r["public_json"]).get("extra") or {}).get("problem_type") == "sub"]
+    return [pid for pid, public in store.problems_public().items()
+            if (public.get("extra") or {}).get("problem_type") == "sub"]
 
 
 def _iso(ts: float | None) -> str:
     """When the answer was made (the cell's end), ISO 8601 with its time zone."""
-    when = dt.datetime.fromtimestamp(ts, dt.timezone.utc) if ts else dt.datetime.now(dt.timezone.utc)
+    when = dt.datetime.fromtimestamp(ts, dt.UTC) if ts else dt.datetime.now(dt.UTC)
     return when.isoformat()
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 

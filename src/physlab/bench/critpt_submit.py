@@ -18,7 +18,8 @@ import hashlib
 import ipaddress
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -91,7 +92,7 @@ def _loopback(host: str) -> bool:
 
 
 def clock(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 # -- the day's limit -------------------------------------------------------------------------------

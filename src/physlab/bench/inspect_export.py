@@ -19,13 +19,14 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from physlab import __version__
 from physlab.errors import UserError
 from physlab.llm.usage import CallRecord
+from physlab.version import __version__
 
 INSTALL_HINT = "pip install 'physlab[inspect]'"
 SCORER = "physlab_grader"
@@ -88,16 +89,13 @@ def records_from_db(db: Path, *, strategy: str | None = None, model: str | None 
 
     store = ResultsStore(db, create=False)
     try:
-        where, params = ["state IN ('done', 'failed')"], []
-        for column, value in (("strategy", strategy), ("model", model)):
-            if value is not None:
-                where.append(f"{column}=?")
-                params.append(value)
+        chosen = {column: value for column, value in (("strategy", strategy), ("model", model)) if value is not None}
         out = []
         roles: dict[str, dict[str, dict[str, Any]]] = {}
-        for r in store.conn.execute("SELECT * FROM cell_roles"):
-            roles.setdefault(r["cell_key"], {})[r["role"]] = {k: r[k] for k in r.keys() if k not in ("cell_key", "role")}
-        for row in store.cells(" AND ".join(where), tuple(params)):
+        of_cell = ("cell_key", "role", "key", "suite", "problem_id", "repeat", "strategy", "model")  # the join's
+        for r in store.roles(done=False):
+            roles.setdefault(r["cell_key"], {})[r["role"]] = {k: v for k, v in r.items() if k not in of_cell}
+        for row in store.cells(state=("done", "failed"), filters=chosen):
             calls, note = _calls(row["workspace"], store.iter_calls(row["key"]))
             out.append(CellRecord(
                 problem_id=row["problem_id"], suite=row["suite"], strategy=row["strategy"], model=row["model"],
@@ -147,7 +145,7 @@ def record_from_run(run: Path) -> CellRecord:
 
 
 def _iso(ts: float | None) -> str | None:
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat() if ts else None
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat() if ts else None
 
 
 def _input(problem: dict[str, Any]) -> str:
@@ -264,7 +262,7 @@ def _log(group: list[CellRecord], *, source: str, with_reference: bool):
     return EvalLog(
         status="error" if failed else "success",
         eval=EvalSpec(
-            created=_iso(started) or dt.datetime.now(dt.timezone.utc).isoformat(), task=task, task_id=ident,
+            created=_iso(started) or dt.datetime.now(dt.UTC).isoformat(), task=task, task_id=ident,
             run_id=ident, eval_id=ident, solver=first.strategy, model=first.model,
             dataset=EvalDataset(name="+".join(suites) or None, location=source, samples=len(sample_ids),
                                 sample_ids=sample_ids),

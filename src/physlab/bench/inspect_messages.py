@@ -11,7 +11,8 @@ role's previous one adds only its new messages.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from inspect_ai.event import Event, ModelEvent
 from inspect_ai.model import (
@@ -153,7 +154,7 @@ def transcript(calls: Iterable[CallRecord]) -> tuple[list[ChatMessage], list[Eve
             messages.append(output.choices[0].message)
         seen.append(dumped + ([normalize_messages(rec.response)] if isinstance(rec.response, dict) else []))
         # a record is written when its call ends: ts is the end, ts - latency the start
-        done = dt.datetime.fromtimestamp(rec.ts, dt.timezone.utc) if rec.ts else dt.datetime.now(dt.timezone.utc)
+        done = dt.datetime.fromtimestamp(rec.ts, dt.UTC) if rec.ts else dt.datetime.now(dt.UTC)
         events.append(ModelEvent(model=rec.model, role=rec.role, input=full, tools=[], tool_choice="auto",
                                  config=GenerateConfig(), output=output,
                                  timestamp=done - dt.timedelta(seconds=rec.latency_s or 0.0), completed=done,

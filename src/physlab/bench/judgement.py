@@ -55,7 +55,7 @@ def _read(workspace: str | None) -> Judgement | None:
 def judgement_rows(store: ResultsStore) -> list[JudgementRow]:
     """One row per group of finished cells whose runs recorded their judgement (the lab's)."""
     groups: dict[tuple, list[Judgement]] = {}
-    for cell in store.cells("state = 'done'"):
+    for cell in store.cells(state="done"):
         j = _read(cell.get("workspace"))
         if j is None:
             continue

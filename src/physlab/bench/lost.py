@@ -5,7 +5,8 @@ dashboard's Sweeps page -- shows them beside the cells' own, per strategy x mode
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, Field
 

@@ -3,13 +3,13 @@ and file system errors as one line naming the flag (shared by `bench report` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 from physlab.errors import UserError
 
 
-def output_file(path: Optional[Path], flag: str) -> Optional[Path]:
+def output_file(path: Path | None, flag: str) -> Path | None:
     """Check an output file before any work is done: not a directory; its directory is created."""
     if path is None:
         return None
@@ -19,7 +19,7 @@ def output_file(path: Optional[Path], flag: str) -> Optional[Path]:
     return path
 
 
-def output_dir(path: Optional[Path], flag: str) -> Optional[Path]:
+def output_dir(path: Path | None, flag: str) -> Path | None:
     """Check an output directory before any work is done: not a file; it is created."""
     if path is None:
         return None

@@ -12,11 +12,11 @@ from typing import cast
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import NullFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
-from physlab.bench.report import BudgetCurve, CurvePoint, Report, group_label  # noqa: E402
+from physlab.bench.report import BudgetCurve, CurvePoint, Report, group_label
 
 _AXIS_LABEL = {"tokens": "tokens spent per problem attempt, input + output (log scale)",
                "input_tokens": "input tokens spent per problem attempt (log scale)",

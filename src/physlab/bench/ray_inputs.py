@@ -10,14 +10,15 @@ none, stops in one line instead.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from physlab.errors import UserError
 
 if TYPE_CHECKING:
-    from physlab.bench.sweep import SweepConfig
+    from physlab.bench.sweep_config import SweepConfig
 
 Kind = Literal["image", "replay"]
 

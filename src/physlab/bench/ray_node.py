@@ -29,7 +29,7 @@ from physlab.llm.usage import CallRecord
 from physlab.run.moved import sealed_records
 
 if TYPE_CHECKING:
-    from physlab.bench.sweep import SweepConfig
+    from physlab.bench.sweep_config import SweepConfig
 
 SCRATCH_PREFIX = "physlab-ray-cells-"
 

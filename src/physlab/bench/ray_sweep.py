@@ -18,9 +18,10 @@ import asyncio
 import os
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from physlab.bench.cell import CellOutcome, SolveFn, provider_specs
 from physlab.bench.ray_inputs import InputFile, sweep_inputs
@@ -31,7 +32,7 @@ from physlab.llm.usage import CallRecord
 from physlab.run.moved import moved_here
 
 if TYPE_CHECKING:
-    from physlab.bench.sweep import SweepConfig
+    from physlab.bench.sweep_config import SweepConfig
 
 # A cell whose node dies this many times is recorded failed (its error says so) instead of being
 # sent round the cluster for ever.
@@ -81,7 +82,7 @@ class RayCells:
 
     # -- the cluster ---------------------------------------------------------------------------
 
-    async def __aenter__(self) -> "RayCells":
+    async def __aenter__(self) -> RayCells:
         ray = import_ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

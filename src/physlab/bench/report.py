@@ -191,7 +191,7 @@ class CritptScore(BaseModel):
 
 def critpt_scores(store: ResultsStore) -> list[CritptScore]:
     by_group: dict[tuple[str, str, str], list[dict]] = {}
-    for s in store.critpt_submissions("state='scored'"):
+    for s in store.critpt_submissions(state="scored"):
         by_group.setdefault((s["strategy"], s["model"], s["config"]), []).append(s)
     out = []
     for (strategy, model, config), subs in sorted(by_group.items()):
@@ -388,9 +388,32 @@ def _clusters(store: ResultsStore, problem_ids: set[str]) -> dict[str, str]:
 FILTERS = ("strategy", "model", "suite")
 
 
-def _where(filters: dict[str, str] | None) -> tuple[str, tuple[str, ...]]:
-    chosen = {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
-    return " AND ".join(f"{k} = ?" for k in chosen) or "1=1", tuple(chosen.values())  # keys from FILTERS only
+def _chosen(filters: dict[str, str] | None) -> dict[str, str]:
+    """The filters a report knows (FILTERS), those given a value."""
+    return {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
+
+
+def _group_summary(key: tuple, cells: list[dict], done: list[dict], graded: list[dict],
+                   crashed: list[dict]) -> GroupSummary:
+    """One group's counts (its accuracy, spending and roles are added by the report)."""
+    strategy, model, config, *flags = key
+    ran_as: dict[str, int] = {}
+    for c in done:
+        if c.get("ran_as"):
+            ran_as[c["ran_as"]] = ran_as.get(c["ran_as"], 0) + 1
+    return GroupSummary(
+        strategy=strategy, model=model, config=config, **dict(zip(APART_CELL_FLAGS, flags)),
+        protocol=str(cells[0].get("protocol") or "physlab"),  # one per group: the key holds it (@protocol)
+        ungraded=sum(c["verdict"] == "ungraded" for c in done),
+        grading_cost=sum(c.get("grading_cost_usd") or 0.0 for c in done),
+        oracle=strategy in ORACLES, cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
+        pending=sum(c["state"] in ("pending", "running") for c in cells),
+        graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded), crashed=len(crashed),
+        cut_short=sum(_cut_short(c) for c in done), ran_as_runs=dict(sorted(ran_as.items())),
+        answered=sum(bool(c["answer_code"] or c["answer_text"]) for c in done),
+        judge_checks=sum(c.get("judge_checks") or 0 for c in done),
+        judge_agreed=sum(c.get("judge_agreed") or 0 for c in done),
+    )
 
 
 def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
@@ -404,7 +427,7 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
     # A judge model's verdicts (--judge) are another kind of grading: a cell it graded is marked
     # judge_graded (an APART kind), so it never pools with rule-graded cells.
     rows = [{**r, "config": cell_config(r), "judge_graded": r.get("graded_by") is not None}
-            for r in store.cells(*_where(filters))]
+            for r in store.cells(filters=_chosen(filters))]
     rows = [{**r, **{f: bool(r.get(f)) for f in APART_CELL_FLAGS}} for r in rows]
     keys = ("strategy", "model", "config", *APART_CELL_FLAGS)
     by_group = stats.group_by(rows, *keys)
@@ -422,27 +445,10 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
     groups: list[GroupSummary] = []
     graded_of: dict[tuple, _Graded] = {}
     for key, cells in sorted(by_group.items()):
-        strategy, model, config, *flags = key
         done = [c for c in cells if c["state"] == "done"]
         graded = [c for c in done if c["verdict"] not in (None, "ungraded")]
         crashed = [c for c in cells if c["state"] == "failed" and c["gradable"]]
-        ran_as: dict[str, int] = {}
-        for c in done:
-            if c.get("ran_as"):
-                ran_as[c["ran_as"]] = ran_as.get(c["ran_as"], 0) + 1
-        g = GroupSummary(
-            strategy=strategy, model=model, config=config, **dict(zip(APART_CELL_FLAGS, flags)),
-            protocol=str(cells[0].get("protocol") or "physlab"),  # one per group: the key holds it (@protocol)
-            ungraded=sum(c["verdict"] == "ungraded" for c in done),
-            grading_cost=sum(c.get("grading_cost_usd") or 0.0 for c in done),
-            oracle=strategy in ORACLES, cells=len(done), failed=sum(c["state"] == "failed" for c in cells),
-            pending=sum(c["state"] in ("pending", "running") for c in cells),
-            graded=len(graded), correct=sum(c["verdict"] == "correct" for c in graded), crashed=len(crashed),
-            cut_short=sum(_cut_short(c) for c in done), ran_as_runs=dict(sorted(ran_as.items())),
-            answered=sum(bool(c["answer_code"] or c["answer_text"]) for c in done),
-            judge_checks=sum(c.get("judge_checks") or 0 for c in done),
-            judge_agreed=sum(c.get("judge_agreed") or 0 for c in done),
-        )
+        g = _group_summary(key, cells, done, graded, crashed)
         if graded or crashed:
             graded_of[key] = gr = _Graded(graded, crashed, checkpoints, cluster_of)
             _accuracy(g, gr)
@@ -451,7 +457,7 @@ def build_report(store: ResultsStore, *, equal_tokens: float | None = None,
         groups.append(g)
 
     report = Report(db=str(store.path), groups=groups, cells_total=len(rows),
-                    lost=lost_spend(store.lost_attempts(*_where(filters))))
+                    lost=lost_spend(store.lost_attempts(filters=_chosen(filters))))
     shown = {(g.strategy, g.model, g.config) for g in groups}
     report.critpt = [s for s in critpt_scores(store) if filters is None or (s.strategy, s.model, s.config) in shown]
     for score in report.critpt:

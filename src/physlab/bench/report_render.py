@@ -5,7 +5,9 @@ Jinja2 template with autoescaping; the plots embedded as data URIs). The figures
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
@@ -163,22 +165,34 @@ def interval_note(report: Report) -> str:
 
 
 def print_report(report: Report, console=None) -> None:
+    """The report on the terminal, section by section (each prints nothing when it has nothing)."""
     from rich.console import Console
-    from rich.table import Table
 
     console = console or Console(width=None if Console().is_terminal else 200)
     if not report.groups:
         console.print(f"no cells in {report.db}")
         return
+    for section in (_groups, _critpt, _budget_sweeps, _comparisons, _matrices, _curves, _group_notes, _lost):
+        section(report, console)
 
-    def groups_table(title: str, groups: list[GroupSummary], *, judge: bool) -> Table:
-        table = Table(title=title)
+
+def _table(heads: list[str] | tuple[str, ...], rows: list[list[str]], left: Callable[[str], bool],
+           title: str | None = None) -> Any:
+    """A rich table: its columns (left-justified when ``left(col)``), its rows."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in heads:
+        table.add_column(col, justify="left" if left(col) else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _groups(report: Report, console: Any) -> None:
+    def groups_table(title: str, groups: list[GroupSummary], *, judge: bool) -> Any:
         heads, rows = group_table(report, groups, judge=judge)
-        for col in heads:
-            table.add_column(col, justify="left" if col in LEFT_COLUMNS else "right")
-        for row in rows:
-            table.add_row(*row)
-        return table
+        return _table(heads, rows, lambda col: col in LEFT_COLUMNS, title)
 
     if report.solvers:
         console.print(groups_table(f"PhysLab sweep report ({report.db})", report.solvers, judge=False))
@@ -187,51 +201,58 @@ def print_report(report: Report, console=None) -> None:
         console.print(groups_table(f"{apart_title()} ({apart_note()}: not solvers, not ranked)",
                                    report.reference_conditioned,
                                    judge=any(g.judge_checks for g in report.reference_conditioned)))
+
+
+def _critpt(report: Report, console: Any) -> None:
     for score in report.critpt:
         label = " × ".join([score.strategy, score.model] + ([score.config] if score.config != "-" else []))
         runs = ", ".join(f"r{r} {a:.1%}" for r, a in score.runs.items())
         console.print(f"CritPt grading server, {label}: {critpt_cell(score.mean, score.sd, len(score.runs))}"
                       f" — runs: {runs}")
+
+
+def _budget_sweeps(report: Report, console: Any) -> None:
     if report.budget_sweeps:
-        table = Table(title="Accuracy at each budget (each a sweep run with --budget-tokens: runs really capped)")
-        for col in ("strategy", "model", "params", "budget", "accuracy [95% CI]", "problems", "cut short",
-                    "tokens med"):
-            table.add_column(col, justify="left" if col in ("strategy", "model", "params") else "right")
+        heads = ("strategy", "model", "params", "budget", "accuracy [95% CI]", "problems", "cut short", "tokens med")
+        rows = []
         for sweep in report.budget_sweeps:
             for p in sweep.points:
                 ci = f" [{p.low:.3f}, {p.high:.3f}]" if p.low is not None and p.high is not None else ""
-                table.add_row(sweep.strategy, sweep.model, sweep.params or "-", _budget_label(p.budget_tokens),
-                              f"{fmt(p.accuracy, '.3f')}{ci}", str(p.problems), str(p.cut_short),
-                              fmt(p.tokens_median, ",.0f"))
-        console.print(table)
+                rows.append([sweep.strategy, sweep.model, sweep.params or "-", _budget_label(p.budget_tokens),
+                             f"{fmt(p.accuracy, '.3f')}{ci}", str(p.problems), str(p.cut_short),
+                             fmt(p.tokens_median, ",.0f")])
+        console.print(_table(heads, rows, lambda col: col in ("strategy", "model", "params"),
+                             "Accuracy at each budget (each a sweep run with --budget-tokens: runs really capped)"))
     if report.anytime_tokens is not None:
         console.print(f"anytime accuracy at {report.anytime_tokens:.0f} tokens: the answer each run held with at most "
                       "that many tokens spent, read off its checkpoints. It is not what a run capped there would "
                       "have done; for that, sweep with --budget-tokens.")
+
+
+def _comparisons(report: Report, console: Any) -> None:
     if report.comparisons:
-        table = Table(title="Paired comparisons (same problems)")
         pair_heads, pair_rows = comparison_table(report)
-        for col in pair_heads:
-            table.add_column(col, justify="left" if col in ("a", "b", "method") else "right")
-        for row in pair_rows:
-            table.add_row(*row)
-        console.print(table)
+        console.print(_table(pair_heads, pair_rows, lambda col: col in ("a", "b", "method"),
+                             "Paired comparisons (same problems)"))
         console.print(comparisons_note(report))
+
+
+def _matrices(report: Report, console: Any) -> None:
     for title, heads, rows in matrix_tables(report):
         console.print(f"Problems × strategies: {title} (correct/cells)")  # a title would wrap
-        table = Table()
-        table.add_column("problem")
-        for h in heads:
-            table.add_column(h, justify="right")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+        console.print(_table(["problem", *heads], rows, lambda col: col == "problem"))
+
+
+def _curves(report: Report, console: Any) -> None:
     for curve in report.curves:
         if curve.axis != "tokens" or not curve.points:
             continue
         shown = _milestones(curve.points)
         console.print(f"anytime accuracy vs tokens spent, {curve.group.replace('|', ' × ')}: "
                       + ", ".join(f"≤{p.cap:,.0f} {p.accuracy:.2f}" for p in shown))
+
+
+def _group_notes(report: Report, console: Any) -> None:
     for g in report.groups:
         if g.ran_as_runs:
             console.print(f"{group_label(g, sep=' × ')}: {g.cut_short} of {g.cells} runs cut short by the cap — "
@@ -243,14 +264,12 @@ def print_report(report: Report, console=None) -> None:
             console.print(f"{group_label(g, sep=' × ')} input read from the prompt cache: "
                           + ", ".join(f"{r} {s:.0%}" for r, s in g.role_cached.items())
                           + f" ({g.cache_read_tokens:,} tokens read, {g.cache_write_tokens:,} written)")
+
+
+def _lost(report: Report, console: Any) -> None:
     if report.lost.attempts:
         console.print(report.lost.line(), soft_wrap=True)  # one line, whatever the terminal's width
-        table = Table()
-        for i, col in enumerate(LOST_COLUMNS):
-            table.add_column(col, justify="left" if i < 3 else "right")
-        for row in lost_rows(report):
-            table.add_row(*row)
-        console.print(table)
+        console.print(_table(LOST_COLUMNS, lost_rows(report), lambda col: LOST_COLUMNS.index(col) < 3))
 
 
 LOST_COLUMNS = ("strategy", "model", "node", "attempts", "calls", "tokens", "cost USD")

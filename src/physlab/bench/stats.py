@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import beta, binomtest, norm, t as student_t

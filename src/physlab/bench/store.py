@@ -30,197 +30,26 @@ import socket
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
+from physlab.bench.schema import (  # noqa: F401 - the schema's names, as the store always had them
+    _ADDED_CELL_COLUMNS,
+    _SCHEMA,
+    CELL_COLUMNS,
+    SCHEMA_VERSION,
+    migrate,
+    unknown_migrations,
+)
 from physlab.errors import UserError
 from physlab.llm.usage import Budget, CallRecord, Usage
 from physlab.tools.choice import ToolChoice
 
 if TYPE_CHECKING:
     from physlab.run.checkpoints import Checkpoint
-
-SCHEMA_VERSION = 4
-
-# Columns added since version 1: a database written before gets them on open (CREATE TABLE IF NOT
-# EXISTS leaves an existing table as it was). Same definitions as in _SCHEMA.
-_ADDED_CELL_COLUMNS = {
-    "ran_as": "TEXT",
-    "reference_conditioned": "INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1))",
-    "judge_checks": "INTEGER",
-    "judge_agreed": "INTEGER CHECK (judge_agreed <= judge_checks)",
-    # The --protocol the cell's strategy was set by. No version bump: a PhysLab that does not know
-    # the column still keeps protocols apart, by the cell key (@protocol among its parameters).
-    "protocol": "TEXT NOT NULL DEFAULT 'physlab'",
-    # Where a Ray sweep ran the cell (the node's id; NULL on this machine) and the sandbox backend
-    # that ran its code there. No version bump either: a PhysLab that does not know them leaves
-    # them empty, and the lost_attempts table beside the cells, untouched.
-    "node": "TEXT",
-    "sandbox_backend": "TEXT",
-    # version 4: who decided the verdict when a judge model did (--judge, a prose reference), and
-    # what its calls cost (apart from the cell's own usage)
-    "graded_by": "TEXT",
-    "grading_calls": "INTEGER",
-    "grading_cost_usd": "REAL",
-}
-# Version 3: the prompt-cache tokens of each role and call (of their input tokens).
-_CACHE_COLUMNS = {"cache_read_tokens": "INTEGER NOT NULL DEFAULT 0", "cache_write_tokens": "INTEGER NOT NULL DEFAULT 0"}
-_ADDED_COLUMNS = {"cells": _ADDED_CELL_COLUMNS, "cell_roles": _CACHE_COLUMNS, "calls": _CACHE_COLUMNS}
-
-# meta comes first: a worker opening the file while another creates the tables sees no table or
-# meta among them, never only others (_refuse_foreign tells PhysLab files by their meta table).
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS problems (
-    problem_id TEXT PRIMARY KEY,
-    suite TEXT,
-    gradable INTEGER NOT NULL DEFAULT 0,
-    public_json TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cells (
-    key TEXT PRIMARY KEY,
-    sweep TEXT NOT NULL DEFAULT '',
-    suite TEXT NOT NULL DEFAULT '',
-    problem_id TEXT NOT NULL,
-    strategy TEXT NOT NULL,
-    model TEXT NOT NULL,
-    repeat INTEGER NOT NULL,
-    budget_json TEXT NOT NULL DEFAULT '{}',
-    gradable INTEGER NOT NULL DEFAULT 0,
-    state TEXT NOT NULL DEFAULT 'pending'
-        CHECK (state IN ('pending', 'running', 'done', 'failed')),
-    worker TEXT,
-    lease_until REAL,
-    runs INTEGER NOT NULL DEFAULT 0,
-    status TEXT,
-    stop_reason TEXT,
-    verdict TEXT,
-    verdict_reason TEXT,
-    answer_code TEXT,
-    answer_text TEXT,
-    calls INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    wall_s REAL NOT NULL DEFAULT 0,
-    workspace TEXT,
-    error TEXT,
-    created_at REAL,
-    started_at REAL,
-    finished_at REAL,
-    ran_as TEXT,
-    reference_conditioned INTEGER NOT NULL DEFAULT 0 CHECK (reference_conditioned IN (0, 1)),
-    judge_checks INTEGER,
-    judge_agreed INTEGER CHECK (judge_agreed <= judge_checks),
-    graded_by TEXT,
-    grading_calls INTEGER,
-    grading_cost_usd REAL,
-    protocol TEXT NOT NULL DEFAULT 'physlab',
-    node TEXT,
-    sandbox_backend TEXT
-);
-CREATE INDEX IF NOT EXISTS cells_state ON cells(state);
-CREATE INDEX IF NOT EXISTS cells_group ON cells(strategy, model);
-CREATE TABLE IF NOT EXISTS cell_roles (
-    cell_key TEXT NOT NULL,
-    role TEXT NOT NULL,
-    calls INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    wall_s REAL NOT NULL DEFAULT 0,
-    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (cell_key, role)
-);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    cell_key TEXT NOT NULL REFERENCES cells(key) ON DELETE CASCADE,
-    idx INTEGER NOT NULL CHECK (idx >= 0),
-    step TEXT NOT NULL DEFAULT '',
-    calls INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    answer_code TEXT,
-    answer_text TEXT,
-    verdict TEXT CHECK (verdict IN ('correct', 'incorrect', 'invalid')),
-    verdict_reason TEXT,
-    PRIMARY KEY (cell_key, idx)
-);
-CREATE TABLE IF NOT EXISTS calls (
-    cell_key TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    role TEXT,
-    model TEXT,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    latency_s REAL NOT NULL DEFAULT 0,
-    finish_reason TEXT,
-    error TEXT,
-    retries INTEGER NOT NULL DEFAULT 0,
-    ts REAL,
-    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (cell_key, idx)
-);
-CREATE TABLE IF NOT EXISTS lost_attempts (
-    cell_key TEXT NOT NULL REFERENCES cells(key) ON DELETE CASCADE,
-    attempt TEXT NOT NULL,
-    node TEXT,
-    reason TEXT NOT NULL DEFAULT '',
-    started_at REAL,
-    lost_at REAL NOT NULL,
-    calls INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    PRIMARY KEY (cell_key, attempt)
-);
-CREATE TABLE IF NOT EXISTS worker_runs (
-    worker TEXT NOT NULL,
-    sweep TEXT NOT NULL DEFAULT '',
-    started_at REAL NOT NULL,
-    finished_at REAL NOT NULL,
-    cells_ran INTEGER NOT NULL DEFAULT 0,
-    cells_failed INTEGER NOT NULL DEFAULT 0,
-    cpu_s REAL NOT NULL DEFAULT 0,
-    PRIMARY KEY (worker, started_at)
-);
-CREATE TABLE IF NOT EXISTS critpt_submissions (
-    id INTEGER PRIMARY KEY,
-    submitted_at REAL NOT NULL,
-    url TEXT NOT NULL,
-    key_id TEXT NOT NULL,
-    strategy TEXT NOT NULL,
-    model TEXT NOT NULL,
-    config TEXT NOT NULL,
-    repeat INTEGER NOT NULL CHECK (repeat >= 0),
-    entries INTEGER NOT NULL CHECK (entries >= 0),
-    state TEXT NOT NULL DEFAULT 'sending'
-        CHECK (state IN ('sending', 'scored', 'rejected', 'error')),
-    http_status INTEGER,
-    accuracy REAL CHECK (accuracy BETWEEN 0 AND 1),
-    timeout_rate REAL CHECK (timeout_rate BETWEEN 0 AND 1),
-    server_timeout_count INTEGER,
-    judge_error_count INTEGER,
-    response_json TEXT,
-    error TEXT,
-    counted INTEGER NOT NULL DEFAULT 1 CHECK (counted IN (0, 1)),
-    CHECK ((state = 'scored') = (accuracy IS NOT NULL))
-);
-CREATE INDEX IF NOT EXISTS critpt_submissions_time ON critpt_submissions(key_id, submitted_at);
-CREATE TABLE IF NOT EXISTS critpt_results (
-    submission_id INTEGER NOT NULL REFERENCES critpt_submissions(id) ON DELETE CASCADE,
-    problem_id TEXT NOT NULL,
-    cell_key TEXT REFERENCES cells(key) ON DELETE SET NULL,
-    score REAL CHECK (score BETWEEN 0 AND 1),
-    detail_json TEXT,
-    PRIMARY KEY (submission_id, problem_id)
-);
-CREATE INDEX IF NOT EXISTS critpt_results_cell ON critpt_results(cell_key);
-"""
+    from physlab.run.record import RunRecord
 
 
 def params_tag(params: dict[str, Any] | None) -> str:
@@ -300,6 +129,43 @@ class CellResult:
     node: str | None = None  # the Ray node that ran it (None: this machine)
     sandbox_backend: str | None = None
 
+    @classmethod
+    def from_record(cls, record: RunRecord, *, workspace: str, calls: list[CallRecord] | None = None,
+                    wall_s: float = 0.0, sandbox_backend: str | None = None) -> CellResult:
+        """The row of a cell whose run ended with ``record``: its outcome and verdict (none on a
+        gradable problem with an answer: the grader was unavailable, left for `physlab bench grade`,
+        never counted as wrong), its answer as written, its usage per role as the record counts it
+        (a record without it: counted from ``calls``), its checkpoints, SCALAR's judge agreement.
+        ``wall_s``: the cell's own clock, for a record that kept none. A verdict a judge model
+        decided (--judge) names it, with its calls and cost (apart from the cell's usage)."""
+        from physlab.run.summary import usage_by_role
+
+        verdict = record.verdict
+        agreement = record.details.get("judge_agreement") or {}
+        checked = bool(agreement.get("checked"))
+        judged = verdict.details.get("judge") if verdict is not None else None
+        judged = judged if isinstance(judged, dict) and judged.get("verdict") else None
+        return cls(
+            status=record.status, stop_reason=record.stop_reason,
+            verdict=verdict.verdict if verdict is not None else None,
+            verdict_reason=verdict.reason if verdict is not None else None,
+            answer_code=record.answer_code, answer_text=record.answer_text,
+            usage_by_role=dict(record.usage_by_role) or usage_by_role(calls or []),
+            wall_s=record.wall_s or wall_s, workspace=workspace, calls=calls, checkpoints=record.checkpoints,
+            ran_as=record.ran_as, reference_conditioned=record.reference_conditioned,
+            judge_checks=int(agreement["checked"]) if checked else None,
+            judge_agreed=int(agreement["agreed"]) if checked else None, sandbox_backend=sandbox_backend,
+            graded_by=f"judge:{judged.get('model')}" if judged else None,
+            grading_calls=int(judged.get("calls") or 0) if judged else None,
+            grading_cost_usd=float(judged.get("cost_usd") or 0.0) if judged else None)
+
+    def usage(self) -> Usage:
+        """The cell's totals: its roles' usage added up."""
+        total = Usage()
+        for u in (self.usage_by_role or {}).values():
+            total = total.add(u)
+        return total
+
 
 def checkpoint_verdict(verdict: str | None) -> str | None:
     """A checkpoint's verdict as its column holds it: an ``ungraded`` answer (a prose reference) has
@@ -318,6 +184,28 @@ class LostAttempt:
     started_at: float | None
     lost_at: float
     usage: Usage
+
+
+def _check_cell_column(column: str) -> None:
+    if column not in CELL_COLUMNS:
+        raise ValueError(f"the cells table has no column {column!r}")
+
+
+def _cell_filter(state: str | Iterable[str] | None, filters: Mapping[str, str] | None,
+                 table: str | None = None) -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause (and its parameters) of cells in ``state`` whose columns equal ``filters``
+    (``table``: the cells' name in a join)."""
+    at = f"{table}." if table else ""
+    parts, args = ["1=1"], []
+    if state is not None:
+        states = [state] if isinstance(state, str) else list(state)
+        parts.append(f"{at}state IN ({','.join('?' * len(states))})")
+        args += states
+    for column, value in (filters or {}).items():
+        _check_cell_column(column)  # a column name goes into the SQL: only the table's own
+        parts.append(f"{at}{column} = ?")
+        args.append(value)
+    return " AND ".join(parts), tuple(args)
 
 
 def worker_id() -> str:
@@ -412,19 +300,14 @@ class ResultsStore:
                 raise UserError(f"written by a newer PhysLab (results schema {version}; this PhysLab reads schemas "
                                 f"up to {SCHEMA_VERSION}): upgrade PhysLab to use it, or choose another --db",
                                 path=self.path, field="--db")
+            unknown = unknown_migrations(self.conn)
+            if unknown:
+                raise UserError(f"written by a newer PhysLab (it ran migrations this PhysLab does not know: "
+                                f"{', '.join(unknown)}): upgrade PhysLab to use it, or choose another --db",
+                                path=self.path, field="--db")
 
     def _init_schema(self) -> None:
-        # executescript commits on its own; every statement is idempotent (IF NOT EXISTS).
-        self.conn.executescript(_SCHEMA)
-        with self.tx() as c:
-            for table, added in _ADDED_COLUMNS.items():
-                have = {r["name"] for r in c.execute(f"PRAGMA table_info({table})")}
-                for name, definition in added.items():
-                    if name not in have:  # checked inside the write lock: two openers add it once
-                        c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
-            c.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE "
-                      "SET value=excluded.value WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER)",
-                      (str(SCHEMA_VERSION),))
+        migrate(self.conn)  # the named migrations it has not run (physlab.bench.schema)
 
     def close(self) -> None:
         self.conn.close()
@@ -443,7 +326,7 @@ class ResultsStore:
             self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
             return False
 
-    def tx(self) -> "_Tx":
+    def tx(self) -> _Tx:
         """A short write transaction (BEGIN IMMEDIATE takes the write lock up front, so two
         writers queue on the busy timeout instead of deadlocking on a lock upgrade)."""
         return self._Tx(self.conn)
@@ -561,9 +444,7 @@ class ResultsStore:
     @staticmethod
     def _finish(c: sqlite3.Connection, key: str, worker: str, result: CellResult) -> bool:
         roles = result.usage_by_role or {}
-        total = Usage()
-        for u in roles.values():
-            total = total.add(u)
+        total = result.usage()
         cur = c.execute(
             "UPDATE cells SET state='done', status=?, stop_reason=?, verdict=?, verdict_reason=?,"
             " answer_code=?, answer_text=?, calls=?, input_tokens=?, output_tokens=?, cost_usd=?,"
@@ -618,12 +499,15 @@ class ResultsStore:
             c.execute("UPDATE cells SET runs=runs+1 WHERE key=?", (key,))
             return True
 
-    def lost_attempts(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
-        """The lost attempts of the cells ``where`` keeps (on the cells' columns), each with its
-        cell's strategy, model, problem and suite."""
+    def lost_attempts(self, where: str = "1=1", params: tuple = (), *,
+                      filters: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The lost attempts of the cells whose columns equal ``filters`` (as :meth:`cells` takes
+        them), each with its cell's strategy, model, problem and suite. ``where``: raw SQL on the
+        cells' columns (as ``c.``), for inspection by hand."""
+        clause, args = _cell_filter(None, filters, table="c")
         return [dict(r) for r in self.conn.execute(
             "SELECT l.*, c.strategy, c.model, c.problem_id, c.suite FROM lost_attempts l "
-            f"JOIN cells c ON c.key = l.cell_key WHERE {where} ORDER BY l.lost_at", params)]
+            f"JOIN cells c ON c.key = l.cell_key WHERE ({where}) AND {clause} ORDER BY l.lost_at", (*params, *args))]
 
     def fail(self, key: str, worker: str, error: str, workspace: str | None = None) -> bool:
         """Record that the cell's run crashed (not a model failure: those are results). Failed
@@ -683,7 +567,12 @@ class ResultsStore:
             c.executemany("UPDATE critpt_results SET score=?, detail_json=? WHERE submission_id=? AND problem_id=?",
                           [(score, json.dumps(detail), sid, pid) for pid, (score, detail) in (results or {}).items()])
 
-    def critpt_submissions(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
+    def critpt_submissions(self, where: str = "1=1", params: tuple = (), *,
+                           state: str | None = None) -> list[dict[str, Any]]:
+        """The CritPt submissions (``state``: only those in it), oldest first. ``where``: raw SQL on
+        the table's columns, for inspection by hand; PhysLab's own code asks by ``state``."""
+        if state is not None:
+            where, params = f"({where}) AND state = ?", (*params, state)
         return [dict(r) for r in self.conn.execute(
             f"SELECT * FROM critpt_submissions WHERE {where} ORDER BY id", params)]
 
@@ -724,14 +613,43 @@ class ResultsStore:
                 cost += r["cost_usd"] or 0.0
         return done, failed, tokens, cost
 
-    def cells(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(f"SELECT * FROM cells WHERE {where} ORDER BY key", params)]
+    def cells(self, where: str = "1=1", params: tuple = (), *, state: str | Iterable[str] | None = None,
+              filters: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The cells (every column), by key: those in ``state`` (one or several), whose columns
+        equal ``filters`` (``{"strategy": "rsa"}``; a column the cells table does not have is a
+        ValueError). ``where``: raw SQL on the columns, for inspection by hand; PhysLab's own code
+        asks by ``state`` and ``filters``."""
+        clause, args = _cell_filter(state, filters)
+        return [dict(r) for r in self.conn.execute(
+            f"SELECT * FROM cells WHERE ({where}) AND {clause} ORDER BY key", (*params, *args))]
 
-    def roles(self) -> list[dict[str, Any]]:
+    def cell_listing(self, filters: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The cells ``filters`` keep as a sweep's page lists them: ``n`` (the cell's row, its
+        ``~cell/N``), what it ran, how it ended, what it spent, its workspace, its node."""
+        clause, args = _cell_filter(None, filters)
+        return [dict(r) for r in self.conn.execute(
+            "SELECT rowid AS n, suite, problem_id, strategy, model, repeat, state, status, verdict, input_tokens, "
+            f"output_tokens, cost_usd, wall_s, workspace, error, node FROM cells WHERE {clause} "
+            "ORDER BY suite, problem_id, strategy, model, repeat", args)]
+
+    def cell_workspace(self, n: int) -> str | None:
+        """The workspace cell ``n`` (its row) recorded, or None."""
+        row = self.conn.execute("SELECT workspace FROM cells WHERE rowid = ?", (n,)).fetchone()
+        return row[0] if row else None
+
+    def distinct(self, columns: Iterable[str]) -> dict[str, list[str]]:
+        """Each column's values among the cells, sorted (what a filter can choose)."""
+        out: dict[str, list[str]] = {}
+        for column in columns:
+            _check_cell_column(column)
+            out[column] = [r[0] for r in self.conn.execute(f"SELECT DISTINCT {column} FROM cells ORDER BY {column}")]
+        return out
+
+    def roles(self, *, done: bool = True) -> list[dict[str, Any]]:
+        """Every cell's usage per role, with the cell's key and what it ran (``done``: finished cells only)."""
         return [dict(r) for r in self.conn.execute(
             "SELECT r.*, c.key, c.suite, c.problem_id, c.repeat, c.strategy, c.model FROM cell_roles r "
-            "JOIN cells c ON c.key = r.cell_key "
-            "WHERE c.state='done'")]
+            "JOIN cells c ON c.key = r.cell_key" + (" WHERE c.state='done'" if done else ""))]
 
     def checkpoints(self, where: str = "1=1", params: tuple = ()) -> list[dict[str, Any]]:
         """Checkpoints of finished cells (``where`` on the cells' columns as ``c.``), in order."""
@@ -742,6 +660,11 @@ class ResultsStore:
     def problem_public(self, problem_id: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT public_json FROM problems WHERE problem_id=?", (problem_id,)).fetchone()
         return json.loads(row["public_json"]) if row else None
+
+    def problems_public(self) -> dict[str, dict[str, Any]]:
+        """The public view of every problem the database holds, by id."""
+        return {r["problem_id"]: json.loads(r["public_json"])
+                for r in self.conn.execute("SELECT problem_id, public_json FROM problems")}
 
     def iter_calls(self, key: str) -> Iterator[dict[str, Any]]:
         for r in self.conn.execute("SELECT * FROM calls WHERE cell_key=? ORDER BY idx", (key,)):

@@ -19,10 +19,11 @@ import os
 import random
 import re
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 from pydantic_ai.concurrency import ConcurrencyLimiter
@@ -34,59 +35,17 @@ from physlab.bench.cell import (
     SolveFn,
     open_providers,
     run_cell,
-    total_usage,
 )
 from physlab.bench.store import CellSpec, LostAttempt, ResultsStore, params_tag, worker_id
+from physlab.bench.sweep_config import SweepConfig
 from physlab.errors import UserError
-from physlab.llm.usage import Budget, CallRecord
-from physlab.run.options import ProtocolName
+from physlab.llm.usage import CallRecord
 from physlab.tools.choice import ToolChoice
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
 __all__ = ["BoundedSandbox", "SolveFn", "Sweep", "SweepConfig", "SweepSummary", "run_sweep"]
-
-
-class SweepConfig(BaseModel):
-    suite: str
-    strategies: list[str]
-    models: list[str]
-    repeats: int = Field(default=1, ge=1)
-    concurrency: int = Field(default=8, ge=1, description="Cells running at once in this process.")
-    max_inflight: int | None = Field(default=None, ge=1,
-                                     description="Model requests in flight at once (default: concurrency).")
-    sandbox_workers: int | None = Field(default=None, ge=1,
-                                        description="Sandbox runs at once (default: CPU count).")
-    budget: Budget = Field(default_factory=Budget)
-    db: Path = Path("results.sqlite")
-    workspace_root: Path | None = Field(default=None, description="Default: <db stem>_runs beside the db.")
-    api_base: str | None = None
-    api_key_env: str | None = None
-    seed: int = 0
-    params: dict[str, Any] = Field(default_factory=dict)
-    role_models: dict[str, str] = Field(default_factory=dict, description="Roles played by another model.")
-    judge: str | None = Field(default=None, description="provider:model grading answers whose reference is prose "
-                                                        "(--judge); its cells are reported apart.")
-    output_mode: str | None = None
-    tools: list[ToolChoice] = Field(default_factory=list, description="The lab's tools, one arm each (cells for "
-                                                                      "every one); none: each problem's default.")
-    protocol: ProtocolName = Field(default="physlab", description="physlab: PhysLab's defaults; paper: every "
-                                                                  "strategy at its published setting (--param "
-                                                                  "given still wins). Other cells than physlab's.")
-    name: str = ""
-    retry_failed: bool = True
-    lease_s: float = Field(default=120.0, gt=0)
-    executor: Literal["local", "ray"] = Field(
-        default="local", description="local: the cells run in this process; ray: on the nodes of a Ray cluster "
-                                     "(physlab[ray]), this process writing the database.")
-    ray_address: str | None = Field(default=None, description="The Ray cluster to join (ray.init's address; "
-                                                               "None: Ray's own choice, RAY_ADDRESS or a local one).")
-
-    def runs_dir(self) -> Path:
-        if self.workspace_root is not None:
-            return self.workspace_root
-        return self.db.resolve().parent / f"{self.db.stem}_runs"
 
 
 class SweepSummary(BaseModel):
@@ -249,7 +208,7 @@ class Sweep:
             self.summary.failed += 1
             return
         if await self._db(self.store.finish, spec.key, self.worker, outcome.result):
-            total = total_usage(outcome.result)
+            total = outcome.result.usage()
             self.live.done += 1
             # what on_call did not show yet (a solve function without it; a report still on its way)
             self.live.tokens += max(0, total.total_tokens - counted[0])
@@ -353,7 +312,7 @@ class Sweep:
             if self._own_store:
                 self.store.close()
 
-    async def _drive(self, specs: list[CellSpec], by_id: dict[str, Any], prog: "_Progress") -> None:
+    async def _drive(self, specs: list[CellSpec], by_id: dict[str, Any], prog: _Progress) -> None:
         """Run every claimable cell; then, while other workers still hold cells of this grid, wait
         for them (picking up any cell given back when a worker dies or its lease expires), so a
         worker returns only when the whole grid is finished."""
@@ -380,7 +339,7 @@ class Sweep:
             await asyncio.sleep(self.poll_s)
             await self._db(self.store.reap)
 
-    async def _run_cells(self, todo: list[CellSpec], by_id: dict[str, Any], prog: "_Progress",
+    async def _run_cells(self, todo: list[CellSpec], by_id: dict[str, Any], prog: _Progress,
                          retry_failed: bool) -> None:
         """Run ``todo`` with at most ``concurrency`` cells at once, claiming them in batches as
         slots free up (one transaction per batch, not per cell). If a cell raises bad input
@@ -428,7 +387,7 @@ class Sweep:
 
                 await asyncio.shield(self._db(release))
 
-    def _progress(self, total: int, already: int) -> "_Progress":
+    def _progress(self, total: int, already: int) -> _Progress:
         return _Progress(total, already, enabled=self.show_progress)
 
 
@@ -453,7 +412,7 @@ class _Progress:
         self._live = _Live()
         self._waiting = 0
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self.enabled:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -1,7 +1,7 @@
 """The `physlab` command line.
 
-Each capability registers its own commands (``register(app)`` in ``<capability>/cli.py``) so that
-the modules stay small; this file only assembles them and turns :class:`UserError` into one line
+Each command group registers its own commands (``register(app)`` in ``physlab/cli/<group>.py``) so
+that the modules stay small; this file only assembles them and turns :class:`UserError` into one line
 on stderr with exit code 2. Every command registers at start, so the command modules import their
 machinery inside the commands: a help text loads typer and nothing of PhysLab's own weight
 (tests/test_cli_start.py, benchmarks/cli_start.py).
@@ -33,14 +33,15 @@ app = typer.Typer(
 
 # Modules that contribute commands; each defines register(app: typer.Typer).
 _COMMAND_MODULES = (
-    "physlab.problems.cli",
-    "physlab.grading.cli",
-    "physlab.sandbox.cli",
-    "physlab.strategies.cli",
-    "physlab.llm.cli",
+    "physlab.cli.problems",
+    "physlab.cli.grade",
+    "physlab.cli.sandbox",
+    "physlab.cli.strategies",
+    "physlab.cli.solve",
+    "physlab.cli.models",
     "physlab.cli.runs",
-    "physlab.bench.cli",
-    "physlab.web.cli",
+    "physlab.cli.bench",
+    "physlab.cli.ui",
 )
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -34,14 +33,12 @@ def list_runs(root: Path = typer.Option(Path("runs"), "--root", help="The direct
                                          "run directories one level down)."),
               as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """Every run under ROOT: id, problem, strategy, model, status, verdict, tokens, cost."""
-    # The dashboard's runs table reads them the same way: one summary of a run directory for both.
-    from physlab.web.paths import discover, resolve_run
-    from physlab.web.runs import summary as run_summary
+    # The dashboard's runs table reads them the same way: one listing of a runs directory for both.
+    from physlab.run.summary import list_runs
 
     if not root.is_dir():
         raise UserError("no such runs directory", path=root, field="--root")
-    base = root.resolve()
-    rows = [run_summary(rid, resolve_run(base, rid), base) for rid in discover(base)]
+    rows = list_runs(root.resolve())
     if as_json:
         typer.echo(json.dumps([{**r, "path": str(root / r["id"])} for r in rows], indent=2))
         return
@@ -107,7 +104,7 @@ def comment(run_dir: Path, text: str, on: str = typer.Option(..., "--on", help="
 
 
 @runs_app.command("hint")
-def hint(run_dir: Path, text: str, on: Optional[str] = typer.Option(None, "--on")) -> None:
+def hint(run_dir: Path, text: str, on: str | None = typer.Option(None, "--on")) -> None:
     """Hint at an approach (orchestrator and workers see it)."""
     _post(run_dir, "hint", text, on)
 

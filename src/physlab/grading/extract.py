@@ -7,7 +7,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from physlab.problems.choices import STATEMENT as _STATEMENT, read_choice  # noqa: F401 (read_choice: re-exported)
+from physlab.problems.choices import STATEMENT as _STATEMENT, read_choice  # (read_choice: re-exported)
 
 # One line at a time (never a regex over the whole reply: a pattern with a lazy body between
 # line-anchored fences backtracks over every unclosed opener, 31 s for 40 KB of "```python").

@@ -283,7 +283,7 @@ class Grader:
                    sandbox: Sandbox | None = None):
         files = dict(self._files)
         files["job.json"] = json.dumps(job).encode()
-        for attempt in range(3):
+        for _ in range(3):
             res = await self._run_once(sandbox or self.sandbox, code, limits, files, collect)
             # a sandbox-side failure (worker lost, not the code's doing): try again on a fresh one
             if not (getattr(res, "error", "") and res.exit_code is None and not res.timed_out):
@@ -430,7 +430,7 @@ class Equivalence:
         grouped: dict[int, list[int]] = {}
         for i, c in enumerate(codes):
             if class_of[c] is not None:
-                grouped.setdefault(class_of[c], []).append(i)  # type: ignore[index]
+                grouped.setdefault(class_of[c], []).append(i)
         return list(grouped.values())
 
 

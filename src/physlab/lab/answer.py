@@ -10,7 +10,7 @@ what a role said it used a source for) can open no reference heading and write n
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from physlab.lab.state.model_text import VERIFIED_LIST, inline_text, model_markdown
 from physlab.lab.state.models import BestAnswer, ResearchState, WorkingHypothesis

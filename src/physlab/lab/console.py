@@ -1,4 +1,5 @@
-"""The lab's live panel: its state, fed by the events the engine sends through ``ctx.events``.
+"""The lab's live panel: its state, fed by the events the engine sends through ``ctx.events``
+(:mod:`physlab.run.events`).
 
 The panel is shown by :func:`physlab.run.console.make_console` (``--console live``, the default on
 a terminal); the same module gives the line, JSON and quiet modes.
@@ -7,8 +8,32 @@ a terminal); the same module gives the line, JSON and quiet modes.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
+from physlab.run.events import (
+    SEAM_EVENTS,
+    CompletionRefused,
+    ContextTooLong,
+    CritiqueFiled,
+    CritiqueResolved,
+    EvidenceAdded,
+    ForcedFormatter,
+    FormatterBounce,
+    Iteration,
+    IterationEnd,
+    Notice,
+    OutputModeChanged,
+    RateLimited,
+    ReviewDone,
+    RoleEnd,
+    RoleStart,
+    RunEvent,
+    RunFinished,
+    StillWaiting,
+    System,
+    as_event,
+)
 from physlab.run.progress import Usage, finished_text, one_line_rows
 
 
@@ -30,34 +55,56 @@ class LabView:
     tokens = property(lambda self: self.usage.tokens)
     cost = property(lambda self: self.usage.cost)
 
-    def feed(self, kind: str, data: dict[str, Any]) -> None:
-        self.usage.take(data)
-        if kind == "iteration":
-            self.iteration, self.status = int(data.get("iteration", 0)), "running"
-        elif kind == "role_start":
-            self.role, self.waiting = data.get("role"), None
-        elif kind == "role_end":
-            self.role, self.waiting = None, None
-        elif kind == "verdict":
-            promoted = data.get("promoted") or []
-            self.verdicts.append(f"{data.get('wh')}: {data.get('verdict')}" + (f" → {', '.join(promoted)}" if promoted else ""))
-        elif kind == "critique":
-            self.critiques.append(f"{data.get('id')} on {data.get('target')}: filed")
-        elif kind == "critique_resolved":
-            self.critiques.append(f"{data.get('id')}: {data.get('status')} ({data.get('by')})")
-        elif kind in ("system", "evidence", "formatter_bounce", "forced_formatter"):
-            self.events.append(f"[{kind}] " + str(data.get("text") or data.get("reason") or data.get("id") or ""))
-        elif kind in ("rate_limited", "waiting"):  # the model seam: a rate limit waited out, a slow server
-            self.waiting = str(data.get("text") or "waiting for rate limit")
-        elif kind in ("output_mode", "notice", "context_too_long"):
-            self.events.append(f"[{kind}] " + str(data.get("text") or ""))
-        elif kind == "completion_refused":
-            self.events.append("[completion refused] " + "; ".join(map(str, data.get("blockers") or [])))
-        elif kind == "iteration_end":  # one row per thing the iteration did (whole, not cut at a width)
-            for item in data.get("items") or [data.get("summary") or "no progress"]:
-                self.events.append(f"it. {data.get('iteration')}: {item}")
-        elif kind == "run_finished":
-            self.status = finished_text(data)
+    def feed(self, event: RunEvent | str, data: dict[str, Any] | None = None) -> None:
+        e = as_event(event, data)  # (a kind and its data: the older form)
+        self.usage.take(e)
+        for kind, show in _SHOWN:
+            if isinstance(e, kind):
+                show(self, e)
+                return
+
+    def _iteration(self, e: Iteration) -> None:
+        self.iteration, self.status = e.iteration, "running"
+
+    def _role_start(self, e: RoleStart) -> None:
+        self.role, self.waiting = e.role, None
+
+    def _role_end(self, e: RoleEnd) -> None:
+        self.role, self.waiting = None, None
+
+    def _review(self, e: ReviewDone) -> None:
+        self.verdicts.append(f"{e.wh}: {e.verdict}" + (f" → {', '.join(e.promoted)}" if e.promoted else ""))
+
+    def _critique(self, e: CritiqueFiled) -> None:
+        self.critiques.append(f"{e.id} on {e.target}: filed")
+
+    def _ruling(self, e: CritiqueResolved) -> None:
+        self.critiques.append(f"{e.id}: {e.status} ({e.by})")
+
+    def _system(self, e: System) -> None:
+        self.events.append(f"[{e.kind}] {e.text}")
+
+    def _formatter(self, e: FormatterBounce | ForcedFormatter) -> None:
+        self.events.append(f"[{e.kind}] {e.reason}")
+
+    def _evidence(self, e: EvidenceAdded) -> None:
+        self.events.append(f"[{e.kind}] {e.id}")
+
+    def _waiting(self, e: RateLimited | StillWaiting) -> None:  # the model seam: a rate limit waited out, a slow server
+        self.waiting = e.text or "waiting for rate limit"
+
+    def _seam(self, e: OutputModeChanged | Notice | ContextTooLong) -> None:
+        self.events.append(f"[{e.kind}] {e.text}")
+
+    def _refused(self, e: CompletionRefused) -> None:
+        self.events.append("[completion refused] " + "; ".join(e.blockers))
+
+    def _iteration_end(self, e: IterationEnd) -> None:  # one row per thing the iteration did (whole, not cut)
+        for item in e.items or [e.summary or "no progress"]:
+            self.events.append(f"it. {e.iteration}: {item}")
+
+    def _finished(self, e: RunFinished) -> None:
+        self.status = finished_text(e)
 
     def renderable(self):
         from rich.panel import Panel
@@ -74,3 +121,13 @@ class LabView:
         t.add_row("recent", one_line_rows(self.events))
         return Panel(t, title="PhysLab research lab")
 
+
+# What the panel does with each kind of event, the first that matches (a rate limit before the
+# other words of the model seam); any other event only moves the usage line.
+_SHOWN: tuple[tuple[Any, Callable[[LabView, Any], None]], ...] = (
+    (Iteration, LabView._iteration), (RoleStart, LabView._role_start), (RoleEnd, LabView._role_end),
+    (ReviewDone, LabView._review), (CritiqueFiled, LabView._critique), (CritiqueResolved, LabView._ruling),
+    (System, LabView._system), ((FormatterBounce, ForcedFormatter), LabView._formatter),
+    (EvidenceAdded, LabView._evidence), ((RateLimited, StillWaiting), LabView._waiting), (SEAM_EVENTS, LabView._seam),
+    (CompletionRefused, LabView._refused), (IterationEnd, LabView._iteration_end), (RunFinished, LabView._finished),
+)

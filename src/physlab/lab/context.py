@@ -52,7 +52,7 @@ class Windows:
     output_chars: int = 6000
     failure_chars: int = 3000  # what a worker is told of earlier failures on its target (upstream's excerpt)
 
-    def shrunk(self, level: int) -> "Windows":
+    def shrunk(self, level: int) -> Windows:
         """The windows for a prompt that did not fit the model's context window, ``level`` times
         over: each list window and text clip halved per level (at least one item, 200 characters).
         Only what is windowed shrinks: the problem and the role's task never do."""

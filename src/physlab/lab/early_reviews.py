@@ -11,8 +11,9 @@ is cancelled and the hypothesis is reviewed again where it would have been."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Hashable
+from typing import Any
 
 from physlab.lab import routing
 from physlab.lab.state import transitions as T

@@ -36,6 +36,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -62,6 +63,20 @@ from physlab.lab.workspace import RunWorkspace
 from physlab.llm.errors import ContextTooLong, ModelFailure, budget_error, find_error
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import (
+    CompletionRefused,
+    CritiqueFiled,
+    CritiqueResolved,
+    EvidenceAdded,
+    ForcedFormatter,
+    FormatterBounce,
+    Iteration,
+    IterationEnd,
+    ReviewDone,
+    RunEvent,
+    Step,
+    System,
+)
 from physlab.run.git import CACHE
 
 # Share of a token or cost cap kept for the forced formatter (PhysLab's choice: its prompt holds the
@@ -247,15 +262,20 @@ class LabEngine:
         self.timings: list[dict[str, float]] = []     # engine overhead per iteration (benchmarks)
 
     # ------------------------------------------------------------------ helpers
-    def emit(self, kind: str, /, **data: Any) -> None:
+    def emit(self, event: RunEvent) -> None:
         try:
-            self.ctx.events(kind, **data)
+            self.ctx.events(event)
         except Exception:  # noqa: BLE001 - a broken console must not stop research
             pass
 
+    def _adjudicator_prompt(self, c: Critique, level: int) -> C.RolePrompt:
+        """The adjudicator's prompt on critique ``c``, shorter at each ``level`` it does not fit."""
+        return C.for_adjudicator(self.ctx.problem, self.state, self.windows.shrunk(level), c, views=self.views,
+                                 history=self.cfg.review_history)
+
     def note(self, kind: str, text: str) -> None:
         self.state = T.system_event(self.state, kind, text)
-        self.emit("system", what=kind, text=text)
+        self.emit(System(what=kind, text=text))
 
     def _usage_data(self) -> dict[str, Any]:
         try:
@@ -403,7 +423,7 @@ class LabEngine:
         if len(self.state.open_critiques()) < n_open:
             self.summary.append(f"{n_open - len(self.state.open_critiques())} old critique(s) expired")
         self._audited = False
-        self.emit("iteration", iteration=it, **self._usage_data())
+        self.emit(Iteration(iteration=it, **self._usage_data()))
         control = self._intake()
         if control == "pause":
             self.state = T.set_status(self.state, "paused", "paused by the physicist")
@@ -455,8 +475,8 @@ class LabEngine:
         await self.commit(f"iteration {it}: {summary}")
         await self._best_guess()
         total = time.perf_counter() - t_start
-        self.emit("iteration_end", iteration=it, summary=summary, items=items, **self._usage_data())
-        self.emit("step", strategy="lab", step=f"iteration {it}: {summary}")
+        self.emit(IterationEnd(iteration=it, summary=summary, items=items, **self._usage_data()))
+        self.emit(Step(strategy="lab", step=f"iteration {it}: {summary}"))
         self.timings.append({"iteration": it, "total_s": total, "commit_s": getattr(self, "_commit_s", 0.0)})
         return None
 
@@ -528,8 +548,8 @@ class LabEngine:
             self.state = T.respond_to_critique(self.state, c.id, r.verdict, r.response)
             answered.append(c.id)
             answered_c = self.state.critique(c.id)
-            self.emit("critique_resolved", id=c.id, status=answered_c.status if answered_c else r.verdict,
-                      by="planner")
+            self.emit(CritiqueResolved(id=c.id, status=answered_c.status if answered_c else r.verdict,
+                                       by="planner"))
         acted = []
         for a in plan.entity_actions:
             try:
@@ -555,9 +575,8 @@ class LabEngine:
                 self.state = T.dismiss_stale_critique(self.state, c.id, f"{c.target} was already demoted")
                 continue
             try:
-                ruling = await adjudicator.run(self.env, lambda level: C.for_adjudicator(
-                    self.ctx.problem, self.state, self.windows.shrunk(level), c, views=self.views,
-                    history=self.cfg.review_history), cites_checks=gates.cites_sanity_checks(c, self.state))
+                ruling = await adjudicator.run(self.env, partial(self._adjudicator_prompt, c),
+                                               cites_checks=gates.cites_sanity_checks(c, self.state))
             except Exception as exc:
                 if fatal(exc):
                     raise
@@ -570,8 +589,8 @@ class LabEngine:
                     "needs_evidence": f"needs evidence: {c.target} demoted until it is in"}[ruling.decision]
             self.summary.append(f"{c.id} on {c.target} {done}")
             ruled = self.state.critique(c.id)
-            self.emit("critique_resolved", id=c.id, status=ruled.status if ruled else ruling.decision, by="adjudicator",
-                      target=c.target)
+            self.emit(CritiqueResolved(id=c.id, status=ruled.status if ruled else ruling.decision, by="adjudicator",
+                                       target=c.target))
         demotions = [c for c in self.state.critiques if c.status in ("upheld", "needs_evidence")
                      and c.id not in self.state.planner_seen_rulings]
         if for_plan or demotions:      # the planner is consulted on every demotion (upstream's revision trigger)
@@ -617,7 +636,7 @@ class LabEngine:
         self.state = T.escalate_stalls(self.state, gates.stalled(self.state, self.cfg.stall_limit))
         for c in self.state.critiques[n:]:
             self.summary.append(f"{c.target} stalled: escalated to the planner ({c.id})")
-            self.emit("critique", id=c.id, target=c.target, text=c.text[:200])
+            self.emit(CritiqueFiled(id=c.id, target=c.target, text=c.text[:200]))
 
     async def _orchestrate(self, early: EarlyReviews | None = None) -> orchestrator.Decision | None:
         s = self.state
@@ -687,7 +706,8 @@ class LabEngine:
         for wave in routing.review_waves(self.state, T.pending_reviews(self.state)):
             snapshot, gate = self.state, asyncio.Semaphore(self.cfg.parallel_workers)
 
-            async def review(wid: str) -> reviewer.ReviewReport:
+            async def review(wid: str, snapshot: ResearchState = snapshot,
+                             gate: asyncio.Semaphore = gate) -> reviewer.ReviewReport:  # this wave's
                 begun = early.take(snapshot, wid) if early is not None else None
                 if begun is not None:
                     return await begun
@@ -716,7 +736,7 @@ class LabEngine:
         self.summary.append(f"{wid} {rep.verdict}" + (f" -> {', '.join(promoted)}" if promoted else "")
                             + (" (abandoned as a dead end)" if abandoned else ""))
         self._verified = self._verified or rep.verdict == "VERIFIED"
-        self.emit("verdict", wh=wid, verdict=rep.verdict, promoted=promoted)
+        self.emit(ReviewDone(wh=wid, verdict=rep.verdict, promoted=promoted))
 
     async def _complete(self, answer_results: Sequence[str] = ()) -> bool:
         """The orchestrator declared completion: check the gates (auditing first if that is all
@@ -734,7 +754,7 @@ class LabEngine:
         if blockers:
             self.state = T.refuse_completion(self.state, blockers)
             self.summary.append("completion refused (" + "; ".join(blockers) + ")")
-            self.emit("completion_refused", blockers=blockers)
+            self.emit(CompletionRefused(blockers=blockers))
             self._circuit_breaker()
             return False
         if await self._format(forced=False):
@@ -750,7 +770,7 @@ class LabEngine:
         self.state = T.break_circuit(self.state, unresolved, drop_questions=not paper)
         self.summary.append("circuit breaker: " + (f"{', '.join(unresolved)} abandoned" if unresolved else
                                                    "completion refused again and again"))
-        self.emit("system", what="circuit_breaker", text=self.state.events[-1].text)
+        self.emit(System(what="circuit_breaker", text=self.state.events[-1].text))
 
     async def _dispatch(self, orders: list[orchestrator.DispatchOrder], *, with_critic: bool = False) -> bool:
         """The dispatched workers, concurrently (at most ``parallel_workers``), merged in dispatch
@@ -808,7 +828,7 @@ class LabEngine:
             self.state, eid = T.add_evidence(self.state, target=o.target, role=o.worker, dispatch=did,
                                              drop_refuted=not self.cfg.keep_refuted_evidence, **res)
             self.summary.append(f"{o.worker} on {o.target} -> {eid}")
-            self.emit("evidence", id=eid, role=o.worker, target=o.target)
+            self.emit(EvidenceAdded(id=eid, role=o.worker, target=o.target))
         if budget is not None:
             raise budget
         return alongside
@@ -845,7 +865,7 @@ class LabEngine:
                 self.note("refused", f"critic: {exc}")
                 continue
             filed.append(cid)
-            self.emit("critique", id=cid, target=d.target or d.target_type, text=d.text[:200])
+            self.emit(CritiqueFiled(id=cid, target=d.target or d.target_type, text=d.text[:200]))
         self.summary.append(f"critic filed {', '.join(filed)}" if filed else "critic: no critiques")
 
     async def _format(self, *, forced: bool, reason: str = "") -> bool:
@@ -870,7 +890,7 @@ class LabEngine:
         if out.bounce:
             self.state = T.bounce_completion(self.state, out.bounce)
             self.summary.append(f"formatter bounced back to the orchestrator ({out.bounce})")
-            self.emit("formatter_bounce", reason=out.bounce)
+            self.emit(FormatterBounce(reason=out.bounce))
             return False
         if out.body is None:
             return False
@@ -897,12 +917,12 @@ class LabEngine:
         best current answer is the answer; an answer resting on nothing reviewed is no answer."""
         self.state = T.set_status(self.state, self.state.status, reason)
         self.state = T.set_best_answer(self.state, A.best_answer(self.state))
-        self.emit("forced_formatter", reason=reason)
+        self.emit(ForcedFormatter(reason=reason))
         ok = False
         try:
             with self.ctx.usage.finishing():
                 ok = await self._format(forced=True, reason=reason)
-        except BaseException as exc:  # noqa: BLE001 - whatever happens, record and end cleanly
+        except BaseException as exc:  # whatever happens, record and end cleanly
             if not isinstance(exc, Exception) and not budget_error(exc):
                 raise
             self.note("role_failed", f"forced formatter: {_short(exc)}")

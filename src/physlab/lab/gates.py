@@ -5,7 +5,7 @@ orchestrator is shown them (``<completion-gates>``), docs/lab.md lists them."""
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from physlab.lab.routing import route_of
 from physlab.lab.state.models import Critique, ResearchState, WorkingHypothesis

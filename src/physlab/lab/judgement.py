@@ -7,7 +7,7 @@ sweep group (``physlab.bench.judgement``)."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
 

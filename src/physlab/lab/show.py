@@ -74,7 +74,7 @@ def evidence_behind(s: ResearchState) -> list[str]:
         if w is not None and wid not in whs:
             whs.add(wid)
             todo += w.depends_on
-    ids = {e for wid in whs for e in s.wh(wid).evidence}  # type: ignore[union-attr]
+    ids = {e for wid in whs if (w := s.wh(wid)) is not None for e in w.evidence}
     return [ev.id for ev in s.evidence if ev.id in ids]
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
@@ -25,6 +26,7 @@ from physlab.lab.context import clip
 from physlab.lab.roles import adjudicator, computer, reviewer
 from physlab.lab.roles._base import LabEnv
 from physlab.lab.state.models import SourceUse
+from physlab.run.events import System
 from physlab.sandbox.types import SandboxLimits
 from physlab.tools import cas
 from physlab.tools.choice import ToolChoice
@@ -126,7 +128,7 @@ class LabTools:
         choice = web_search(model, True)
         if choice.notice and not self._web_told:
             self._web_told = True
-            self.env.notify("system", what="tools", text=choice.notice)
+            self.env.notify(System(what="tools", text=choice.notice))
         return list(choice.capabilities)
 
     def guide(self, role: str) -> str:

@@ -9,7 +9,8 @@ optional material and never the problem or the task) and sends it again.
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from physlab.llm.errors import ContextTooLong, find_error
 

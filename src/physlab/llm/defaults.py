@@ -149,7 +149,7 @@ class ModelRegistry(BaseModel):
         return ModelDefaults()
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "ModelRegistry":
+    def load(cls, path: str | Path | None = None) -> ModelRegistry:
         """Load the registry from ``path``, else ``$PHYSLAB_MODELS_CONFIG``, else an empty registry."""
         if path is None:
             path = os.environ.get("PHYSLAB_MODELS_CONFIG") or None

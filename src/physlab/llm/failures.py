@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+import tenacity
 from pydantic_ai.exceptions import (
     ContentFilterError,
     ModelAPIError,
@@ -101,11 +102,23 @@ class Waiting:
             cut = p.max_retry_after_s if p.max_retry_after_s is not None else p.max_wait_s
             delay = min(hint, cut) * (1 + rng.uniform(0, p.jitter / 2))
         else:
-            base = min(p.backoff_s * (2 ** max(0, self.failures - 1)), p.max_backoff_s)
-            delay = base * (1 - p.jitter / 2 + rng.uniform(0, p.jitter / 2))
+            delay = backoff_s(p, self.failures) * (1 - p.jitter / 2 + rng.uniform(0, p.jitter / 2))
         left = p.max_wait_s - self.waited
         if left <= 0 and delay > 0:
             return None
         delay = max(0.0, min(delay, left))
         self.waited += delay
         return delay
+
+
+def backoff_s(policy: RetryPolicy, failures: int) -> float:
+    """The wait after the ``failures``-th failure without a server's hint: tenacity's exponential
+    back-off (the library pydantic-ai's own retries use), ``backoff_s`` doubled at each failure after
+    the first, at most ``max_backoff_s``. The jitter on top stays :meth:`Waiting.delay`'s: it draws
+    from the run's own random source (a seed replays the waits), where tenacity's draws from the
+    process-wide one; a server's ``Retry-After`` is read from the headers the seam captured
+    (:func:`physlab.llm.server_limits.retry_after_s`, LiteLLM's too), which pydantic-ai's
+    ``wait_retry_after`` cannot see (it reads an httpx error's response)."""
+    state = tenacity.RetryCallState(tenacity.Retrying(), None, (), {})
+    state.attempt_number = max(1, failures)
+    return float(tenacity.wait_exponential(multiplier=policy.backoff_s, max=policy.max_backoff_s)(state))

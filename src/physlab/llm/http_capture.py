@@ -21,9 +21,10 @@ import asyncio
 import contextvars
 import json
 import time
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import httpx2
 

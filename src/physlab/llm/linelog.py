@@ -16,7 +16,7 @@ class LineLog:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh = open(self.path, "ab")  # noqa: SIM115 - closed by close()
+        self._fh = open(self.path, "ab")  # closed by close()
         if self._fh.tell() and not self._ends_with_newline():
             self._fh.write(b"\n")
 

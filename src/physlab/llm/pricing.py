@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.usage import RequestUsage

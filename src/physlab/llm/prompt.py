@@ -4,8 +4,8 @@ accept images get the figures and the rest get the text."""
 from __future__ import annotations
 
 import mimetypes
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from pydantic_ai.messages import BinaryContent, UserContent
 

@@ -16,6 +16,6 @@ from physlab.llm.seam.limits import ModelLimits
 __all__ = ["ModelLimits", "RecordingModel", "RetryPolicy"]
 
 
-def RecordingModel(wrapped: Model, **options: Any) -> SeamModel:  # noqa: N802 - the name importers know
+def RecordingModel(wrapped: Model, **options: Any) -> SeamModel:  # the name importers know
     """The model seam around ``wrapped`` (see :func:`physlab.llm.seam.seam_model` for the options)."""
     return seam_model(wrapped, **options)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the pydantic-ai types only: this module stays light (the CritPt export uses it)
     from pydantic_ai.messages import ModelResponse

@@ -149,7 +149,7 @@ class ReplayBook:
         self._meta[id(resp)] = rec
         return resp
 
-    def model_for(self, role: str) -> "ReplayModel":
+    def model_for(self, role: str) -> ReplayModel:
         return ReplayModel(self, role)
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -44,6 +45,7 @@ ScenarioFactory = Callable[[], Scenario]
 class _Entry:
     factory: ScenarioFactory
     description: str
+    role_markers: Callable[[], Mapping[str, str]] | None = None
 
 
 _SCENARIOS: dict[str, _Entry] = {}
@@ -54,9 +56,21 @@ _SCENARIO_MODULES: list[str] = ["physlab.strategies.oneshot", "physlab.strategie
                                   "physlab.strategies.student_scenarios"]
 
 
-def register_scenario(name: str, factory: ScenarioFactory, *, description: str = "") -> None:
-    """Add (or replace) a scripted scenario available as ``scripted:<name>``."""
-    _SCENARIOS[name] = _Entry(factory, description)
+def register_scenario(name: str, factory: ScenarioFactory, *, description: str = "",
+                      role_markers: Callable[[], Mapping[str, str]] | None = None) -> None:
+    """Add (or replace) a scripted scenario available as ``scripted:<name>``. ``role_markers``: how a
+    request over HTTP is told to be one role's (role -> the text that opens its instructions), for a
+    scenario whose roles the stand-in plays (`python -m physlab.llm.standin --scenario NAME`)."""
+    _SCENARIOS[name] = _Entry(factory, description, role_markers)
+
+
+def scenario_role_markers(name: str) -> dict[str, str]:
+    """The role markers the scenario ``name`` (``scripted:`` or not) registered ({} when none: every
+    request is one role's)."""
+    name = name.removeprefix("scripted:")
+    get_scenario(name)
+    markers = _SCENARIOS[name].role_markers
+    return dict(markers()) if markers is not None else {}
 
 
 def register_scenario_module(module: str) -> None:

@@ -10,7 +10,8 @@ Steps that call tools keep using ``Agent``.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic_ai.direct import model_request
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart

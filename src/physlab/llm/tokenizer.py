@@ -55,7 +55,7 @@ async def find_tokenizer(client: Any, api_base: str, model: str) -> ServerTokeni
         try:
             r = await client.post(tok.url, json={tok.field: "ready", **({"model": model} if tok.model else {})})
             data = r.json() if r.status_code == 200 else None
-        except Exception:  # noqa: BLE001, S112 - not this server's endpoint
+        except Exception:  # noqa: BLE001 - not this server's endpoint
             continue
         if not isinstance(data, dict) or not isinstance(data.get("tokens", data.get("count")), (list, int)):
             continue

@@ -33,7 +33,7 @@ class Usage(BaseModel):
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def add(self, other: "Usage") -> "Usage":
+    def add(self, other: Usage) -> Usage:
         return Usage(
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,

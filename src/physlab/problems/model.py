@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ReferenceFormat = Literal["python", "number", "latex", "prose"]
+from physlab.problems.templates import ReferenceFormat, detect_reference_format
 
 
 class Problem(BaseModel):
@@ -83,8 +83,6 @@ class Problem(BaseModel):
         if options and (read_choice(reference, list(options)) or letters_by_wording(reference, options)):
             return data
         if data.get("reference_format") is None and "\\" not in reference and "$" not in reference:
-            from physlab.problems.templates import detect_reference_format
-
             return {**data, "reference_format": "prose"} if detect_reference_format(reference) == "prose" else data
         return {**data, "reference_format": "prose"} if is_prose(reference) else data
 
@@ -96,7 +94,7 @@ class Problem(BaseModel):
     def has_template(self) -> bool:
         return self.answer_template is not None
 
-    def public(self) -> "Problem":
+    def public(self) -> Problem:
         """The problem without its answer key: what models and sandboxed code may see."""
         if (self.reference is None and self.reference_format is None and self.solution is None
                 and self.path is None and not any(k.startswith("answer_key") for k in self.extra)):

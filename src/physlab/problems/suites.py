@@ -284,7 +284,7 @@ def _store_suite(kind: str, src: Path, *, name: str | None, force: bool,
                                        f"({lic.resolve()})", path=src)
             shutil.copy2(lic, tmp / lic.name)
         manifest = {"name": name, "kind": kind, "imported_from": imported_from, "problems": len(problems),
-                    "imported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "imported_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                     "description": f"{kind} import of {imported_from.rstrip('/').rsplit('/', 1)[-1]} ({len(problems)} problems)"}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         stored = load_directory(tmp, suite=name)  # what later runs will see must load too

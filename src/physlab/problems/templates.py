@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from physlab.errors import ProblemFileError
-from physlab.problems.model import ReferenceFormat
 
 REFERENCE_FORMATS: tuple[str, ...] = ("python", "number", "latex", "prose")
 
@@ -116,6 +116,8 @@ def parse_template(source: str, *, path: str | Path | None = None, field: str = 
                         return_expr=return_expr, returns=shape)
 
 
+# How a problem's reference is written (physlab.problems.model.Problem.reference_format).
+ReferenceFormat = Literal["python", "number", "latex", "prose"]
 _NOT_FINITE = {"nan", "inf", "infinity"}
 
 

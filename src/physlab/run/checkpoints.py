@@ -9,7 +9,8 @@ The run's final answer at its full spend is the cell itself, not a checkpoint.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 

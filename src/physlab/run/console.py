@@ -1,5 +1,6 @@
 """A run's progress on the terminal, driven by the events the runner and the strategy send through
-``env.events`` (``events(kind, **data)``).
+``env.events`` (the typed events of :mod:`physlab.run.events`; the older ``events(kind, **data)``
+is read into them).
 
 ``make_console(mode, view)`` returns an event sink (call it with events; ``close()`` it when the
 run is over, whatever happened):
@@ -13,7 +14,7 @@ Events every run sends (``physlab.run.runner``): ``run_started`` (strategy, mode
 problem_id, workspace), ``usage`` after each model call (role and the run's totals: calls, tokens,
 cost_usd) and ``run_finished`` (status, stop_reason, verdict and the final totals), so the last
 frame shows what the summary printed after it says. The model seam's own (``SEAM_EVENTS``: a
-request waiting out a rate limit, an output-mode fallback, a notice, a prompt too long) are shown
+request waiting out a rate limit or out a minute and more, an output-mode fallback, a notice, a prompt too long) are shown
 by every mode.
 """
 
@@ -24,7 +25,8 @@ import sys
 from typing import Any, TextIO
 
 from physlab.errors import UserError
-from physlab.run.progress import SEAM_EVENTS, ProgressView, RunView, describe
+from physlab.run.events import SEAM_EVENTS, RunEvent, RunFinished, RunStarted, as_event
+from physlab.run.progress import ProgressView, RunView, describe
 
 MODES = ("live", "lines", "json", "quiet")
 
@@ -32,7 +34,10 @@ MODES = ("live", "lines", "json", "quiet")
 class Console:
     """An event sink; ``close()`` ends a live panel (also when the run raised)."""
 
-    def __call__(self, kind: str, **data: Any) -> None:
+    def __call__(self, event: RunEvent | str, /, **data: Any) -> None:
+        self.show(as_event(event, data))
+
+    def show(self, event: RunEvent) -> None:
         pass
 
     def close(self) -> None:
@@ -43,8 +48,8 @@ class JsonConsole(Console):
     def __init__(self, stream: TextIO | None = None) -> None:
         self.out = stream or sys.stderr
 
-    def __call__(self, kind: str, **data: Any) -> None:
-        self.out.write(json.dumps({"event": kind, **data}, default=str) + "\n")
+    def show(self, event: RunEvent) -> None:
+        self.out.write(json.dumps({"event": event.kind, **event.data()}, default=str) + "\n")
         self.out.flush()
 
 
@@ -57,16 +62,17 @@ class LinesConsole(Console):
 
         self.con = RichConsole(file=stream or sys.stderr, highlight=False, soft_wrap=True)  # a log line stays one line
 
-    def __call__(self, kind: str, **data: Any) -> None:
+    def show(self, event: RunEvent) -> None:
         from rich.markup import escape
 
-        if kind == "run_started":
-            self.con.print(f"[bold]{escape(str(data['strategy']))}[/] on [bold]{escape(str(data['problem_id']))}[/] "
-                           f"with {escape(str(data['model']))} -> {escape(str(data['workspace']))}")
-        elif "strategy" in data:  # the strategy's own progress: its steps, rounds, candidates
-            self.con.print(f"  [dim]{escape(str(data['strategy']))}: {escape(describe(kind, data))}[/]")
-        elif kind in SEAM_EVENTS:
-            self.con.print(f"  [yellow]{escape(str(data.get('text') or kind))}[/]")
+        strategy = getattr(event, "strategy", None)
+        if isinstance(event, RunStarted):
+            self.con.print(f"[bold]{escape(event.strategy)}[/] on [bold]{escape(event.problem_id)}[/] "
+                           f"with {escape(event.model)} -> {escape(event.workspace)}")
+        elif strategy is not None:  # the strategy's own progress: its steps, rounds, candidates
+            self.con.print(f"  [dim]{escape(str(strategy))}: {escape(describe(event))}[/]")
+        elif isinstance(event, SEAM_EVENTS):
+            self.con.print(f"  [yellow]{escape(event.text or event.kind)}[/]")
 
 
 class LiveConsole(Console):
@@ -81,15 +87,15 @@ class LiveConsole(Console):
                          refresh_per_second=4, transient=False)
         self.started = self.stopped = False
 
-    def __call__(self, kind: str, **data: Any) -> None:
+    def show(self, event: RunEvent) -> None:
         if self.stopped:
             return
         if not self.started:
             self.live.start()
             self.started = True
-        self.view.feed(kind, data)
+        self.view.feed(event)
         self.live.update(self.view.renderable(), refresh=True)
-        if kind == "run_finished":
+        if isinstance(event, RunFinished):
             self.close()
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from pydantic_ai.models import Model
 
@@ -19,6 +19,7 @@ from physlab.grading.verdict import Verdict
 from physlab.llm.usage import Budget, Usage
 from physlab.problems.model import Problem
 from physlab.run.checkpoints import Checkpoint
+from physlab.run.events import Emit, ignore
 from physlab.sandbox.core import Sandbox
 from physlab.tools.choice import ToolChoice
 
@@ -70,9 +71,6 @@ class Equivalence(Protocol):
         needs (default: the grader's)."""
 
 
-EventSink = Callable[..., None]
-
-
 @dataclass
 class RunEnvironment:
     problem: Problem  # public view: no reference, no solution
@@ -85,7 +83,7 @@ class RunEnvironment:
     equivalence: Equivalence
     seed: int = 0
     resume: bool = False
-    events: EventSink = lambda *a, **k: None  # noqa: E731 - progress/console events (kind, **data)
+    events: Emit = ignore  # progress: typed events (physlab.run.events), for the console
     # The reference solution, for the one prompt that may hold the answer key (SCALAR's
     # reference-conditioned Critic). The runner fills it only when the strategy's parameters ask
     # for it (``StrategyParams.sees_reference``); everywhere else it stays None.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ def check_run_dir(path: Path, field: str = "--resume") -> None:
 
 def default_workspace(problem_id: str, strategy: str, root: Path | str = "runs") -> Path:
     """``runs/<UTC time>-<problem>-<strategy>``: a new run's directory when none is given."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{problem_id}-{strategy}")
     return Path(root) / f"{stamp}-{safe}"
 

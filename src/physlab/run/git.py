@@ -85,4 +85,5 @@ class RunRepo:
         if not self.is_repo:
             return []
         out = self.git("log", "--format=%H%x09%s", check=False)
-        return [tuple(line.split("\t", 1)) for line in out.splitlines() if "\t" in line]  # type: ignore[misc]
+        pairs = (line.partition("\t") for line in out.splitlines() if "\t" in line)
+        return [(sha, subject) for sha, _, subject in pairs]

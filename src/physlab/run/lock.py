@@ -71,7 +71,7 @@ class RunLock:
                 pass
             self.close()
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self
 
     def __exit__(self, *exc: object) -> None:

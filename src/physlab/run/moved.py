@@ -11,8 +11,8 @@ any other is left as it came, untrusted like a run received from elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
-from typing import Collection
 
 from physlab.run.files import METRICS, OPTIONS, read_bytes
 from physlab.run.record import read_record, read_start, write_record, write_start

@@ -2,6 +2,8 @@
 command line, the Python API, a sweep) and recorded in the run, so that a resume continues the run
 as it was made -- its model, its server, its key variable, its parameters and budget.
 
+What an entry point was given becomes these options in one place: :mod:`physlab.run.entry`.
+
 The key's variable is recorded by NAME (``api_key_env``), never the key. What a flag given at a
 resume changes over the recorded options is said, one line each (:func:`merge`).
 """
@@ -9,8 +11,9 @@ resume changes over the recorded options is said, one line each (:func:`merge`).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -132,3 +135,4 @@ def differences(before: RunOptions, after: RunOptions) -> list[str]:
     for role in after.role_models.keys() | before.role_models.keys():
         say(f"--role-model {role}=", after.role_models.get(role), before.role_models.get(role), "(the run's model)")
     return sorted(notes)
+

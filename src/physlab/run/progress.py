@@ -1,5 +1,5 @@
 """What a run's progress looks like while it goes: the views a live panel draws, fed by the events
-the runner and the strategy send through ``env.events`` (``events(kind, **data)``).
+the runner and the strategy send through ``env.events`` (:mod:`physlab.run.events`).
 
 A strategy supplies its own view (``Strategy.live_view()``): :class:`RunView` by default (its steps
 and rounds, calls per role), the lab its own (:class:`physlab.lab.console.LabView`). A view's
@@ -13,21 +13,32 @@ import time
 from collections import Counter, deque
 from typing import Any, Protocol
 
-SEAM_EVENTS = ("rate_limited", "output_mode", "notice", "context_too_long", "waiting")  # physlab.llm.seam's
+from physlab.run.events import (
+    SEAM_EVENTS,
+    CallDone,
+    RateLimited,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StillWaiting,
+    as_event,
+)
+
 _QUIET_KEYS = {"strategy", "step", "calls", "tokens", "cost_usd"}
 
 
 class ProgressView(Protocol):
     """What a live panel shows: fed every event, drawn after each."""
 
-    def feed(self, kind: str, data: dict[str, Any]) -> None: ...
+    def feed(self, event: RunEvent | str, data: dict[str, Any] | None = None) -> None: ...
 
     def renderable(self) -> Any: ...
 
 
-def describe(kind: str, data: dict[str, Any]) -> str:
+def describe(event: RunEvent) -> str:
     """One line for a strategy's progress event: ``step`` names what it does, the other fields
     follow (``round 2 · population 6``; SCALAR's ``turn 1 · score 62 · passed False``)."""
+    kind, data = event.kind, event.data()
     if kind == "step":
         head = str(data.get("step") or "")
     else:  # ``round``: "round 2"; ``candidates``: "candidates"
@@ -59,7 +70,8 @@ class Usage:
         self.started = time.monotonic()
         self.wall_s: float | None = None  # the run's own clock once it has finished
 
-    def take(self, data: dict[str, Any]) -> None:
+    def take(self, event: RunEvent) -> None:
+        data = event.data()
         if isinstance(data.get("wall_s"), (int, float)):
             self.wall_s = float(data["wall_s"])
         for key in ("calls", "tokens"):
@@ -73,8 +85,8 @@ class Usage:
         return f"{self.calls} calls · {self.tokens:,} tokens · ${self.cost:.4f} · {wall:.1f}s"
 
 
-def finished_text(data: dict[str, Any]) -> str:
-    return f"{data.get('status')}" + (f" (verdict {data['verdict']})" if data.get("verdict") else "")
+def finished_text(event: RunFinished) -> str:
+    return event.status + (f" (verdict {event.verdict})" if event.verdict else "")
 
 
 class RunView:
@@ -90,25 +102,26 @@ class RunView:
         self.waiting: str | None = None  # "waiting for rate limit (Ns)" until the next call is back
         self.steps: deque[str] = deque(maxlen=6)
 
-    def feed(self, kind: str, data: dict[str, Any]) -> None:
-        self.usage.take(data)
-        if kind == "run_started":
-            self.strategy = str(data.get("strategy") or self.strategy)
-            self.problem, self.model = str(data.get("problem_id") or ""), str(data.get("model") or "")
+    def feed(self, event: RunEvent | str, data: dict[str, Any] | None = None) -> None:
+        e = as_event(event, data)  # (a kind and its data: the older form)
+        self.usage.take(e)
+        if isinstance(e, RunStarted):
+            self.strategy = e.strategy or self.strategy
+            self.problem, self.model = e.problem_id, e.model
             self.status = "running"
-        elif kind == "usage" and data.get("failed"):
+        elif isinstance(e, CallDone) and e.failed:
             self.failed += 1
-        elif kind == "usage":
-            self.roles[str(data.get("role") or "?")] += 1
+        elif isinstance(e, CallDone):
+            self.roles[e.role or "?"] += 1
             self.waiting = None
-        elif kind in ("rate_limited", "waiting"):  # a request waits out a rate limit, or a slow server
-            self.waiting = str(data.get("text") or "waiting for rate limit")
-        elif kind in SEAM_EVENTS:
-            self.steps.append(f"[{kind}] {data.get('text') or ''}")
-        elif kind == "run_finished":
-            self.status = finished_text(data)
-        elif "strategy" in data:  # the strategy's own progress (step, round, candidates, ...)
-            self.steps.append(describe(kind, data))
+        elif isinstance(e, RateLimited | StillWaiting):  # a request waits out a rate limit, or a slow server
+            self.waiting = e.text or "waiting for rate limit"
+        elif isinstance(e, SEAM_EVENTS):
+            self.steps.append(f"[{e.kind}] {e.text or ''}")
+        elif isinstance(e, RunFinished):
+            self.status = finished_text(e)
+        elif getattr(e, "strategy", None) is not None:  # the strategy's own progress (step, round, candidates, ...)
+            self.steps.append(describe(e))
 
     def renderable(self) -> Any:
         from rich.panel import Panel

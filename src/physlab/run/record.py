@@ -251,6 +251,18 @@ def write_record(ws: Path, record: RunRecord) -> None:
     write_atomic(Path(ws) / METRICS, sealed_json(json.loads(record.model_dump_json())))
 
 
+def record_json(record: RunRecord) -> dict[str, Any]:
+    """A record as `physlab solve --json` prints it: every field metrics.json holds (its seal too,
+    when it was read from one), then the answer as the run wrote it and where (``answer_text``,
+    ``answer_code``, ``workspace``): what the Python API's ``solve`` returns."""
+    data: dict[str, Any] = json.loads(record.model_dump_json())
+    if record.seal is not None:
+        data["seal"] = record.seal
+    data.update(answer_text=record.answer_text, answer_code=record.answer_code,
+                workspace=str(record.workspace) if record.workspace is not None else None)
+    return data
+
+
 def write_start(ws: Path, start: RunStart) -> None:
     """run.json, sealed as written on this machine."""
     write_atomic(Path(ws) / OPTIONS, sealed_json(json.loads(start.model_dump_json())))

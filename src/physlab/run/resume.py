@@ -17,8 +17,9 @@ same check before it starts its process, and that process is `physlab solve --re
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from physlab.errors import UserError
 from physlab.llm.defaults import ModelRegistry

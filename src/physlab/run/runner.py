@@ -18,10 +18,11 @@ import json
 import shutil
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import pydantic_core
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter, ConcurrencyLimiter
@@ -37,9 +38,10 @@ from physlab.llm.models import RunModels
 from physlab.llm.prompt import problem_text
 from physlab.llm.usage import Budget, CallRecord
 from physlab.problems.model import Problem
-from physlab.run.attempt import Attempt
+from physlab.run.attempt import Attempt, AttemptStatus
 from physlab.run.checkpoints import grade_checkpoints
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import CallDone, EventSink, Notice, RunFinished, RunStarted, ignore
 from physlab.run.files import (
     CALLS,
     JUDGE_CALLS,
@@ -112,10 +114,10 @@ def _resolve_workspace(problem: Problem, strategy: str, workspace: Path | str | 
                        replace: bool = False, resumable: bool = False) -> tuple[Path, bool, RunLock]:
     """(run directory, resuming, its lock): the lock is taken before anything in the directory
     changes, so a second process on the same run is refused before it spends anything."""
-    if resume not in (None, False):
-        ws = Path(workspace) if resume is True else Path(resume)  # type: ignore[arg-type]
+    if resume is True or isinstance(resume, (str, Path)):
         if resume is True and workspace is None:
             raise UserError("resume needs the run directory", field="--resume")
+        ws = Path(resume) if not isinstance(resume, bool) else Path(workspace or "")
         if not ws.is_dir():
             raise UserError("no such run directory to resume", path=ws, field="--resume")
         _check_resumable(ws, problem, strategy, resumable)
@@ -195,8 +197,8 @@ def _check_replay(model: str, problem: Problem, strategy: str) -> None:
 class Shared:
     """What the caller lends a run: what it shares with other runs -- a sweep's in-flight limiter,
     sandbox, grader (bound here to each run's problem) and provider models (by spec, open until the
-    caller closes them), the model registry it read once -- and its hooks: ``events`` (progress:
-    ``events(kind, **data)``) and ``on_call`` (each calls.jsonl record as it is written). ``retry``
+    caller closes them), the model registry it read once -- and its hooks: ``events`` (progress: the typed
+    events of :mod:`physlab.run.events`) and ``on_call`` (each calls.jsonl record as it is written). ``retry``
     overrides every model's retry policy (tests)."""
 
     limiter: AbstractConcurrencyLimiter | None = None
@@ -205,7 +207,7 @@ class Shared:
     providers: dict[str, Model] = field(default_factory=dict)
     registry: ModelRegistry | None = None
     retry: RetryPolicy | None = None
-    events: Callable[..., None] | None = None
+    events: EventSink | None = None
     on_call: Callable[[CallRecord], None] | None = None
 
 
@@ -242,7 +244,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
     another server, or without the key it carried, is refused before anything changes. ``replace``
     removes what an earlier, unfinished try left in ``workspace`` (a sweep restarting a cell)."""
     shared = shared or Shared()
-    emit = shared.events or (lambda *a, **k: None)
+    emit: EventSink = shared.events or ignore
     name = options.strategy
     if options.tools is None:  # the problem's default, recorded as chosen (a resume keeps it)
         options = options.model_copy(update={"tools": default_tools(problem)})
@@ -261,7 +263,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
             shared.on_call(rec)
         try:  # the run's totals after each call: a live view's last frame agrees with the summary
             assert meter is not None
-            emit("usage", role=rec.role, failed=rec.response is None, **_totals(meter))
+            emit(CallDone(role=rec.role, failed=rec.response is None, **_totals(meter)))
         except Exception:  # noqa: BLE001 - a broken progress display must not fail a model call
             pass
 
@@ -287,7 +289,7 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
         raise
     t0 = time.monotonic()
     try:
-        start = RunStart(started_at=datetime.now(timezone.utc).isoformat(), problem_id=problem.id,
+        start = RunStart(started_at=datetime.now(UTC).isoformat(), problem_id=problem.id,
                          problem_spec=problem_spec(problem), options=options, servers=servers_for(options, registry))
         await models.open()
         write_start(ws, start)
@@ -303,13 +305,13 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
                              sandbox=sandbox, grader=bound, equivalence=equivalence, seed=options.seed,
                              resume=resuming, events=emit, reference_solution=reference,
                              tools=options.tools or default_tools(problem))
-        emit("run_started", strategy=name, model=options.model, problem_id=problem.id, workspace=str(ws))
+        emit(RunStarted(strategy=name, model=options.model, problem_id=problem.id, workspace=str(ws)))
         if resuming:  # before the first request: where it goes, with which key variable, and the tools
             for line in resume_lines(options, registry):
-                emit("notice", text=f"resume: {line}")
+                emit(Notice(text=f"resume: {line}"))
         if resuming and recorded is not None:  # what a flag given now changes of the run's options
             for line in differences(recorded.options, options):
-                emit("notice", text=f"resume: {line}")
+                emit(Notice(text=f"resume: {line}"))
         attempt = await _run_strategy(strategy, env, name, options.model, problem, options.budget, ws, models)
         attempt.wall_s = time.monotonic() - t0
         attempt.usage_by_role = meter.by_role()
@@ -326,12 +328,13 @@ async def run(problem: Problem, strategy: Scaffold, options: RunOptions, shared:
             attempt.verdict = await _judge(attempt, problem, options, registry, ws)
         if bound is not None:
             await grade_checkpoints(attempt.checkpoints, bound)
-        record = _record(attempt, meter, models, start, ws, datetime.now(timezone.utc), strategy.params)
+        record = _record(attempt, meter, models, start, ws, datetime.now(UTC), strategy.params)
         record.answer_latex = await _answer_latex(attempt, equivalence)
         write_record(ws, _kept_answer(record, before[0]) if resuming else record)
         _commit_outcome(attempt, ws)
-        emit("run_finished", status=attempt.status, stop_reason=attempt.stop_reason,
-             verdict=attempt.verdict.verdict if attempt.verdict else None, wall_s=attempt.wall_s, **_totals(meter))
+        emit(RunFinished(status=attempt.status, stop_reason=attempt.stop_reason,
+                         verdict=attempt.verdict.verdict if attempt.verdict else None, wall_s=attempt.wall_s,
+                         **_totals(meter)))
         return record
     except UserError:
         meter.close()
@@ -355,8 +358,8 @@ def _restore(path: Path, data: bytes | None) -> None:
 
 async def _run_strategy(scaffold: Scaffold, ctx: RunEnvironment, strategy: str, model: str, problem: Problem,
                         budget: Budget, ws: Path, models: RunModels | None = None) -> Attempt:
-    def ended(status: str, reason: str, **details: Any) -> Attempt:
-        return Attempt(strategy=strategy, model=model, problem_id=problem.id, status=status,  # type: ignore[arg-type]
+    def ended(status: AttemptStatus, reason: str, **details: Any) -> Attempt:
+        return Attempt(strategy=strategy, model=model, problem_id=problem.id, status=status,
                        stop_reason=reason, details=details)
 
     hard = budget.max_wall_s * HARD_WALL_FACTOR + HARD_WALL_SLACK_S if budget.max_wall_s else None
@@ -364,7 +367,7 @@ async def _run_strategy(scaffold: Scaffold, ctx: RunEnvironment, strategy: str, 
         return await asyncio.wait_for(scaffold.run(ctx), hard)
     except UserError:
         raise
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return ended("no_answer", "budget:max_wall", error=f"strategy cancelled {hard:.0f}s after start")
     except Exception as exc:
         # pydantic-ai / task groups may wrap ours (ExceptionGroup, __cause__): look inside first
@@ -441,7 +444,7 @@ async def _grade(attempt: Attempt, problem: Problem, bound: BoundGrader | None) 
     assert bound is not None  # a gradable problem always has one
     try:
         return await bound.grade_full(candidate)  # the run's record keeps what was compared
-    except Exception as exc:  # the grader must not lose the run's work
+    except Exception as exc:  # noqa: BLE001 - the grader must not lose the run's work
         return Verdict(verdict="invalid", reason=f"grader failed: {type(exc).__name__}: {exc}"[:500])
 
 
@@ -450,7 +453,7 @@ async def _judge(attempt: Attempt, problem: Problem, options: RunOptions, regist
     """The judge model's verdict on an answer no rule reads (a prose reference): its calls go to
     judge_calls.jsonl on a meter of their own, counted apart from the run's (metrics.json keeps them in
     the verdict's ``judge``); a judge that fails leaves the answer ungraded."""
-    from physlab.grading.judge import judge_with
+    from physlab.llm.judge import judge_with
 
     assert attempt.verdict is not None and options.judge is not None
     candidate = attempt.answer_text or attempt.answer_code or ""

@@ -101,8 +101,10 @@ def status_of(files: RunFiles) -> RunStatus:
     if files.finished:
         assert files.record is not None
         return files.record.status
-    if state in ("paused", "stopped"):
-        return state  # type: ignore[return-value]
+    if state == "paused":
+        return "paused"
+    if state == "stopped":
+        return "stopped"
     return "interrupted"
 
 

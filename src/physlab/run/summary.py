@@ -1,6 +1,7 @@
 """A run in one line: what `runs list`, the dashboard's table and `runs show` say of any run (its
 problem, strategy, model, status, verdict, tokens and cost), read the one way (:mod:`.record`,
-:mod:`.status`), and its usage per role from calls.jsonl.
+:mod:`.status`), and its usage per role from calls.jsonl. :func:`list_runs` is the table of every
+run under a runs root, as `runs list` prints it and the dashboard shows it.
 
 A finished session's totals come from its record; a run that is going (or never ended) is counted
 from calls.jsonl. A listing shows a damaged run as ``damaged`` with the line saying why.
@@ -8,13 +9,15 @@ from calls.jsonl. A listing shows a damaged run as ``damaged`` with the line say
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
+from typing import Any
 
 from pydantic import BaseModel
 
 from physlab.errors import UserError
 from physlab.llm.usage import CallRecord, Usage
+from physlab.run.discovery import NotFound, discover, resolve_run
 from physlab.run.files import CALLS, STATE_OF, read_text
 from physlab.run.status import RunFiles, RunStatus, read_run, status_of
 
@@ -121,3 +124,36 @@ def summarize(ws: str | Path, files: RunFiles | None = None) -> RunSummary:
         api_base=(options.api_base if options else None) or (record.api_base if record else None),
         problem_spec=(start.problem_spec if start else None) or (record.problem_spec if record else None),
         keeps_state=files.state is not None)
+
+
+def talk_state(status: str, takes_messages: bool) -> str | None:
+    """What the physicist can do with a run: ``running`` (messages are taken in at the next
+    iteration boundary; pause, stop), ``paused`` (paused or interrupted: messages wait for a resume;
+    stop, resume), ``ended`` (messages reopen it at a resume; resume); None: a run that takes no
+    messages (not a lab run)."""
+    if not takes_messages:
+        return None
+    if status in ("running", "resuming"):
+        return "running"
+    return "paused" if status in ("paused", "interrupted") else "ended"
+
+
+def listed(run_id: str, s: RunSummary, lab_status: str | None, takes_messages: bool | None = None) -> dict[str, Any]:
+    """One line of the runs table (`physlab runs list`, the dashboard): the summary, the run's id
+    under its root, its strategy's own status and what it can be told (:func:`talk_state`)."""
+    talk = talk_state(s.status, s.keeps_state if takes_messages is None else takes_messages)
+    return {**s.model_dump(mode="json", exclude={"path", "keeps_state"}), "id": run_id, "lab_status": lab_status,
+            "talk": talk}
+
+
+def list_runs(root: Path) -> list[dict[str, Any]]:
+    """Every run under ``root`` (:func:`physlab.run.discovery.discover`), one :func:`listed` line each."""
+    rows = []
+    for run_id in discover(root):
+        try:
+            path = resolve_run(root, run_id)
+        except NotFound:  # gone, or turned into a link out of the root, since it was found
+            continue
+        files = read_run(path)
+        rows.append(listed(run_id, summarize(path, files), files.state_status))
+    return rows

@@ -78,16 +78,58 @@ EXIT_EOF = 3  # a manager that found the control pipe closed: the worker stops
 def serve_one(req: dict) -> dict:
     limits = req["limits"]
     cap = int(limits["max_output_bytes"])
+    why, namespaced = _enter(req)
+    if why:
+        return {"error": why}
+    pid, pipes, start = _fork_run(req, namespaced)
+    out_r, err_r, res_r, st_r = pipes["out_r"], pipes["err_r"], pipes["res_r"], pipes["st_r"]
+    # What is kept of each pipe. The user's code holds the write ends of stdout, stderr and the
+    # status pipe: beyond these caps its writes are read and dropped, so nothing it writes grows
+    # this process (the result pipe is B's, sized by the returned files' cap).
+    keep = {out_r: cap, err_r: cap, st_r: 1,
+            res_r: int(limits["max_return_file_bytes"]) * 4 // 3 + (1 << 20)}
+    relay = _Relay(base64.b64decode(req["stdin"]) if req.get("stdin") else b"", pipes["in_w"], keep)
+    timed_out = relay.pump(start + float(limits["timeout_s"]), res_r)
+    duration = time.monotonic() - start
+    relay.close_stdin()
+    _end_run(pid, namespaced, tree_left=timed_out or res_r in relay.open_r)
+    res = _supervisor_report(relay, res_r)
+    if res.get("error"):
+        return {"error": str(res["error"])}
+    exit_code, sig = _exit_of(res.get("status"), timed_out)
+    truncated = relay.seen[out_r] > cap or relay.seen[err_r] > cap
+    limit_hit = _limit_hit(res, timed_out, sig, duration, limits, memory=b"M" in relay.bufs[st_r])
+    if truncated and limit_hit is None:
+        limit_hit = "output"
+    error = ""
+    if not res and not timed_out:
+        error = "the run ended without reporting (its supervisor was killed)"
+    return {
+        "exit_code": exit_code, "signal": sig, "timed_out": timed_out, "duration_s": duration,
+        "stdout": b64(bytes(relay.bufs[out_r])), "stderr": b64(bytes(relay.bufs[err_r])),
+        "stdout_bytes": relay.seen[out_r], "stderr_bytes": relay.seen[err_r], "truncated": truncated,
+        "files": res.get("files", {}), "files_truncated": bool(res.get("files_truncated")),
+        "limit_hit": limit_hit, "error": error, "namespaced": bool(res.get("namespaced")),
+    }
+
+
+def _enter(req: dict) -> tuple[str | None, bool]:
+    """Why the run cannot start (None: it can), and whether it runs in namespaces of its own
+    (entered here, by this manager, before the run is forked)."""
     for name in req.get("files") or {}:
         why = bad_name(name)
         if why:
-            return {"error": f"input file {name!r}: {why}"}
-    disk_mb = int(limits.get("max_disk_mb", 256))
+            return f"input file {name!r}: {why}", False
+    disk_mb = int(req["limits"].get("max_disk_mb", 256))
     if cfg.run_ns:  # the rlimit backend: without its namespaces the run does not start
         why = enter_run_namespaces(disk_mb)
         if why:
-            return {"error": why}
-    namespaced = bool(cfg.run_ns) or cfg.ns and enter_namespaces(disk_mb)
+            return why, False
+    return None, bool(cfg.run_ns) or cfg.ns and enter_namespaces(disk_mb)
+
+
+def _fork_run(req: dict, namespaced: bool) -> tuple[int, dict[str, int], float]:
+    """B forked with the run's pipes: (its pid, this side's ends of them, when it started)."""
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -105,58 +147,71 @@ def serve_one(req: dict) -> dict:
             os._exit(72)
     for fd in fds.values():
         os.close(fd)
+    return pid, {"in_w": in_w, "out_r": out_r, "err_r": err_r, "res_r": res_r, "st_r": st_r}, start
 
-    stdin = base64.b64decode(req["stdin"]) if req.get("stdin") else b""
-    if stdin:
-        os.set_blocking(in_w, False)
-    else:
-        os.close(in_w)
-        in_w = -1
-    # What is kept of each pipe. The user's code holds the write ends of stdout, stderr and the
-    # status pipe: beyond these caps its writes are read and dropped, so nothing it writes grows
-    # this process (the result pipe is B's, sized by the returned files' cap).
-    keep = {out_r: cap, err_r: cap, st_r: 1,
-            res_r: int(limits["max_return_file_bytes"]) * 4 // 3 + (1 << 20)}
-    bufs = {fd: bytearray() for fd in keep}
-    seen = {fd: 0 for fd in keep}
-    open_r = set(bufs)
-    deadline = start + float(limits["timeout_s"])
-    timed_out = False
-    grace_end = None
-    while open_r:
-        now = time.monotonic()
-        if res_r not in open_r and grace_end is None:
-            grace_end = now + 0.5  # B is gone: the rest is buffered or about to close
-        end = min(deadline, grace_end) if grace_end else deadline
-        if now >= end:
-            if grace_end is None or now >= deadline:
-                timed_out = grace_end is None
-            break
-        wlist = [in_w] if in_w >= 0 else []
-        r, w, _ = select.select(list(open_r), wlist, [], end - now)
-        if w:
-            try:
-                n = os.write(in_w, stdin[:65536])
-                stdin = stdin[n:]
-            except BlockingIOError:
-                pass
-            except OSError:
-                stdin = b""
-            if not stdin:
-                os.close(in_w)
-                in_w = -1
-        for fd in r:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                open_r.discard(fd)
-                continue
-            seen[fd] += len(chunk)
-            room = keep[fd] - len(bufs[fd])
-            if room > 0:
-                bufs[fd] += chunk[:room]
-    duration = time.monotonic() - start
-    if in_w >= 0:
-        os.close(in_w)
+
+class _Relay:
+    """This side of the run's pipes: its stdin fed in, and its stdout, stderr, status and result
+    read up to what is kept of each (``keep``; the rest read and dropped, counted in ``seen``)."""
+
+    def __init__(self, stdin: bytes, in_w: int, keep: dict[int, int]):
+        self.stdin, self.in_w, self.keep = stdin, in_w, keep
+        if stdin:
+            os.set_blocking(in_w, False)
+        else:
+            self.close_stdin()
+        self.bufs = {fd: bytearray() for fd in keep}
+        self.seen = {fd: 0 for fd in keep}
+        self.open_r = set(self.bufs)
+
+    def close_stdin(self) -> None:
+        if self.in_w >= 0:
+            os.close(self.in_w)
+            self.in_w = -1
+
+    def pump(self, deadline: float, res_r: int) -> bool:
+        """Relay until every pipe is closed, the deadline passes (True: timed out), or B is gone
+        and half a second more has passed (what is left is buffered or about to close)."""
+        grace_end = None
+        while self.open_r:
+            now = time.monotonic()
+            if res_r not in self.open_r and grace_end is None:
+                grace_end = now + 0.5  # B is gone: the rest is buffered or about to close
+            end = min(deadline, grace_end) if grace_end else deadline
+            if now >= end:
+                return grace_end is None
+            r, w, _ = select.select(list(self.open_r), [self.in_w] if self.in_w >= 0 else [], [], end - now)
+            if w:
+                self._feed()
+            for fd in r:
+                self._read(fd)
+        return False
+
+    def _feed(self) -> None:
+        try:
+            n = os.write(self.in_w, self.stdin[:65536])
+            self.stdin = self.stdin[n:]
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.stdin = b""
+        if not self.stdin:
+            self.close_stdin()
+
+    def _read(self, fd: int) -> None:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            self.open_r.discard(fd)
+            return
+        self.seen[fd] += len(chunk)
+        room = self.keep[fd] - len(self.bufs[fd])
+        if room > 0:
+            self.bufs[fd] += chunk[:room]
+
+
+def _end_run(pid: int, namespaced: bool, *, tree_left: bool) -> None:
+    """Kill what is left of the run and reap B. ``tree_left``: B may not have killed the run's
+    processes itself (timed out, or it never reported)."""
     try:
         os.kill(pid, signal.SIGKILL)  # namespaced: B is the run's init, its end is the run's end
     except OSError:
@@ -166,54 +221,53 @@ def serve_one(req: dict) -> dict:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
-        if timed_out or res_r in open_r:  # B did not get to kill the run's tree itself
+        if tree_left:  # B did not get to kill the run's tree itself
             kill_run_tree()
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
 
-    res = {}
-    if bufs[res_r] and seen[res_r] <= keep[res_r]:
-        try:
-            n = _HDR.unpack(bytes(bufs[res_r][: _HDR.size]))[0]
-            res = json.loads(bytes(bufs[res_r][_HDR.size: _HDR.size + n]))
-        except (ValueError, struct.error):
-            res = {}
-    if res.get("error"):
-        return {"error": str(res["error"])}
-    status = res.get("status")
-    exit_code, sig = None, None
-    if isinstance(status, int) and not timed_out:
-        if os.WIFEXITED(status):
-            exit_code = os.WEXITSTATUS(status)
-        elif os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            exit_code = -sig
-    limit_hit = None
+
+def _supervisor_report(relay: _Relay, res_r: int) -> dict:
+    """What B reported (its run's status, files, limits hit), {} when it reported nothing whole."""
+    buf = relay.bufs[res_r]
+    if not buf or relay.seen[res_r] > relay.keep[res_r]:
+        return {}
+    try:
+        n = _HDR.unpack(bytes(buf[: _HDR.size]))[0]
+        report = json.loads(bytes(buf[_HDR.size: _HDR.size + n]))
+    except (ValueError, struct.error):
+        return {}
+    return report
+
+
+def _exit_of(status: object, timed_out: bool) -> tuple[int | None, int | None]:
+    """(exit code, signal) of the user's code from its wait status; a signal's exit code is -signal."""
+    if not isinstance(status, int) or timed_out:
+        return None, None
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return -sig, sig
+    return None, None
+
+
+def _limit_hit(res: dict, timed_out: bool, sig: int | None, duration: float, limits: dict, *,
+               memory: bool) -> str | None:
+    """Which limit ended the run, the first that says so (None: none that these tell)."""
     if timed_out:
-        limit_hit = "timeout"
-    elif res.get("nproc_hit"):
-        limit_hit = "processes"
-    elif b"M" in bufs[st_r]:
-        limit_hit = "memory"
-    elif sig == signal.SIGXCPU or sig == signal.SIGKILL and duration >= float(limits.get("cpu_s") or 1e9):
-        limit_hit = "cpu"
-    elif sig == signal.SIGXFSZ:
-        limit_hit = "file_size"
-    truncated = seen[out_r] > cap or seen[err_r] > cap
-    if truncated and limit_hit is None:
-        limit_hit = "output"
-    error = ""
-    if not res and not timed_out:
-        error = "the run ended without reporting (its supervisor was killed)"
-    return {
-        "exit_code": exit_code, "signal": sig, "timed_out": timed_out, "duration_s": duration,
-        "stdout": b64(bytes(bufs[out_r])), "stderr": b64(bytes(bufs[err_r])),
-        "stdout_bytes": seen[out_r], "stderr_bytes": seen[err_r], "truncated": truncated,
-        "files": res.get("files", {}), "files_truncated": bool(res.get("files_truncated")),
-        "limit_hit": limit_hit, "error": error, "namespaced": bool(res.get("namespaced")),
-    }
+        return "timeout"
+    if res.get("nproc_hit"):
+        return "processes"
+    if memory:
+        return "memory"
+    if sig == signal.SIGXCPU or sig == signal.SIGKILL and duration >= float(limits.get("cpu_s") or 1e9):
+        return "cpu"
+    if sig == signal.SIGXFSZ:
+        return "file_size"
+    return None
 
 
 def manage_one_run() -> int:

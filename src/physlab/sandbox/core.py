@@ -52,7 +52,7 @@ class Sandbox:
     own for trusted code that holds secrets (the grader's comparisons with the reference)."""
 
     def __init__(self, backend: str = "auto", *, workers: int | None = None, preload: tuple[str, ...] | None = None,
-                 _model: "Sandbox | None" = None) -> None:
+                 _model: Sandbox | None = None) -> None:
         self.requested = backend
         self.backend = launch.resolve_backend(backend) if _model is None else _model.backend
         self.workers = workers or os.cpu_count() or 2
@@ -65,7 +65,7 @@ class Sandbox:
         weakref.finalize(self, self._pool.close)
 
     @property
-    def trusted(self) -> "Sandbox":
+    def trusted(self) -> Sandbox:
         """The sandbox for trusted code, made on first use: same backend, size and preload, its own pool."""
         with self._trusted_lock:
             if self._trusted is None:

@@ -59,9 +59,7 @@ def python_roots() -> list[str]:
 def own_package_dirs() -> list[str]:
     """PhysLab's own package directory when a bound Python root holds it (a regular install):
     its built-in suites carry reference answers, and nothing in the sandbox needs it."""
-    import physlab
-
-    pkg = os.path.realpath(os.path.dirname(physlab.__file__))
+    pkg = os.path.realpath(os.path.join(os.path.dirname(__file__), os.pardir))  # (this file is in physlab/sandbox/)
     return [pkg] if any(_under(pkg, r) for r in python_roots()) else []
 
 

@@ -172,7 +172,7 @@ class Worker:
                 time.sleep(0.01)  # killed, not yet ended: look again
 
 
-_pools: "weakref.WeakSet[Pool]" = weakref.WeakSet()
+_pools: weakref.WeakSet[Pool] = weakref.WeakSet()
 
 
 class Pool:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, Mapping, Self, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from physlab.run.attempt import Attempt, AttemptStatus
 from physlab.run.environment import RunEnvironment

@@ -110,7 +110,7 @@ class PromptFile:
     keys: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, path: str | Path) -> "PromptFile":
+    def load(cls, path: str | Path) -> PromptFile:
         """Read and check the file; ValueError with one line saying what is wrong."""
         top = Path(path).expanduser()
         keys = _read(top.resolve(), top.resolve().parent, ())
@@ -239,7 +239,7 @@ class CritptParams(ModelParams):
                 found.parse("")  # raises: two-step cannot fill the template without it
         return value
 
-    def protocol(self) -> "Protocol":
+    def protocol(self) -> Protocol:
         """The run's prompts (the file read again now, when the run starts). Blocking (a child process
         renders the file's templates): an async caller runs it in a thread, with :meth:`Protocol.system`
         and :meth:`Protocol.parse`."""

@@ -42,6 +42,7 @@ from physlab.grading.extract import extract_code
 from physlab.llm.errors import ModelFailure, budget_error
 from physlab.llm.output import structured_output
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Iteration
 from physlab.sandbox import SandboxLimits
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.params import PHYSICS_INTERN, ModelParams, param
@@ -157,6 +158,153 @@ class _IterationOver(Exception):
     """The iteration's requests are used up (max_rounds): it ends like a cut-off iteration."""
 
 
+class _Session:
+    """One run of the manager: its memory and scratchpad, the iteration under way (``current``: its
+    tool calls, requests, dispatches and how it ended) and the tools the manager calls on them."""
+
+    def __init__(self, ctx: RunEnvironment, p: ManagerParams, settings: ModelSettings | None):
+        self.ctx, self.p, self.settings = ctx, p, settings
+        self.state = ManagerState()
+        self.current: dict[str, Any] = {}
+        self.hard_limit = int(p.iteration_tokens * p.hard_stop_factor)
+
+    def tools(self) -> list[Tool[None]]:
+        return [Tool(self.dispatch_subagent, name="dispatch_subagent", prepare=self.prepare_dispatch),
+                Tool(self.write_to_permanent_memory), Tool(self.write_to_scratchpad)]
+
+    def _tool_called(self) -> None:
+        self.current["tool_calls"] = self.current.get("tool_calls", 0) + 1
+
+    async def run_script(self, code: str) -> tuple[bool, str]:
+        timeout = self.p.code_timeout_s
+        res = await self.ctx.sandbox.run(code, limits=SandboxLimits(timeout_s=timeout))
+        if res.timed_out:
+            return False, f"TIMEOUT: the script ran past {timeout:g} s."
+        if res.exit_code == 0:
+            out = res.stdout + (f"\n\nSTDERR (warnings):\n{res.stderr}" if res.stderr.strip() else "")
+            return True, out
+        return False, (f"STDOUT:\n{res.stdout}\n\nSTDERR:\n{res.stderr}" if res.stdout.strip()
+                       else res.stderr or f"exit code {res.exit_code}")
+
+    async def dispatch_subagent(self, rctx: AgentContext[None], system_prompt: str,
+                                user_message: str, execute_code: bool = False) -> str:
+        """Start a fresh helper that knows only the system prompt and the message you write, and
+        return its reply. With execute_code=True the one Python script of its reply is run in a
+        sandbox (NumPy, SciPy, SymPy) and a failing script goes back to it to be corrected."""
+        p = self.p
+        self._tool_called()
+        record: dict[str, Any] = {"system_prompt": system_prompt, "user_message": user_message,
+                                  "execute_code": execute_code}
+        self.current.setdefault("dispatches", []).append(record)
+        instructions = system_prompt + (render("manager_code_rules", timeout=f"{p.code_timeout_s:g}")
+                                        if execute_code else "")
+        sub: Agent[None, str] = Agent(self.ctx.models.for_role("subagent"), instructions=instructions)
+        try:
+            if not execute_code:
+                # usage=rctx.usage: the helper's tokens count against the iteration's budget.
+                result = await sub.run(user_message, usage=rctx.usage, model_settings=self.settings,
+                                       usage_limits=UsageLimits(request_limit=None))
+                record["reply"] = result.output
+                return _clip(result.output, p.helper_reply_chars)
+            return await self._coding_helper(sub, rctx, user_message, record)
+        except ModelFailure as exc:
+            record["error"] = error_text(exc)
+            return f"[the helper failed: {exc}]"
+
+    async def _coding_helper(self, sub: Agent[None, str], rctx: AgentContext[None], prompt: str,
+                             record: dict[str, Any]) -> str:
+        """A helper whose script runs: a failing one goes back to it with its error, up to
+        ``code_attempts`` tries in all."""
+        p = self.p
+        history: list[ModelMessage] | None = None
+        for attempt in range(1, p.code_attempts + 1):
+            result = await sub.run(prompt, message_history=history, usage=rctx.usage,
+                                   model_settings=self.settings, usage_limits=UsageLimits(request_limit=None))
+            reply = result.output
+            code = first_script(reply) or record.get("code")
+            if code is None:
+                record.update(reply=reply, status="no_code")
+                return (f"<subagent_reasoning>\n{_clip(reply, p.helper_reply_chars)}\n</subagent_reasoning>"
+                        "\n\n<execution status=\"no_code\">No Python script in the reply.</execution>")
+            ok, output = await self.run_script(code)
+            record.update(reply=reply, code=code, attempts=attempt)
+            if ok:
+                record["status"] = "success"
+                return _helper_report(reply, code, "success", output, p.helper_reply_chars)
+            if attempt == p.code_attempts:
+                record["status"] = "failed_after_retries"
+                return _helper_report(reply, code, "failed_after_retries",
+                                      f"{_clip(output, 5000)}\n\nThe script failed {attempt} times.",
+                                      p.helper_reply_chars)
+            history = result.all_messages()
+            prompt = render("manager_code_retry", attempt=str(attempt), attempts=str(p.code_attempts),
+                            error=_clip(output, 5000))
+        return ""  # not reached: the loop returns on its last attempt
+
+    def write_to_permanent_memory(self, content: str) -> str:
+        """Append an entry to the permanent memory (shown in full in every later iteration).
+        Only for checked results, each self-contained: what, how it was checked, assumptions."""
+        self._tool_called()
+        if not content.strip():
+            return "ERROR: content cannot be empty."
+        self.state.memory.append((self.current["iteration"], content))
+        return f"stored as memory entry {len(self.state.memory)} (iteration {self.current['iteration']})"
+
+    def write_to_scratchpad(self, content: str) -> str:
+        """Append a working note to the scratchpad (only the most recent notes stay in view)."""
+        self._tool_called()
+        if not content.strip():
+            return "ERROR: content cannot be empty."
+        self.state.scratchpad.append((self.current["iteration"], content))
+        return f"stored as scratchpad entry {len(self.state.scratchpad)} (iteration {self.current['iteration']})"
+
+    def wind_down_reason(self, rctx: AgentContext[None]) -> str | None:
+        spent = rctx.usage.total_tokens
+        if spent >= self.p.iteration_tokens:
+            return f"{spent:,} of {self.p.iteration_tokens:,} tokens used"
+        if self.current.get("tool_calls", 0) >= self.p.tool_call_cap:
+            return f"{self.current['tool_calls']} of {self.p.tool_call_cap} tool calls made"
+        return None
+
+    async def prepare_dispatch(self, rctx: AgentContext[None], tool_def: ToolDefinition) -> ToolDefinition | None:
+        if self.wind_down_reason(rctx) is not None:
+            self.current["wound_down"] = True
+            return None  # wind-down: the dispatch tool is withdrawn
+        return tool_def
+
+    def each_request(self, rctx: AgentContext[None]) -> str:
+        """The instructions' last part, made before each manager request: the wind-down notice,
+        and the end of an iteration whose requests are used up."""
+        self.current["requests"] = self.current.get("requests", 0) + 1
+        if self.current["requests"] > self.p.max_rounds:
+            raise _IterationOver(f"{self.p.max_rounds} manager requests made")
+        spent = rctx.usage.total_tokens
+        if self.p.hard_stop == "after_round" and spent >= self.hard_limit:  # the round that crossed has run
+            raise _IterationOver(f"{spent:,} tokens used, past the hard cap of {self.hard_limit:,}")
+        why = self.wind_down_reason(rctx)
+        return render("manager_wind_down", why=why).strip() if why else ""
+
+    async def iterate(self, agent: Agent[None, str | FinalAnswer], prompt: str) -> str | FinalAnswer:
+        """One iteration's run of the manager: its reply (a submission or its turn's text). Raises
+        what ended it early (the iteration's limits: ``UsageLimitExceeded``, ``_IterationOver``)."""
+        # at_reply: pydantic-ai stops at the reply that crosses; after_round: each_request does, after it
+        token_limit = self.hard_limit if self.p.hard_stop == "at_reply" else None
+        result = await agent.run(with_images(self.ctx, prompt), model_settings=self.settings,
+                                 usage_limits=UsageLimits(total_tokens_limit=token_limit, request_limit=None))
+        self.current["tokens"] = result.usage.total_tokens
+        return result.output
+
+    def ended(self, how: str, **more: Any) -> None:
+        """The iteration under way ended so (its record kept, with ``more``)."""
+        self.current["ended"] = how
+        self.current.update(more)
+        self.state.iterations.append(_iteration_record(self.current))
+
+
+_CUT_OFF = ("(The previous iteration was cut off when its budget ran out; anything not "
+            "written to memory or the scratchpad was lost.)")
+
+
 class Manager(Strategy[ManagerParams]):
     """AutoPhysicist: one research manager dispatching subagents it writes the prompts of."""
 
@@ -165,160 +313,44 @@ class Manager(Strategy[ManagerParams]):
 
     async def run(self, ctx: RunEnvironment) -> Attempt:
         p = self.params
-        max_iterations, window = p.max_iterations, p.scratchpad_window
         settings = cast("ModelSettings | None", model_settings(p))  # the TypedDict pydantic-ai reads
         started = time.monotonic()
-        state = ManagerState()
-        system = render("manager_system", window=str(window))
+        session = _Session(ctx, p, settings)
+        state = session.state
+        system = render("manager_system", window=str(p.scratchpad_window))
         if p.wrap_up:
             ctx.usage.set_aside(calls=1, share=_WRAP_UP_SHARE)
-        current: dict[str, Any] = {}
-
-        async def run_script(code: str) -> tuple[bool, str]:
-            res = await ctx.sandbox.run(code, limits=SandboxLimits(timeout_s=p.code_timeout_s))
-            if res.timed_out:
-                return False, f"TIMEOUT: the script ran past {p.code_timeout_s:g} s."
-            if res.exit_code == 0:
-                out = res.stdout + (f"\n\nSTDERR (warnings):\n{res.stderr}" if res.stderr.strip() else "")
-                return True, out
-            return False, (f"STDOUT:\n{res.stdout}\n\nSTDERR:\n{res.stderr}" if res.stdout.strip()
-                           else res.stderr or f"exit code {res.exit_code}")
-
-        async def dispatch_subagent(rctx: AgentContext[None], system_prompt: str,
-                                    user_message: str, execute_code: bool = False) -> str:
-            """Start a fresh helper that knows only the system prompt and the message you write, and
-            return its reply. With execute_code=True the one Python script of its reply is run in a
-            sandbox (NumPy, SciPy, SymPy) and a failing script goes back to it to be corrected."""
-            current["tool_calls"] = current.get("tool_calls", 0) + 1
-            record: dict[str, Any] = {"system_prompt": system_prompt, "user_message": user_message,
-                                      "execute_code": execute_code}
-            current.setdefault("dispatches", []).append(record)
-            instructions = system_prompt + (render("manager_code_rules", timeout=f"{p.code_timeout_s:g}")
-                                            if execute_code else "")
-            sub: Agent[None, str] = Agent(ctx.models.for_role("subagent"), instructions=instructions)
-            history: list[ModelMessage] | None = None
-            prompt = user_message
-            try:
-                for attempt in range(1, (p.code_attempts if execute_code else 1) + 1):
-                    # usage=rctx.usage: the helper's tokens count against the iteration's budget.
-                    result = await sub.run(prompt, message_history=history, usage=rctx.usage,
-                                           model_settings=settings, usage_limits=UsageLimits(request_limit=None))
-                    reply = result.output
-                    if not execute_code:
-                        record["reply"] = reply
-                        return _clip(reply, p.helper_reply_chars)
-                    code = first_script(reply) or record.get("code")
-                    if code is None:
-                        record.update(reply=reply, status="no_code")
-                        return (f"<subagent_reasoning>\n{_clip(reply, p.helper_reply_chars)}\n</subagent_reasoning>"
-                                "\n\n<execution status=\"no_code\">No Python script in the reply.</execution>")
-                    ok, output = await run_script(code)
-                    record.update(reply=reply, code=code, attempts=attempt)
-                    if ok:
-                        record["status"] = "success"
-                        return _helper_report(reply, code, "success", output, p.helper_reply_chars)
-                    if attempt == p.code_attempts:
-                        record["status"] = "failed_after_retries"
-                        return _helper_report(reply, code, "failed_after_retries",
-                                              f"{_clip(output, 5000)}\n\nThe script failed {attempt} times.",
-                                              p.helper_reply_chars)
-                    history = result.all_messages()
-                    prompt = render("manager_code_retry", attempt=str(attempt), attempts=str(p.code_attempts),
-                                    error=_clip(output, 5000))
-            except ModelFailure as exc:
-                record["error"] = error_text(exc)
-                return f"[the helper failed: {exc}]"
-            return ""  # not reached: the loop returns on its last attempt
-
-        def write_to_permanent_memory(content: str) -> str:
-            """Append an entry to the permanent memory (shown in full in every later iteration).
-            Only for checked results, each self-contained: what, how it was checked, assumptions."""
-            current["tool_calls"] = current.get("tool_calls", 0) + 1
-            if not content.strip():
-                return "ERROR: content cannot be empty."
-            state.memory.append((current["iteration"], content))
-            return f"stored as memory entry {len(state.memory)} (iteration {current['iteration']})"
-
-        def write_to_scratchpad(content: str) -> str:
-            """Append a working note to the scratchpad (only the most recent notes stay in view)."""
-            current["tool_calls"] = current.get("tool_calls", 0) + 1
-            if not content.strip():
-                return "ERROR: content cannot be empty."
-            state.scratchpad.append((current["iteration"], content))
-            return f"stored as scratchpad entry {len(state.scratchpad)} (iteration {current['iteration']})"
-
-        def spent(rctx: AgentContext[None]) -> int:
-            return rctx.usage.total_tokens
-
-        def wind_down_reason(rctx: AgentContext[None]) -> str | None:
-            if spent(rctx) >= p.iteration_tokens:
-                return f"{spent(rctx):,} of {p.iteration_tokens:,} tokens used"
-            if current.get("tool_calls", 0) >= p.tool_call_cap:
-                return f"{current['tool_calls']} of {p.tool_call_cap} tool calls made"
-            return None
-
-        async def prepare_dispatch(rctx: AgentContext[None], tool_def: ToolDefinition) -> ToolDefinition | None:
-            if wind_down_reason(rctx) is not None:
-                current["wound_down"] = True
-                return None  # wind-down: the dispatch tool is withdrawn
-            return tool_def
-
-        def each_request(rctx: AgentContext[None]) -> str:
-            """The instructions' last part, made before each manager request: the wind-down notice,
-            and the end of an iteration whose requests are used up."""
-            current["requests"] = current.get("requests", 0) + 1
-            if current["requests"] > p.max_rounds:
-                raise _IterationOver(f"{p.max_rounds} manager requests made")
-            if p.hard_stop == "after_round" and spent(rctx) >= hard_limit:  # the round that crossed has run
-                raise _IterationOver(f"{spent(rctx):,} tokens used, past the hard cap of {hard_limit:,}")
-            why = wind_down_reason(rctx)
-            return render("manager_wind_down", why=why).strip() if why else ""
-
         manager = ctx.models.for_role("manager")
-        tools: list[Tool[None]] = [Tool(dispatch_subagent, name="dispatch_subagent", prepare=prepare_dispatch),
-                                   Tool(write_to_permanent_memory), Tool(write_to_scratchpad)]
-        hard_limit = int(p.iteration_tokens * p.hard_stop_factor)
+        tools = session.tools()
         stop_reason = "max_iterations"
         note = ""
-        for iteration in range(1, max_iterations + 1):
-            current = {"iteration": iteration}
+        for iteration in range(1, p.max_iterations + 1):
+            session.current = {"iteration": iteration}
             agent: Agent[None, str | FinalAnswer] = Agent(
-                manager, instructions=[system, each_request], tools=tools,
+                manager, instructions=[system, session.each_request], tools=tools,
                 output_type=structured_output(manager, FinalAnswer, name="submit_final_answer", allow_text=True,
                                               description="Submit the final answer and end the research."))
-            prompt = iteration_prompt(ctx, state, iteration, max_iterations, window, note)
-            current["scratchpad_shown"] = [n for n, _, _ in state.scratch_window(window)]
-            ctx.events("iteration", strategy=self.name, iteration=iteration)
-            # at_reply: pydantic-ai stops at the reply that crosses; after_round: each_request does, after it
-            token_limit = hard_limit if p.hard_stop == "at_reply" else None
+            prompt = iteration_prompt(ctx, state, iteration, p.max_iterations, p.scratchpad_window, note)
+            session.current["scratchpad_shown"] = [n for n, _, _ in state.scratch_window(p.scratchpad_window)]
+            ctx.events(Iteration(strategy=self.name, iteration=iteration))
             try:
-                result = await agent.run(
-                    with_images(ctx, prompt), model_settings=settings,
-                    usage_limits=UsageLimits(total_tokens_limit=token_limit, request_limit=None))
+                output = await session.iterate(agent, prompt)
             except (UsageLimitExceeded, _IterationOver) as exc:
-                current["ended"] = f"iteration_limit: {exc}"
-                note = ("(The previous iteration was cut off when its budget ran out; anything not "
-                        "written to memory or the scratchpad was lost.)")
-                state.iterations.append(_iteration_record(current))
+                session.ended(f"iteration_limit: {exc}")
+                note = _CUT_OFF
                 continue
             except Exception as exc:  # noqa: BLE001
                 if budget_error(exc) is None:
-                    current["ended"] = f"error: {error_text(exc)}"
-                    state.iterations.append(_iteration_record(current))
+                    session.ended(f"error: {error_text(exc)}")
                     return self._attempt(ctx, state, started, "error", "model_error", error=error_text(exc))
-                current["ended"] = "budget"
-                state.iterations.append(_iteration_record(current))
+                session.ended("budget")
                 stop_reason = budget_reason(exc)
                 break
-            current["tokens"] = result.usage.total_tokens
-            if isinstance(result.output, FinalAnswer):
-                state.final = result.output
-                current["ended"] = "submitted"
-                state.iterations.append(_iteration_record(current))
+            if isinstance(output, FinalAnswer):
+                state.final = output
+                session.ended("submitted")
                 return self._attempt(ctx, state, started, "complete", "submitted")
-            current["ended"] = "turn_ended"
-            current["status"] = result.output[:2000]
-            state.iterations.append(_iteration_record(current))
+            session.ended("turn_ended", status=output[:2000])
             note = ""
         if not p.wrap_up:  # the public code: no submission, no answer
             return self._attempt(ctx, state, started, "no_answer", stop_reason)
@@ -355,7 +387,7 @@ class Manager(Strategy[ManagerParams]):
                    "scratchpad": [s for _, s in state.scratchpad], "forced_wrap_up": reason != "submitted"}
         if error:
             details["error"] = error
-        return finish(ctx, self.name, status, reason, started=started, answer_text=text,  # type: ignore[arg-type]
+        return finish(ctx, self.name, status, reason, started=started, answer_text=text,
                       answer_code=code, details=details)
 
 

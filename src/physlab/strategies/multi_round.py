@@ -21,6 +21,7 @@ from typing import Any, Literal
 from physlab.grading.extract import extract_code
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Round
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.params import TPBENCH, ModelParams, param
 from physlab.strategies.sampling import (
@@ -96,7 +97,7 @@ class MultiRound(Strategy[MultiRoundParams]):
             record.update(answer_code=code, conclusion=conclusion)
             rounds.append(record)
             thinking.append((reasoning, conclusion))
-            ctx.events("round", strategy=self.name, round=r, has_answer=bool(code or conclusion))
+            ctx.events(Round(strategy=self.name, round=r, has_answer=bool(code or conclusion)))
             if code or not problem.has_template:
                 best = (conclusion, code)
                 record_best(ctx, f"round {r}", answer_code=code, answer_text=conclusion)

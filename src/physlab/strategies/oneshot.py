@@ -20,6 +20,7 @@ from physlab.llm.prompt import image_parts
 from physlab.llm.scripted import register_scenario
 from physlab.llm.text import ask_text
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Step
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.critpt_protocol import CritptParams, Style, user_message
 from physlab.strategies.sampling import model_settings
@@ -40,7 +41,7 @@ class OneShot(Strategy[CritptParams]):
         system = await asyncio.to_thread(protocol.system, style, problem.answer_template or "")
         prompt: list[Any] = [user_message(problem, with_template=problem.has_template),
                              *image_parts(problem.images)]
-        ctx.events("step", strategy=self.name, step="solve")
+        ctx.events(Step(strategy=self.name, step="solve"))
         status: AttemptStatus
         status, reason, reply, details = "complete", "answered", None, {}
         try:

@@ -11,7 +11,8 @@ file and section, or PhysLab's own choice and why), which the model's JSON schem
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Mapping, Self
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 

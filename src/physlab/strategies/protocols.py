@@ -9,7 +9,8 @@ over the protocol, and :func:`overrides` says so, one line each.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from physlab.run.options import PARAM_FLAGS, PROTOCOLS, ProtocolName
 from physlab.strategies.params import StrategyParams

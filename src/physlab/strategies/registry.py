@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from physlab.errors import UserError
 from physlab.run.options import ProtocolName

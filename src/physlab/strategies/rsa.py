@@ -25,6 +25,7 @@ from pydantic import model_validator
 from physlab.grading.extract import extract_code, extract_final_answer
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Round
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.critpt_protocol import builtin_system, user_message
 from physlab.strategies.params import PHYSICS_INTERN, SamplingParams, param
@@ -150,7 +151,7 @@ class RSA(Strategy[RSAParams]):
         budget_hit = next((o.error for o in outcomes if o.budget), None)
         rounds.append({"round": 1, "answers": [extract_code(p) for p in population],
                        "errors": [error_text(o.error) for o in outcomes if not o.ok]})
-        ctx.events("round", strategy=self.name, round=1, population=len(population))
+        ctx.events(Round(strategy=self.name, round=1, population=len(population)))
         completed = 0 if budget_hit is not None else 1
         await checkpoint(1)
 
@@ -172,7 +173,7 @@ class RSA(Strategy[RSAParams]):
                            "answers": [extract_code(p) for p in new],
                            "errors": [error_text(o.error) for o in outcomes if not o.ok]})
             population = new
-            ctx.events("round", strategy=self.name, round=r, population=len(population))
+            ctx.events(Round(strategy=self.name, round=r, population=len(population)))
             completed += budget_hit is None
             await checkpoint(r)
 

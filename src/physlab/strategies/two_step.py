@@ -15,6 +15,7 @@ from typing import Any
 
 from physlab.grading.extract import extract_code
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Step
 from physlab.strategies.base import Attempt, Strategy
 from physlab.strategies.critpt_protocol import TwoStepParams, user_message
 from physlab.strategies.sampling import ask, ended_by, error_text, finish, model_settings
@@ -40,7 +41,7 @@ class TwoStep(Strategy[TwoStepParams]):
         except Exception as exc:  # noqa: BLE001
             status, reason = ended_by(exc, answered=False)
             return finish(ctx, self.name, status, reason, started=started, details={"error": error_text(exc)})
-        ctx.events("step", strategy=self.name, step="derive")
+        ctx.events(Step(strategy=self.name, step="derive"))
         details: dict[str, Any] = {"derivation": derivation}
         if not problem.has_template:
             return finish(ctx, self.name, "complete", "answered", started=started,

@@ -11,17 +11,18 @@ from typing import Any
 from physlab.lab import inbox
 from physlab.lab.state.models import ResearchState
 from physlab.llm.usage import CallRecord
+from physlab.run.discovery import inside
 from physlab.run.files import CALLS, METRICS, OPTIONS, RESUME_LOG, STATE
 from physlab.run.git import RunRepo
 from physlab.run.lock import LOCK
 from physlab.run.status import RunFiles, read_run
-from physlab.run.summary import RunSummary, read_calls, summarize, usage_by_role
-from physlab.web.paths import _inside, read_text, run_file
+from physlab.run.summary import RunSummary, listed, read_calls, summarize, usage_by_role
+from physlab.web.paths import read_text, run_file
 
 WATCHED = (STATE, CALLS, METRICS, OPTIONS, "inbox.jsonl", "ANSWER.md", "answer.py", RESUME_LOG)
 _ITER = re.compile(r"^iteration (\d+)\b")
 
-__all__ = ["detail", "failure", "history", "load_calls", "load_state", "signature", "summary", "talk_state",
+__all__ = ["detail", "failure", "history", "load_calls", "load_state", "signature", "summary",
            "usage_by_role"]
 
 
@@ -59,32 +60,18 @@ def signature(run: Path) -> tuple:
 
 def row(run_id: str, s: RunSummary, state: ResearchState | None, lab_status: str | None) -> dict[str, Any]:
     """One line of the runs table (and of `physlab runs list`)."""
-    return {**s.model_dump(mode="json", exclude={"path", "keeps_state"}), "id": run_id, "lab_status": lab_status,
-            "talk": talk_state(state, s.status, s.keeps_state)}
+    return listed(run_id, s, lab_status, s.keeps_state or state is not None)
 
 
 def summary(run_id: str, run: Path, root: Path, files: RunFiles | None = None) -> dict[str, Any]:
     """One line of the runs table (and of `physlab runs list`): :func:`physlab.run.summary.summarize`."""
     files = files or read_run(run)
-    s = summarize(run, files)
-    return row(run_id, s, None, files.state_status)
-
-
-def talk_state(state: ResearchState | None, status: str, keeps_state: bool = True) -> str | None:
-    """What the physicist can do with a run: ``running`` (messages are taken in at the next
-    iteration boundary; pause, stop), ``paused`` (paused or interrupted: messages wait for a resume;
-    stop, resume), ``ended`` (messages reopen it at a resume; resume); None: not a lab run, it
-    takes no messages."""
-    if state is None and not keeps_state:
-        return None
-    if status in ("running", "resuming"):
-        return "running"
-    return "paused" if status in ("paused", "interrupted") else "ended"
+    return listed(run_id, summarize(run, files), files.state_status)
 
 
 def history(run: Path, root: Path) -> list[dict[str, Any]]:
     """The run's commits, oldest first: iteration, unix time, subject."""
-    if not (run / ".git").exists() or not _inside(run / ".git", root):
+    if not (run / ".git").exists() or not inside(run / ".git", root):
         return []
     out = RunRepo(run).git("log", "--reverse", "--format=%H%x09%ct%x09%s", check=False)
     rows = []

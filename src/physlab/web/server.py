@@ -28,7 +28,7 @@ class BackgroundServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> "BackgroundServer":
+    def start(self, timeout: float = 10.0) -> BackgroundServer:
         self.thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:
@@ -42,7 +42,7 @@ class BackgroundServer:
         self.server.should_exit = True
         self.thread.join(timeout=10)
 
-    def __enter__(self) -> "BackgroundServer":
+    def __enter__(self) -> BackgroundServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

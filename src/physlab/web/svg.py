@@ -5,7 +5,8 @@ positions; ``templates/charts.html`` draws them (and escapes every label)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from physlab.bench.report import group_label
 from physlab.lab.state.models import ResearchState

@@ -16,17 +16,16 @@ from physlab.bench.report_render import (
     interval_note,
 )
 from physlab.bench.store import ResultsStore
+from physlab.run.discovery import NotFound, resolve_run
+from physlab.run.files import is_run_dir
 from physlab.web import svg
-from physlab.web.paths import NotFound, is_run_dir, resolve_run
 from physlab.web.render import page
 
 CELL_PREFIX = "~cell/"  # (PhysLab names no run directory "~cell", so no run under the root is hidden)
-_CELL_COLUMNS = "rowid AS n, suite, problem_id, strategy, model, repeat, state, status, verdict, input_tokens, " \
-                "output_tokens, cost_usd, wall_s, workspace, error, node"
 
 
 def choices(store: ResultsStore) -> dict[str, list[str]]:
-    return {k: [r[0] for r in store.conn.execute(f"SELECT DISTINCT {k} FROM cells ORDER BY {k}")] for k in FILTERS}
+    return store.distinct(FILTERS)
 
 
 def report_data(db: Path, filters: dict[str, str]) -> dict[str, Any]:
@@ -58,21 +57,16 @@ def cell_workspace(db: Path, n: str) -> Path | None:
         return None
     store = ResultsStore(db, create=False)
     try:
-        row = store.conn.execute("SELECT workspace FROM cells WHERE rowid = ?", (int(n),)).fetchone()
+        recorded = store.cell_workspace(int(n))
     finally:
         store.close()
-    return _workspace(db, row[0]) if row else None
+    return _workspace(db, recorded)
 
 
 def cell_rows(store: ResultsStore, filters: dict[str, str], root: Path) -> list[dict[str, Any]]:
     """Every cell the filters keep, with the run id its page has (None: no workspace yet)."""
-    chosen = {k: v for k, v in filters.items() if k in FILTERS and v}
-    where = " AND ".join(f"{k} = ?" for k in chosen) or "1=1"   # keys from FILTERS only
-    rows = store.conn.execute(f"SELECT {_CELL_COLUMNS} FROM cells WHERE {where} "
-                              "ORDER BY suite, problem_id, strategy, model, repeat", tuple(chosen.values()))
     out = []
-    for r in rows:
-        row = dict(zip([d[0] for d in rows.description], r))
+    for row in store.cell_listing({k: v for k, v in filters.items() if k in FILTERS and v}):
         ws = _workspace(store.path, row.pop("workspace"))
         row["run_id"] = None if ws is None else _run_id(ws, root) or f"{CELL_PREFIX}{row['n']}"
         out.append(row)

@@ -34,7 +34,7 @@ class Server:
             def log_message(self, *args) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 outer.asked.append(self.path)
                 try:
                     answer(self)

@@ -32,6 +32,7 @@ both are exact.
 import json
 import math
 import random
+from typing import Any
 
 from . import precision, tree as T
 from .guard import StepFailed, StepTimeout, run_guarded, run_steps
@@ -223,7 +224,7 @@ def _intervals(cand, ref, opts, path):
     if len(cs) != len(rs):
         return Result(False, f"{path}: expected {len(rs)} interval(s), got {len(cs)}", "interval")
     used = set()
-    for i, r in enumerate(rs):
+    for r in rs:
         for j, c in enumerate(cs):
             if j in used or (c.get("f") == "Interval") != (r.get("f") == "Interval"):
                 continue
@@ -498,7 +499,7 @@ def branchy(sp, *exprs):
     negative under a fractional power, ``sqrt(x**2)``, ``(x**4)**(1/2)``) in ``exprs`` that
     depend on a symbol; [] when numbers can decide."""
     classes = tuple(getattr(sp, name) for name in BRANCHY)
-    found = set()
+    found: set[Any] = set()
     for e in exprs:
         if not isinstance(e, sp.Basic) or not e.free_symbols:
             continue

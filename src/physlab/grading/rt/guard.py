@@ -12,6 +12,7 @@ import os
 import select
 import signal
 import time
+from typing import Any
 
 MAX_RESULT_BYTES = 4_000_000
 
@@ -110,7 +111,7 @@ def run_steps(steps, job, timeouts, fatal=("step_rebuild",)):
             try:
                 for k in range(i, len(steps)):
                     try:
-                        msg = {"k": k, "ok": list(steps[k](job))}
+                        msg: dict[str, Any] = {"k": k, "ok": list(steps[k](job))}
                     except BaseException as exc:  # noqa: BLE001
                         msg = {"k": k, "error": f"{type(exc).__name__}: {exc}"[:300]}
                     data = (json.dumps(msg) + "\n").encode()

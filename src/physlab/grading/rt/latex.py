@@ -178,13 +178,14 @@ def _read_group(s, i):
         return s[i + 1:j - 1], j
     if s[i] == "\\":
         m = re.match(r"\\([A-Za-z]+|.)", s[i:])
+        assert m is not None, "a backslash ends the text"
         return m.group(0), i + len(m.group(0))
     return s[i], i + 1
 
 
 def canonical_text(t):
     """A readable name for subscript/label content: ``\\mathrm{pr}`` -> ``pr``, ``\\ell`` -> ``ell``."""
-    t = re.sub(r"\\(?:%s)\s*\{([^{}]*)\}" % "|".join(TEXT_CMDS), r"\1", t)
+    t = re.sub(r"\\(?:" + "|".join(TEXT_CMDS) + r")\s*\{([^{}]*)\}", r"\1", t)
     t = re.sub(r"\\([A-Za-z]+)", lambda m: VARIANT.get(m.group(1), m.group(1)), t)
     t = t.replace("{", "").replace("}", "").replace(" ", "")
     return t
@@ -261,9 +262,10 @@ class _Protector:
                     base, kind = (f"{deco}{{{inner}}}" if deco else inner), "word"
                 elif cmd == "imath" or cmd == "jmath":
                     base, kind = "I", "const"
-                elif cmd in ("Delta", "delta") and re.match(r"\s*(?:[A-Za-z](?![A-Za-z])|\\(?:%s)(?![A-Za-z]))" % "|".join(GREEK), s[j:]):
+                elif cmd in ("Delta", "delta") and re.match(r"\s*(?:[A-Za-z](?![A-Za-z])|\\(?:" + "|".join(GREEK) + r")(?![A-Za-z]))", s[j:]):
                     # \Delta E_F, \delta x: the change of a quantity is one symbol (DeltaE_F)
                     nxt = re.match(r"\s*([A-Za-z]|\\[A-Za-z]+)", s[j:])
+                    assert nxt is not None  # the condition above matched it
                     inner = VARIANT.get(nxt.group(1).lstrip("\\"), nxt.group(1).lstrip("\\"))
                     base, kind, j = cmd + inner, "word", j + nxt.end()
                 elif cmd in GREEK:
@@ -543,8 +545,9 @@ def _derivatives_as_symbols(sp, value):
 # ------------------------------------------------------------------------------ answers
 
 TEXT_ANSWERS = {"none", "no solution", "undefined", "does not exist", "dne", "yes", "no", "true", "false"}
-_SYMBOL_TOKEN = (r"(?:\\(?:%s)\s*\{[^{}]*\}|\\[A-Za-z]+|[A-Za-z])(?:\s*'|\s*_\s*(?:\{(?:[^{}]|\{[^{}]*\})*\}|\\?[A-Za-z0-9])"
-                 r"|\s*\^\s*\{?\s*(?:\\star|\\ast|\\dagger|\\prime|\*)\s*\}?)*") % "|".join(list(DECORATIONS) + list(TEXT_CMDS))
+_SYMBOL_TOKEN = (r"(?:\\(?:" + "|".join(list(DECORATIONS) + list(TEXT_CMDS)) + r")\s*\{[^{}]*\}|\\[A-Za-z]+|[A-Za-z])"
+                 r"(?:\s*'|\s*_\s*(?:\{(?:[^{}]|\{[^{}]*\})*\}|\\?[A-Za-z0-9])"
+                 r"|\s*\^\s*\{?\s*(?:\\star|\\ast|\\dagger|\\prime|\*)\s*\}?)*")
 _FUNCTION_LABEL = re.compile(r"^\s*(" + _SYMBOL_TOKEN + r")\s*\(\s*[^()]*\)\s*$")
 _APPROX_OPS = ("\\approx", "\\simeq", "\\cong")
 
@@ -735,13 +738,14 @@ def _piece(s, hints, label_for):
             return _relation_part(sp, s, segs, hints, label, lhs)
     # values: "=" chains keep the last form; forms after \approx are approximations
     main, approximations, seen_approx = None, [], False
-    for k, (seg, op_after) in enumerate(segs):
+    for seg, op_after in segs:
         if not seen_approx:
             main = seg
         else:
             approximations.append(seg)
         if op_after in _APPROX_OPS:
             seen_approx = True
+    assert main is not None  # (the text has a first segment)
     value_text, unit, marked, value, unsplit, paren = _value(sp, main.strip(), hints)
     alts, literals = [], _literal_digits(sp, value_text, value)
     for seg in approximations:

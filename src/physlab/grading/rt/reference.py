@@ -15,6 +15,7 @@ short decimal reference (``0.785``) is matched to its stated precision.
 
 import ast
 import re
+from typing import Any
 
 from . import tree as T
 
@@ -28,7 +29,7 @@ def sig_digits(literal):
 
 def float_literals(source):
     """{repr(float): significant digits} for every float literal in Python source."""
-    out = {}
+    out: dict[str, Any] = {}
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -165,7 +166,7 @@ def return_names(template, function):
     if isinstance(v, ast.Name):
         return [v.id]
     if isinstance(v, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in v.elts):
-        return [e.id for e in v.elts]
+        return [e.id for e in v.elts if isinstance(e, ast.Name)]
     return []
 
 

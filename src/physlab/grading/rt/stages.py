@@ -14,6 +14,7 @@ import io
 import json
 import os
 import sys
+from typing import Any
 
 RESULT_MARK = "@@physlab-grading-result@@"
 REFERENCE_MARK = "@@physlab-reference-evaluated@@"
@@ -201,7 +202,7 @@ def run_trusted(job, on_reference=None):
     if mode == "latex":  # the answer as math, reference-free (a problem without a reference answer)
         return {"latex": answer_latex(job["trees"][0], opts.step_timeout)}
     if mode == "classes":
-        classes = []
+        classes: list[Any] = []
         for i, t in enumerate(job["trees"]):
             for cls in classes:
                 if C.compare(t, job["trees"][cls[0]], opts).equal:

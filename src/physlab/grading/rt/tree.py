@@ -71,60 +71,61 @@ class TreeError(Exception):
 def to_tree(value, sympy_module=None):
     """Serialize ``value`` (candidate output) to a JSON-able tree. Raises TreeError, also for what
     ``validate`` would refuse (a SymPy object made to hold a Python string, say)."""
-    sp = sympy_module or _sympy()
-    count = [0]
-    whitelist = {name: resolve(sp, name) for name in FUNCTIONS}
-    by_class = {cls: name for name, cls in whitelist.items() if isinstance(cls, type)}
-    consts = {getattr(sp.S, name).__class__: tag for name, tag in CONSTANTS.items()
-              if hasattr(sp.S, name)}
-    from sympy.core.function import AppliedUndef
+    tree = _Serializer(sympy_module or _sympy()).walk(value, 0)
+    problem = validate(tree)
+    if problem:
+        raise TreeError(problem)
+    return tree
 
-    def walk(x, depth):
-        count[0] += 1
-        if count[0] > MAX_NODES:
+
+class _Serializer:
+    """One serialization: the SymPy classes the grader accepts (by exact class), and the nodes
+    counted so far (a tree past MAX_NODES, or deeper than MAX_DEPTH, is refused)."""
+
+    def __init__(self, sp):
+        from sympy.core.function import AppliedUndef
+
+        self.sp, self.count, self.applied_undef = sp, 0, AppliedUndef
+        whitelist = {name: resolve(sp, name) for name in FUNCTIONS}
+        self.by_class = {cls: name for name, cls in whitelist.items() if isinstance(cls, type)}
+        self.consts = {getattr(sp.S, name).__class__: tag for name, tag in CONSTANTS.items()
+                       if hasattr(sp.S, name)}
+
+    def walk(self, x, depth):
+        # Two stack frames a level (this and its comprehension), as the depth limit counts on.
+        self.count += 1
+        if self.count > MAX_NODES:
             raise TreeError(f"answer is too large (more than {MAX_NODES} nodes)")
         if depth > MAX_DEPTH:
             raise TreeError(f"answer is nested too deeply (more than {MAX_DEPTH} levels)")
         t = type(x)
-        if x is None:
-            return {"t": "none"}
-        if x is Ellipsis:
-            return {"t": "ellipsis"}
-        if t is bool:
-            return {"t": "bool", "v": x}
-        if t is int:
-            return {"t": "int", "v": _int_str(x)}
-        if t is float:
-            return {"t": "float", "v": repr(x), "prec": 53}
-        if t is complex:
-            return {"t": "complex", "re": repr(x.real), "im": repr(x.imag)}
-        if t is str:
-            if len(x) > MAX_STR:
-                raise TreeError("answer contains a string longer than %d characters" % MAX_STR)
-            return {"t": "str", "v": x}
-        if t in (tuple, list):
-            return {"t": t.__name__, "a": [walk(e, depth + 1) for e in x]}
-        if t in (set, frozenset):
-            return {"t": "set", "a": [walk(e, depth + 1) for e in x]}
+        node = _plain(x, t)
+        if node is not None:
+            return node
         if t is dict:
-            return {"t": "dict", "items": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in x.items()]}
+            return {"t": "dict", "items": [[self.walk(k, depth + 1), self.walk(v, depth + 1)] for k, v in x.items()]}
+        if t in (tuple, list, set, frozenset):
+            return {"t": "set" if t in (set, frozenset) else t.__name__, "a": [self.walk(e, depth + 1) for e in x]}
         mod = getattr(t, "__module__", "") or ""
         if mod == "numpy" or mod.startswith("numpy."):
-            return walk(_from_numpy(x, t), depth)
-        if mod.startswith("mpmath"):
-            if t.__name__ == "mpf":
-                return {"t": "float", "v": _mpf_str(x._mpf_, sp), "prec": int(x.context.prec)}
-            if t.__name__ == "mpc":
-                return {"t": "complex", "re": _mpf_str(x.real._mpf_, sp), "im": _mpf_str(x.imag._mpf_, sp)}
-        if isinstance(x, AppliedUndef) and type(t).__name__ == "UndefinedFunction":
-            name = str(t.__name__)[:200]
-            return {"t": "ufn", "name": name, "a": [walk(e, depth + 1) for e in x.args]}
+            return self.walk(_from_numpy(x, t), depth)
+        if mod.startswith("mpmath") and (node := _mpmath(x, t, self.sp)) is not None:
+            return node
+        if isinstance(x, self.applied_undef) and type(t).__name__ == "UndefinedFunction":
+            return {"t": "ufn", "name": str(t.__name__)[:200], "a": [self.walk(e, depth + 1) for e in x.args]}
         if not mod.startswith("sympy"):
             raise TreeError(f"answer contains an object of type {t.__name__!r}, which is not a SymPy, "
                             "number or container value")
-        # SymPy objects, by exact class
-        if t is sp.Integer or t in (sp.core.numbers.Zero, sp.core.numbers.One,
-                                    sp.core.numbers.NegativeOne):
+        node = self._sympy_atom(x, t)
+        if node is not None:
+            return node
+        node, parts = self._sympy_compound(x, t, depth)
+        return {**node, "a": [self.walk(e, depth + 1) for e in parts]}
+
+    def _sympy_atom(self, x, t):
+        """A SymPy number, truth value, constant or symbol, by exact class (None: none of them)."""
+        sp = self.sp
+        if t is sp.Integer or t in (sp.core.numbers.Zero, sp.core.numbers.One, sp.core.numbers.NegativeOne):
             return {"t": "int", "v": _int_str(int(x.p))}
         if t is sp.Rational or t is sp.core.numbers.Half:
             return {"t": "rat", "p": _int_str(int(x.p)), "q": _int_str(int(x.q))}
@@ -132,33 +133,62 @@ def to_tree(value, sympy_module=None):
             return {"t": "float", "v": _mpf_str(x._mpf_, sp), "prec": int(x._prec)}
         if t in (sp.logic.boolalg.BooleanTrue, sp.logic.boolalg.BooleanFalse):
             return {"t": "bool", "v": bool(x)}
-        if t in consts:
-            return {"t": "const", "v": consts[t]}
+        if t in self.consts:
+            return {"t": "const", "v": self.consts[t]}
         if t is sp.Symbol or t is sp.Dummy:
             name = str(x.name)
             if len(name) > 200:
                 raise TreeError("answer contains a symbol name longer than 200 characters")
             return {"t": "sym", "name": name, "assumptions": _assumptions(x)}
+        return None
+
+    def _sympy_compound(self, x, t, depth):
+        """A SymPy matrix, set, top-level tuple, or a function the grader accepts, by exact class:
+        its node, and the parts its ``a`` holds (walked by the caller)."""
+        sp = self.sp
         if t in (sp.ImmutableMatrix, sp.MutableDenseMatrix, sp.ImmutableDenseMatrix,
                  sp.MutableSparseMatrix, sp.ImmutableSparseMatrix):
             rows, cols = x.shape
-            return {"t": "matrix", "rows": int(rows), "cols": int(cols),
-                    "a": [walk(e, depth + 1) for e in list(x)]}
+            return {"t": "matrix", "rows": int(rows), "cols": int(cols)}, list(x)
         if t is sp.FiniteSet:
-            return {"t": "set", "a": [walk(e, depth + 1) for e in x.args]}
+            return {"t": "set"}, x.args
         if t is sp.Tuple and depth == 0:
-            return {"t": "tuple", "a": [walk(e, depth + 1) for e in x.args]}
-        name = by_class.get(t)
+            return {"t": "tuple"}, x.args
+        name = self.by_class.get(t)
         if name is None:
             raise TreeError(f"answer contains the SymPy object {t.__name__!r}, which the grader "
                             "does not accept")
-        return {"t": "fn", "f": name, "a": [walk(e, depth + 1) for e in x.args]}
+        return {"t": "fn", "f": name}, x.args
 
-    tree = walk(value, 0)
-    problem = validate(tree)
-    if problem:
-        raise TreeError(problem)
-    return tree
+
+def _plain(x, t):
+    """A Python value's node (None, Ellipsis, a bool, a number, a string); None: not one of them."""
+    if x is None:
+        return {"t": "none"}
+    if x is Ellipsis:
+        return {"t": "ellipsis"}
+    if t is bool:
+        return {"t": "bool", "v": x}
+    if t is int:
+        return {"t": "int", "v": _int_str(x)}
+    if t is float:
+        return {"t": "float", "v": repr(x), "prec": 53}
+    if t is complex:
+        return {"t": "complex", "re": repr(x.real), "im": repr(x.imag)}
+    if t is str:
+        if len(x) > MAX_STR:
+            raise TreeError(f"answer contains a string longer than {MAX_STR} characters")
+        return {"t": "str", "v": x}
+    return None
+
+
+def _mpmath(x, t, sp):
+    """An mpmath number's node (None: another mpmath object)."""
+    if t.__name__ == "mpf":
+        return {"t": "float", "v": _mpf_str(x._mpf_, sp), "prec": int(x.context.prec)}
+    if t.__name__ == "mpc":
+        return {"t": "complex", "re": _mpf_str(x.real._mpf_, sp), "im": _mpf_str(x.imag._mpf_, sp)}
+    return None
 
 
 def _int_str(n):
@@ -220,7 +250,7 @@ def contains_ellipsis(tree):
     return False
 
 
-_INT = re.compile(r"-?[0-9]{1,%d}" % MAX_INT_DIGITS)
+_INT = re.compile(rf"-?[0-9]{{1,{MAX_INT_DIGITS}}}")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,12})?|[+-]?inf|nan")
 # functions whose arguments the trusted stage reads by position: their number is part of the shape
 ARITY = {"Pow": (2, 2), "ExprCondPair": (2, 2), "Not": (1, 1), "Interval": (2, 4), "Equality": (2, 2),
@@ -435,7 +465,7 @@ def node_label(tree):
     """A short human description of a tree's top-level kind (for reasons)."""
     t = tree.get("t") if isinstance(tree, dict) else None
     return {"tuple": "a tuple", "list": "a list", "set": "a set", "dict": "a dict",
-            "matrix": "a matrix", "str": "a string", "none": "None", "bool": "a boolean"}.get(t, "an expression")
+            "matrix": "a matrix", "str": "a string", "none": "None", "bool": "a boolean"}.get(t or "", "an expression")
 
 
 def show(tree, limit=300):

@@ -12,6 +12,7 @@ precision). Offset units (degC) are converted only on plain numbers.
 """
 
 import re
+from typing import Any
 
 _TEXT = r"\\(?:mathrm|text|textrm|textbf|mathit|rm|operatorname|mbox|textnormal)\s*\{(?:[^{}]|\{[^{}]*\})*\}"
 _EXP = r"(?:\s*\^\s*(?:\{\s*[+-]?\s*\d+(?:\.\d+)?\s*\}|[+-]?\d))?"
@@ -51,7 +52,7 @@ def may_have_unit(text):
 def registry():
     if not _REGISTRY:
         import pint
-        ureg = pint.UnitRegistry()
+        ureg: Any = pint.UnitRegistry()
         for line in _EXTRA:
             ureg.define(line)
         _REGISTRY.append(ureg)

@@ -18,6 +18,8 @@ written answers (``latex.parse_answer`` per box, in stage 1). This module
 * says what it compared: the normalised reference and candidate and the method, per part.
 """
 
+from typing import Any
+
 from . import compare as C, tree as T
 from .guard import StepFailed, StepTimeout, run_guarded
 from .units import factor as unit_factor, is_offset, pretty as pretty_unit
@@ -56,7 +58,7 @@ def pick(ref_parts, written):
     """For each reference part, the candidate part answering it: (box index, part) or
     (box index, {"error": ...}) or None when the candidate gave nothing for it."""
     boxes = written["boxes"]
-    flat = []  # (box index, part or {"error"}) in order
+    flat: list[tuple[int, dict[str, Any]]] = []  # (box index, part or {"error"}) in order
     for b, res in enumerate(boxes):
         if res.get("ok"):
             flat.extend((b, p) for p in res["parts"])
@@ -70,7 +72,7 @@ def pick(ref_parts, written):
                                          for v in whole["value"]["a"]]
     final = [x for x in flat if x[0] in set(written["final"])]
     labels = [_norm_label(r.get("label")) for r in ref_parts]
-    chosen = [None] * n
+    chosen: list[tuple[int, dict[str, Any]] | None] = [None] * n
     used = set()
     for i, lab in enumerate(labels):  # a part that names the quantity answers it, wherever it is
         if not lab:
@@ -156,7 +158,22 @@ def compare_part(cand, ref, opts, *, other_labels=(), answer_type=""):
 
 
 def _compare(cand, ref, opts, other_labels, kind):
-    rv, cv = ref["value"], cand["value"]
+    """One part of a written answer against the reference's: its words (choices, a yes or no, a
+    text), its label, its relations and intervals, then its value (units, a range, other readings)."""
+    said = _words(cand, ref, kind)
+    if said is not None:
+        return said
+    note = _label_note(cand, ref, opts, other_labels)
+    if isinstance(note, PartResult):
+        return note
+    shaped = _relation_forms(cand, ref, opts, note)
+    if isinstance(shaped, PartResult):
+        return shaped
+    return _values(shaped, ref, opts, note)
+
+
+def _words(cand, ref, kind):
+    """The verdict the words decide alone (letters chosen, a 'no' beside a value, a text answer); None: none."""
     if "choice" in kind:
         got, want = _letters(cand.get("raw", "")), _letters(ref.get("raw", ""))
         return PartResult(got == want and bool(want), f"choices {sorted(got)} " + ("match" if got == want else "differ"),
@@ -169,19 +186,31 @@ def _compare(cand, ref, opts, other_labels, kind):
         # "0.017 m (eastward)": the reference's word in parentheses is part of what it asks
         return PartResult(False, f"the reference says ({ref['remark']}), the answer "
                           + (f"says ({cand['remark']})" if cand.get("remark") else "does not"), "text")
-    if ref.get("text_only") or rv.get("t") == "str":
+    if ref.get("text_only") or ref["value"].get("t") == "str":
         same = _plain(cand.get("raw", "")) == _plain(ref.get("raw", ""))
         return PartResult(same, "the same text" if same else "a different text", "text")
-    note = ""
+    return None
+
+
+def _label_note(cand, ref, opts, other_labels):
+    """What the labels say: a verdict (another quantity given, or an equation the other way round),
+    or the note a differently labelled value carries ('' when the labels agree)."""
     clab, rlab = _norm_label(cand.get("label")), _norm_label(ref.get("label"))
-    if clab and rlab and clab != rlab:
-        # "E_k - B = 5" does not say E_k = 5: a left side holding the asked quantity is another one
-        if (clab in {_norm_label(x) for x in other_labels} or clab in _free_names(rv)
-                or rlab in _free_names(cand.get("lhs"))):
-            return PartResult(False, f"the answer gives {cand['label']}, the question asks for {ref['label']}", "label")
-        if cand.get("lhs") and ref.get("lhs") and (cand["lhs"].get("t"), ref["lhs"].get("t")) != ("sym", "sym"):
-            return _relations(cand, ref, opts)  # "R^2 = x^2 + y^2" for "x^2 + y^2 = R^2": the same equation
-        note = f" (labelled {cand['label']})"
+    if not (clab and rlab and clab != rlab):
+        return ""
+    # "E_k - B = 5" does not say E_k = 5: a left side holding the asked quantity is another one
+    if (clab in {_norm_label(x) for x in other_labels} or clab in _free_names(ref["value"])
+            or rlab in _free_names(cand.get("lhs"))):
+        return PartResult(False, f"the answer gives {cand['label']}, the question asks for {ref['label']}", "label")
+    if cand.get("lhs") and ref.get("lhs") and (cand["lhs"].get("t"), ref["lhs"].get("t")) != ("sym", "sym"):
+        return _relations(cand, ref, opts)  # "R^2 = x^2 + y^2" for "x^2 + y^2 = R^2": the same equation
+    return f" (labelled {cand['label']})"
+
+
+def _relation_forms(cand, ref, opts, note):
+    """Equations, inequalities and intervals on either side: a verdict, or the candidate to compare
+    by value (an interval written as a pair read as the open interval)."""
+    rv, cv = ref["value"], cand["value"]
     if (_is_relation(rv) and rv.get("f") not in ("Equality", "Unequality") and cand.get("paren_pair")
             and C._kind(cv) == "seq" and len(cv["a"]) == 2):
         cv = _open_interval(cv)  # "(0, 1)" for "0 < f(x) < 1": the open interval
@@ -203,6 +232,13 @@ def _compare(cand, ref, opts, other_labels, kind):
     if cand.get("lhs") and not ref.get("lhs") and _free_names(cand["lhs"]) & _free_names(rv):
         return PartResult(False, "expected an expression; the answer is an equation in "
                                  f"{cand['label']}", "relation")
+    return cand
+
+
+def _values(cand, ref, opts, note):
+    """The candidate's value against the reference's: its stated value, units, a range, the
+    reference's approximate forms and the other readings of what was written."""
+    rv, cv = ref["value"], cand["value"]
     if cand.get("alts") and _has_symbols(cv) and not _has_symbols(rv):
         # "E = q^2/(4 pi eps_0 r) \approx 5.0e-8 J" against a number: the value it states
         cv, note = cand["alts"][-1], note + " (the answer's stated value)"
@@ -465,7 +501,7 @@ def grade_parts(cands, ref_parts, opts_for, *, hipho=False, choices=False):
         ref_parts = [dict(r, answer_type="Multiple Choice") for r in ref_parts]
     results = []
     all_labels = [r.get("label") for r in ref_parts if r.get("label")]
-    for i, (picked, ref) in enumerate(zip(cands, ref_parts)):
+    for picked, ref in zip(cands, ref_parts):
         others = [x for x in all_labels if x != ref.get("label")]
         part = picked[1] if picked else None
         results.append(compare_part(part, ref, opts_for(ref), other_labels=others,
@@ -475,7 +511,7 @@ def grade_parts(cands, ref_parts, opts_for, *, hipho=False, choices=False):
     parts = [{"index": i, "reference": r.reference, "candidate": r.candidate, "correct": r.correct is True,
               "reason": r.reason, "method": r.method} for i, r in enumerate(results)]
     methods = sorted({r.method for r in results})
-    out = {"verdict": verdict, "method": methods[0] if len(methods) == 1 else "+".join(methods),
+    out: dict[str, Any] = {"verdict": verdict, "method": methods[0] if len(methods) == 1 else "+".join(methods),
            "compared": {"reference": "; ".join(r.reference for r in results),
                         "candidate": "; ".join(r.candidate for r in results)},
            "parts": parts}

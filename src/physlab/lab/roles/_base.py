@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry, RunContext as CallContext
@@ -18,6 +19,7 @@ from physlab.lab.context import RolePrompt, clip, guide
 from physlab.llm.context_fit import fitting
 from physlab.llm.output import structured_output
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Emit, RoleEnd, RoleStart, System, ignore
 from physlab.sandbox.types import SandboxLimits
 
 
@@ -41,7 +43,7 @@ class LabEnv:
     tool_retries: int = 3
     request_limit: int = 24                   # model requests per role call (bounded tool loops)
     model_settings: dict[str, Any] | None = None
-    notify: Callable[..., None] = field(default=lambda *a, **k: None)
+    notify: Emit = field(default=ignore)  # the run's progress events (the engine's emit)
     toolbox: RoleTools | None = None        # --tools: computer algebra, the literature, web search
     judges_compute: bool = True             # the reviewer and the adjudicator may run code (LabSettings)
     standards: bool = True                  # roles/standards.md opens the physics roles' instructions
@@ -251,15 +253,15 @@ async def run_role(env: LabEnv, role: str, user_prompt: PromptSource, output_typ
         assert run.result is not None      # the graph ran to its end
         return run.result.output
 
-    env.notify("role_start", role=role)
+    env.notify(RoleStart(role=role))
     try:
         return await fitting(call, levels=NO_STANDARDS_LEVEL,
-                             on_shrink=lambda level, exc: env.notify(
-                                 "system", what="context_shrunk",
+                             on_shrink=lambda level, exc: env.notify(System(
+                                 what="context_shrunk",
                                  text=f"{role}: prompt too long for the model's context window; "
-                                      f"sent again with older context dropped (level {level})"))
+                                      f"sent again with older context dropped (level {level})")))
     finally:
-        env.notify("role_end", role=role)
+        env.notify(RoleEnd(role=role))
 
 
 async def run_python(env: LabEnv, code: str) -> tuple[str, str]:

@@ -11,8 +11,9 @@ and a summary of the state after each round of tool calls that does not end the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry, RunContext

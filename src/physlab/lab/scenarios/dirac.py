@@ -19,6 +19,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 
+from physlab.lab.roles import role_markers
 from physlab.lab.scenarios import _parse as P
 from physlab.llm.scripted import final_answer, register_scenario, tool_call
 from physlab.problems.model import Problem
@@ -221,5 +222,5 @@ class DiracScenario:
                                    "sources": [{"part": "c", "source": er}]})
 
 
-register_scenario(NAME, DiracScenario, description="the lab with --tools cas,corpus=DIR: FORM computes a Dirac "
+register_scenario(NAME, DiracScenario, role_markers=role_markers, description="the lab with --tools cas,corpus=DIR: FORM computes a Dirac "
                                                    "trace, the surveyor cites the physicist's notes")

@@ -22,6 +22,7 @@ import re
 
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 
+from physlab.lab.roles import role_markers
 from physlab.lab.scenarios import _parse as P
 from physlab.llm.scripted import final_answer, register_scenario, tool_call
 from physlab.problems.model import Problem
@@ -257,5 +258,5 @@ class LongScenario:
                                    "answer_markdown": f"E_0(g) = {value}\n\nE0 is taken from {source}."})
 
 
-register_scenario(NAME, LongScenario, description=f"a long lab run: {ROUNDS} rounds of three independent questions "
+register_scenario(NAME, LongScenario, role_markers=role_markers, description=f"a long lab run: {ROUNDS} rounds of three independent questions "
                                                   "(the cost benchmark's scenario)")

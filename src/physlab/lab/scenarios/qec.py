@@ -24,6 +24,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 
+from physlab.lab.roles import role_markers
 from physlab.lab.scenarios import _parse as P
 from physlab.llm.scripted import final_answer, register_scenario, tool_call
 
@@ -146,19 +147,21 @@ class QECScenario:
         rqs = P.block(prompt, "research-questions")
         evidence = [e for e in P.new_evidence(prompt) if " on RQ-" in e.split("\n")[0]]
         out = info.output_tools[0].name
-        room = int(re.search(r"dispatch up to (\d+)", P.block(prompt, "turn")).group(1))
+        turn = re.search(r"dispatch up to (\d+)", P.block(prompt, "turn"))
+        assert turn is not None, "the orchestrator's prompt says how many it may dispatch"
+        room = int(turn.group(1))
         if "RQ-" not in rqs:                                                   # start: two questions
             if not done:
                 return calls(("create_research_question", {"question": self.IDEAL_Q}),
                              ("create_research_question", {"question": self.FIDELITY_Q}))
-            rq = re.findall(r"Created (RQ-\d+)", " ".join(done))
-            orders = [self._order(rq[0], self.IDEAL_Q), self._order(rq[1], self.FIDELITY_Q)][:room]
-            return tool_call(out, {"dispatches": orders, "summary": f"{len(orders)} question(s) dispatched."})
+            made = re.findall(r"Created (RQ-\d+)", " ".join(done))
+            first = [self._order(made[0], self.IDEAL_Q), self._order(made[1], self.FIDELITY_Q)][:room]
+            return tool_call(out, {"dispatches": first, "summary": f"{len(first)} question(s) dispatched."})
         if evidence:                                                          # evidence -> hypotheses
             if done:
                 return tool_call(out, self._undispatched(prompt, rqs, room) | {
                     "summary": "Hypotheses proposed; awaiting review."})
-            actions = []
+            actions: list[tuple[str, dict[str, Any]]] = []
             for item in evidence:
                 ev, rq = P.ids(item, "EV")[0], P.ids(item.split("\n")[0], "RQ")[0]
                 actions.append(("close_question", {"question_id": rq}))
@@ -213,12 +216,14 @@ class QECScenario:
                 return tool_call(out, {"summary": "Waiting for evidence."})
             if "fidelity" in question:
                 item = next(x for x in P.new_evidence(prompt) if ev[-1] in x.split("\n")[0])
-                value = re.search(r"F_logical = (.+)", P.block(item, "findings")).group(1).strip()
-                ideal = next(e[1] for e in ers if "noiseless" in e[2])
+                found = re.search(r"F_logical = (.+)", P.block(item, "findings"))
+                assert found is not None, "the fidelity's evidence states F_logical"
+                value = found.group(1).strip()
+                ideal_wh = next(e[1] for e in ers if "noiseless" in e[2])
                 return calls(("propose_hypothesis", {"claim": "For that circuit with two-qubit depolarizing noise of "
                               "strength p after every CNOT, post-selected on trivial syndrome and ancilla 0, the "
                               "logical fidelity with |00>_AB is F_logical(p) = " + value, "value": value,
-                              "evidence_ids": ev, "depends_on": [ideal]}))
+                              "evidence_ids": ev, "depends_on": [ideal_wh]}))
             return calls(("propose_hypothesis", {"claim": self.IDEAL_CLAIM, "evidence_ids": ev}))
         if any(st not in ("established", "abandoned") for st in whs.values()):
             return tool_call(out, {"summary": "Waiting for the review."})
@@ -370,8 +375,8 @@ class QECScenario:
                                                       "evaluates above 1, exceeding the maximum fidelity; the result "
                                                       "violates physical bounds.", "test": "Evaluate the formula "
                                                       "exactly at p = 3/4."}], "assessment": "The bound needs checking."})
-        hand_derived = ideal and "(researcher," in P.block(prompt, "established-results")
-        if hand_derived and "independent computation" not in prev:
+        hand_derived = ideal is not None and "(researcher," in P.block(prompt, "established-results")
+        if ideal is not None and hand_derived and "independent computation" not in prev:
             return final_answer(info, {"critiques": [{"target_type": "ER", "target": ideal[0],
                                                       "kind": "missing_validation", "severity": "MEDIUM",
                                                       "text": "This result rests on a hand derivation only; the ancilla "
@@ -388,12 +393,13 @@ class QECScenario:
         m = re.search(r"^  value: (.+)$", er, flags=re.M)
         printed = re.search(r"F\(3/4\) = (\d+)/(\d+)", P.block(prompt, "supporting-evidence"))
         if m and not any(t.name == "execute_python" for t in info.function_tools):   # no tools: the record
-            ok = printed is not None and int(printed.group(1)) <= int(printed.group(2))
+            shown = (printed.group(1), printed.group(2)) if printed is not None else ("?", "?")
+            ok = printed is not None and int(shown[0]) <= int(shown[1])
             return tool_call(out, {"decision": "dismiss" if ok else "needs_evidence",
                                    "reasoning": "The enumeration's own output settles it.",
                                    "investigation_scope": "" if ok else "Evaluate F at p = 3/4 exactly.",
-                                   "check_not_applicable": (f"Step 1: the evidence printed F(3/4) = {printed.group(1)}/"
-                                                            f"{printed.group(2)}. Step 2: that is at most 1. Step 3: so "
+                                   "check_not_applicable": (f"Step 1: the evidence printed F(3/4) = {shown[0]}/"
+                                                            f"{shown[1]}. Step 2: that is at most 1. Step 3: so "
                                                             "the bound in the critique holds and the critique fails."
                                                             ) if ok else ""})
         if m:
@@ -424,4 +430,4 @@ class QECScenario:
                                    "answer_markdown": f"F_logical(p) = {value}\n\nF_logical is taken from {source}."})
 
 
-register_scenario(NAME, QECScenario, description="the lab solves the CritPt [[4,2,2]] example (all nine roles)")
+register_scenario(NAME, QECScenario, role_markers=role_markers, description="the lab solves the CritPt [[4,2,2]] example (all nine roles)")

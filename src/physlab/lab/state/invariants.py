@@ -1,21 +1,38 @@
-"""Invariants of a ResearchState. ``check`` returns the list of violations (empty when sound)."""
+"""Invariants of a ResearchState. ``check`` returns the list of violations (empty when sound), one
+small check per kind of entry, in a fixed order: ids first, then what each entry points at and
+what its status promises."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from physlab.lab.state.models import ResearchState
 
 _ID = re.compile(r"^([A-Z]{2})-(\d+)$")
 
+# Whether an id (None: no reference) names an entry of the state.
+Exists = Callable[[str | None], bool]
+
 
 def check(s: ResearchState) -> list[str]:
+    bad, seen = _ids(s)
+
+    def exists(i: str | None) -> bool:
+        return i is None or i in seen
+
+    for part in (_evidence, _hypotheses, _results, _audits, _reviews, _critiques, _dead_ends, _references):
+        bad += part(s, exists)
+    return bad
+
+
+def _ids(s: ResearchState) -> tuple[list[str], set[str]]:
+    """Every id well formed, under its own prefix, unique and within its counter (ids are never reused)."""
     bad: list[str] = []
     seen: set[str] = set()
-    colls: dict[str, Sequence[Any]] = {"RQ": s.rqs, "EV": s.evidence, "WH": s.whs, "RV": s.reviews, "ER": s.ers, "DE": s.dead_ends,
-                                       "NT": s.notes, "CR": s.critiques, "SC": s.sanity_checks,
+    colls: dict[str, Sequence[Any]] = {"RQ": s.rqs, "EV": s.evidence, "WH": s.whs, "RV": s.reviews, "ER": s.ers,
+                                       "DE": s.dead_ends, "NT": s.notes, "CR": s.critiques, "SC": s.sanity_checks,
                                        "HM": s.human_messages, "DS": s.dispatches}
     for prefix, coll in colls.items():
         for item in coll:
@@ -28,17 +45,20 @@ def check(s: ResearchState) -> list[str]:
             seen.add(item.id)
             if int(m.group(2)) > s.counters.get(prefix, 0):
                 bad.append(f"{item.id} beyond counter {s.counters.get(prefix, 0)} (ids could be reused)")
+    return bad, seen
 
-    def exists(i: str | None) -> bool:
-        return i is None or i in seen
 
-    for ev in s.evidence:
-        if not exists(ev.target):
-            bad.append(f"{ev.id} targets missing {ev.target}")
+def _evidence(s: ResearchState, exists: Exists) -> list[str]:
+    return [f"{ev.id} targets missing {ev.target}" for ev in s.evidence if not exists(ev.target)]
+
+
+def _hypotheses(s: ResearchState, exists: Exists) -> list[str]:
+    """A working hypothesis is established exactly when an active ER of its own says so; abandoned
+    with a dead end saying why."""
+    bad: list[str] = []
     for w in s.whs:
-        for ref in [*w.evidence, *w.depends_on, *w.reviews, w.er]:
-            if not exists(ref):
-                bad.append(f"{w.id} references missing {ref}")
+        bad += [f"{w.id} references missing {ref}" for ref in [*w.evidence, *w.depends_on, *w.reviews, w.er]
+                if not exists(ref)]
         if w.status == "established":
             er = s.er(w.er) if w.er else None
             if er is None or er.status != "active" or er.wh != w.id:
@@ -49,31 +69,50 @@ def check(s: ResearchState) -> list[str]:
             bad.append(f"{w.id} abandoned without a dead end saying why")
         if w.evidence_mark > s.counters.get("EV", 0):
             bad.append(f"{w.id} evidence mark beyond the EV counter")
+    return bad
+
+
+def _results(s: ResearchState, exists: Exists) -> list[str]:
+    """An established result passed review; an active one is its hypothesis's one, on established
+    dependencies; a demoted one says why."""
+    bad: list[str] = []
     active_by_wh: dict[str, str] = {}
     for e in s.ers:
-        for ref in [e.wh, e.review, *e.evidence, *e.depends_on]:
-            if not exists(ref):
-                bad.append(f"{e.id} references missing {ref}")
+        bad += [f"{e.id} references missing {ref}" for ref in [e.wh, e.review, *e.evidence, *e.depends_on]
+                if not exists(ref)]
         rv = next((r for r in s.reviews if r.id == e.review), None)
         if rv is None or rv.verdict != "VERIFIED" or rv.wh != e.wh:
             bad.append(f"{e.id} did not pass review")
-        if e.status == "active":
-            if e.wh in active_by_wh:
-                bad.append(f"{e.wh} has two active ERs ({active_by_wh[e.wh]}, {e.id})")
-            active_by_wh[e.wh] = e.id
-            owner = s.wh(e.wh)
-            if owner is None or owner.er != e.id or owner.status != "established":
-                bad.append(f"{e.id} active but {e.wh} does not point at it")
-            unmet = [d for d in e.depends_on if not s.is_established(d)]
-            if unmet:
-                bad.append(f"{e.id} active but its dependencies {unmet} are not established")
-        elif not e.demotion_reason:
-            bad.append(f"{e.id} demoted without a reason")
+        if e.status != "active":
+            if not e.demotion_reason:
+                bad.append(f"{e.id} demoted without a reason")
+            continue
+        if e.wh in active_by_wh:
+            bad.append(f"{e.wh} has two active ERs ({active_by_wh[e.wh]}, {e.id})")
+        active_by_wh[e.wh] = e.id
+        owner = s.wh(e.wh)
+        if owner is None or owner.er != e.id or owner.status != "established":
+            bad.append(f"{e.id} active but {e.wh} does not point at it")
+        unmet = [d for d in e.depends_on if not s.is_established(d)]
+        if unmet:
+            bad.append(f"{e.id} active but its dependencies {unmet} are not established")
+    return bad
+
+
+def _audits(s: ResearchState, exists: Exists) -> list[str]:
     if s.er_changes_audited > s.er_changes:
-        bad.append("the critic audited more result changes than happened")
-    for r in s.reviews:
-        if not exists(r.wh):
-            bad.append(f"{r.id} reviews missing {r.wh}")
+        return ["the critic audited more result changes than happened"]
+    return []
+
+
+def _reviews(s: ResearchState, exists: Exists) -> list[str]:
+    return [f"{r.id} reviews missing {r.wh}" for r in s.reviews if not exists(r.wh)]
+
+
+def _critiques(s: ResearchState, exists: Exists) -> list[str]:
+    """A critique targets what exists; one that needs evidence says which; one upheld (or needing
+    evidence) has demoted the result it targets."""
+    bad: list[str] = []
     for c in s.critiques:
         if c.target_type == "ER" and (c.target is None or s.er(c.target) is None):
             bad.append(f"{c.id} targets missing ER {c.target}")
@@ -84,17 +123,19 @@ def check(s: ResearchState) -> list[str]:
         er = s.er(c.target) if c.target_type == "ER" and c.target is not None else None
         if c.status in ("upheld", "needs_evidence") and er is not None and er.status == "active":
             bad.append(f"{c.id} is {c.status} but {c.target} is still active")
-    for d in s.dead_ends:
-        for ref in d.related:
-            if not exists(ref):
-                bad.append(f"{d.id} references missing {ref}")
-    for ds in s.dispatches:
-        if not exists(ds.target) or not exists(ds.evidence):
-            bad.append(f"{ds.id} references a missing id")
-    for h in s.human_messages:
-        if not exists(h.on) or not exists(h.critique):
-            bad.append(f"{h.id} references a missing id")
     return bad
+
+
+def _dead_ends(s: ResearchState, exists: Exists) -> list[str]:
+    return [f"{d.id} references missing {ref}" for d in s.dead_ends for ref in d.related if not exists(ref)]
+
+
+def _references(s: ResearchState, exists: Exists) -> list[str]:
+    """The dispatches' and the human messages' references."""
+    bad = [f"{ds.id} references a missing id" for ds in s.dispatches
+           if not exists(ds.target) or not exists(ds.evidence)]
+    return bad + [f"{h.id} references a missing id" for h in s.human_messages
+                  if not exists(h.on) or not exists(h.critique)]
 
 
 def assert_sound(s: ResearchState) -> None:

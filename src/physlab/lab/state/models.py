@@ -8,7 +8,7 @@ its last verdict.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +19,7 @@ ReviewVerdict = Literal["VERIFIED", "REFUTED", "INCONCLUSIVE"]
 CritiqueTarget = Literal["ER", "strategy", "coordination", "sanity_check"]
 WorkerRole = Literal["researcher", "computer"]
 HumanKind = Literal["comment", "hint", "challenge", "redirect", "pause", "stop"]
+RQStatus = Literal["open", "answered", "dropped"]
 
 PREFIXES = {"RQ", "EV", "WH", "RV", "ER", "DE", "NT", "CR", "SC", "HM", "DS"}
 
@@ -60,7 +61,7 @@ class ResearchQuestion(BaseModel):
     id: str
     question: str
     rationale: str = ""
-    status: Literal["open", "answered", "dropped"] = "open"
+    status: RQStatus = "open"
     iteration: int = 0
 
 
@@ -168,6 +169,7 @@ CritiqueStatus = Literal["open", "upheld", "dismissed", "needs_evidence", "accep
 # acting on), rejected (wrong, with a counter-argument). expired: low or medium severity, left
 # unresolved for ``critique_expiry`` iterations.
 Severity = Literal["HIGH", "MEDIUM", "LOW"]
+CritiqueSource = Literal["critic", "human", "lab"]
 
 
 class Critique(BaseModel):
@@ -176,8 +178,8 @@ class Critique(BaseModel):
     target: str | None = Field(default=None, description="ER id when target_type is ER.")
     kind: str = Field(default="general", description="e.g. coherence, staleness, missing_validation, termination.")
     text: str
-    source: Literal["critic", "human", "lab"] = Field(default="critic", description="lab: filed by the loop "
-                                                                                   "controls (a stalled hypothesis).")
+    source: CritiqueSource = Field(default="critic", description="lab: filed by the loop controls (a stalled "
+                                                                "hypothesis).")
     severity: Severity = "MEDIUM"
     test: str = Field(default="", description="How to test whether the objection holds.")
     status: CritiqueStatus = "open"
@@ -286,7 +288,9 @@ class ResearchState(BaseModel):
     stop_reason: str = ""
 
     # ---- lookups (read-only helpers) ----
-    def find(self, id_: str):
+    def find(self, id_: str) -> Any:
+        """The entry with this id, its own model whatever its kind (a WorkingHypothesis, an
+        EstablishedResult, ...; None: no such id)."""
         for coll in (self.rqs, self.evidence, self.whs, self.reviews, self.ers, self.dead_ends,
                      self.notes, self.critiques, self.sanity_checks, self.human_messages,
                      self.dispatches):

@@ -24,14 +24,7 @@ def _item(text: str) -> str:
 def render_state(s: ResearchState) -> str:
     out = [f"# Research state — {s.problem_id or 'run'}", "",
            f"Iteration {s.iteration} · status **{s.status}**" + (f" ({s.stop_reason})" if s.stop_reason else ""), ""]
-    if s.survey:
-        out += ["## Background survey", "", _clip(s.survey.background, 1500), ""]
-        for title, items in (("Key insights", s.survey.key_insights), ("Known methods", s.survey.known_methods),
-                             ("Known pitfalls", s.survey.known_pitfalls)):
-            if items:
-                out += [f"**{title}**", ""] + [f"- {_clip(i, 400)}" for i in items] + [""]
-        if s.survey.expected_answer_structure:
-            out += ["**Expected structure of the answer**", "", _clip(s.survey.expected_answer_structure, 800), ""]
+    out += _render_survey(s)
     out += [f"## Strategy (v{s.strategy_version})", "", s.strategy or "_none yet_", ""]
     if s.conventions:
         out += ["## Conventions", ""] + [f"- {c}" for c in s.conventions] + [""]
@@ -39,19 +32,7 @@ def render_state(s: ResearchState) -> str:
         out += ["## Sanity checks", ""] + [f"- **{c.id}** [{c.status}, {c.source}] {c.predicate}"
                                            + (f" — {_clip(c.rationale, 300)}" if c.rationale else "")
                                            for c in s.sanity_checks] + [""]
-    out += ["## Established results", ""]
-    for e in s.ers:
-        out.append(f"- **{e.id}** [{e.status}] from {e.wh}: {_clip(e.claim, 400)}")
-        if e.value:
-            out.append(f"  - value: `{_clip(e.value, 800)}`")
-        out.append(f"  - evidence: {', '.join(e.evidence)}; review {e.review}"
-                   + (f"; depends on {', '.join(e.depends_on)}" if e.depends_on else ""))
-        if e.demotion_reason:
-            out.append(f"  - demoted: {_clip(e.demotion_reason, 400)}")
-        if e.obsolete:
-            out.append(f"  - obsolete: {_clip(e.obsolete, 300)}")
-    if not s.ers:
-        out.append("_none yet_")
+    out += _render_results(s)
     out += ["", "## Working hypotheses", ""]
     for w in s.whs:
         out.append(f"- **{w.id}** [{w.status}] {_clip(w.claim, 400)}"
@@ -85,6 +66,38 @@ def render_state(s: ResearchState) -> str:
     out += [f"- it. {d.iteration} {d.id}: {d.role} on {d.target} → {d.evidence or d.outcome or 'pending'}"
             for d in s.dispatches] or ["_none_"]
     return model_markdown("\n".join(out), note=NOT_CHECKED) + "\n" + "\n".join(render_sources(s))
+
+
+def _render_survey(s: ResearchState) -> list[str]:
+    """The surveyor's background, its lists, and the answer's expected structure (none: nothing)."""
+    if not s.survey:
+        return []
+    out = ["## Background survey", "", _clip(s.survey.background, 1500), ""]
+    for title, items in (("Key insights", s.survey.key_insights), ("Known methods", s.survey.known_methods),
+                         ("Known pitfalls", s.survey.known_pitfalls)):
+        if items:
+            out += [f"**{title}**", ""] + [f"- {_clip(i, 400)}" for i in items] + [""]
+    if s.survey.expected_answer_structure:
+        out += ["**Expected structure of the answer**", "", _clip(s.survey.expected_answer_structure, 800), ""]
+    return out
+
+
+def _render_results(s: ResearchState) -> list[str]:
+    """The established results, each with its value, evidence, review and what demoted it."""
+    out = ["## Established results", ""]
+    for e in s.ers:
+        out.append(f"- **{e.id}** [{e.status}] from {e.wh}: {_clip(e.claim, 400)}")
+        if e.value:
+            out.append(f"  - value: `{_clip(e.value, 800)}`")
+        out.append(f"  - evidence: {', '.join(e.evidence)}; review {e.review}"
+                   + (f"; depends on {', '.join(e.depends_on)}" if e.depends_on else ""))
+        if e.demotion_reason:
+            out.append(f"  - demoted: {_clip(e.demotion_reason, 400)}")
+        if e.obsolete:
+            out.append(f"  - obsolete: {_clip(e.obsolete, 300)}")
+    if not s.ers:
+        out.append("_none yet_")
+    return out
 
 
 SOURCES_HEADING = "## Sources (verified)"

@@ -13,7 +13,8 @@ refuted ``abandon_after`` times is abandoned: a dead end, with the reviewer's re
 
 from __future__ import annotations
 
-from typing import Iterable, TypeVar
+from collections.abc import Iterable
+from typing import TypeVar, get_args
 
 from physlab.lab.state.models import (
     BestAnswer,
@@ -21,23 +22,29 @@ from physlab.lab.state.models import (
     CleanAudit,
     Confidence,
     Critique,
+    CritiqueSource,
+    CritiqueStatus,
     CritiqueTarget,
     DeadEnd,
     Dispatch,
     EstablishedResult,
     Evidence,
+    HumanKind,
     HumanMessage,
     Note,
     ResearchQuestion,
     ResearchState,
     Review,
     ReviewVerdict,
+    RQStatus,
+    RunStatus,
     SanityCheck,
     Script,
     Severity,
     SourceUse,
     Survey,
     SystemEvent,
+    WHStatus,
     WorkerRole,
     WorkingHypothesis,
 )
@@ -76,6 +83,25 @@ def _event(s: ResearchState, kind: str, text: str) -> None:
 def _need(cond: bool, msg: str) -> None:
     if not cond:
         raise TransitionError(msg)
+
+
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def _one_of(value: str, allowed: tuple[_Choice, ...], msg: str) -> _Choice:
+    """``value`` as the one of ``allowed`` it is (typed so), or the TransitionError ``msg``."""
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise TransitionError(msg)
+
+
+_RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+_RQ_CLOSED: tuple[RQStatus, ...] = ("answered", "dropped")
+_HUMAN_KINDS: tuple[HumanKind, ...] = get_args(HumanKind)
+_AFTER_REVIEW: dict[str, WHStatus] = {"VERIFIED": "verified", "REFUTED": "refuted", "INCONCLUSIVE": "inconclusive"}
+_RULED: dict[str, CritiqueStatus] = {"uphold": "upheld", "dismiss": "dismissed", "needs_evidence": "needs_evidence"}
+_ANSWERED: dict[str, CritiqueStatus] = {"accept": "accepted", "decline": "declined", "dismiss": "rejected"}
 
 
 def _known(s: ResearchState, ids: Iterable[str], kinds: tuple[str, ...], what: str) -> None:
@@ -146,8 +172,7 @@ def create_rq(state: ResearchState, question: str, rationale: str = "") -> tuple
 def close_rq(state: ResearchState, rq_id: str, status: str = "answered") -> ResearchState:
     s = _copy(state)
     rq = _found(s.rq(rq_id), f"unknown research question id {rq_id!r}")
-    _need(status in ("answered", "dropped"), f"status must be answered or dropped, not {status!r}")
-    rq.status = status  # type: ignore[assignment]
+    rq.status = _one_of(status, _RQ_CLOSED, f"status must be answered or dropped, not {status!r}")
     return s
 
 
@@ -274,7 +299,7 @@ def record_review(state: ResearchState, wh_id: str, verdict: ReviewVerdict, reas
     s.reviews.append(Review(id=rid, wh=wh_id, verdict=verdict, reasoning=reasoning, iteration=s.iteration))
     w.reviews.append(rid)
     w.evidence_mark = s.counters.get("EV", 0)
-    w.status = {"VERIFIED": "verified", "REFUTED": "refuted", "INCONCLUSIVE": "inconclusive"}[verdict]  # type: ignore[assignment]
+    w.status = _AFTER_REVIEW[verdict]
     _event(s, "review", f"{wh_id}: {verdict}")
     n = s.refutations(wh_id)
     if verdict == "REFUTED" and n >= abandon_after:
@@ -374,7 +399,7 @@ def mark_obsolete(state: ResearchState, er_id: str, reason: str) -> ResearchStat
 
 # ---------------------------------------------------------------- critiques
 def file_critique(state: ResearchState, *, target_type: CritiqueTarget, text: str, target: str | None = None,
-                  kind: str = "general", source: str = "critic", severity: Severity = "MEDIUM",
+                  kind: str = "general", source: CritiqueSource = "critic", severity: Severity = "MEDIUM",
                   test: str = "") -> tuple[ResearchState, str]:
     s = _copy(state)
     _need(target_type in ("ER", "strategy", "coordination", "sanity_check"), f"bad target_type {target_type!r}")
@@ -387,7 +412,7 @@ def file_critique(state: ResearchState, *, target_type: CritiqueTarget, text: st
     _need(severity in ("HIGH", "MEDIUM", "LOW"), f"bad severity {severity!r}")
     cid = _new_id(s, "CR")
     s.critiques.append(Critique(id=cid, target_type=target_type, target=target, kind=kind, text=text.strip(),
-                                source=source, severity=severity, test=test.strip(),  # type: ignore[arg-type]
+                                source=source, severity=severity, test=test.strip(),
                                 iteration=s.iteration))
     _event(s, "critique", f"{cid} ({source}, {severity}) on {target or target_type}: {text.strip()}"[:600])
     return s, cid
@@ -408,8 +433,7 @@ def rule_on_critique(state: ResearchState, cr_id: str, decision: str | bool, rul
     _need(c.target_type == "ER" and c.status == "open", f"{cr_id} is not an open critique of an ER")
     _need(decision in ("uphold", "dismiss", "needs_evidence"), f"bad ruling {decision!r}")
     _need(decision != "needs_evidence" or bool(scope.strip()), "a needs_evidence ruling must state its scope")
-    c.status = {"uphold": "upheld", "dismiss": "dismissed",  # type: ignore[assignment]
-                "needs_evidence": "needs_evidence"}[decision]
+    c.status = _RULED[decision]
     c.ruling, c.resolved_iteration = ruling, s.iteration
     c.scope = scope.strip() if decision == "needs_evidence" else ""
     _event(s, "ruling", f"{cr_id} {c.status} by the adjudicator: {ruling}"
@@ -434,7 +458,7 @@ def respond_to_critique(state: ResearchState, cr_id: str, verdict: str | bool, r
     c = _found(s.critique(cr_id), f"unknown critique id {cr_id!r}")
     _need(c.target_type != "ER" and c.status == "open", f"{cr_id} is not an open planner critique")
     _need(verdict in ("accept", "decline", "dismiss"), f"bad verdict {verdict!r}")
-    c.status = {"accept": "accepted", "decline": "declined", "dismiss": "rejected"}[verdict]  # type: ignore[assignment]
+    c.status = _ANSWERED[verdict]
     c.ruling, c.resolved_iteration = response, s.iteration
     _event(s, "planner", f"{cr_id} {c.status} by the planner: {response}"[:600])
     return s
@@ -499,14 +523,14 @@ def receive_human(state: ResearchState, *, kind: str, text: str, on: str | None,
     """Take in one human message (idempotent on the inbox id). Challenges of an ER and redirects
     become critiques (routed like the critic's); the rest are shown to the orchestrator."""
     s = _copy(state)
-    _need(kind in ("comment", "hint", "challenge", "redirect", "pause", "stop"), f"bad message kind {kind!r}")
+    human_kind = _one_of(kind, _HUMAN_KINDS, f"bad message kind {kind!r}")
     _need(inbox_id not in s.inbox_consumed, f"inbox message {inbox_id} already received")
     s.inbox_consumed.append(inbox_id)
     hid = _new_id(s, "HM")
     if on is not None and s.find(on) is None:
         _event(s, "human", f"{hid}: unknown target {on!r}; shown to the orchestrator as a comment")
         on = None
-    msg = HumanMessage(id=hid, kind=kind, text=text, on=on, received_iteration=s.iteration)  # type: ignore[arg-type]
+    msg = HumanMessage(id=hid, kind=human_kind, text=text, on=on, received_iteration=s.iteration)
     s.human_messages.append(msg)
     if kind == "challenge" and on and on.startswith("ER-") and _found(s.er(on), on).status == "active":
         s, cid = file_critique(s, target_type="ER", target=on, text=text, kind="human_challenge", source="human")
@@ -637,7 +661,7 @@ def set_best_answer(state: ResearchState, best: BestAnswer | None) -> ResearchSt
 def finish(state: ResearchState, status: str, *, answer_code: str | None, answer_text: str | None,
            reason: str = "") -> ResearchState:
     s = _copy(state)
-    s.status = status  # type: ignore[assignment]
+    s.status = _one_of(status, _RUN_STATUSES, f"bad run status {status!r}")
     s.final_answer_code, s.final_answer_text, s.stop_reason = answer_code, answer_text, reason
     _event(s, "finish", f"run {status}{': ' + reason if reason else ''}")
     return s
@@ -655,7 +679,7 @@ def reopen(state: ResearchState, why: str) -> ResearchState:
 
 def set_status(state: ResearchState, status: str, reason: str = "") -> ResearchState:
     s = _copy(state)
-    s.status, s.stop_reason = status, reason  # type: ignore[assignment]
+    s.status, s.stop_reason = _one_of(status, _RUN_STATUSES, f"bad run status {status!r}"), reason
     return s
 
 

@@ -11,7 +11,7 @@ lab's smallest prompt for the problem with a useful reply. Everything else is a 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from physlab.llm.defaults import ModelRegistry
 from physlab.llm.preflight import fit

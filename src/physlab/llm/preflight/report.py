@@ -3,7 +3,8 @@ lab run is estimated from, and the report as the terminal shows it."""
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable, Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, computed_field
 

@@ -22,7 +22,7 @@ decides about a try is a typed value (:mod:`.decisions`).
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 from pydantic_ai.messages import ModelResponse

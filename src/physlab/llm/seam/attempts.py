@@ -18,9 +18,10 @@ these layers need what each try was sent with and how it ended.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import ModelRequestParameters
@@ -48,9 +49,9 @@ class Attempt:
     refused: str | None = None  # why the seam refused a reply it received (its body is not stored)
     note: str | None = None
     settled: bool = False
-    _on_settle: list[Callable[["Attempt"], None]] = field(default_factory=list, repr=False)
+    _on_settle: list[Callable[[Attempt], None]] = field(default_factory=list, repr=False)
 
-    def on_settle(self, fn: Callable[["Attempt"], None]) -> None:
+    def on_settle(self, fn: Callable[[Attempt], None]) -> None:
         """Run ``fn`` when the try is settled; the last registered runs first (an inner layer's
         line is written before an outer layer's reservation is given back)."""
         self._on_settle.append(fn)

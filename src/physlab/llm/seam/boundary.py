@@ -10,8 +10,9 @@ layer recovered from into one ModelFailure line naming the cause, the server and
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -42,7 +43,7 @@ class SeamModel(WrapperModel):
 
     # Settings the seam always applies underneath what the strategy asked for.
     def base_settings(self) -> ModelSettings:
-        s: ModelSettings = {"max_retries": 0, "timeout": self.defaults.timeout_s}  # type: ignore[typeddict-unknown-key]
+        s: ModelSettings = {"max_retries": 0, "timeout": self.defaults.timeout_s}
         if self.defaults.max_output_tokens:
             s["max_tokens"] = self.defaults.max_output_tokens
         elif self.who.endpoint is not None and self.wrapped.system == "openai":
@@ -72,7 +73,7 @@ class SeamModel(WrapperModel):
 
     async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
-        settings: ModelSettings = {**self.base_settings(), **(model_settings or {})}  # type: ignore[typeddict-item]
+        settings: ModelSettings = {**self.base_settings(), **(model_settings or {})}
         call = Call(asked=model_settings)
         try:
             with calling(call):
@@ -92,7 +93,7 @@ class SeamModel(WrapperModel):
         """A streamed request goes through the same layers (budget, slots, recording) but is not
         retried, re-asked, continued or translated: a stream that already gave text cannot be
         transparently restarted."""
-        settings: ModelSettings = {**self.base_settings(), **(model_settings or {})}  # type: ignore[typeddict-item]
+        settings: ModelSettings = {**self.base_settings(), **(model_settings or {})}
         call = Call(asked=model_settings)
         try:
             async with AsyncExitStack() as stack:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -180,7 +181,7 @@ class CallLogModel(WrapperModel):
                                           cache_write=rec.cache_write_tokens)
             if self._cost_fn is not None and resp is not None:
                 return float(self._cost_fn(resp)), "replay"
-        except Exception:  # noqa: BLE001, S110 - pricing must never break a run
+        except Exception:  # noqa: BLE001 - pricing must never break a run
             pass
         return 0.0, None
 

@@ -10,8 +10,9 @@ when ``--max-wall`` runs out is cut, so the wall cap binds like the others)."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse

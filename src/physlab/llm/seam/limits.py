@@ -13,9 +13,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -186,7 +187,7 @@ class LimitsModel(WrapperModel):
                                      detail=decision.detail)
             if isinstance(decision, RaiseCap):
                 raised += 1
-                settings = {**settings, "max_tokens": decision.cap}  # type: ignore[typeddict-item]
+                settings = {**settings, "max_tokens": decision.cap}
                 sent = await self._send(call, messages, settings, params)
                 continue
             continued += 1

@@ -4,8 +4,9 @@ model spec, the server, the key notice, and the run's event sink for what the co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from physlab.llm import failures as F
 from physlab.llm.errors import BudgetExceeded, ModelFailure
@@ -26,7 +27,7 @@ class SeamRole:
             return
         try:
             self.events(kind, role=self.role, model=self.spec, **data)
-        except Exception:  # noqa: BLE001, S110 - a broken display must not stop a request
+        except Exception:  # noqa: BLE001 - a broken display must not stop a request
             pass
 
     def failure(self, exc: BaseException, url: str | None = None, suffix: str = "") -> ModelFailure:

@@ -6,8 +6,9 @@ slots), and is counted as in flight in the run's meter (``max_in_flight_seen`` i
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Sequence
+from typing import Any
 
 from pydantic_ai.concurrency import AbstractConcurrencyLimiter
 from pydantic_ai.messages import ModelMessage, ModelResponse

@@ -10,9 +10,10 @@ are. Below the recording, so calls.jsonl and ``replay:`` keep the request as the
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic_ai.messages import CachePoint, ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Mapping
+from collections.abc import Mapping
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters

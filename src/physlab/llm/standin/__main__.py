@@ -121,19 +121,9 @@ def _key(ap: _Parser, args: argparse.Namespace) -> str | None:
     return key
 
 
-def lab_role_markers() -> dict[str, str]:
-    """The first line of each lab role's prompt file (it opens the role's instructions): how a request
-    is told to be the surveyor's, the reviewer's, ... when a scenario is played."""
-    from importlib import resources
-
-    from physlab.lab.roles import ROLES
-
-    files = resources.files("physlab.lab.roles")
-    return {r: files.joinpath(f"{r}.md").read_text(encoding="utf-8").splitlines()[0] for r in ROLES}
-
-
 def _responder(ap: _Parser, args: argparse.Namespace) -> Any:
     from physlab.errors import UserError
+    from physlab.llm.scripted import scenario_role_markers
     from physlab.llm.standin.player import ModelResponder
 
     text = args.reply
@@ -144,7 +134,7 @@ def _responder(ap: _Parser, args: argparse.Namespace) -> Any:
             ap.error(f"{args.reply_file}: {exc.strerror}")
     try:
         return ModelResponder(args.scenario, default_role=args.role,
-                              role_markers=lab_role_markers() if args.scenario else None,
+                              role_markers=scenario_role_markers(args.scenario) if args.scenario else None,
                               fallback=(lambda body: text) if text is not None else None)
     except UserError as exc:
         ap.error(f"--scenario: {exc}")
@@ -177,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             ap.error(f"--llama-cpp-python: {exc}")
     else:
-        habits = Habits(**options)  # type: ignore[arg-type]
+        habits = Habits(**options)
     faults = _faults(ap, args.fault)
     responder = _responder(ap, args)
     stop = threading.Event()

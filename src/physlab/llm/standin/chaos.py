@@ -35,7 +35,7 @@ class ChaosResponder:
         self.injected: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def attach(self, server: Any) -> "ChaosResponder":
+    def attach(self, server: Any) -> ChaosResponder:
         """Let transport faults through: they are injected into ``server`` for its next request."""
         self.server = server
         return self

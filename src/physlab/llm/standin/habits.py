@@ -15,8 +15,9 @@ import math
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 VLLM_TOOLS_REFUSED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 # llama-cpp-python's 500 for a response_format it does not take (its request model's validation error)
@@ -59,7 +60,7 @@ class Habits:
     tokenize_path: str | None = None  # its tokenizer endpoint ("/extras/tokenize": llama-cpp-python)
 
     @classmethod
-    def llama_cpp_python(cls, chat_format: str = "chatml-function-calling", **overrides: Any) -> "Habits":
+    def llama_cpp_python(cls, chat_format: str = "chatml-function-calling", **overrides: Any) -> Habits:
         """What ``python -m llama_cpp.server`` showed with Gemma 3 270M (issue #47): ``max_tokens``
         honoured and ``max_completion_tokens`` ignored; ``json_schema`` refused (500) and
         ``json_object`` + ``schema`` constrained; one request at a time; no usage in streams; the

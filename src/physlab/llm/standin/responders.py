@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from physlab.llm.standin.fuzz_schema import ids_in, instance as random_instance, pick_tool
 

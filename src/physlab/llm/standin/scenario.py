@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,

@@ -56,11 +56,12 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from physlab.llm.standin.fuzz_schema import instance as schema_instance
 from physlab.llm.standin.habits import SMALL_MODEL_TEXT, Habits, HabitState, rate_limit_headers
@@ -180,9 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     wbufsize = 1 << 16  # an answer's head and body leave in one write, flushed after each request
-    server: "_HTTPServer"
+    server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet, like a test fixture
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -201,14 +202,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         if self.path.split("?", 1)[0].rstrip("/") in ("/v1/models", "/models"):
             self._json(200, {"object": "list", "data": [{"id": self.server.standin.model_name, "object": "model",
                                                          "created": 0, "owned_by": "physlab-standin"}]})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             return self.send_error(411, "send a Content-Length body (chunked bodies are not supported by the stand-in)")
         try:
@@ -253,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
         n = count_tokens(text)
         self._json(200, {"count": n} if count_only else {"tokens": list(range(n)), "count": n})
 
-    def _answer(self, srv: "StandinServer", body: dict[str, Any], fault: Any, latency: float, delay: float,
+    def _answer(self, srv: StandinServer, body: dict[str, Any], fault: Any, latency: float, delay: float,
                 arrived: float) -> None:
         with srv.serving():
             if self.server.stopping.wait(delay):  # stopped meanwhile: dropped, as by a stopped server
@@ -285,9 +286,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 1024  # a sweep's cells connect all at once
     stopping: threading.Event
-    standin: "StandinServer"
+    standin: StandinServer
 
-    def __init__(self, standin: "StandinServer", address: tuple[str, int]) -> None:
+    def __init__(self, standin: StandinServer, address: tuple[str, int]) -> None:
         self.standin = standin
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
@@ -340,7 +341,7 @@ class StandinServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
-    def start(self) -> "StandinServer":
+    def start(self) -> StandinServer:
         self._http = _HTTPServer(self, (self.host, self._port))
         threading.Thread(target=self._http.serve_forever, name="physlab-standin", daemon=True).start()
         return self
@@ -362,7 +363,7 @@ class StandinServer:
         with self._lock:
             self._lock.wait_for(lambda: self.stats.in_flight == 0, timeout=10)
 
-    def __enter__(self) -> "StandinServer":
+    def __enter__(self) -> StandinServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -396,7 +397,7 @@ class StandinServer:
         delay = latency + (float(fault.opts.get("delay_s", 2.0)) if fault and fault.kind == "slow" else 0)
         return fault, latency, delay
 
-    def answer(self, body: dict[str, Any], fault: Fault | None) -> "Answer":
+    def answer(self, body: dict[str, Any], fault: Fault | None) -> Answer:
         """What to send back for ``body`` (after its delay)."""
         if fault and fault.kind == "drop":
             return Answer("drop")
@@ -415,7 +416,7 @@ class StandinServer:
             return Answer("json", 500, {"error": {"message": "internal error (stand-in)", "type": "server_error"}})
         try:
             completion, _, n_prompt, n_completion = self.build(body, fault)
-        except Exception as exc:  # responder failed (e.g. script exhausted): a clear 500
+        except Exception as exc:  # noqa: BLE001 - responder failed (e.g. script exhausted): a clear 500
             return Answer("json", 500, {"error": {"message": f"stand-in responder failed: {exc}",
                                                   "type": "server_error"}})
         counted = (1 if "usage" in completion else 0, n_prompt, n_completion)
@@ -431,7 +432,7 @@ class StandinServer:
             return Answer("stream", 200, sse_events(completion, include_usage), counted=counted)
         return Answer("json", 200, completion, headers, counted=counted)
 
-    def answered(self, answer: "Answer", handling_s: float, arrived: float, latency: float) -> None:
+    def answered(self, answer: Answer, handling_s: float, arrived: float, latency: float) -> None:
         """An answer went out: add the tokens it reported, and note when its request arrived."""
         if answer.counted is None:
             return

@@ -23,6 +23,7 @@ from physlab.grading.extract import extract_code
 from physlab.llm.errors import budget_error
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Step
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.minions.common import render, requirements
 from physlab.strategies.minions.logic import LogicStudio
@@ -108,12 +109,12 @@ class Minions(Strategy[MinionsParams]):
                         fig = await describe_figure(ctx, img, cv=visual_cv, max_rounds=visual_max,
                                                     self_improve=self_improve, settings=settings,
                                                     context=problem.statement[-3000:])
-                    except Exception as exc:  # noqa: BLE001 - e.g. a text-only model refusing images
+                    except Exception as exc:  # e.g. a text-only model refusing images
                         if budget_error(exc) is not None:
                             raise
                         images_ok = False
                         trace["figures"].append({"image": img.name, "verified": False, "error": error_text(exc)})
-                        ctx.events("step", strategy=self.name, step="visual_failed", image=img.name)
+                        ctx.events(Step(strategy=self.name, step="visual_failed", image=img.name))
                         break
                     figures.append(fig)
                     trace["figures"].append(fig.model_dump())
@@ -134,7 +135,7 @@ class Minions(Strategy[MinionsParams]):
 
             solution = await logic.solve()
             best_so_far("solver")
-            ctx.events("step", strategy=self.name, step="solve")
+            ctx.events(Step(strategy=self.name, step="solve"))
             if self_improve:
                 solution = await logic.improve(solution)
                 best_so_far("self_improve")
@@ -145,8 +146,8 @@ class Minions(Strategy[MinionsParams]):
                 trace["iterations"].append({"iteration": it, "passed": outcome.passed, "stage": outcome.stage,
                                             "parsed": outcome.parsed, "issues": outcome.issues,
                                             "consecutive_passes": passes})
-                ctx.events("step", strategy=self.name, step="review", iteration=it, passed=outcome.passed,
-                           stage=outcome.stage, consecutive=passes)
+                ctx.events(Step(strategy=self.name, step="review", iteration=it, passed=outcome.passed,
+                                stage=outcome.stage, consecutive=passes))
                 if passes >= cv:
                     accepted, stop = True, "accepted"
                     break

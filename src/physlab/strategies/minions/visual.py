@@ -21,6 +21,7 @@ from pydantic_ai import BinaryContent
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Step
 from physlab.strategies.minions.common import NO_REVIEW, render, review
 from physlab.strategies.sampling import OUTPUT_RETRIES, ask_structured
 
@@ -120,7 +121,7 @@ async def describe_figure(ctx: RunEnvironment, image: Path, *, cv: int, max_roun
         passes = passes + 1 if passed else 0
         result.rounds.append({"round": round_no, "stage": stage, "passed": passed, "parsed": parsed,
                               "issues": review_issues, "consecutive_passes": passes})
-        ctx.events("step", strategy="minions", step="visual_verify", image=result.image, passed=passed)
+        ctx.events(Step(strategy="minions", step="visual_verify", image=result.image, passed=passed))
         if passed and passes >= cv:
             result.verified = True
             break

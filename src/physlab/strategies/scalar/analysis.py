@@ -18,8 +18,9 @@ import itertools
 import json
 import math
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, Field

@@ -26,6 +26,7 @@ from physlab.errors import UserError
 from physlab.grading.extract import extract_code
 from physlab.run.checkpoints import record_best
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Step
 from physlab.strategies.base import Attempt, AttemptStatus, Strategy
 from physlab.strategies.minions.common import requirements
 from physlab.strategies.minions.visual import image_content
@@ -168,7 +169,7 @@ class Scalar(Strategy[ScalarParams]):
                                                    grader_verdict=grader_verdict, judge=verdict,
                                                    progress=progress))
                 _save(ctx, transcript)
-                ctx.events("step", strategy=self.name, turn=turn, score=verdict.total, passed=verdict.passed)
+                ctx.events(Step(strategy=self.name, turn=turn, score=verdict.total, passed=verdict.passed))
                 earlier.append((text, critique))
                 previous_critique = critique
                 if verdict.passed:

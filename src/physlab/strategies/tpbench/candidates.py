@@ -6,13 +6,15 @@ plus the parameters every TPBench strategy shares and the Attempt built from a c
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from physlab.grading.extract import extract_code
 from physlab.llm.usage import Usage
 from physlab.run.checkpoints import record_as_they_came
 from physlab.run.environment import RunEnvironment
+from physlab.run.events import Candidates, Distinct
 from physlab.strategies.base import Attempt, AttemptStatus
 from physlab.strategies.params import TPBENCH, SamplingParams, param
 from physlab.strategies.sampling import (
@@ -89,7 +91,7 @@ async def generate_candidates(ctx: RunEnvironment, strategy: str, params: TPBenc
             if out.budget:
                 budget_hit = budget_hit or out.error
             candidates.append(Candidate(index=i, error=error_text(out.error)))
-    ctx.events("candidates", strategy=strategy, generated=sum(c.text is not None for c in candidates))
+    ctx.events(Candidates(strategy=strategy, generated=sum(c.text is not None for c in candidates)))
     return candidates, budget_hit
 
 
@@ -115,7 +117,7 @@ def _pool(ctx: RunEnvironment, strategy: str, candidates: list[Candidate], group
     for g, members in enumerate(groups):
         for pos in members:
             candidates[pos].group = g
-    ctx.events("distinct", strategy=strategy, groups=[len(g) for g in groups])
+    ctx.events(Distinct(strategy=strategy, groups=[len(g) for g in groups]))
     return Pool(candidates=candidates, groups=groups, budget_hit=budget_hit)
 
 

@@ -5,7 +5,8 @@ verifiers' and tie-breakers' replies are pydantic models (structured output), no
 from __future__ import annotations
 
 import random
-from typing import Any, Awaitable, Callable, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import UnexpectedModelBehavior

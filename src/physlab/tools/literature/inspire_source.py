@@ -122,7 +122,7 @@ class InspireSource:
     async def record(self, key: PaperKey) -> SearchHit:
         """The INSPIRE record for an INSPIRE, arXiv or DOI key."""
         q = {"inspire": lambda v: f"recid:{v}", "arxiv": lambda v: f"arxiv:{v}",
-             "doi": lambda v: f'doi:"{v}"'}[key.kind](key.value)  # type: ignore[index]
+             "doi": lambda v: f'doi:"{v}"'}[key.kind](key.value)
         _, hits = await self._search(q, 1)
         if not hits:
             raise SourceUnavailable(NAME, f"no record for {key}")

@@ -136,7 +136,7 @@ class Library:
         asked = [(names[n], src) for n in picked if (src := enabled[n]) is not None]
         results = await asyncio.gather(*(self._guard(name, src.search(query, k)) for name, src in asked))
         by_arxiv: dict[str, SearchHit] = {}
-        for (name, _), result in zip(asked, results):
+        for _, result in zip(asked, results):
             if isinstance(result, str):
                 out.unavailable.append(result)
                 continue

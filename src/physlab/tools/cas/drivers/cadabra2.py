@@ -23,9 +23,9 @@ def main() -> None:
     scope = {"__name__": "__main__", "__file__": PROGRAM, "__builtins__": __builtins__}
     defaults = os.path.join(module_dir, "cadabra2_defaults.py")
     with open(defaults, encoding="utf-8") as fh:
-        exec(compile(fh.read(), defaults, "exec"), scope)  # noqa: S102 - inside the sandbox
+        exec(compile(fh.read(), defaults, "exec"), scope)  # inside the sandbox
     try:
-        exec(compile(python, PROGRAM, "exec"), scope)  # noqa: S102 - this is the sandboxed run
+        exec(compile(python, PROGRAM, "exec"), scope)  # this is the sandboxed run
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - shown like Python shows it, from main.cdb on

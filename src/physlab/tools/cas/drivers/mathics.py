@@ -18,12 +18,12 @@ def _matplotlib_version_without_stat() -> None:
         import importlib.metadata
 
         import matplotlib
-    except Exception:
+    except Exception:  # noqa: BLE001 - no matplotlib (or a broken one): Mathics3 is left to say so itself
         return
     if "__version__" not in vars(matplotlib):
         try:
             matplotlib.__version__ = importlib.metadata.version("matplotlib")
-        except Exception:
+        except Exception:  # noqa: BLE001 - no metadata: matplotlib keeps its own way of finding it
             pass
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -42,12 +42,12 @@ def grade_command(
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT_S,
                                   help="Seconds the candidate code may run."),
-    judge: Optional[str] = typer.Option(
+    judge: str | None = typer.Option(
         None, "--judge", help="provider:model that grades an answer whose reference is prose (no rule reads it; "
         "without a judge such an answer is ungraded, exit 3). It sees the problem, the reference and the final "
         "answer only."),
-    api_base: Optional[str] = typer.Option(None, "--api-base", help="The judge's server (OpenAI-compatible)."),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
+    api_base: str | None = typer.Option(None, "--api-base", help="The judge's server (OpenAI-compatible)."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env",
                                               help="Environment variable holding the judge's API key."),
 ) -> None:
     """Grade CANDIDATE against PROBLEM's reference answer."""
@@ -67,7 +67,7 @@ def grade_command(
     if verdict.verdict == "ungraded" and judge:
         import asyncio
 
-        from physlab.grading.judge import judge_with
+        from physlab.llm.judge import judge_with
 
         verdict = asyncio.run(judge_with(prob, text, judge, api_base=api_base, api_key_env=api_key_env))
     if as_json:

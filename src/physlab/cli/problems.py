@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -39,7 +39,7 @@ def _row(p: Problem) -> dict:
 
 @problems_app.command("list")
 def list_cmd(
-    suite: Optional[str] = typer.Argument(None, help="Suite name or directory; omit to list the suites."),
+    suite: str | None = typer.Argument(None, help="Suite name or directory; omit to list the suites."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List the suites, or the problems in SUITE."""
@@ -52,7 +52,7 @@ def list_cmd(
         for info in list_suites():
             try:
                 count: int | str = len(load_suite(info.name))
-            except Exception as exc:  # a broken imported suite must not hide the others
+            except Exception as exc:  # noqa: BLE001 - a broken imported suite must not hide the others
                 count = f"error: {exc}"
             rows.append({"name": info.name, "kind": info.kind, "problems": count, "path": str(info.path)})
         if as_json:
@@ -135,7 +135,7 @@ def check_cmd(
     """Check every file: it loads (keys, template, a reference that fits the template) and its
     Python or numeric reference evaluates as the grader will evaluate it (in the sandbox, as
     grading does: a problem file's template is code). Exit 1 if any fails."""
-    from physlab.problems.check import check_target
+    from physlab.grading.problems_check import check_target
 
     report = check_target(target)
     for line in report.lines:
@@ -145,8 +145,8 @@ def check_cmd(
         raise typer.Exit(1)
 
 
-def _import(kind: str, source: str, name: Optional[str], force: bool, split: Optional[str] = None,
-            revision: Optional[str] = None) -> None:
+def _import(kind: str, source: str, name: str | None, force: bool, split: str | None = None,
+            revision: str | None = None) -> None:
     from physlab.problems.suites import import_suite
 
     suite, dest, problems = import_suite(kind, source, name=name, force=force, split=split, revision=revision)
@@ -163,31 +163,31 @@ _HF = " a Hugging Face dataset directory, or hf:OWNER/NAME (downloaded; needs ph
 
 @import_app.command("critpt")
 def import_critpt(source: str = typer.Argument(..., help="Directory (or file) of CritPt challenge JSON," + _HF + "."),
-                  name: Optional[str] = _NAME, force: bool = _FORCE, split: Optional[str] = _SPLIT,
-                  revision: Optional[str] = _REVISION) -> None:
+                  name: str | None = _NAME, force: bool = _FORCE, split: str | None = _SPLIT,
+                  revision: str | None = _REVISION) -> None:
     """Import CritPt challenges (CritPt's data/public_test_challenges, or hf:CritPt-Benchmark/CritPt)."""
     _import("critpt", source, name, force, split, revision)
 
 
 @import_app.command("hipho")
 def import_hipho(source: str = typer.Argument(..., help="A HiPhO JSON file (figures beside it)," + _HF + "."),
-                 name: Optional[str] = _NAME, force: bool = _FORCE, split: Optional[str] = _SPLIT,
-                 revision: Optional[str] = _REVISION) -> None:
+                 name: str | None = _NAME, force: bool = _FORCE, split: str | None = _SPLIT,
+                 revision: str | None = _REVISION) -> None:
     """Import HiPhO exams with their figures (e.g. IPhO_2025.json, or hf:SciYu/HiPhO)."""
     _import("hipho", source, name, force, split, revision)
 
 
 @import_app.command("tpbench")
 def import_tpbench(source: str = typer.Argument(..., help="TPBench-style JSON/JSONL file or directory," + _HF + "."),
-                   name: Optional[str] = _NAME, force: bool = _FORCE, split: Optional[str] = _SPLIT,
-                   revision: Optional[str] = _REVISION) -> None:
+                   name: str | None = _NAME, force: bool = _FORCE, split: str | None = _SPLIT,
+                   revision: str | None = _REVISION) -> None:
     """Import TPBench records (problem/answer/solution; or hf:ZhiqiGao/TPBench)."""
     _import("tpbench", source, name, force, split, revision)
 
 
 @import_app.command("yaml")
 def import_yaml(source: str = typer.Argument(..., help="Directory (or file) of YAML problems."),
-                name: Optional[str] = _NAME, force: bool = _FORCE) -> None:
+                name: str | None = _NAME, force: bool = _FORCE) -> None:
     """Import a directory of YAML problems as a named suite."""
     _import("yaml", source, name, force)
 

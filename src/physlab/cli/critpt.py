@@ -1,11 +1,13 @@
-"""`physlab bench export-critpt` and `physlab bench submit-critpt` (registered by bench/cli.py)."""
+"""`physlab bench export-critpt` and `physlab bench submit-critpt` (registered by cli/bench.py)."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -28,16 +30,16 @@ def register(app: typer.Typer) -> None:
 
 
 def export_critpt_cmd(
-    out: Optional[Path] = typer.Option(None, "--out", help="Where to write the batch JSON (one file per repeat, "
+    out: Path | None = typer.Option(None, "--out", help="Where to write the batch JSON (one file per repeat, "
                                                            "<stem>.r<N>.json, when the group has several)."),
-    directory: Optional[Path] = typer.Option(None, "--dir", help="Also (or instead) write CritPt's layout: "
+    directory: Path | None = typer.Option(None, "--dir", help="Also (or instead) write CritPt's layout: "
                                                                  "DIR/<repeat>/<problem_id>.json + batch_metadata.json."),
     db: Path = _DB,
-    strategy: Optional[str] = _STRATEGY,
-    model: Optional[str] = _MODEL,
-    repeat: Optional[int] = _REPEAT,
-    config: Optional[str] = _CONFIG,
-    model_label: Optional[str] = _LABEL,
+    strategy: str | None = _STRATEGY,
+    model: str | None = _MODEL,
+    repeat: int | None = _REPEAT,
+    config: str | None = _CONFIG,
+    model_label: str | None = _LABEL,
     messages: bool = typer.Option(False, "--messages", help="Include each run's conversation as messages."),
     allow_partial: bool = typer.Option(False, "--allow-partial",
                                        help="Write a batch CritPt's server would refuse (for local use)."),
@@ -58,11 +60,11 @@ def export_critpt_cmd(
         what = f"{len(b.submissions)} submissions (repeat {b.repeat}, {empty} without code)"
         if out is not None:
             path = repeat_file(out, b.repeat, several)
-            writing(path, "--out", lambda: write_file(b, path))
+            writing(path, "--out", partial(write_file, b, path))
             typer.echo(f"wrote {what} to {path}")
         if directory is not None:
             made: list[Path] = []
-            writing(directory, "--dir", lambda: made.append(write_directory(b, directory)))
+            writing(directory, "--dir", partial(_into, made, write_directory, b, directory))
             typer.echo(f"wrote {what} to {made[0]}/")
 
 
@@ -70,11 +72,11 @@ def submit_critpt_cmd(
     api_key_env: str = typer.Option(..., "--api-key-env", help="Environment variable holding the grading API key."),
     db: Path = _DB,
     url: str = typer.Option(DEFAULT_URL, "--url", help="The grading endpoint."),
-    strategy: Optional[str] = _STRATEGY,
-    model: Optional[str] = _MODEL,
-    repeat: Optional[int] = _REPEAT,
-    config: Optional[str] = _CONFIG,
-    model_label: Optional[str] = _LABEL,
+    strategy: str | None = _STRATEGY,
+    model: str | None = _MODEL,
+    repeat: int | None = _REPEAT,
+    config: str | None = _CONFIG,
+    model_label: str | None = _LABEL,
     messages: bool = typer.Option(False, "--messages", help="Send each run's conversation as messages."),
     allow_partial: bool = typer.Option(False, "--allow-partial",
                                        help="Send a batch the check says the server will refuse."),
@@ -116,7 +118,7 @@ def submit_critpt_cmd(
                 left = [str(x.repeat) for x in batches[i + 1:]]
                 typer.echo(f"error: repeat {b.repeat}: {exc}"
                            + (f"; repeats {', '.join(left)} not sent" if left else ""), err=True)
-                raise typer.Exit(1)
+                raise typer.Exit(1) from None
             extra = ", ".join(([f"timeouts {got['timeout_rate']:.1%}"] if "timeout_rate" in got else [])
                               + ([f"judge errors {got['judge_error_count']}"] if "judge_error_count" in got else []))
             typer.echo(f"repeat {b.repeat}: CritPt accuracy {got['accuracy']:.1%}" + (f" ({extra})" if extra else "")
@@ -194,3 +196,8 @@ class _progress_bar:
     def __exit__(self, *exc) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+
+def _into(made: list[Any], write: Callable[..., Any], *args: Any) -> None:
+    """``write(*args)``, its result kept in ``made`` (what `writing` runs returns nothing)."""
+    made.append(write(*args))

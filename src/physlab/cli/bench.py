@@ -1,12 +1,12 @@
 """`physlab bench run | report | grade | export-inspect`, and the CritPt commands (export-critpt, submit-critpt:
-bench/critpt_cli.py)."""
+cli/critpt.py)."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from typer.core import TyperCommand
@@ -85,40 +85,40 @@ def run_cmd(
     repeats: int = typer.Option(1, "--repeats", min=1),
     concurrency: int = typer.Option(8, "--concurrency", min=1,
                                     help="Cells running at once (in total, over --workers processes)."),
-    max_inflight: Optional[int] = typer.Option(None, "--max-inflight", min=1,
+    max_inflight: int | None = typer.Option(None, "--max-inflight", min=1,
                                                help="Model requests in flight at once (in total; default: "
                                                     "--concurrency)."),
-    budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=1),
-    budget_cost: Optional[float] = typer.Option(None, "--budget-cost", min=0.0),
-    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=1),
-    budget_wall: Optional[float] = typer.Option(None, "--budget-wall", min=0.0),
+    budget_tokens: int | None = typer.Option(None, "--budget-tokens", min=1),
+    budget_cost: float | None = typer.Option(None, "--budget-cost", min=0.0),
+    budget_calls: int | None = typer.Option(None, "--budget-calls", min=1),
+    budget_wall: float | None = typer.Option(None, "--budget-wall", min=0.0),
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
-    api_base: Optional[str] = typer.Option(None, "--api-base"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
-    role_model: Optional[list[str]] = typer.Option(None, "--role-model",
+    api_base: str | None = typer.Option(None, "--api-base"),
+    api_key_env: str | None = typer.Option(None, "--api-key-env"),
+    role_model: list[str] | None = typer.Option(None, "--role-model",
                                                    help="ROLE=provider:model: this role's model in every cell (repeat)."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
+    judge: str | None = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
                                                               "prose (else ungraded); those cells are reported apart."),
-    output_mode: Optional[str] = typer.Option(None, "--output-mode",
+    output_mode: str | None = typer.Option(None, "--output-mode",
                                               help="tool | native | constrained | prompted | auto (see `physlab solve --help`)."),
-    workspace_root: Optional[Path] = typer.Option(None, "--workspace-root",
+    workspace_root: Path | None = typer.Option(None, "--workspace-root",
                                                   help="Where cell workspaces go (default: <db>_runs/)."),
     seed: int = typer.Option(0, "--seed"),
     name: str = typer.Option("", "--name", help="A label for this sweep in the database."),
-    param: Optional[list[str]] = typer.Option(None, "--param", help="Strategy parameter KEY=VALUE (repeatable)."),
-    tools: Optional[list[str]] = typer.Option(
+    param: list[str] | None = typer.Option(None, "--param", help="Strategy parameter KEY=VALUE (repeatable)."),
+    tools: list[str] | None = typer.Option(
         None, "--tools", help="The lab's tools beyond Python: cas,literature,corpus=DIR,web or none. Repeat for "
         "arms: each value is another set of cells (default: cas; docs/tools.md)."),
     protocol: str = typer.Option("physlab", "--protocol",
                                  help="physlab (PhysLab's defaults) or paper: every strategy at its published "
                                       "setting (`physlab strategies show NAME`); a --param given still wins."),
-    sandbox_workers: Optional[int] = typer.Option(None, "--sandbox-workers", min=1),
+    sandbox_workers: int | None = typer.Option(None, "--sandbox-workers", min=1),
     retry_failed: bool = typer.Option(True, "--retry-failed/--no-retry-failed"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
     workers: int = typer.Option(1, "--workers", min=1,
                                 help="Worker processes on this machine sharing the database and splitting "
                                      "--concurrency/--max-inflight; one per core uses every core."),
-    ray: Optional[str] = typer.Option(
+    ray: str | None = typer.Option(
         None, "--ray", metavar="[ADDRESS]",
         help="Run the cells on a Ray cluster (physlab[ray]); this process writes the database. --ray alone: auto, "
              "the running cluster (RAY_ADDRESS, else the one `ray start` started on this machine; none: an error). "
@@ -388,10 +388,10 @@ def _check_models(config) -> None:
 @bench_app.command("report")
 def report_cmd(
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
-    html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report."),
-    csv: Optional[Path] = typer.Option(None, "--csv", help="Write the summary table as CSV."),
-    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for the PNG plots."),
-    equal_tokens: Optional[float] = typer.Option(None, "--equal-tokens", min=1,
+    html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
+    csv: Path | None = typer.Option(None, "--csv", help="Write the summary table as CSV."),
+    plots: Path | None = typer.Option(None, "--plots", help="Directory for the PNG plots."),
+    equal_tokens: float | None = typer.Option(None, "--equal-tokens", min=1,
                                                  help="T of the 'anytime accuracy at T' column (what runs held "
                                                       "with at most T tokens; equal budgets: bench run "
                                                       "--budget-tokens)."),
@@ -449,10 +449,10 @@ def grade_cmd(
     answers: Path = typer.Option(..., "--answers", help="YAML/JSON: problem id -> reference."),
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
     regrade: bool = typer.Option(False, "--regrade", help="Grade cells that already have a verdict too."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
+    judge: str | None = typer.Option(None, "--judge", help="provider:model grading answers whose reference is "
                                                               "prose (else ungraded); reported apart."),
-    api_base: Optional[str] = typer.Option(None, "--api-base", help="The judge's server."),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="The judge's API key variable."),
+    api_base: str | None = typer.Option(None, "--api-base", help="The judge's server."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="The judge's API key variable."),
 ) -> None:
     """Grade recorded answers now that references are known."""
     import asyncio
@@ -476,9 +476,9 @@ def grade_cmd(
 def export_inspect_cmd(
     out: Path = typer.Option(..., "--out", help="Directory for the logs (then: inspect view --log-dir DIR)."),
     db: Path = typer.Option(Path("results.sqlite"), "--db"),
-    run: Optional[list[Path]] = typer.Option(None, "--run", help="Export this run directory instead (repeatable)."),
-    strategy: Optional[str] = typer.Option(None, "--strategy"),
-    model: Optional[str] = typer.Option(None, "--model"),
+    run: list[Path] | None = typer.Option(None, "--run", help="Export this run directory instead (repeatable)."),
+    strategy: str | None = typer.Option(None, "--strategy"),
+    model: str | None = typer.Option(None, "--model"),
     with_reference: bool = typer.Option(False, "--with-reference",
                                         help="Put each problem's reference answer (looked up by suite and id) in its "
                                              "sample's target."),
@@ -491,7 +491,7 @@ def export_inspect_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    from physlab.bench import critpt_cli
+    from physlab.cli import critpt
 
-    critpt_cli.register(bench_app)
+    critpt.register(bench_app)
     app.add_typer(bench_app, name="bench")

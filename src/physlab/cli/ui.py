@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -18,10 +17,10 @@ def register(app: typer.Typer) -> None:
     def ui(port: int = typer.Option(8765, "--port", min=1, max=65535, help="Port to listen on."),
            runs: Path = typer.Option(Path("runs"), "--runs", help="The runs directory to watch (it may not exist "
                                      "yet: runs appear as they are made)."),
-           db: Optional[Path] = typer.Option(None, "--db", help="A sweep results database (for the Sweeps page; "
+           db: Path | None = typer.Option(None, "--db", help="A sweep results database (for the Sweeps page; "
                                              "default: results.sqlite beside the runs directory, when there)."),
            host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (off loopback needs a token)."),
-           token: Optional[str] = typer.Option(None, "--token", help="Access token (generated when binding off loopback).")
+           token: str | None = typer.Option(None, "--token", help="Access token (generated when binding off loopback).")
            ) -> None:
         """Open the dashboard: runs (live), one run's research graph and calls, human actions, sweeps."""
         import uvicorn

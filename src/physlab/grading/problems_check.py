@@ -66,7 +66,7 @@ def check_problem(problem: Problem) -> CheckLine:
 
 def check_problems(problems: list[Problem]) -> list[CheckLine]:
     """One line per problem; every Python or numeric reference evaluated in one sandbox run."""
-    from physlab.problems.refcheck import evaluate_references
+    from physlab.grading.refcheck import evaluate_references
 
     evaluable = [p for p in problems if p.reference is not None and p.reference_format in ("python", "number")]
     results = dict(zip(map(id, evaluable), evaluate_references(evaluable))) if evaluable else {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -61,148 +61,62 @@ def load_problem(spec: str):
     return resolve_problem(spec)
 
 
-strategies_app = typer.Typer(help="The strategies (scaffolds) and their parameters.", no_args_is_help=True)
-
-
-@strategies_app.command("list")
-def list_strategies() -> None:
-    """Every --strategy name, with what it does."""
-    from physlab.strategies import registry
-
-    for name in registry.names():
-        typer.echo(f"{name:14s} {_summary(registry.get(name))}")
-
-
-@strategies_app.command("show")
-def show_strategy(name: str = typer.Argument(..., help="A strategy name (see `physlab strategies list`)."),
-                  as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    """Every parameter of a strategy: its default under each --protocol and its range, what it means, where
-    the default comes from."""
-    import json
-
-    from physlab.run.options import PROTOCOLS
-    from physlab.strategies import registry
-    from physlab.strategies.params import cite
-    from physlab.strategies.protocols import defaults_under
-
-    kind = registry.get(name)
-    params = kind.Params.model_json_schema().get("properties", {})
-    under = {protocol: defaults_under(kind.Params, name, protocol) for protocol in PROTOCOLS}
-    for key, prop in params.items():  # fields the lab inherits from its own settings say it beside them
-        prop["description"] = prop.get("description") or kind.Params.descriptions.get(key, "")
-        prop["source"] = cite(prop.get("source") or kind.Params.sources.get(key, ""))
-        prop["defaults"] = {protocol: under[protocol].get(key) for protocol in PROTOCOLS}
-        if presets := kind.Params.preset_values(key):      # its value under each named setting
-            prop["presets"] = presets
-            prop["departs"] = len({json.dumps(v, sort_keys=True) for v in presets.values()}) > 1
-    from physlab.llm import output_caps
-
-    cap = {"default": output_caps.DEFAULT_OUTPUT_CAP, "by_role": output_caps.ROLE_OUTPUT_CAPS,
-           "source": output_caps.SOURCE}
-    if as_json:
-        typer.echo(json.dumps({"strategy": name, "summary": _summary(kind), "params": params,
-                               "output_cap": cap}, indent=2))
-        return
-    typer.echo(f"{name}: {_summary(kind)}")
-    typer.echo("parameters (--param KEY=VALUE, or a --config YAML file):" if params else "no parameters")
-    for key, prop in params.items():
-        typer.echo(f"  {key} = {_shown(prop.get('default'))}  ({_kind(prop)})")
-        for protocol, value in prop["defaults"].items():  # a preset's own line below says it for the lab
-            if protocol != "physlab" and value != prop["defaults"]["physlab"] and not prop.get("departs"):
-                typer.echo(f"      --protocol {protocol}: {_shown(value)}")
-        typer.echo(f"      {prop['description']}")
-        typer.echo(f"      default from: {prop['source']}")
-        if prop.get("departs"):
-            typer.echo("      departs from the paper: " + ", ".join(
-                f"preset={preset} {_shown(value)}" for preset, value in prop["presets"].items()))
-    typer.echo(f"output cap of a request to an OpenAI-compatible server (--api-base) when the model registry gives "
-               f"no max_output_tokens: {output_caps.described()} ({output_caps.SOURCE})")
-
-
-def _summary(kind: Any) -> str:
-    return (kind.__doc__ or "").strip().splitlines()[0] if kind.__doc__ else ""
-
-
-def _kind(prop: dict[str, Any]) -> str:
-    """'integer >= 1', 'number in [0, 2] or unset', 'expert|novice|default': a JSON-schema property."""
-    kinds = []
-    for p in prop.get("anyOf", [prop]):
-        text = "|".join(map(str, p["enum"])) if "enum" in p else {"null": "unset"}.get(p.get("type"), p.get("type", "?"))
-        lo, hi, above = p.get("minimum"), p.get("maximum"), p.get("exclusiveMinimum")
-        text += (f" in [{lo:g}, {hi:g}]" if lo is not None and hi is not None else f" >= {lo:g}" if lo is not None
-                 else f" > {above:g}" if above is not None else f" <= {hi:g}" if hi is not None else "")
-        kinds.append(text)
-    return " or ".join(kinds)
-
-
-def _shown(value: Any) -> str:
-    """A default as it would be written after --param KEY= (YAML)."""
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_shown(v)}" for k, v in value.items()) + "}" if value else "{}"
-    return str(value)
-
-
 def register(app: typer.Typer) -> None:
-    app.add_typer(strategies_app, name="strategies")
-
     @app.command("solve")
     def solve(
         ctx: typer.Context,
-        problem: Optional[str] = typer.Argument(
+        problem: str | None = typer.Argument(
             None, help="Problem file, FILE#ID, SUITE/ID, or a Markdown question (with --resume: the run's own "
             "unless given)."),
-        strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help=STRATEGY_HELP + " (default: lab)"),
-        model: Optional[str] = typer.Option(None, "--model", "-m", envvar="PHYSLAB_MODEL",
+        strategy: str | None = typer.Option(None, "--strategy", "-s", help=STRATEGY_HELP + " (default: lab)"),
+        model: str | None = typer.Option(None, "--model", "-m", envvar="PHYSLAB_MODEL",
                                             help="provider:model, scripted:NAME or replay:PATH."),
-        api_base: Optional[str] = typer.Option(
+        api_base: str | None = typer.Option(
             None, "--api-base", help="The models' server: any OpenAI-compatible server for openai: models (vLLM, "
             "Ollama, a LiteLLM proxy), a Messages API for anthropic:, a Gemini API for google-gla:."),
         role_model: list[str] = typer.Option(
             [], "--role-model", help="ROLE=provider:model: this role's model instead of --model (repeat; e.g. "
             "reviewer=anthropic:claude-sonnet-4-5). The roles: `physlab strategies show NAME`."),
-        output_mode: Optional[str] = typer.Option(
+        output_mode: str | None = typer.Option(
             None, "--output-mode", help="How structured answers are asked for: tool (tool calls, the default), "
             "native (a JSON-schema response format), constrained (the server holds the reply to the schema: "
             "llama.cpp's json_object with a schema; small local models), prompted (JSON in the text; for servers "
             "without tool calling) or auto (tool, then prompted if the server refuses or ignores tools). "
             "`physlab models check` says which works."),
-        api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
+        api_key_env: str | None = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
-        workspace: Optional[Path] = typer.Option(None, "--workspace", help="Run directory."),
+        workspace: Path | None = typer.Option(None, "--workspace", help="Run directory."),
         replace: bool = typer.Option(False, "--replace",
                                      help="Delete the run already in --workspace and start over."),
-        resume: Optional[str] = typer.Option(
+        resume: str | None = typer.Option(
             None, "--resume", help="Continue this run directory (DIR@N: from iteration N) with the options it "
             "was made with; a flag given changes that option (and says so)."),
-        max_iterations: Optional[int] = typer.Option(None, "--max-iterations", min=1),
-        max_calls: Optional[int] = typer.Option(None, "--max-calls", min=1),
-        max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1),
-        max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0.0),
-        max_wall: Optional[float] = typer.Option(None, "--max-wall", min=0.0, help="Seconds."),
-        max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1,
+        max_iterations: int | None = typer.Option(None, "--max-iterations", min=1),
+        max_calls: int | None = typer.Option(None, "--max-calls", min=1),
+        max_tokens: int | None = typer.Option(None, "--max-tokens", min=1),
+        max_cost: float | None = typer.Option(None, "--max-cost", min=0.0),
+        max_wall: float | None = typer.Option(None, "--max-wall", min=0.0, help="Seconds."),
+        max_in_flight: int | None = typer.Option(None, "--max-in-flight", min=1,
                                                     help="Concurrent model requests of this run."),
-        seed: Optional[int] = typer.Option(None, "--seed", help="(default: 0)"),
-        tools: Optional[str] = typer.Option(
+        seed: int | None = typer.Option(None, "--seed", help="(default: 0)"),
+        tools: str | None = typer.Option(
             None, "--tools", help="The lab's tools beyond Python: any of cas,literature,corpus=DIR,web, or none "
             "(default: cas, plus literature for a Markdown question; docs/tools.md)."),
-        judge: Optional[str] = typer.Option(
+        judge: str | None = typer.Option(
             None, "--judge", help="provider:model grading the answer when the reference is prose (no rule reads "
             "it; without a judge the answer is ungraded). It sees the problem, the reference and the final answer "
             "only; its calls go to judge_calls.jsonl, counted apart."),
         param: list[str] = typer.Option([], "--param", "-p", help="Strategy parameter key=value (repeat)."),
-        config: Optional[Path] = typer.Option(None, "--config", help="YAML file of strategy parameters."),
-        protocol: Optional[str] = typer.Option(
+        config: Path | None = typer.Option(None, "--config", help="YAML file of strategy parameters."),
+        protocol: str | None = typer.Option(
             None, "--protocol", help="physlab (PhysLab's defaults, the default) or paper: the strategy at its "
             "published setting (`physlab strategies show NAME` lists both); a --param given still wins."),
-        models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
+        models_config: Path | None = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
                                                      help="Model registry YAML (defaults, prices)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the workspace path."),
-        as_json: bool = typer.Option(False, "--json", help="Print metrics.json."),
-        console_mode: Optional[str] = typer.Option(
+        as_json: bool = typer.Option(False, "--json", help="Print the run's record (metrics.json, with the answer "
+                                     "as written and its workspace)."),
+        console_mode: str | None = typer.Option(
             None, "--console", help="Progress display: live (a live panel; the default on a terminal), lines "
             "(one line per step; the default otherwise), json (one event per line on stderr) or quiet."),
         yes: bool = typer.Option(
@@ -212,14 +126,11 @@ def register(app: typer.Typer) -> None:
         """Solve PROBLEM with one strategy; writes a run workspace (exit 0 answer, 1 none, 2 bad input)."""
         import asyncio
 
-        from physlab.llm.models import parse_role_models
-        from physlab.llm.output import check_output_mode
+        from physlab.run.entry import Given, prepare
         from physlab.run.files import check_run_dir
-        from physlab.run.options import RunOptions, check_protocol, given_options, registry_path
-        from physlab.run.resume import resume_options
+        from physlab.run.record import recorded_options
         from physlab.run.runner import Shared, run
         from physlab.strategies import registry
-        from physlab.tools.choice import ToolChoice
 
         if max_cost == 0 or max_wall == 0:
             raise UserError("must be > 0", field="--max-cost" if max_cost == 0 else "--max-wall")
@@ -237,33 +148,25 @@ def register(app: typer.Typer) -> None:
         params = parse_params(param, config)
         if max_iterations is not None:
             params["max_iterations"] = max_iterations
-        given = given_options({
-            "strategy": strategy, "model": flag("model", model), "api_base": api_base, "api_key_env": api_key_env,
-            "output_mode": check_output_mode(output_mode), "role_models": parse_role_models(role_model),
-            "models_config": registry_path(flag("models_config", models_config), environment=False),
-            "max_in_flight": max_in_flight, "seed": seed, "params": params, "console": console_mode, "judge": judge,
-            "protocol": check_protocol(protocol),
-            "tools": ToolChoice.parse(tools) if tools is not None else None,
-            "budget": {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
-                                         ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None}})
-        if resume_dir is not None:
-            options, recorded_problem = resume_options(resume_dir, given, yes=yes)
-            problem = problem or recorded_problem
-            if problem is None:
-                raise UserError("this run recorded no problem to resume on: give PROBLEM", path=resume_dir,
-                                field="--resume")
-        else:
+        given = Given(strategy=strategy, model=flag("model", model), api_base=api_base, api_key_env=api_key_env,
+                      output_mode=output_mode, role_models=role_model, models_config=flag("models_config", models_config),
+                      max_in_flight=max_in_flight, seed=seed, params=params, console=console_mode,
+                      protocol=protocol, tools=tools, judge=judge,
+                      budget={k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens),
+                                                ("max_cost_usd", max_cost), ("max_wall_s", max_wall)) if v is not None})
+        if resume_dir is None:
             if problem is None:
                 raise UserError("no problem given: physlab solve PROBLEM (a file, FILE#ID or SUITE/ID)")
-            if "model" not in given:
+            if model is None:
                 raise UserError("no model given: pass --model provider:model (or scripted:NAME, replay:PATH)",
                                 field="--model")
-            options = RunOptions.model_validate({"strategy": registry.DEFAULT, **given})
-        once = registry.session_params(options.params)  # where this session starts: not recorded
-        if resume_iteration is not None:
-            once["resume_iteration"] = resume_iteration
-        prob = load_problem(problem)
-        scaffold = registry.build(options.strategy, {**options.params, **once}, options.protocol)
+        session = {"resume_iteration": resume_iteration} if resume_iteration is not None else None
+        options, scaffold = prepare(given, resume_dir, registry, yes=yes, session=session)
+        spec = problem or (recorded_options(resume_dir)[1] if resume_dir is not None else None)
+        if spec is None:  # (a new run without one was refused above)
+            raise UserError("this run recorded no problem to resume on: give PROBLEM", path=resume_dir,
+                            field="--resume")
+        prob = load_problem(spec)
         if not (quiet or as_json):
             for line in registry.protocol_notes(options.strategy, options.params, options.protocol):
                 typer.echo(f"note: {line}", err=True)
@@ -284,8 +187,13 @@ def register(app: typer.Typer) -> None:
             if events is not None:
                 events.close()  # a live panel ends (and gives the cursor back) however the run ended
         ws_path = Path(record.workspace or ".")
-        if as_json:
-            typer.echo((ws_path / "metrics.json").read_text())
+        if as_json:  # the record as metrics.json holds it, with the answer as written and where
+            import json
+
+            from physlab.run.record import read_record, record_json
+
+            typer.echo(json.dumps(record_json(read_record(ws_path, answer=True) or record), indent=2,
+                                  ensure_ascii=False))
         elif quiet:
             typer.echo(str(ws_path))
         else:
@@ -297,13 +205,17 @@ class _Started:
     """The run's progress sink, passed through, noting the run directory the runner chose."""
 
     def __init__(self, sink: Any) -> None:
-        self.sink, self.workspace = sink, None
+        from physlab.run import events
 
-    def __call__(self, kind: str, **data: Any) -> None:
-        if kind == "run_started":
-            self.workspace = data.get("workspace")
+        self.sink, self.events = sink, events
+        self.workspace: str | None = None
+
+    def __call__(self, event: Any, /, **data: Any) -> None:
+        e = self.events.as_event(event, data)
+        if isinstance(e, self.events.RunStarted):
+            self.workspace = e.workspace
         if self.sink is not None:
-            self.sink(kind, **data)
+            self.sink(e)
 
 
 def _interrupted(workspace: str | None, resumable: bool) -> str:

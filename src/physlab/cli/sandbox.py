@@ -49,7 +49,7 @@ def run_cmd(
     try:
         code = script.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read the script as UTF-8 text ({exc.__class__.__name__})", path=script)
+        raise UserError(f"cannot read the script as UTF-8 text ({exc.__class__.__name__})", path=script) from None
     if language != "python" and not cas.system_status(language).available:
         raise cas.SystemUnavailable(cas.system_status(language).reason)  # before starting any worker
     # One run: its worker imports the stack's modules the script names (as the lab's warm workers

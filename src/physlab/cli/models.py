@@ -5,20 +5,24 @@ imported inside the commands."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from physlab.llm.defaults import ModelRegistry
+    from physlab.llm.preflight.report import Finding
 
 DEFAULT_PROBLEM = "examples/quantum_error_correction_main"  # CritPt's own example: a typical problem's size
 
 
-def heading_of(model: str, api_base: Optional[str], registry: object) -> str:
+def heading_of(model: str, api_base: str | None, registry: ModelRegistry) -> str:
     """The check's first line, before any request (the server a registry entry names, else --api-base)."""
     from physlab.llm.models import RunModels
     from physlab.llm.preflight import Preflight, heading
 
     try:
-        base = RunModels.api_base_for(model, registry.defaults_for(model), api_base)  # type: ignore[attr-defined]
+        base = RunModels.api_base_for(model, registry.defaults_for(model), api_base)
     except Exception:  # noqa: BLE001 - a bad name or URL is said by the check itself, in one line
         base = api_base
     return heading(Preflight(model=model, api_base=base))
@@ -47,13 +51,13 @@ def register(app: typer.Typer) -> None:
     @models_app.command("check")
     def check(
         model: str = typer.Argument(..., help="provider:model, e.g. openai:qwen3-32b."),
-        api_base: Optional[str] = typer.Option(None, "--api-base", help="The model's server (as for solve)."),
-        api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
+        api_base: str | None = typer.Option(None, "--api-base", help="The model's server (as for solve)."),
+        api_key_env: str | None = typer.Option(None, "--api-key-env",
                                                   help="Environment variable holding the API key."),
-        problem: Optional[str] = typer.Option(
+        problem: str | None = typer.Option(
             None, "--problem", help="The problem a run would solve (file, FILE#ID or SUITE/ID): its lab prompts are "
             f"held against the context window (default: {DEFAULT_PROBLEM})."),
-        models_config: Optional[Path] = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
+        models_config: Path | None = typer.Option(None, "--models-config", envvar="PHYSLAB_MODELS_CONFIG",
                                                      help="Model registry YAML (context window, prices, ...)."),
         as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
     ) -> None:
@@ -77,8 +81,8 @@ def register(app: typer.Typer) -> None:
         public = resolve_problem(label).public()
         lab = lab_prompts(public, label)
 
-        def said(finding: object) -> None:  # each line as soon as it is known: a check may take minutes
-            typer.echo(finding_line(finding))  # type: ignore[arg-type]
+        def said(finding: Finding) -> None:  # each line as soon as it is known: a check may take minutes
+            typer.echo(finding_line(finding))
 
         if not as_json:
             typer.echo(heading_of(model, api_base, registry))
