@@ -49,6 +49,7 @@ _CACHE_COLUMNS = {"cache_read_tokens": "INTEGER NOT NULL DEFAULT 0", "cache_writ
 # Every column the cells table gained since version 1, in the order they were added.
 _ADDED_CELL_COLUMNS = {**_RESULT_COLUMNS, **_JUDGE_COLUMNS, **_PROTOCOL_COLUMNS, **_NODE_COLUMNS, **_GRADED_BY_COLUMNS}
 
+# One definition, in _SCHEMA and in the migration that adds the table to an older file.
 _LOST_ATTEMPTS = """
 CREATE TABLE IF NOT EXISTS lost_attempts (
     cell_key TEXT NOT NULL REFERENCES cells(key) ON DELETE CASCADE,
@@ -160,20 +161,7 @@ CREATE TABLE IF NOT EXISTS calls (
     cache_write_tokens INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (cell_key, idx)
 );
-CREATE TABLE IF NOT EXISTS lost_attempts (
-    cell_key TEXT NOT NULL REFERENCES cells(key) ON DELETE CASCADE,
-    attempt TEXT NOT NULL,
-    node TEXT,
-    reason TEXT NOT NULL DEFAULT '',
-    started_at REAL,
-    lost_at REAL NOT NULL,
-    calls INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    PRIMARY KEY (cell_key, attempt)
-);
-CREATE TABLE IF NOT EXISTS worker_runs (
+""" + _LOST_ATTEMPTS.lstrip("\n") + """CREATE TABLE IF NOT EXISTS worker_runs (
     worker TEXT NOT NULL,
     sweep TEXT NOT NULL DEFAULT '',
     started_at REAL NOT NULL,
